@@ -1,0 +1,11 @@
+"""pcctune: train and evaluate sentence embeddings past the contrastive ceiling on STS.
+
+Implements Pcc-tuning (two-stage contrastive + Pearson-loss training), prompt-based
+decoder embeddings (PromptEOL/STH/SUM), and the SimCSE/SentEval STS evaluation protocol
+on top of sentence-transformers.
+"""
+
+from pcctune.errors import PcctuneError
+
+__version__ = "0.1.0"
+__all__ = ["PcctuneError", "__version__"]

@@ -1,0 +1,75 @@
+"""NLI triplets (anchor, positive, hard negative) for stage-1 contrastive training.
+
+Sources: SimCSE's ``nli_for_simcse.csv`` (columns ``sent0, sent1, hard_neg``), SNLI-format
+folders (``s1.<split>``, ``s2.<split>``, ``labels.<split>``) turned into
+(premise, entailment, contradiction), and Hugging Face ``all-nli`` triplet datasets
+(``anchor, positive, negative``).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from pcctune.errors import PcctuneError
+
+
+@dataclass(frozen=True)
+class Triplet:
+    """An anchor, its positive, and an optional hard negative."""
+
+    anchor: str
+    positive: str
+    negative: str | None = None
+
+
+def read_simcse_csv(path: str | Path) -> list[Triplet]:
+    """Read SimCSE's csv: ``sent0, sent1[, hard_neg]`` (pairs without negatives are allowed)."""
+    path = Path(path)
+    if not path.is_file():
+        raise PcctuneError(f"missing file: {path}")
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns = reader.fieldnames or []
+        missing = [c for c in ("sent0", "sent1") if c not in columns]
+        if missing:
+            raise PcctuneError(f"{path}: missing column(s) {', '.join(missing)} (found: {', '.join(columns)})")
+        has_negative = "hard_neg" in columns
+        return [Triplet(r["sent0"], r["sent1"], r["hard_neg"] if has_negative else None) for r in reader]
+
+
+def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")) -> list[Triplet]:
+    """Build (premise, entailment, contradiction) triplets from SNLI s1/s2/labels files.
+
+    For each premise, its entailment and contradiction hypotheses are paired in file order;
+    a premise lacking either label gives no triplet.
+    """
+    folder = Path(folder)
+    triplets: list[Triplet] = []
+    for split in splits:
+        files = [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
+        for path in files:
+            if not path.is_file():
+                raise PcctuneError(f"missing file: {path}")
+        premises, hypotheses, labels = (p.read_text(encoding="utf-8").splitlines() for p in files)
+        if not len(premises) == len(hypotheses) == len(labels):
+            raise PcctuneError(f"{folder}: s1/s2/labels of split {split!r} differ in length")
+        by_premise: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for premise, hypothesis, label in zip(premises, hypotheses, labels):
+            by_premise[premise][label.strip()].append(hypothesis)
+        for premise, groups in by_premise.items():
+            for positive, negative in zip(groups["entailment"], groups["contradiction"]):
+                triplets.append(Triplet(premise, positive, negative))
+    return triplets
+
+
+def triplets_from_hf_dataset(dataset) -> list[Triplet]:
+    """Triplets from a ``datasets.Dataset`` in the all-nli format (``anchor, positive[, negative]``)."""
+    columns = list(dataset.column_names)
+    missing = [c for c in ("anchor", "positive") if c not in columns]
+    if missing:
+        raise PcctuneError(f"dataset lacks column(s) {', '.join(missing)} (found: {', '.join(columns)})")
+    has_negative = "negative" in columns
+    return [Triplet(r["anchor"], r["positive"], r["negative"] if has_negative else None) for r in dataset]

@@ -1,0 +1,8 @@
+"""The one exception type users see: bad input, reported as a one-line message."""
+
+
+class PcctuneError(Exception):
+    """A user-facing error: bad input, missing data, unknown model.
+
+    The CLI prints ``error: <message>`` and exits with code 2 instead of a traceback.
+    """

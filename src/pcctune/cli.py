@@ -1,0 +1,147 @@
+"""The ``pcctune`` command line: a thin door onto the library's functions.
+
+Every user-facing failure is a :class:`PcctuneError`, printed as one ``error:`` line with exit
+code 2 (the code typer uses for usage errors too).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from pcctune.errors import PcctuneError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Pcc-tuning: sentence embeddings past the contrastive ceiling.")
+data_app = typer.Typer(no_args_is_help=True, help="Prepare and inspect data (stage-2 set, leakage reports).")
+app.add_typer(data_app, name="data")
+console = Console(width=160)
+
+DataOption = Annotated[
+    Optional[Path],
+    typer.Option("--data", help="SentEval folder (or a root holding senteval/); default $PCCTUNE_DATA or ../shared/data"),
+]
+
+
+class TaskGroup(str, Enum):
+    sts = "sts"
+
+
+class NormalizationChoice(str, Enum):
+    exact = "exact"
+    whitespace = "whitespace"
+    case = "case"
+    whitespace_case = "whitespace+case"
+
+
+@app.command("eval")
+def eval_command(
+    model: Annotated[str, typer.Argument(help="packaged short name, local folder, .gguf file or Hub id")],
+    tasks: Annotated[TaskGroup, typer.Option(help="task group to evaluate")] = TaskGroup.sts,
+    data: DataOption = None,
+    template: Annotated[Optional[str], typer.Option(help="eol | sth | sum | a string with one {text}")] = None,
+    pooling: Annotated[Optional[str], typer.Option(help="mean | cls | lasttoken (default: saved, else by model kind)")] = None,
+    dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16")] = "fp32",
+    batch_size: Annotated[int, typer.Option(help="sentences per encoding batch")] = 64,
+    max_seq_length: Annotated[Optional[int], typer.Option(help="token budget (only the sentence is cut)")] = None,
+    seed: Annotated[int, typer.Option(help="recorded in the results; seeds torch")] = 42,
+    output: Annotated[Optional[Path], typer.Option(help="write the results JSON here")] = None,
+) -> None:
+    """Evaluate MODEL on the seven STS tasks (SimCSE/SentEval protocol) and print a table."""
+    from pcctune.evaluation.run import run_sts_eval
+
+    run_sts_eval(
+        model, data, template=template, pooling=pooling, dtype=dtype, batch_size=batch_size,
+        max_seq_length=max_seq_length, seed=seed, output=output, console=console,
+    )
+
+
+@app.command("encode")
+def encode_command(
+    model: Annotated[str, typer.Argument(help="packaged short name, local folder, .gguf file or Hub id")],
+    sentences: Annotated[list[str], typer.Argument(help="sentences to embed")],
+    template: Annotated[Optional[str], typer.Option(help="eol | sth | sum | a string with one {text}")] = None,
+    pooling: Annotated[Optional[str], typer.Option(help="mean | cls | lasttoken")] = None,
+    dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16")] = "fp32",
+    output: Annotated[Optional[Path], typer.Option(help="save the embeddings as .npy")] = None,
+) -> None:
+    """Embed sentences; print their shape and cosine similarity matrix (or save them)."""
+    import numpy as np
+
+    from pcctune.modeling.build import build_model
+
+    encoder = build_model(model, template=template, pooling=pooling, dtype=dtype)
+    vectors = encoder.encode(sentences, convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+    if output is not None:
+        np.save(output, vectors)
+        console.print(f"saved {vectors.shape} to {output}")
+        return
+    normed = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    console.print(f"embeddings: {vectors.shape}; cosine similarities:")
+    console.print(np.array2string(normed @ normed.T, precision=4))
+
+
+@data_app.command("stage2")
+def data_stage2_command(
+    data: DataOption = None,
+    normalize: Annotated[NormalizationChoice, typer.Option(help="how sentences are matched")] = NormalizationChoice.exact,
+    rescale_sick: Annotated[bool, typer.Option(help="map SICK 1–5 scores to 0–5 as 5·(x−1)/4")] = False,
+    output: Annotated[Path, typer.Option(help="where to write the stage-2 pairs (jsonl)")] = Path("runs/data/stage2.jsonl"),
+    report: Annotated[Path, typer.Option(help="where to write the leakage report (json)")] = Path("runs/data/stage2_leakage.json"),
+) -> None:
+    """Build the stage-2 set: STS-B train + SICK-R train minus every pair found in a test set."""
+    from pcctune.data.leakage import Normalization, write_report
+    from pcctune.data.stage2 import build_stage2_set, save_pairs_jsonl
+    from pcctune.paths import resolve_senteval_dir
+
+    senteval = resolve_senteval_dir(data)
+    result = build_stage2_set(senteval, Normalization(normalize.value), rescale_sick)
+    save_pairs_jsonl(result.pairs, output)
+    write_report(report, result.report_dict())
+    from rich.table import Table
+
+    table = Table(title=f"stage-2 leakage filter ({normalize.value} match) on {senteval}")
+    for column in ("source", "total", "kept", "removed", "removed by test set"):
+        table.add_column(column, justify="left" if column in ("source", "removed by test set") else "right")
+    for r in [*result.reports, result.dev_overlap]:
+        hits = ", ".join(f"{k} {v}" for k, v in r.removed_by_test_set.items())
+        label = r.source + (" (overlap only; not in the set)" if r is result.dev_overlap else "")
+        table.add_row(label, str(r.total), str(r.kept), str(r.removed), hits)
+    console.print(table)
+    console.print(f"stage-2 set: {len(result.pairs)} pairs -> {output}; report -> {report}")
+
+
+@data_app.command("tasks")
+def data_tasks_command(data: DataOption = None) -> None:
+    """Count the pairs of each of the seven STS test tasks and their subsets."""
+    from pcctune.data.senteval import load_test_tasks
+    from pcctune.paths import resolve_senteval_dir
+
+    for task in load_test_tasks(resolve_senteval_dir(data)):
+        detail = ", ".join(f"{s.name} {len(s.pairs)}" for s in task.subsets) if len(task.subsets) > 1 else ""
+        console.print(f"{task.name}: {len(task.pairs)} pairs  {detail}")
+
+
+def main() -> None:
+    """Entry point: run the app, turning user errors into one line and exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except PcctuneError as error:
+        console.print(f"[red]error:[/red] {error}", highlight=False)
+        sys.exit(2)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        console.print("aborted")
+        sys.exit(130)
+    except Exception as error:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(error, click.ClickException):
+            error.show()
+            sys.exit(error.exit_code)
+        raise

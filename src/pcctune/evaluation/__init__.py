@@ -1,0 +1,1 @@
+"""Evaluation: SimCSE/SentEval STS protocol, result records and tables."""

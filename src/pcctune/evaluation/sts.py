@@ -1,0 +1,108 @@
+"""STS evaluation under the SimCSE/SentEval protocol.
+
+What the SimCSE fork of SentEval computes, and so what the Pcc-tuning and PromptEOL papers
+report: sentences are whitespace-tokenized and re-joined with single spaces (SentEval splits
+each line into words and the SimCSE batcher joins them), each pair is scored by cosine
+similarity, and the metric is Spearman's ρ × 100 (``scipy.stats.spearmanr``, ties averaged):
+
+- STS12–16: ρ on the concatenation of all subsets (``all``); per-subset ρ, their mean and
+  their pair-count-weighted mean (``wmean``) are recorded too;
+- STS-B and SICK-R: ρ on the test split;
+- ``avg``: the plain mean of the seven numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+from sentence_transformers import SentenceTransformer
+
+from pcctune.data.sts import STSTask
+
+PROTOCOL = "simcse-senteval"
+
+
+def senteval_text(sentence: str) -> str:
+    """SentEval's view of a sentence: split on whitespace, joined by single spaces."""
+    return " ".join(sentence.split())
+
+
+@dataclass
+class SubsetScore:
+    name: str
+    n: int
+    spearman: float
+    pearson: float
+
+
+@dataclass
+class TaskScore:
+    """One task's headline number (``spearman``, × 100) and its breakdown."""
+
+    name: str
+    n: int
+    spearman: float
+    pearson: float
+    subsets: list[SubsetScore] = field(default_factory=list)
+    mean: float | None = None
+    wmean: float | None = None
+
+
+def _correlations(cosines: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
+    return float(spearmanr(cosines, gold).statistic) * 100, float(pearsonr(cosines, gold).statistic) * 100
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarity in float64."""
+    a = a.astype(np.float64)
+    b = b.astype(np.float64)
+    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def encode_unique(
+    model: SentenceTransformer, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = True
+) -> dict[str, np.ndarray]:
+    """Encode each distinct sentence once (sentence-transformers sorts by length into batches)."""
+    unique = sorted(set(sentences))
+    vectors = model.encode(
+        unique, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
+    )
+    return dict(zip(unique, vectors.astype(np.float32)))
+
+
+def score_task(task: STSTask, vectors: dict[str, np.ndarray], all_subsets: bool) -> TaskScore:
+    """Score one task from precomputed vectors; ``all_subsets`` selects the STS12–16 'all' rule."""
+    subset_scores: list[SubsetScore] = []
+    all_cos, all_gold = [], []
+    for subset in task.subsets:
+        a = np.stack([vectors[senteval_text(p.sentence1)] for p in subset.pairs])
+        b = np.stack([vectors[senteval_text(p.sentence2)] for p in subset.pairs])
+        cos = cosine_rows(a, b)
+        gold = np.array([p.score for p in subset.pairs], dtype=np.float64)
+        spearman, pearson = _correlations(cos, gold)
+        subset_scores.append(SubsetScore(subset.name, len(gold), spearman, pearson))
+        all_cos.append(cos)
+        all_gold.append(gold)
+    spearman, pearson = _correlations(np.concatenate(all_cos), np.concatenate(all_gold))
+    n = sum(s.n for s in subset_scores)
+    score = TaskScore(task.name, n, spearman, pearson, subset_scores)
+    if all_subsets:
+        score.mean = float(np.mean([s.spearman for s in subset_scores]))
+        score.wmean = float(sum(s.spearman * s.n for s in subset_scores) / n)
+    return score
+
+
+def evaluate_sts(
+    model: SentenceTransformer,
+    tasks: Sequence[STSTask],
+    batch_size: int = 64,
+    show_progress: bool = True,
+) -> tuple[list[TaskScore], float]:
+    """Evaluate ``tasks`` under the SimCSE protocol; returns per-task scores and their plain mean."""
+    sentences = [senteval_text(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
+    vectors = encode_unique(model, sentences, batch_size, show_progress)
+    scores = [score_task(task, vectors, all_subsets=len(task.subsets) > 1) for task in tasks]
+    return scores, float(np.mean([s.spearman for s in scores]))

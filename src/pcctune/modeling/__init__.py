@@ -1,0 +1,1 @@
+"""Models: building a SentenceTransformer from any source, prompt templates, pooling."""

@@ -1,0 +1,136 @@
+"""Build a SentenceTransformer from a Hub id, a local folder, a GGUF file or a packaged short name.
+
+The result is always a plain ``SentenceTransformer``: a :class:`TemplateTransformer` input
+module (template saved in its config) followed by sentence-transformers' ``Pooling``. A
+sentence-transformers folder loaded with no overrides is returned exactly as saved.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Pooling
+from transformers import AutoConfig
+from transformers.models.auto.modeling_auto import (
+    MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+    MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+)
+
+from pcctune.errors import PcctuneError
+from pcctune.modeling.gguf import gguf_to_folder
+from pcctune.modeling.registry import locate_packaged, packaged_key
+from pcctune.modeling.template import Template, TemplateTransformer
+
+PoolingName = Literal["mean", "cls", "lasttoken"]
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model's weights come from, resolved to something ``from_pretrained`` can read."""
+
+    spec: str
+    kind: Literal["packaged", "gguf", "local", "hub"]
+    path: str
+
+
+def resolve_source(spec: str) -> ModelSource:
+    """Resolve a user's model argument without loading weights."""
+    key = packaged_key(spec)
+    if key is not None:
+        located = locate_packaged(key)
+        if located.suffix == ".gguf":
+            return ModelSource(spec, "packaged", str(gguf_to_folder(located)))
+        return ModelSource(spec, "packaged", str(located))
+    path = Path(spec).expanduser()
+    if path.suffix == ".gguf":
+        return ModelSource(spec, "gguf", str(gguf_to_folder(path)))
+    if path.is_dir():
+        if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
+            raise PcctuneError(f"{path} is a folder but holds no model (no config.json or modules.json)")
+        return ModelSource(spec, "local", str(path.resolve()))
+    if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise PcctuneError(f"unknown model {spec!r}: not a model folder, GGUF file or packaged name")
+    return ModelSource(spec, "hub", spec)
+
+
+def is_decoder_only(config) -> bool:
+    """True for causal LMs without a masked-LM head (Llama, Qwen, Gemma…), false for BERT-likes."""
+    model_type = getattr(config, "model_type", "")
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+
+def _saved_pooling(folder: Path) -> str | None:
+    modules = folder / "modules.json"
+    if not modules.is_file():
+        return None
+    for module in json.loads(modules.read_text()):
+        if module["type"].endswith("Pooling"):
+            config = json.loads((folder / module["path"] / "config.json").read_text())
+            mode = config.get("pooling_mode")
+            if mode is None:  # legacy boolean keys
+                mode = next((k for k in ("cls", "lasttoken", "mean") if config.get(f"pooling_mode_{k}_token") or
+                             config.get(f"pooling_mode_{k}_tokens") or config.get(f"pooling_mode_{k}")), "mean")
+            return mode if isinstance(mode, str) else mode[0]
+    return None
+
+
+def build_model(
+    spec: str,
+    template: str | None = None,
+    pooling: PoolingName | None = None,
+    max_seq_length: int | None = None,
+    dtype: str = "fp32",
+    device: str | None = None,
+) -> SentenceTransformer:
+    """Load or assemble a SentenceTransformer.
+
+    Args:
+        spec: packaged short name (``all-MiniLM-L6-v2``, ``smollm2-135m``, ``gemma-3-270m``),
+            a ``.gguf`` file, a local folder (Hugging Face or sentence-transformers), or a Hub id.
+        template: preset (``eol``, ``sth``, ``sum``) or a string with one ``{text}`` slot.
+        pooling: ``mean``, ``cls`` or ``lasttoken``; default: the saved one, else ``lasttoken``
+            for decoders and ``mean`` for encoders.
+        max_seq_length: token budget; with a template only the sentence is cut.
+        dtype: ``fp32``, ``bf16`` or ``fp16`` weights.
+    """
+    if dtype not in DTYPES:
+        raise PcctuneError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    if pooling is not None and pooling not in ("mean", "cls", "lasttoken"):
+        raise PcctuneError(f"unknown pooling {pooling!r}; choose from mean, cls, lasttoken")
+    template_text = Template.parse(template).text if template is not None else None
+    source = resolve_source(spec)
+    folder = Path(source.path)
+    try:
+        if (folder / "modules.json").is_file() and template_text is None and pooling is None:
+            model = SentenceTransformer(source.path, device=device)
+        else:
+            model = _assemble(source, template_text, pooling or _saved_pooling(folder), device)
+    except (OSError, ValueError) as error:
+        raise PcctuneError(f"could not load model {spec!r}: {str(error).splitlines()[0]}") from None
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    if dtype != "fp32":
+        model.to(DTYPES[dtype])
+    return model
+
+
+def _assemble(source: ModelSource, template: str | None, pooling: str | None, device: str | None) -> SentenceTransformer:
+    config = AutoConfig.from_pretrained(source.path)
+    decoder = is_decoder_only(config)
+    module = TemplateTransformer(source.path, template=template, position_ids_from_mask=decoder)
+    tokenizer = module.tokenizer
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    pool = Pooling(module.get_embedding_dimension(), pooling or ("lasttoken" if decoder else "mean"))
+    return SentenceTransformer(modules=[module, pool], device=device)
+
+
+def model_template(model: SentenceTransformer) -> str | None:
+    """The template saved in a model's input module, if any."""
+    return getattr(model[0], "template", None)

@@ -1,0 +1,48 @@
+"""GGUF decoder files as ordinary Hugging Face folders.
+
+transformers dequantizes a GGUF file at load time (16–53 s here) and refuses to
+``save_pretrained`` the result. We convert once: load with ``gguf_file=``, drop the
+``quantization_config``, save safetensors weights + config + tokenizer to a cache folder keyed
+by the file's content hash. Later loads take seconds, and a model built from it saves normally.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pcctune.errors import PcctuneError
+from pcctune.hashing import file_sha256
+
+CACHE_ENV = "PCCTUNE_CACHE"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "pcctune"))
+
+
+def gguf_to_folder(gguf_path: str | Path) -> Path:
+    """Return a cached Hugging Face folder with the dequantized weights of ``gguf_path``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(gguf_path)
+    if not gguf_path.is_file():
+        raise PcctuneError(f"missing GGUF file: {gguf_path}")
+    folder = cache_root() / "gguf" / f"{gguf_path.stem}-{file_sha256(gguf_path)[:16]}"
+    if (folder / "config.json").is_file():
+        return folder
+    kwargs = {"gguf_file": gguf_path.name}
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, **kwargs)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    # A dequantized model is a plain float model: forget the quantizer so it saves normally.
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    model.is_quantized = False
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    tmp.rename(folder)
+    return folder

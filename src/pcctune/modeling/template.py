@@ -1,0 +1,140 @@
+"""Prompt templates with the sentence in the middle, and the input module that applies them.
+
+PromptEOL (Jiang et al., 2023, §3.1) embeds a sentence as the hidden state of the last token of
+``This sentence : "[X]" means in one word:"``; PromptSTH and PromptSUM (Zhang et al., 2024;
+Pcc-tuning §4.4, Table 4) change the tail. sentence-transformers only knows prompts that are
+prefixes, so :class:`TemplateTransformer` extends its ``Transformer`` module:
+
+- the template is part of the module config, so it is saved with the model and applied by
+  ``encode``, the trainer's collator and evaluation alike;
+- only the sentence is truncated: the template's head and tail always survive ``max_length``;
+- for decoders, position ids are derived from the attention mask, so a left-padded batch and a
+  right-padded batch give the same embeddings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sentence_transformers.base.modules import Transformer
+
+from pcctune.errors import PcctuneError
+
+SLOT = "{text}"
+
+PRESETS: dict[str, str] = {
+    "eol": 'This sentence : "{text}" means in one word:"',
+    "sth": 'This sentence : "{text}" means something',
+    "sum": 'This sentence : "{text}" can be summarized as',
+}
+
+
+@dataclass(frozen=True)
+class Template:
+    """A string with exactly one ``{text}`` slot, e.g. ``This sentence : "{text}" means in one word:"``."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        count = self.text.count(SLOT)
+        if count != 1:
+            raise PcctuneError(
+                f"template must contain exactly one {SLOT} slot (found {count}): {self.text!r}; "
+                f"or use a preset: {', '.join(PRESETS)}"
+            )
+
+    @classmethod
+    def parse(cls, spec: str) -> Template:
+        """A preset name (``eol``, ``sth``, ``sum``) or a custom string with one ``{text}`` slot."""
+        return cls(PRESETS.get(spec.lower(), spec))
+
+    @property
+    def prefix(self) -> str:
+        return self.text.split(SLOT)[0]
+
+    @property
+    def suffix(self) -> str:
+        return self.text.split(SLOT)[1]
+
+    def fill(self, sentence: str) -> str:
+        return self.prefix + sentence + self.suffix
+
+
+class TemplateTransformer(Transformer):
+    """sentence-transformers ``Transformer`` that wraps every text input in a saved template.
+
+    Args:
+        template: a string with one ``{text}`` slot (or ``None`` for plain text).
+        position_ids_from_mask: give the backbone ``position_ids = cumsum(mask) − 1`` so that
+            decoder outputs do not depend on the padding side. Set for decoder-only models.
+        **kwargs: everything ``sentence_transformers.base.modules.Transformer`` accepts.
+    """
+
+    config_keys: list[str] = [*Transformer.config_keys, "template", "position_ids_from_mask"]
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        template: str | None = None,
+        position_ids_from_mask: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model_name_or_path, **kwargs)
+        self.template = Template(template).text if template is not None else None
+        self.position_ids_from_mask = position_ids_from_mask
+
+    # --- tokenization ------------------------------------------------------------------------
+
+    def _token_count(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+
+    def _fit(self, template: Template, sentence: str, max_length: int) -> list[int]:
+        """Token ids of ``template.fill(sentence)``, cutting only the sentence to fit ``max_length``."""
+        ids = self.tokenizer(template.fill(sentence), add_special_tokens=True, verbose=False)["input_ids"]
+        if len(ids) <= max_length:
+            return ids
+        overhead = self._token_count(template.fill(""))
+        if overhead > max_length:
+            raise PcctuneError(
+                f"the template alone takes {overhead} tokens, more than max_seq_length={max_length}"
+            )
+        sentence_ids = self.tokenizer(sentence, add_special_tokens=False)["input_ids"]
+        budget = max_length - overhead
+        while budget >= 0:
+            cut = self.tokenizer.decode(sentence_ids[:budget], skip_special_tokens=True)
+            ids = self.tokenizer(template.fill(cut), add_special_tokens=True)["input_ids"]
+            if len(ids) <= max_length:
+                return ids
+            budget -= 1
+        return self.tokenizer(template.fill(""), add_special_tokens=True)["input_ids"]
+
+    def preprocess(
+        self,
+        inputs: Sequence[Any],
+        prompt: str | None = None,
+        processing_kwargs: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Tokenize text through the template; defer anything else to sentence-transformers."""
+        handles = (self.template is not None or self.position_ids_from_mask) and inputs
+        if not handles or not all(isinstance(item, str) for item in inputs):
+            return super().preprocess(inputs, prompt=prompt, processing_kwargs=processing_kwargs, **kwargs)
+        template = Template(self.template or SLOT)
+        if prompt:
+            template = Template(prompt + template.text)
+        max_length = kwargs.get("max_length") or self.max_seq_length or self.tokenizer.model_max_length
+        rows = [self._fit(template, sentence, max_length) for sentence in inputs]
+        features = self.tokenizer.pad({"input_ids": rows}, padding=True, return_tensors="pt")
+        if self.position_ids_from_mask:
+            mask = features["attention_mask"]
+            features["position_ids"] = (mask.long().cumsum(dim=-1) - 1).clamp(min=0)
+        features = dict(features)
+        features["modality"] = "text"
+        return features
+
+    def __repr__(self) -> str:
+        return f"TemplateTransformer(template={self.template!r}, architecture={self.model.__class__.__name__})"
+

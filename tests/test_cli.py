@@ -1,0 +1,78 @@
+"""The command line: tables on success, one-line errors with exit code 2 on bad input."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from pcctune.cli import main
+
+
+def run_cli(args, capsys):
+    old = sys.argv
+    sys.argv = ["pcctune", *args]
+    try:
+        with pytest.raises(SystemExit) as done:
+            main()
+            raise SystemExit(0)
+    finally:
+        sys.argv = old
+    captured = capsys.readouterr()
+    return done.value.code, captured.out + captured.err
+
+
+def assert_one_line_error(code, output, pattern):
+    assert code == 2
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert lines[0].startswith("error:") and pattern in lines[0], output
+    assert "Traceback" not in output
+
+
+def test_missing_data_folder(capsys, tmp_path):
+    code, out = run_cli(["data", "stage2", "--data", str(tmp_path / "nowhere")], capsys)
+    assert_one_line_error(code, out, "no SentEval data folder")
+
+
+def test_file_without_expected_columns(capsys, mini_senteval):
+    sick = mini_senteval / "downstream" / "SICK" / "SICK_train.txt"
+    sick.write_text("pair_ID\tsentence_A\n1\tA man\n", encoding="utf-8")
+    code, out = run_cli(["data", "stage2", "--data", str(mini_senteval)], capsys)
+    assert_one_line_error(code, out, "missing column")
+
+
+def test_non_numeric_score(capsys, mini_senteval, tmp_path):
+    path = mini_senteval / "downstream" / "STS" / "STS12-en-test" / "STS.gs.alpha.txt"
+    path.write_text("4.0\nhigh\n1.0\n0.4\n", encoding="utf-8")
+    code, out = run_cli(["data", "stage2", "--data", str(mini_senteval)], capsys)
+    assert_one_line_error(code, out, "'high' is not a number")
+
+
+def test_template_without_slot(capsys, tiny_bert):
+    code, out = run_cli(["encode", str(tiny_bert), "a man", "--template", "no slot"], capsys)
+    assert_one_line_error(code, out, "exactly one {text}")
+
+
+def test_unknown_model(capsys, mini_senteval):
+    code, out = run_cli(["eval", "./no/such/model", "--data", str(mini_senteval)], capsys)
+    assert_one_line_error(code, out, "unknown model")
+
+
+def test_stage2_prints_counts_and_writes_files(capsys, mini_senteval, tmp_path):
+    code, out = run_cli(["data", "stage2", "--data", str(mini_senteval), "--output", str(tmp_path / "s.jsonl"),
+                         "--report", str(tmp_path / "r.json")], capsys)
+    assert code == 0
+    assert "STSBenchmark:train" in out and "SICKRelatedness:train" in out and "stage-2 set: 3 pairs" in out
+    assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 3
+
+
+def test_eval_prints_table(capsys, mini_senteval, tiny_bert):
+    code, out = run_cli(["eval", str(tiny_bert), "--data", str(mini_senteval)], capsys)
+    assert code == 0
+    assert "SICK-R" in out and "avg" in out
+
+
+def test_encode(capsys, tiny_llama):
+    code, out = run_cli(["encode", str(tiny_llama), "a man", "a dog", "--template", "eol"], capsys)
+    assert code == 0 and "(2, 32)" in out

@@ -1,0 +1,54 @@
+"""The train/test leakage filter and the stage-2 set."""
+
+from __future__ import annotations
+
+import json
+
+from pcctune.data.leakage import LeakageFilter, Normalization
+from pcctune.data.stage2 import build_stage2_set, rescale_sick_score
+from pcctune.data.sts import STSPair, STSSubset, STSTask
+
+
+def _filter(normalization=Normalization.exact):
+    test = STSTask("T", [STSSubset("s", [STSPair("A man  plays.", "A Woman sings.", 3.0)])])
+    return LeakageFilter([test], normalization)
+
+
+def test_both_orders_match_regardless_of_score():
+    leakage = _filter()
+    assert leakage.matches(STSPair("A man  plays.", "A Woman sings.", 0.0)) == ["T"]
+    assert leakage.matches(STSPair("A Woman sings.", "A man  plays.", 5.0)) == ["T"]
+    assert leakage.matches(STSPair("A man  plays.", "Someone else.", 3.0)) == []
+
+
+def test_exact_by_default_normalisation_optional():
+    pair = STSPair("a man plays.", "a woman sings.", 1.0)
+    assert _filter().matches(pair) == []
+    assert _filter(Normalization.case).matches(pair) == []  # double space still differs
+    assert _filter(Normalization.whitespace_case).matches(pair) == ["T"]
+    assert _filter(Normalization.whitespace).matches(STSPair("A man plays.", "A Woman sings.", 1.0)) == ["T"]
+
+
+def test_filter_report_counts():
+    kept, report = _filter().filter("train", [STSPair("A Woman sings.", "A man  plays.", 1.0), STSPair("x", "y", 2.0)])
+    assert [p.sentence1 for p in kept] == ["x"]
+    assert (report.total, report.kept, report.removed) == (2, 1, 1)
+    assert report.removed_by_test_set == {"T": 1}
+    assert report.examples[0]["test_sets"] == ["T"]
+
+
+def test_stage2_set_on_mini_senteval(mini_senteval, tmp_path):
+    result = build_stage2_set(mini_senteval)
+    sources = {r.source: r for r in result.reports}
+    # STS-B train pair 1 is an STS12–16 test pair reversed; SICK train pair 2 is in SICK test.
+    assert (sources["STSBenchmark:train"].total, sources["STSBenchmark:train"].kept) == (3, 2)
+    assert (sources["SICKRelatedness:train"].total, sources["SICKRelatedness:train"].kept) == (2, 1)
+    assert len(result.pairs) == 3
+    assert result.dev_overlap.removed == 1
+    report = result.report_dict()
+    json.dumps(report)
+    assert report["total_kept"] == 3
+
+
+def test_sick_rescale():
+    assert rescale_sick_score(1.0) == 0.0 and rescale_sick_score(5.0) == 5.0 and rescale_sick_score(3.0) == 2.5

@@ -1,0 +1,78 @@
+"""Real models shipped in PyPI packages (slow: run with ``make test-slow``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from pcctune.paths import resolve_senteval_dir
+
+pytestmark = pytest.mark.slow
+
+
+def _independent_sts(model, senteval: Path) -> dict[str, float]:
+    """The SimCSE protocol written again from the files, without pcctune's readers or evaluator."""
+
+    def score(pairs):
+        a = model.encode([" ".join(p[0].split()) for p in pairs], batch_size=64)
+        b = model.encode([" ".join(p[1].split()) for p in pairs], batch_size=64)
+        cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+        return spearmanr(cos, [p[2] for p in pairs]).statistic * 100
+
+    results = {}
+    sts = senteval / "downstream" / "STS"
+    for year in range(12, 17):
+        folder = sts / f"STS{year}-en-test"
+        pairs = []
+        for gs in sorted(folder.glob("STS.gs.*.txt")):
+            inputs = folder / gs.name.replace("STS.gs.", "STS.input.")
+            if not inputs.exists():
+                continue
+            for line, gold in zip(inputs.read_text().splitlines(), gs.read_text().splitlines()):
+                if gold.strip():
+                    s1, s2 = line.split("\t")[:2]
+                    pairs.append((s1, s2, float(gold)))
+        results[f"STS{year}"] = score(pairs)
+    rows = [line.split("\t") for line in (sts / "STSBenchmark" / "sts-test.csv").read_text().splitlines()]
+    results["STSBenchmark"] = score([(r[5], r[6], float(r[4])) for r in rows])
+    lines = (senteval / "downstream" / "SICK" / "SICK_test_annotated.txt").read_text().splitlines()[1:]
+    results["SICKRelatedness"] = score([(r[1], r[2], float(r[3])) for r in (l.split("\t") for l in lines)])
+    results["avg"] = float(np.mean(list(results.values())))
+    return results
+
+
+def test_minilm_sts_equals_an_independent_implementation():
+    from pcctune.evaluation.run import run_sts_eval
+    from pcctune.modeling.build import build_model
+
+    senteval = resolve_senteval_dir()
+    record = run_sts_eval("all-MiniLM-L6-v2", senteval)
+    expected = _independent_sts(build_model("all-MiniLM-L6-v2"), senteval)
+    for task, value in expected.items():
+        assert record["sts"][task] == pytest.approx(value, abs=0.01), task
+
+
+def test_gguf_decoder_embeds_with_eol_template():
+    import torch
+
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.template import PRESETS
+
+    model = build_model("smollm2-135m", template="eol", max_seq_length=32)
+    assert model[0].template == PRESETS["eol"] and model[1].pooling_mode == "lasttoken"
+    sentences = ["A man is playing a guitar.", "A man plays the guitar.", "The stock market fell sharply today."]
+    tokenizer = model[0].tokenizer
+    tokenizer.padding_side = "right"
+    right = model.encode(sentences, convert_to_tensor=True)
+    tokenizer.padding_side = "left"
+    left = model.encode(sentences, convert_to_tensor=True)
+    assert torch.allclose(left, right, atol=1e-3)
+    cos = torch.nn.functional.cosine_similarity
+    assert cos(right[0], right[1], dim=0) > cos(right[0], right[2], dim=0)
+    features = model.preprocess(["word " * 200])
+    ids = features["input_ids"][0][features["attention_mask"][0].bool()]
+    assert len(ids) == 32
+    assert tokenizer.decode(ids).endswith('" means in one word:"')

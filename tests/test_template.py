@@ -1,0 +1,130 @@
+"""Prompt templates: parsing, truncation that keeps the tail, padding sides, save/load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from pcctune.errors import PcctuneError
+from pcctune.modeling.build import build_model, model_template
+from pcctune.modeling.template import PRESETS, Template
+
+LONG = " ".join(["the man plays guitar in the park with two kids"] * 12)
+
+
+def test_presets_and_custom():
+    assert Template.parse("eol").text == 'This sentence : "{text}" means in one word:"'
+    assert Template.parse("STH").text.endswith("means something")
+    assert Template.parse("sum").text.endswith("can be summarized as")
+    custom = Template.parse("Query: {text} -> vector")
+    assert (custom.prefix, custom.suffix) == ("Query: ", " -> vector")
+    assert custom.fill("hi") == "Query: hi -> vector"
+
+
+@pytest.mark.parametrize("bad", ["no slot here", "{text} and {text}"])
+def test_template_without_exactly_one_slot_is_an_error(bad):
+    with pytest.raises(PcctuneError, match="exactly one {text}"):
+        Template.parse(bad)
+
+
+def _real_tokens(model, sentences):
+    features = model.preprocess(sentences)
+    tokenizer = model[0].tokenizer
+    return [tokenizer.convert_ids_to_tokens(row[mask.bool()]) for row, mask in zip(features["input_ids"], features["attention_mask"])]
+
+
+@pytest.mark.parametrize("fixture", ["tiny_llama", "tiny_bert"])
+def test_truncation_cuts_only_the_sentence(fixture, request):
+    model = build_model(str(request.getfixturevalue(fixture)), template="eol", max_seq_length=20)
+    short, long = _real_tokens(model, ["a man plays guitar", LONG])
+    assert len(long) == 20
+    # The template's tail (means in one word : ") survives, in full, after the cut sentence.
+    tail = short[short.index("means"):]
+    assert long[-len(tail):] == tail
+    head = short[: short.index("a")]
+    assert long[: len(head)] == head
+    assert "guitar" in long  # the sentence's beginning is kept
+
+
+def test_template_longer_than_budget_is_an_error(tiny_llama):
+    model = build_model(str(tiny_llama), template="eol", max_seq_length=5)
+    with pytest.raises(PcctuneError, match="template alone takes"):
+        model.encode(["a man plays guitar " * 5])
+
+
+def test_decoder_defaults_to_lasttoken_and_gets_a_pad_token(tiny_llama):
+    model = build_model(str(tiny_llama), template="eol")
+    assert model[1].pooling_mode == "lasttoken"
+    assert model[0].tokenizer.pad_token is not None
+    assert model[0].position_ids_from_mask is True
+
+
+def test_encoder_defaults_to_mean(tiny_bert):
+    model = build_model(str(tiny_bert))
+    assert model[1].pooling_mode == "mean" and model[0].position_ids_from_mask is False
+
+
+@pytest.mark.parametrize("pooling", ["lasttoken", "mean"])
+def test_left_and_right_padding_give_the_same_embeddings(tiny_llama, pooling):
+    model = build_model(str(tiny_llama), template="eol", pooling=pooling)
+    sentences = ["a man plays guitar", "two kids are eating food in the park outside", "a dog"]
+    tokenizer = model[0].tokenizer
+    tokenizer.padding_side = "right"
+    right = model.encode(sentences, convert_to_tensor=True)
+    tokenizer.padding_side = "left"
+    left = model.encode(sentences, convert_to_tensor=True)
+    single = torch.stack([model.encode([s], convert_to_tensor=True)[0] for s in sentences])
+    assert torch.allclose(left, right, atol=1e-5)
+    assert torch.allclose(single, right, atol=1e-5)
+
+
+def test_lasttoken_takes_the_templates_last_token(tiny_llama):
+    """Last-token pooling equals the backbone's hidden state at the final real position."""
+    model = build_model(str(tiny_llama), template="eol")
+    model[0].tokenizer.padding_side = "right"
+    features = model.preprocess(["a dog", "two kids are eating food"])
+    with torch.no_grad():
+        hidden = model[0].model(input_ids=features["input_ids"], attention_mask=features["attention_mask"],
+                                position_ids=features["position_ids"]).last_hidden_state
+        pooled = model(features)["sentence_embedding"]
+    last = features["attention_mask"].sum(dim=1) - 1
+    assert torch.allclose(pooled, hidden[torch.arange(2), last], atol=1e-6)
+
+
+def test_template_is_saved_and_used_after_loading(tiny_llama, tmp_path):
+    model = build_model(str(tiny_llama), template="sum")
+    before = model.encode(["a man plays guitar"])
+    model.save(str(tmp_path / "saved"))
+    from sentence_transformers import SentenceTransformer
+
+    # sentence-transformers 6 imports classes outside its namespace only when trusted
+    loaded = SentenceTransformer(str(tmp_path / "saved"), trust_remote_code=True)
+    assert model_template(loaded) == PRESETS["sum"]
+    np.testing.assert_allclose(loaded.encode(["a man plays guitar"]), before, atol=1e-6)
+    # pcctune's own loader returns the saved model unchanged too
+    assert model_template(build_model(str(tmp_path / "saved"))) == PRESETS["sum"]
+
+
+def test_template_changes_the_embedding(tiny_llama):
+    plain = build_model(str(tiny_llama)).encode(["a man plays guitar"])
+    eol = build_model(str(tiny_llama), template="eol").encode(["a man plays guitar"])
+    assert not np.allclose(plain, eol)
+
+
+def test_unknown_model_and_bad_options(tmp_path):
+    with pytest.raises(PcctuneError, match="unknown model"):
+        build_model("./no/such/folder")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PcctuneError, match="holds no model"):
+        build_model(str(tmp_path / "empty"))
+    with pytest.raises(PcctuneError, match="unknown dtype"):
+        build_model("x", dtype="int3")
+    with pytest.raises(PcctuneError, match="missing GGUF"):
+        build_model(str(tmp_path / "model.gguf"))
+
+
+def test_bf16_encoding(tiny_bert):
+    model = build_model(str(tiny_bert), dtype="bf16")
+    assert next(model.parameters()).dtype == torch.bfloat16
+    assert model.encode(["a man"]).shape == (1, 32)

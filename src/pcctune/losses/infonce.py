@@ -1,0 +1,80 @@
+"""InfoNCE with hard negatives (Pcc-tuning §2.3 eq. 7; SimCSE; PromptEOL stage 1).
+
+For anchor i with positive i⁺ and hard negative i⁻, over the global batch of N triplets:
+
+    ℓ_i = −log  e^{cos(h_i, h_i⁺)/τ} / Σ_j ( e^{cos(h_i, h_j⁺)/τ} + e^{cos(h_i, h_j⁻)/τ} )
+
+Candidates (all positives, then all negatives) are gathered from every process with
+gradients; anchor i of rank r has its positive at column r·B + i, whatever the number of hard
+negatives, since the positives of all ranks come first. Pairs without negatives use the
+positives alone (in-batch negatives: the stage-2 contrastive baseline of §4.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+import torch.nn.functional as F
+from sentence_transformers.base.losses.gradcache import CachedLossMixin
+from torch import Tensor, nn
+
+from pcctune.distributed import at_least_fp32, gather, rank_and_world
+
+
+def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None, temperature: float) -> Tensor:
+    """Mean eq.-7 loss of this process's anchors against every process's candidates."""
+    a = F.normalize(at_least_fp32(anchors), dim=-1)
+    candidates = [gather(F.normalize(at_least_fp32(positives), dim=-1), with_grad=True)]
+    if negatives is not None:
+        candidates.append(gather(F.normalize(at_least_fp32(negatives), dim=-1), with_grad=True))
+    logits = a @ torch.cat(candidates).T / temperature
+    rank, _ = rank_and_world()
+    labels = torch.arange(a.shape[0], device=a.device) + rank * a.shape[0]
+    return F.cross_entropy(logits, labels)
+
+
+class InfoNCELoss(CachedLossMixin, nn.Module):
+    """Contrastive loss of eq. 7 with hard negatives, gathered across processes.
+
+    Args:
+        model: the SentenceTransformer being trained.
+        temperature: τ (0.05 in SimCSE, PromptEOL and Pcc-tuning).
+        mini_batch_size: GradCache mini-batch size, or ``None`` to embed the batch at once.
+
+    Inputs: (anchor, positive, negative) triplets or (anchor, positive) pairs; no label.
+    """
+
+    citation = """@inproceedings{gao2021simcse,
+    title={SimCSE: Simple Contrastive Learning of Sentence Embeddings},
+    author={Gao, Tianyu and Yao, Xingcheng and Chen, Danqi},
+    booktitle={EMNLP},
+    year={2021}
+}"""
+
+    def __init__(self, model: nn.Module, temperature: float = 0.05, mini_batch_size: int | None = None) -> None:
+        super().__init__()
+        self.model = model
+        self.temperature = temperature
+        self.mini_batch_size = mini_batch_size
+        self.uses_gradient_cache = mini_batch_size is not None
+
+    def _loss(self, columns: list[Tensor]) -> Tensor:
+        if len(columns) not in (2, 3):
+            raise ValueError(f"InfoNCE expects (anchor, positive[, negative]) columns, got {len(columns)}")
+        return info_nce(columns[0], columns[1], columns[2] if len(columns) == 3 else None, self.temperature)
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        if self.mini_batch_size is None:
+            return self._loss([self.model(features)["sentence_embedding"] for features in sentence_features])
+        return self.forward_cached(sentence_features, labels)
+
+    def calculate_loss(self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False) -> Tensor:
+        loss = self._loss([torch.cat(column) for column in reps])
+        if with_backward:
+            loss.backward()
+            loss = loss.detach()
+        return loss
+
+    def get_config_dict(self) -> dict:
+        return {"temperature": self.temperature, "mini_batch_size": self.mini_batch_size}

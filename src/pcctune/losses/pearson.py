@@ -1,0 +1,105 @@
+"""Pearson loss of Pcc-tuning (Zhang et al., "Pcc-tuning", §3, eq. 8): ℓ = 1 − r(X, Y).
+
+X are the cosine similarities of the pairs' embeddings, Y their gold scores, and r is Pearson's
+correlation over the **whole global batch** (the "Pearson group"): (cos, gold) are gathered from
+every process with gradients, and with ``mini_batch_size`` set the embeddings are computed
+GradCache-style (sentence-transformers' ``CachedLossMixin``), so a group of thousands of pairs
+fits in the memory of one mini-batch. The group is then the trainer's global batch, which no
+longer needs gradient accumulation: see ``pcctune.training.batching``.
+
+Unlike the reference code, r uses one consistent estimator (sums of products, so the 1/n or
+1/(n−1) factors cancel; the reference mixes them and computes r·(n−1)/n), accumulates in fp32,
+and is defined everywhere: a constant gold vector (or a single pair) gives r = 0, so ℓ = 1 with
+zero gradient, and a warning says so; a NaN gold score is an error.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+
+import torch
+import torch.nn.functional as F
+from sentence_transformers.base.losses.gradcache import CachedLossMixin
+from torch import Tensor, nn
+
+from pcctune.distributed import at_least_fp32, gather
+
+
+def pearson_r(x: Tensor, y: Tensor, eps: float = 1e-12) -> Tensor:
+    """Pearson's r = Σ(x−x̄)(y−ȳ) / (√(Σ(x−x̄)² + ε) · √(Σ(y−ȳ)² + ε)), in fp32 or wider."""
+    x = at_least_fp32(x)
+    y = at_least_fp32(y).to(x.dtype)
+    xc = x - x.mean()
+    yc = y - y.mean()
+    return (xc * yc).sum() / (torch.sqrt((xc * xc).sum() + eps) * torch.sqrt((yc * yc).sum() + eps))
+
+
+def check_gold(gold: Tensor) -> None:
+    """Reject NaN scores; warn when the group cannot define a correlation."""
+    if torch.isnan(gold).any():
+        raise ValueError("Pearson loss: gold scores contain NaN; clean the training data")
+    if gold.numel() < 2:
+        warnings.warn("Pearson loss: a group of one pair has no correlation; loss is 1 with zero gradient",
+                      stacklevel=3)
+    elif torch.all(gold == gold[0]):
+        warnings.warn("Pearson loss: all gold scores of the group are equal; loss is 1 with zero gradient",
+                      stacklevel=3)
+
+
+def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = 1e-12) -> Tensor:
+    """1 − r(cos(u, v), gold) over the pairs of every process (eq. 8)."""
+    cos = F.cosine_similarity(at_least_fp32(u), at_least_fp32(v), dim=-1)
+    cos_all = gather(cos, with_grad=True)
+    gold_all = gather(gold.to(cos.device, cos.dtype), with_grad=False)
+    check_gold(gold_all)
+    return 1.0 - pearson_r(cos_all, gold_all, eps)
+
+
+class PearsonLoss(CachedLossMixin, nn.Module):
+    """Pcc-tuning's stage-2 loss: 1 − Pearson(cosine similarity, gold score) over the global batch.
+
+    Args:
+        model: the SentenceTransformer being trained.
+        mini_batch_size: embed in mini-batches of this size and cache gradients (GradCache), so
+            memory does not grow with the group size; ``None`` embeds the batch at once.
+        eps: added under each square root of the correlation's denominator.
+
+    Inputs: (sentence1, sentence2) pairs with a float score label (any scale; r is scale-invariant).
+
+    Example::
+
+        loss = PearsonLoss(model, mini_batch_size=32)
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=pairs, loss=loss, args=args)
+    """
+
+    citation = """@article{zhang2024pcctuning,
+    title={Pcc-tuning: Breaking the Contrastive Learning Ceiling in Semantic Textual Similarity},
+    author={Zhang, Bowen and Li, Chunping},
+    journal={arXiv preprint arXiv:2406.09790},
+    year={2024}
+}"""
+
+    def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = 1e-12) -> None:
+        super().__init__()
+        self.model = model
+        self.mini_batch_size = mini_batch_size
+        self.uses_gradient_cache = mini_batch_size is not None
+        self.eps = eps
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor) -> Tensor:
+        if self.mini_batch_size is None:
+            u, v = (self.model(features)["sentence_embedding"] for features in sentence_features)
+            return pearson_loss(u, v, labels, self.eps)
+        return self.forward_cached(sentence_features, labels)
+
+    def calculate_loss(self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False) -> Tensor:
+        u, v = (torch.cat(column) for column in reps)
+        loss = pearson_loss(u, v, labels, self.eps)
+        if with_backward:
+            loss.backward()
+            loss = loss.detach()
+        return loss
+
+    def get_config_dict(self) -> dict:
+        return {"mini_batch_size": self.mini_batch_size, "eps": self.eps}

@@ -1,0 +1,1 @@
+"""Training: typed run configs, one stage = one sentence-transformers trainer run, the pipeline."""

@@ -1,0 +1,91 @@
+"""Global-batch losses: two gloo processes equal one process on the same global batch.
+
+Each process embeds its half of the batch with a tiny BERT (dropout off), computes the loss,
+back-propagates, and averages parameter gradients across processes as DDP does. Loss and
+gradients must equal the single-process values to 1e-6, for the Pearson loss and for InfoNCE
+with hard negatives, with and without GradCache mini-batches.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from pcctune.losses import InfoNCELoss, PearsonLoss
+from pcctune.modeling.build import build_model
+from tests.conftest import SENTENCES
+
+GLOBAL = 8
+SCORES = [0.5, 4.2, 2.0, 3.3, 1.1, 4.9, 2.7, 0.0]
+
+
+def _features(model, sentences):
+    return model.preprocess(sentences)
+
+
+def _columns(kind: str, begin: int, end: int) -> list[list[str]]:
+    s = SENTENCES
+    anchors = [s[i % len(s)] for i in range(begin, end)]
+    positives = [s[(i + 1) % len(s)] for i in range(begin, end)]
+    negatives = [s[(i + 5) % len(s)] for i in range(begin, end)]
+    return [anchors, positives, negatives] if kind == "infonce" else [anchors, positives]
+
+
+def _loss_and_grads(model_path: str, kind: str, mini_batch: int | None, begin: int, end: int):
+    torch.manual_seed(0)
+    model = build_model(model_path)
+    model.eval()  # no dropout: the two runs must see the same function
+    model.double()  # float64, so that 1e-6 measures the method and not fp32 summation order
+    loss_fn = PearsonLoss(model, mini_batch) if kind == "pearson" else InfoNCELoss(model, 0.05, mini_batch)
+    features = [_features(model, column) for column in _columns(kind, begin, end)]
+    labels = torch.tensor(SCORES[begin:end], dtype=torch.float64)
+    loss = loss_fn(features, labels)
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    return loss.detach(), grads
+
+
+def _worker(rank: int, world: int, port: int, model_path: str, kind: str, mini_batch: int | None, out: str):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        half = GLOBAL // world
+        loss, grads = _loss_and_grads(model_path, kind, mini_batch, rank * half, (rank + 1) * half)
+        # What DDP does: average the loss for logging and every gradient across ranks.
+        dist.all_reduce(loss)
+        loss /= world
+        for grad in grads.values():
+            dist.all_reduce(grad)
+            grad /= world
+        if rank == 0:
+            with open(out, "wb") as handle:
+                pickle.dump((loss, grads), handle)
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("kind", ["pearson", "infonce"])
+@pytest.mark.parametrize("mini_batch", [None, 2])
+def test_two_processes_equal_one(tiny_bert, tmp_path, kind, mini_batch):
+    single_loss, single_grads = _loss_and_grads(str(tiny_bert), kind, mini_batch, 0, GLOBAL)
+    out = str(tmp_path / "rank0.pkl")
+    mp.spawn(_worker, args=(2, _free_port(), str(tiny_bert), kind, mini_batch, out), nprocs=2, join=True)
+    with open(out, "rb") as handle:
+        loss, grads = pickle.load(handle)
+    assert torch.allclose(loss, single_loss, atol=1e-6), (loss, single_loss)
+    assert grads.keys() == single_grads.keys()
+    for name, grad in grads.items():
+        assert torch.allclose(grad, single_grads[name], atol=1e-6), (name, (grad - single_grads[name]).abs().max())
+    assert any(g.abs().sum() > 0 for g in grads.values())

@@ -1,0 +1,125 @@
+"""Pearson and InfoNCE losses: values against hand computations, edge cases, caching."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from scipy.stats import pearsonr
+
+from pcctune.losses import InfoNCELoss, PearsonLoss
+from pcctune.losses.infonce import info_nce
+from pcctune.losses.pearson import pearson_loss, pearson_r
+from pcctune.modeling.build import build_model
+from pcctune.training.batching import plan_batches
+from tests.conftest import SENTENCES
+
+
+def test_pearson_r_equals_scipy_with_one_estimator():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=50), rng.normal(size=50)
+    r = pearson_r(torch.tensor(x), torch.tensor(y)).item()
+    assert r == pytest.approx(pearsonr(x, y).statistic, abs=1e-9)
+    # The reference implementation's mixed estimators give r·(n−1)/n instead.
+    assert abs(r - pearsonr(x, y).statistic * 49 / 50) > 1e-4
+
+
+def test_pearson_loss_of_perfectly_correlated_pairs_is_zero():
+    u = torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
+    v = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])  # cos = 1, 0.707, 0
+    assert pearson_loss(u, v, torch.tensor([5.0, 3.535, 0.0])).item() == pytest.approx(0.0, abs=1e-4)
+    assert pearson_loss(u, v, torch.tensor([0.0, 1.4645, 5.0])).item() == pytest.approx(2.0, abs=1e-4)
+
+
+def test_bf16_inputs_accumulate_in_fp32():
+    u = torch.randn(16, 8, dtype=torch.bfloat16)
+    v = torch.randn(16, 8, dtype=torch.bfloat16)
+    loss = pearson_loss(u, v, torch.rand(16))
+    assert loss.dtype == torch.float32
+
+
+def test_constant_gold_scores_give_loss_one_zero_gradient_and_a_warning():
+    u = torch.randn(4, 3, requires_grad=True)
+    v = torch.randn(4, 3)
+    with pytest.warns(UserWarning, match="all gold scores of the group are equal"):
+        loss = pearson_loss(u, v, torch.full((4,), 3.0))
+    loss.backward()
+    assert loss.item() == pytest.approx(1.0)
+    assert torch.all(u.grad == 0)
+
+
+def test_one_pair_gives_loss_one_and_a_warning():
+    u = torch.randn(1, 3, requires_grad=True)
+    with pytest.warns(UserWarning, match="one pair"):
+        loss = pearson_loss(u, torch.randn(1, 3), torch.tensor([2.0]))
+    loss.backward()
+    assert loss.item() == pytest.approx(1.0) and torch.isfinite(u.grad).all()
+
+
+def test_nan_gold_score_is_an_error():
+    with pytest.raises(ValueError, match="contain NaN"):
+        pearson_loss(torch.randn(3, 2), torch.randn(3, 2), torch.tensor([1.0, float("nan"), 2.0]))
+
+
+def test_equal_cosines_give_finite_gradient():
+    u = torch.ones(3, 2, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss = pearson_loss(u, torch.ones(3, 2), torch.tensor([1.0, 2.0, 3.0]))
+    loss.backward()
+    assert torch.isfinite(u.grad).all()
+
+
+def test_info_nce_by_hand():
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    p = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    n = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    tau = 0.5
+    cos = lambda x, y: float(F.cosine_similarity(x, y, dim=0))  # noqa: E731
+    expected = 0.0
+    for i in range(2):
+        numerator = math.exp(cos(a[i], p[i]) / tau)
+        denominator = sum(math.exp(cos(a[i], p[j]) / tau) + math.exp(cos(a[i], n[j]) / tau) for j in range(2))
+        expected += -math.log(numerator / denominator) / 2
+    assert info_nce(a, p, n, tau).item() == pytest.approx(expected, abs=1e-6)
+    pairs_only = sum(-math.log(math.exp(cos(a[i], p[i]) / tau) / sum(math.exp(cos(a[i], p[j]) / tau) for j in range(2)))
+                     for i in range(2)) / 2
+    assert info_nce(a, p, None, tau).item() == pytest.approx(pairs_only, abs=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["pearson", "infonce"])
+def test_gradient_cache_equals_the_plain_loss(tiny_bert, kind):
+    """Mini-batches (which replace gradient accumulation) leave loss and gradients unchanged."""
+    results = []
+    for mini_batch in (None, 3):
+        model = build_model(str(tiny_bert))
+        model.eval()
+        loss_fn = PearsonLoss(model, mini_batch) if kind == "pearson" else InfoNCELoss(model, 0.05, mini_batch)
+        columns = [SENTENCES[:8], SENTENCES[2:10]] + ([SENTENCES[4:12]] if kind == "infonce" else [])
+        loss = loss_fn([model.preprocess(c) for c in columns], torch.tensor([0.5, 4.2, 2.0, 3.3, 1.1, 4.9, 2.7, 0.0]))
+        loss.backward()
+        results.append((loss.item(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    assert results[0][0] == pytest.approx(results[1][0], abs=1e-6)
+    for plain, cached in zip(results[0][1], results[1][1]):
+        assert torch.allclose(plain, cached, atol=1e-5)
+
+
+@pytest.mark.parametrize("world", [1, 2, 4, 8])
+@pytest.mark.parametrize("accumulation", [1, 2, 4])
+def test_group_size_does_not_depend_on_processes_or_accumulation(world, accumulation):
+    plan = plan_batches(64, world_size=world, accumulation_steps=accumulation)
+    assert plan.per_device_batch_size * world * plan.gradient_accumulation_steps == 64
+    assert plan.gradient_accumulation_steps == 1
+    if accumulation > 1:  # the memory of accumulation, through mini-batches instead
+        assert plan.mini_batch_size == 64 // world // accumulation
+
+
+def test_group_not_divisible_by_processes():
+    from pcctune.errors import PcctuneError
+
+    with pytest.raises(PcctuneError, match="not divisible"):
+        plan_batches(10, world_size=4)

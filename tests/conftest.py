@@ -113,7 +113,8 @@ def mini_senteval(tmp_path) -> Path:
     sick = root / "downstream" / "SICK"
     header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"
     write_lines(sick / "SICK_train.txt", [header, f"1\t{s[10]}\t{s[11]}\t3.0\tNEUTRAL", f"2\t{s[2]}\t{s[4]}\t1.0\tNEUTRAL"])
-    write_lines(sick / "SICK_trial.txt", [header, f"3\t{s[3]}\t{s[5]}\t2.0\tNEUTRAL"])
+    write_lines(sick / "SICK_trial.txt", [header] + [f"{3 + i}\t{s[i]}\t{s[11 - i]}\t{1 + (i * 7) % 5}\tNEUTRAL"
+                                                     for i in range(6)])
     write_lines(sick / "SICK_test_annotated.txt",
                 [header] + [f"{10 + i}\t{s[i]}\t{s[i + 5]}\t{1 + i * 0.5}\tNEUTRAL" for i in range(6)] +
                 [f"20\t{s[2]}\t{s[4]}\t4.5\tNEUTRAL"])

@@ -86,6 +86,38 @@ def encode_command(
     console.print(np.array2string(normed @ normed.T, precision=4))
 
 
+@app.command("train")
+def train_command(
+    config: Annotated[Path, typer.Argument(help="YAML run config (see configs/)")],
+    resume: Annotated[bool, typer.Option(help="skip finished stages, continue the interrupted one")] = False,
+    compare: Annotated[Optional[str], typer.Option(help="rerun the last stage with each loss, e.g. pearson,contrastive")] = None,
+    output_dir: Annotated[Optional[str], typer.Option(help="override output_dir")] = None,
+    data: DataOption = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config key: stages.0.epochs=2")] = None,
+) -> None:
+    """Run the stages of CONFIG (stage 1 contrastive, stage 2 Pearson), evaluating after each."""
+    import yaml
+
+    from pcctune.training.config import load_config
+    from pcctune.training.pipeline import run_pipeline
+
+    overrides: dict = {}
+    for item in set_ or []:
+        if "=" not in item:
+            raise PcctuneError(f"--set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        overrides[key] = yaml.safe_load(value)
+    if output_dir:
+        overrides["output_dir"] = output_dir
+    if data:
+        overrides["data_dir"] = str(data)
+    losses = [loss.strip() for loss in compare.split(",")] if compare else None
+    for loss in losses or []:
+        if loss not in ("pearson", "infonce", "contrastive"):
+            raise PcctuneError(f"unknown loss {loss!r} in --compare; choose from pearson, infonce, contrastive")
+    run_pipeline(load_config(config, overrides), resume=resume, compare=losses, console=console)
+
+
 @data_app.command("stage2")
 def data_stage2_command(
     data: DataOption = None,

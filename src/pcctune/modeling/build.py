@@ -100,6 +100,7 @@ def build_model(
     max_seq_length: int | None = None,
     dtype: str = "fp32",
     device: str | None = None,
+    model_kwargs: dict | None = None,
 ) -> SentenceTransformer:
     """Load or assemble a SentenceTransformer.
 
@@ -111,6 +112,7 @@ def build_model(
             for decoders and ``mean`` for encoders.
         max_seq_length: token budget; with a template only the sentence is cut.
         dtype: ``fp32``, ``bf16`` or ``fp16`` weights.
+        model_kwargs: passed to ``from_pretrained`` of the backbone (e.g. a 4-bit quantization config).
     """
     if dtype not in DTYPES:
         raise PcctuneError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
@@ -120,11 +122,11 @@ def build_model(
     source = resolve_source(spec)
     folder = Path(source.path)
     try:
-        if (folder / "modules.json").is_file() and template_text is None and pooling is None:
+        if (folder / "modules.json").is_file() and template_text is None and pooling is None and not model_kwargs:
             # pcctune's own TemplateTransformer is imported from this installed package.
             model = SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
         else:
-            model = _assemble(source, template_text, pooling or _saved_pooling(folder), device)
+            model = _assemble(source, template_text, pooling or _saved_pooling(folder), device, model_kwargs or {})
     except (OSError, ValueError) as error:
         raise PcctuneError(f"could not load model {spec!r}: {str(error).splitlines()[0]}") from None
     if max_seq_length is not None:
@@ -134,10 +136,13 @@ def build_model(
     return model
 
 
-def _assemble(source: ModelSource, template: str | None, pooling: str | None, device: str | None) -> SentenceTransformer:
+def _assemble(
+    source: ModelSource, template: str | None, pooling: str | None, device: str | None, model_kwargs: dict
+) -> SentenceTransformer:
     config = AutoConfig.from_pretrained(source.path)
     decoder = is_decoder_only(config)
-    module = TemplateTransformer(source.path, template=template, position_ids_from_mask=decoder)
+    module = TemplateTransformer(source.path, template=template, position_ids_from_mask=decoder,
+                                 model_kwargs=model_kwargs)
     tokenizer = module.tokenizer
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token

@@ -1,0 +1,49 @@
+"""LoRA and QLoRA adapters through peft, on the backbone inside a SentenceTransformer.
+
+Pcc-tuning (§4.1) and PromptEOL (§3.2) train 7B models with QLoRA: the base in 4-bit
+(bitsandbytes, CUDA only), LoRA r=64, α=16, dropout 0.05 on every linear layer. The adapter is
+added once, before stage 1, and stage 2 keeps training the same adapter.
+"""
+
+from __future__ import annotations
+
+import torch
+from sentence_transformers import SentenceTransformer
+
+from pcctune.errors import PcctuneError
+from pcctune.training.config import AdapterConfig
+
+
+def quantization_kwargs(adapter: AdapterConfig) -> dict:
+    """``model_kwargs`` that load the base in 4-bit NF4 for QLoRA (CUDA + bitsandbytes only)."""
+    if adapter.kind != "qlora":
+        return {}
+    if not torch.cuda.is_available():
+        raise PcctuneError("QLoRA needs a CUDA GPU and bitsandbytes; use adapter.kind: lora on this machine")
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError:
+        raise PcctuneError("QLoRA needs bitsandbytes: pip install bitsandbytes") from None
+    from transformers import BitsAndBytesConfig
+
+    return {"quantization_config": BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16,
+    )}
+
+
+def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
+    """Add a trainable LoRA adapter (no-op for ``kind: none`` or a model that already has one)."""
+    if adapter.kind == "none" or getattr(model[0].model, "peft_config", None):
+        return
+    from peft import LoraConfig, TaskType
+
+    model.add_adapter(LoraConfig(
+        r=adapter.r, lora_alpha=adapter.alpha, lora_dropout=adapter.dropout,
+        target_modules=adapter.targets, task_type=TaskType.FEATURE_EXTRACTION,
+    ))
+
+
+def trainable_fraction(model: SentenceTransformer) -> float:
+    total = sum(p.numel() for p in model.parameters())
+    return sum(p.numel() for p in model.parameters() if p.requires_grad) / max(total, 1)

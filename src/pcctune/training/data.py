@@ -1,0 +1,82 @@
+"""Training and dev sets of a stage, as ``datasets.Dataset`` columns the losses expect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from datasets import Dataset
+from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+
+from pcctune.data.leakage import LeakageFilter, Normalization
+from pcctune.data.nli import read_simcse_csv, read_snli_folder
+from pcctune.data.senteval import load_sick, load_stsb, load_test_tasks
+from pcctune.data.stage2 import build_stage2_set
+from pcctune.data.sts import STSPair, read_pairs_file
+from pcctune.errors import PcctuneError
+from pcctune.training.config import DataConfig, StageConfig
+
+
+def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[STSPair]:
+    if data.source == "stage2":
+        result = build_stage2_set(senteval_dir, Normalization(data.normalization), data.rescale_sick)
+        return [STSPair(p.sentence1, p.sentence2, p.score) for p in result.pairs]
+    if data.source == "pairs":
+        if not data.path:
+            raise PcctuneError("data.path is required for source 'pairs'")
+        return read_pairs_file(data.path)
+    raise PcctuneError(f"source {data.source!r} has no scores; use stage2 or pairs for this loss")
+
+
+def contrastive_pairs(pairs: list[STSPair], threshold: float) -> list[STSPair]:
+    """Pcc-tuning §4.3 baseline: pairs scored above ``threshold`` become positives."""
+    return [pair for pair in pairs if pair.score > threshold]
+
+
+def train_dataset(stage: StageConfig, senteval_dir: Path) -> Dataset:
+    """Columns (sentence1, sentence2, score) for Pearson; (anchor, positive[, negative]) otherwise."""
+    data = stage.data
+    if stage.loss in ("pearson", "contrastive"):
+        pairs = scored_pairs(data, senteval_dir)
+        if stage.loss == "contrastive":
+            pairs = contrastive_pairs(pairs, stage.contrastive_threshold)
+        pairs = pairs[: data.limit] if data.limit else pairs
+        if stage.loss == "pearson":
+            columns = {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs],
+                       "score": [p.score for p in pairs]}
+        else:
+            columns = {"anchor": [p.sentence1 for p in pairs], "positive": [p.sentence2 for p in pairs]}
+    else:
+        if data.source == "simcse_csv":
+            triplets = read_simcse_csv(data.path or "")
+        elif data.source == "snli":
+            triplets = read_snli_folder(data.path or senteval_dir / "downstream" / "SNLI", tuple(data.splits))
+        else:
+            raise PcctuneError(f"loss 'infonce' needs triplets (simcse_csv or snli), not {data.source!r}")
+        triplets = triplets[: data.limit] if data.limit else triplets
+        columns = {"anchor": [t.anchor for t in triplets], "positive": [t.positive for t in triplets]}
+        if all(t.negative is not None for t in triplets):
+            columns["negative"] = [t.negative for t in triplets]
+    dataset = Dataset.from_dict(columns)
+    if len(dataset) < stage.batch_size:
+        raise PcctuneError(f"stage {stage.name!r}: {len(dataset)} examples, fewer than batch_size {stage.batch_size}")
+    return dataset
+
+
+def dev_pairs(kind: str, senteval_dir: Path) -> list[STSPair]:
+    """Checkpoint-selection pairs: SICK trial, or STS-B dev minus every pair found in a test set."""
+    if kind == "sick-trial":
+        return load_sick(senteval_dir, "dev").pairs
+    if kind == "stsb-dev-filtered":
+        kept, _ = LeakageFilter(load_test_tasks(senteval_dir)).filter("STSBenchmark:dev", load_stsb(senteval_dir, "dev").pairs)
+        return kept
+    raise PcctuneError(f"unknown dev set {kind!r}")
+
+
+def dev_evaluator(kind: str, senteval_dir: Path) -> EmbeddingSimilarityEvaluator | None:
+    if kind == "none":
+        return None
+    pairs = dev_pairs(kind, senteval_dir)
+    return EmbeddingSimilarityEvaluator(
+        [p.sentence1 for p in pairs], [p.sentence2 for p in pairs], [p.score for p in pairs],
+        batch_size=64, main_similarity="cosine", name=kind, write_csv=False,
+    )

@@ -1,0 +1,100 @@
+"""One stage = one sentence-transformers trainer run, selected on a dev set, resumable.
+
+The trainer brings DDP (``accelerate launch`` / ``torchrun``), bf16, logging and checkpoint
+resume; pcctune adds the loss, the global-batch plan, the dev evaluator (never a test set),
+the final save and a plot of the curves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+from sentence_transformers.base.sampler import BatchSamplers
+from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+from transformers.trainer_utils import get_last_checkpoint
+
+from pcctune.losses import InfoNCELoss, PearsonLoss
+from pcctune.training.batching import plan_batches
+from pcctune.training.config import RunConfig, StageConfig
+from pcctune.training.data import dev_evaluator, train_dataset
+from pcctune.training.plots import plot_training
+
+
+@dataclass
+class StageResult:
+    name: str
+    examples: int
+    final_dir: Path
+    best_checkpoint: str | None
+    best_dev: float | None
+    log_history: list[dict]
+    plot: Path
+
+
+def _world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def run_stage(
+    model: SentenceTransformer,
+    stage: StageConfig,
+    run: RunConfig,
+    stage_dir: Path,
+    senteval_dir: Path,
+    resume: bool = False,
+    callbacks: list | None = None,
+) -> StageResult:
+    """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end."""
+    dataset = train_dataset(stage, senteval_dir)
+    evaluator = dev_evaluator(stage.dev, senteval_dir)
+    plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
+    if stage.max_seq_length is not None:
+        model.max_seq_length = stage.max_seq_length
+    if stage.loss == "pearson":
+        loss = PearsonLoss(model, plan.mini_batch_size)
+    else:
+        loss = InfoNCELoss(model, stage.temperature, plan.mini_batch_size)
+    metric = f"eval_{stage.dev}_spearman_cosine" if evaluator is not None else None
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(stage_dir / "checkpoints"),
+        num_train_epochs=stage.epochs,
+        max_steps=stage.max_steps,
+        per_device_train_batch_size=plan.per_device_batch_size,
+        gradient_accumulation_steps=plan.gradient_accumulation_steps,
+        learning_rate=stage.learning_rate,
+        warmup_steps=stage.warmup_ratio,  # a float below 1 is a ratio in transformers 5
+        weight_decay=stage.weight_decay,
+        seed=run.seed,
+        data_seed=run.seed,
+        bf16=stage.bf16,
+        eval_strategy="steps" if evaluator is not None else "no",
+        eval_steps=stage.eval_steps,
+        save_strategy="steps",
+        save_steps=stage.eval_steps,
+        load_best_model_at_end=evaluator is not None,
+        metric_for_best_model=metric,
+        greater_is_better=True,
+        logging_steps=stage.logging_steps,
+        dataloader_drop_last=True,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        report_to="none",
+        # In-batch negatives must not repeat a sentence; Pearson groups are plain random batches.
+        batch_sampler=BatchSamplers.BATCH_SAMPLER if stage.loss == "pearson" else BatchSamplers.NO_DUPLICATES,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=dataset, loss=loss, evaluator=evaluator, callbacks=callbacks,
+    )
+    checkpoint = get_last_checkpoint(args.output_dir) if resume and Path(args.output_dir).is_dir() else None
+    trainer.train(resume_from_checkpoint=checkpoint)
+    final_dir = stage_dir / "final"
+    model.save(str(final_dir))
+    history = trainer.state.log_history
+    (stage_dir / "log_history.json").write_text(json.dumps(history, indent=1))
+    plot = plot_training(history, metric, f"{run.model}: stage {stage.name} ({stage.loss})", stage_dir / "curves.png")
+    return StageResult(stage.name, len(dataset), final_dir, trainer.state.best_model_checkpoint,
+                       trainer.state.best_metric, history, plot)

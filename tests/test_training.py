@@ -1,0 +1,122 @@
+"""Training stages and the pipeline on a tiny model: configs, resume, data of each loss."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from pcctune.data.sts import STSPair
+from pcctune.errors import PcctuneError
+from pcctune.training.config import RunConfig, load_config
+from pcctune.training.data import contrastive_pairs
+from pcctune.training.pipeline import run_pipeline
+from tests.conftest import SENTENCES
+
+
+def _pairs_file(tmp_path):
+    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
+            for i in range(48)]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    return path
+
+
+def _config(model, senteval, pairs, out, **stage) -> RunConfig:
+    return RunConfig.model_validate({
+        "model": str(model), "data_dir": str(senteval), "output_dir": str(out), "seed": 3,
+        "evaluate_before": False,
+        "stages": [{"name": "pcc", "loss": "pearson", "data": {"source": "pairs", "path": str(pairs)},
+                    "batch_size": 8, "max_steps": 6, "eval_steps": 2, "logging_steps": 1,
+                    "learning_rate": 1e-3, "dev": "sick-trial", **stage}],
+    })
+
+
+class KillAt(TrainerCallback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise KeyboardInterrupt("simulated kill")
+
+
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, mini_senteval, tmp_path):
+    pairs = _pairs_file(tmp_path)
+    whole = run_pipeline(_config(tiny_bert, mini_senteval, pairs, tmp_path / "whole"))
+    config = _config(tiny_bert, mini_senteval, pairs, tmp_path / "killed")
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(config, callbacks=[KillAt(3)])
+    assert (tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2").is_dir()
+    assert not (tmp_path / "killed" / "stage1-pcc" / "final").exists()
+    resumed = run_pipeline(config, resume=True)
+    assert resumed["sts"]["pcc"] == pytest.approx(whole["sts"]["pcc"], abs=1e-6)
+    assert resumed["stages"][0]["best_dev_spearman"] == pytest.approx(whole["stages"][0]["best_dev_spearman"], abs=1e-9)
+    assert resumed["stages"][0]["best_checkpoint"].endswith(whole["stages"][0]["best_checkpoint"].split("/")[-1])
+    # a finished run resumes by loading its result, without training again
+    again = run_pipeline(config, resume=True)
+    assert again["stages"] == [] and again["sts"]["pcc"] == pytest.approx(whole["sts"]["pcc"], abs=1e-6)
+
+
+def test_stage_writes_final_model_curves_and_selects_on_dev(tiny_bert, mini_senteval, tmp_path):
+    record = run_pipeline(_config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / "run"))
+    stage_dir = tmp_path / "run" / "stage1-pcc"
+    assert (stage_dir / "final" / "modules.json").is_file()
+    assert (stage_dir / "curves.png").stat().st_size > 1000
+    history = json.loads((stage_dir / "log_history.json").read_text())
+    dev = [e["eval_sick-trial_spearman_cosine"] for e in history if "eval_sick-trial_spearman_cosine" in e]
+    assert record["stages"][0]["best_dev_spearman"] == pytest.approx(max(dev))
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert set(saved["sts"]["pcc"]) >= {"STS12", "SICKRelatedness", "avg"}
+    assert (tmp_path / "run" / "config.yaml").is_file()
+
+
+def test_compare_runs_the_last_stage_once_per_loss(tiny_bert, mini_senteval, tmp_path):
+    config = _config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / "cmp", contrastive_threshold=2.0)
+    record = run_pipeline(config, compare=["pearson", "contrastive"])
+    assert set(record["sts"]) == {"pcc-pearson", "pcc-contrastive"}
+    examples = {s["stage"]: s["train_examples"] for s in record["stages"]}
+    assert examples["pcc-pearson"] == 48 and examples["pcc-contrastive"] < 48
+
+
+def test_lora_adapter_trains_only_the_adapter(tiny_llama, mini_senteval, tmp_path):
+    config = _config(tiny_llama, mini_senteval, _pairs_file(tmp_path), tmp_path / "lora", max_steps=2)
+    config = config.model_copy(update={"adapter": config.adapter.model_copy(update={"kind": "lora", "r": 2}),
+                                       "template": 'This sentence : "{text}" means in one word:"'})
+    record = run_pipeline(config)
+    assert 0 < record["stages"][0]["trainable_fraction"] < 0.5
+
+
+def test_qlora_without_cuda_is_a_clear_error(tiny_llama, mini_senteval, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA; the error path is for CPU-only machines")
+    config = _config(tiny_llama, mini_senteval, _pairs_file(tmp_path), tmp_path / "q")
+    config = config.model_copy(update={"adapter": config.adapter.model_copy(update={"kind": "qlora"})})
+    with pytest.raises(PcctuneError, match="QLoRA needs a CUDA GPU"):
+        run_pipeline(config)
+
+
+def test_contrastive_baseline_keeps_pairs_above_four():
+    pairs = [STSPair("a", "b", 4.0), STSPair("c", "d", 4.2), STSPair("e", "f", 5.0), STSPair("g", "h", 1.0)]
+    assert [p.sentence1 for p in contrastive_pairs(pairs, 4.0)] == ["c", "e"]
+
+
+def test_config_errors_are_one_line(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("model: x\nstages:\n  - name: a\n    loss: hinge\n    data: {source: stage2}\n")
+    with pytest.raises(PcctuneError, match=r"stages.0.loss"):
+        load_config(path)
+    path.write_text("model: x\ntemplate: no slot\nstages: []\n")
+    with pytest.raises(PcctuneError, match="exactly one"):
+        load_config(path)
+    with pytest.raises(PcctuneError, match="missing config"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_shipped_configs_validate():
+    from pathlib import Path
+
+    for path in sorted(Path("configs").glob("*.yaml")):
+        load_config(path)

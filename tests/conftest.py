@@ -119,3 +119,17 @@ def mini_senteval(tmp_path) -> Path:
                 [header] + [f"{10 + i}\t{s[i]}\t{s[i + 5]}\t{1 + i * 0.5}\tNEUTRAL" for i in range(6)] +
                 [f"20\t{s[2]}\t{s[4]}\t4.5\tNEUTRAL"])
     return root
+
+
+def encode_both_padding_sides(model, sentences):
+    """Embeddings of ``sentences`` with right padding, then with left padding (side restored after)."""
+    tokenizer = model[0].tokenizer
+    side = tokenizer.padding_side
+    try:
+        tokenizer.padding_side = "right"
+        right = model.encode(sentences, convert_to_tensor=True)
+        tokenizer.padding_side = "left"
+        left = model.encode(sentences, convert_to_tensor=True)
+    finally:
+        tokenizer.padding_side = side
+    return right, left

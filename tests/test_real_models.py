@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from pcctune.paths import resolve_senteval_dir
+from tests.conftest import encode_both_padding_sides
 
 pytestmark = pytest.mark.slow
 
@@ -64,14 +65,11 @@ def test_gguf_decoder_embeds_with_eol_template():
     model = build_model("smollm2-135m", template="eol", max_seq_length=32)
     assert model[0].template == PRESETS["eol"] and model[1].pooling_mode == "lasttoken"
     sentences = ["A man is playing a guitar.", "A man plays the guitar.", "The stock market fell sharply today."]
-    tokenizer = model[0].tokenizer
-    tokenizer.padding_side = "right"
-    right = model.encode(sentences, convert_to_tensor=True)
-    tokenizer.padding_side = "left"
-    left = model.encode(sentences, convert_to_tensor=True)
+    right, left = encode_both_padding_sides(model, sentences)
     assert torch.allclose(left, right, atol=1e-3)
     cos = torch.nn.functional.cosine_similarity
     assert cos(right[0], right[1], dim=0) > cos(right[0], right[2], dim=0)
+    tokenizer = model[0].tokenizer
     features = model.preprocess(["word " * 200])
     ids = features["input_ids"][0][features["attention_mask"][0].bool()]
     assert len(ids) == 32

@@ -9,6 +9,7 @@ import torch
 from pcctune.errors import PcctuneError
 from pcctune.modeling.build import build_model, model_template
 from pcctune.modeling.template import PRESETS, Template
+from tests.conftest import encode_both_padding_sides
 
 LONG = " ".join(["the man plays guitar in the park with two kids"] * 12)
 
@@ -69,11 +70,7 @@ def test_encoder_defaults_to_mean(tiny_bert):
 def test_left_and_right_padding_give_the_same_embeddings(tiny_llama, pooling):
     model = build_model(str(tiny_llama), template="eol", pooling=pooling)
     sentences = ["a man plays guitar", "two kids are eating food in the park outside", "a dog"]
-    tokenizer = model[0].tokenizer
-    tokenizer.padding_side = "right"
-    right = model.encode(sentences, convert_to_tensor=True)
-    tokenizer.padding_side = "left"
-    left = model.encode(sentences, convert_to_tensor=True)
+    right, left = encode_both_padding_sides(model, sentences)
     single = torch.stack([model.encode([s], convert_to_tensor=True)[0] for s in sentences])
     assert torch.allclose(left, right, atol=1e-5)
     assert torch.allclose(single, right, atol=1e-5)

@@ -178,3 +178,7 @@ def main() -> None:
             error.show()
             sys.exit(error.exit_code)
         raise
+
+
+if __name__ == "__main__":
+    main()

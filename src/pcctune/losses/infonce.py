@@ -12,14 +12,12 @@ positives alone (in-batch negatives: the stage-2 contrastive baseline of §4.3).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import torch
 import torch.nn.functional as F
-from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from torch import Tensor, nn
 
 from pcctune.distributed import at_least_fp32, gather, rank_and_world
+from pcctune.losses.base import EmbeddingLoss
 
 
 def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None, temperature: float) -> Tensor:
@@ -34,7 +32,7 @@ def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None, tempe
     return F.cross_entropy(logits, labels)
 
 
-class InfoNCELoss(CachedLossMixin, nn.Module):
+class InfoNCELoss(EmbeddingLoss):
     """Contrastive loss of eq. 7 with hard negatives, gathered across processes.
 
     Args:
@@ -53,28 +51,13 @@ class InfoNCELoss(CachedLossMixin, nn.Module):
 }"""
 
     def __init__(self, model: nn.Module, temperature: float = 0.05, mini_batch_size: int | None = None) -> None:
-        super().__init__()
-        self.model = model
+        super().__init__(model, mini_batch_size)
         self.temperature = temperature
-        self.mini_batch_size = mini_batch_size
-        self.uses_gradient_cache = mini_batch_size is not None
 
-    def _loss(self, columns: list[Tensor]) -> Tensor:
+    def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) not in (2, 3):
             raise ValueError(f"InfoNCE expects (anchor, positive[, negative]) columns, got {len(columns)}")
         return info_nce(columns[0], columns[1], columns[2] if len(columns) == 3 else None, self.temperature)
-
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
-        if self.mini_batch_size is None:
-            return self._loss([self.model(features)["sentence_embedding"] for features in sentence_features])
-        return self.forward_cached(sentence_features, labels)
-
-    def calculate_loss(self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False) -> Tensor:
-        loss = self._loss([torch.cat(column) for column in reps])
-        if with_backward:
-            loss.backward()
-            loss = loss.detach()
-        return loss
 
     def get_config_dict(self) -> dict:
         return {"temperature": self.temperature, "mini_batch_size": self.mini_batch_size}

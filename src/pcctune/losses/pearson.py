@@ -16,14 +16,13 @@ zero gradient, and a warning says so; a NaN gold score is an error.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
-from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from torch import Tensor, nn
 
 from pcctune.distributed import at_least_fp32, gather
+from pcctune.losses.base import EmbeddingLoss
 
 
 def pearson_r(x: Tensor, y: Tensor, eps: float = 1e-12) -> Tensor:
@@ -56,7 +55,7 @@ def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = 1e-12) -> Tens
     return 1.0 - pearson_r(cos_all, gold_all, eps)
 
 
-class PearsonLoss(CachedLossMixin, nn.Module):
+class PearsonLoss(EmbeddingLoss):
     """Pcc-tuning's stage-2 loss: 1 − Pearson(cosine similarity, gold score) over the global batch.
 
     Args:
@@ -81,25 +80,13 @@ class PearsonLoss(CachedLossMixin, nn.Module):
 }"""
 
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = 1e-12) -> None:
-        super().__init__()
-        self.model = model
-        self.mini_batch_size = mini_batch_size
-        self.uses_gradient_cache = mini_batch_size is not None
+        super().__init__(model, mini_batch_size)
         self.eps = eps
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor) -> Tensor:
-        if self.mini_batch_size is None:
-            u, v = (self.model(features)["sentence_embedding"] for features in sentence_features)
-            return pearson_loss(u, v, labels, self.eps)
-        return self.forward_cached(sentence_features, labels)
-
-    def calculate_loss(self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False) -> Tensor:
-        u, v = (torch.cat(column) for column in reps)
-        loss = pearson_loss(u, v, labels, self.eps)
-        if with_backward:
-            loss.backward()
-            loss = loss.detach()
-        return loss
+    def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
+        if len(columns) != 2 or labels is None:
+            raise ValueError("Pearson loss expects (sentence1, sentence2) columns and a score label")
+        return pearson_loss(columns[0], columns[1], labels, self.eps)
 
     def get_config_dict(self) -> dict:
         return {"mini_batch_size": self.mini_batch_size, "eps": self.eps}

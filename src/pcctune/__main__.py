@@ -1,0 +1,5 @@
+"""``python -m pcctune``: the command line."""
+
+from pcctune.cli import main
+
+main()

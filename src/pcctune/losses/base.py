@@ -1,0 +1,45 @@
+"""What every pcctune embedding loss shares: plain or GradCache forward over the global batch."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterable
+
+import torch
+from sentence_transformers.base.losses.gradcache import CachedLossMixin
+from torch import Tensor, nn
+
+
+class EmbeddingLoss(CachedLossMixin, nn.Module):
+    """A loss computed from the embeddings of every input column (and the labels).
+
+    With ``mini_batch_size`` set, columns are embedded in mini-batches without gradients and
+    the gradients are cached (sentence-transformers' GradCache machinery), so memory stays that
+    of one mini-batch however large the batch; otherwise the batch is embedded at once.
+    Subclasses implement :meth:`loss_from_embeddings`.
+    """
+
+    def __init__(self, model: nn.Module, mini_batch_size: int | None = None) -> None:
+        super().__init__()
+        self.model = model
+        self.mini_batch_size = mini_batch_size
+        self.uses_gradient_cache = mini_batch_size is not None
+
+    @abstractmethod
+    def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
+        """The loss given one embedding matrix per input column."""
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        if self.mini_batch_size is None:
+            columns = [self.model(features)["sentence_embedding"] for features in sentence_features]
+            return self.loss_from_embeddings(columns, labels)
+        return self.forward_cached(sentence_features, labels)
+
+    def calculate_loss(
+        self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
+    ) -> Tensor:
+        loss = self.loss_from_embeddings([torch.cat(column) for column in reps], labels)
+        if with_backward:
+            loss.backward()
+            loss = loss.detach()
+        return loss

@@ -118,6 +118,69 @@ def train_command(
     run_pipeline(load_config(config, overrides), resume=resume, compare=losses, console=console)
 
 
+class BoundData(str, Enum):
+    sts = "sts"
+
+
+@app.command("bound")
+def bound_command(
+    n: Annotated[Optional[list[int]], typer.Option("--n", help="number of pairs (repeatable)")] = None,
+    data: Annotated[Optional[BoundData], typer.Option("--data", help="ceilings of the real STS test sets")] = None,
+    senteval: Annotated[Optional[Path], typer.Option("--senteval", help="SentEval folder for --data sts")] = None,
+    results: Annotated[Optional[Path], typer.Option(help="a pcctune eval JSON to plot next to the ceilings")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="save a plot of the bounds (PNG)")] = None,
+    output: Annotated[Optional[Path], typer.Option(help="save the numbers as JSON")] = None,
+) -> None:
+    """The Spearman ceiling of a binary classifier: the paper's 0.875 and the exact √3/2 optimum."""
+    import json
+
+    from rich.table import Table
+
+    from pcctune.evaluation.bound import binary_bound
+    from pcctune.evaluation.bound_report import dataset_ceilings, plot_bounds
+
+    if not n and data is None:
+        raise PcctuneError("give --n N (one or more) and/or --data sts")
+    payload: dict = {}
+    if n:
+        table = Table(title="Best Spearman of a two-valued scorer over n pairs with distinct gold scores")
+        for column in ("n", "paper formula 1−6Σd²/(n(n²−1))", "k", "exact (Pearson of tie-averaged ranks)", "k"):
+            table.add_column(column, justify="right")
+        for value in n:
+            if value < 2:
+                raise PcctuneError(f"--n must be at least 2 (got {value})")
+            b = binary_bound(value)
+            table.add_row(str(value), f"{b.paper:.6f}", str(b.paper_k), f"{b.exact:.6f}", str(b.exact_k))
+            payload[f"n={value}"] = {"paper": b.paper, "paper_k": b.paper_k, "exact": b.exact, "exact_k": b.exact_k}
+        console.print(table)
+        console.print("limits: paper → 0.875, exact → √3/2 = 0.866025 (exactly √3/2 for every odd n)")
+    ceilings = None
+    if data is not None:
+        from pcctune.data.senteval import load_test_tasks
+        from pcctune.paths import resolve_senteval_dir
+
+        ceilings = dataset_ceilings(load_test_tasks(resolve_senteval_dir(senteval)))
+        table = Table(title="Best Spearman × 100 any two-valued scorer reaches on each test set (real gold ties)")
+        for column in ("task", "pairs", "distinct gold", "ceiling", "high pairs", "√(3k(n−k)/(n²−1)) if no ties"):
+            table.add_column(column, justify="right")
+        for name, row in ceilings.items():
+            if name == "avg":
+                table.add_row("avg", "", "", f"{row['ceiling']:.2f}", "", "")
+            else:
+                table.add_row(name, str(row["n"]), str(row["distinct_scores"]), f"{row['ceiling']:.2f}",
+                              str(row["high_pairs"]), f"{row['formula_exact']:.2f}")
+        console.print(table)
+        payload["sts_ceilings"] = ceilings
+    if plot is not None:
+        scores = json.loads(results.read_text())["sts"] if results else None
+        plot_bounds(ceilings, scores, plot)
+        console.print(f"plot -> {plot}")
+    if output is not None:
+        from pcctune.evaluation.record import write_json
+
+        write_json(payload, output)
+
+
 @data_app.command("stage2")
 def data_stage2_command(
     data: DataOption = None,

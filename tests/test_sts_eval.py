@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from pcctune.data.senteval import load_test_tasks
-from pcctune.evaluation.run import run_sts_eval
+from pcctune.evaluation.run import run_eval
 from pcctune.evaluation.sts import evaluate_sts, senteval_text
 from pcctune.modeling.build import build_model
 
@@ -44,7 +44,7 @@ def test_sentences_are_whitespace_normalised():
 
 def test_run_writes_a_complete_record(mini_senteval, tiny_bert, tmp_path):
     out = tmp_path / "r.json"
-    record = run_sts_eval(str(tiny_bert), mini_senteval, template="Sentence: {text}", output=out, seed=7)
+    record = run_eval(str(tiny_bert), mini_senteval, template="Sentence: {text}", output=out, seed=7)
     saved = json.loads(out.read_text())
     assert saved == record
     assert saved["protocol"] == "simcse-senteval"

@@ -30,6 +30,8 @@ DataOption = Annotated[
 
 class TaskGroup(str, Enum):
     sts = "sts"
+    transfer = "transfer"
+    all = "all"
 
 
 class NormalizationChoice(str, Enum):
@@ -52,11 +54,11 @@ def eval_command(
     seed: Annotated[int, typer.Option(help="recorded in the results; seeds torch")] = 42,
     output: Annotated[Optional[Path], typer.Option(help="write the results JSON here")] = None,
 ) -> None:
-    """Evaluate MODEL on the seven STS tasks (SimCSE/SentEval protocol) and print a table."""
-    from pcctune.evaluation.run import run_sts_eval
+    """Evaluate MODEL on the seven STS tasks (SimCSE/SentEval protocol) and/or the transfer tasks."""
+    from pcctune.evaluation.run import run_eval
 
-    run_sts_eval(
-        model, data, template=template, pooling=pooling, dtype=dtype, batch_size=batch_size,
+    run_eval(
+        model, data, tasks=tasks.value, template=template, pooling=pooling, dtype=dtype, batch_size=batch_size,
         max_seq_length=max_seq_length, seed=seed, output=output, console=console,
     )
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pcctune.evaluation.sts import TaskScore
+from pcctune.evaluation.transfer import TransferScore
 from pcctune.hashing import file_sha256
 
 LIBRARIES = ("pcctune", "torch", "transformers", "sentence-transformers", "peft", "accelerate", "scipy", "numpy")
@@ -32,9 +33,7 @@ def file_hashes(paths: list[Path]) -> dict[str, str]:
     return {str(path): file_sha256(path) for path in sorted(set(paths))}
 
 
-def sts_record(
-    scores: list[TaskScore],
-    avg: float,
+def eval_record(
     *,
     model: str,
     template: str | None,
@@ -45,9 +44,11 @@ def sts_record(
     data_files: list[Path],
     wall_time_s: float,
     protocol: str,
+    sts: tuple[list[TaskScore], float] | None = None,
+    transfer: list[TransferScore] | None = None,
 ) -> dict:
-    """A JSON-ready record of one STS evaluation."""
-    return {
+    """A JSON-ready record of one evaluation: what was run, on which files, with which libraries."""
+    record = {
         "protocol": protocol,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "model": model,
@@ -59,9 +60,16 @@ def sts_record(
         "data_files_sha256": file_hashes(data_files),
         "versions": library_versions(),
         "wall_time_s": round(wall_time_s, 2),
-        "sts": {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)},
-        "sts_detail": [asdict(s) for s in scores],
     }
+    if sts is not None:
+        scores, avg = sts
+        record["sts"] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
+        record["sts_detail"] = [asdict(s) for s in scores]
+    if transfer is not None:
+        record["transfer"] = {t.name: round(t.accuracy, 2) for t in transfer}
+        record["transfer"]["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
+        record["transfer_detail"] = [asdict(t) for t in transfer]
+    return record
 
 
 def write_json(payload: dict, path: str | Path) -> Path:
@@ -75,7 +83,7 @@ SHORT_NAMES = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R"}
 
 
 def sts_table(rows: dict[str, dict[str, float]], title: str = "STS (Spearman × 100)") -> Table:
-    """A rich table with one row per run and the seven tasks + avg as columns."""
+    """A rich table with one row per run and one column per task (e.g. the seven STS tasks + avg)."""
     table = Table(title=title)
     columns = list(next(iter(rows.values())))
     table.add_column("run")

@@ -1,0 +1,103 @@
+"""SentEval transfer tasks: MR, CR, SUBJ, MPQA, SST2, TREC, MRPC (the usual files, read as SentEval does)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pcctune.errors import PcctuneError
+
+TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
+BINARY_FILES = {
+    "MR": ("rt-polarity.pos", "rt-polarity.neg"),
+    "CR": ("custrev.pos", "custrev.neg"),
+    "SUBJ": ("subj.objective", "subj.subjective"),
+    "MPQA": ("mpqa.pos", "mpqa.neg"),
+}
+
+
+@dataclass
+class TransferTask:
+    """Sentences (or sentence pairs, for MRPC) with integer labels, split as SentEval splits them.
+
+    ``splits`` maps ``train``/``dev``/``test`` to (texts, labels); a task with only ``all`` is
+    evaluated by 10-fold cross-validation.
+    """
+
+    name: str
+    splits: dict[str, tuple[list, list[int]]]
+    files: list[Path] = field(default_factory=list)
+
+
+def _lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise PcctuneError(f"missing file: {path}")
+    return path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def _binary(folder: Path, name: str) -> TransferTask:
+    positive, negative = (folder / f for f in BINARY_FILES[name])
+    pos = [line.strip() for line in _lines(positive) if line.strip()]
+    neg = [line.strip() for line in _lines(negative) if line.strip()]
+    return TransferTask(name, {"all": (pos + neg, [1] * len(pos) + [0] * len(neg))}, [positive, negative])
+
+
+def _sst2(folder: Path) -> TransferTask:
+    splits, files = {}, []
+    for split, file in (("train", "sentiment-train"), ("dev", "sentiment-dev"), ("test", "sentiment-test")):
+        path = folder / "SST" / "binary" / file
+        texts, labels = [], []
+        for number, line in enumerate(_lines(path), start=1):
+            if not line.strip():
+                continue
+            text, _, label = line.rpartition("\t")
+            if label.strip() not in ("0", "1"):
+                raise PcctuneError(f"{path}:{number}: expected a 0/1 label after a tab")
+            texts.append(text.strip())
+            labels.append(int(label))
+        splits[split] = (texts, labels)
+        files.append(path)
+    return TransferTask("SST2", splits, files)
+
+
+def _trec(folder: Path) -> TransferTask:
+    splits, files, classes = {}, [], {}
+    for split, file in (("train", "train_5500.label"), ("test", "TREC_10.label")):
+        path = folder / "TREC" / file
+        texts, labels = [], []
+        for line in _lines(path):
+            if not line.strip():
+                continue
+            target, _, sentence = line.partition(" ")
+            coarse = target.split(":")[0]
+            labels.append(classes.setdefault(coarse, len(classes)))
+            texts.append(sentence.strip())
+        splits[split] = (texts, labels)
+        files.append(path)
+    return TransferTask("TREC", splits, files)
+
+
+def _mrpc(folder: Path) -> TransferTask:
+    splits, files = {}, []
+    for split, file in (("train", "msr_paraphrase_train.txt"), ("test", "msr_paraphrase_test.txt")):
+        path = folder / "MRPC" / file
+        pairs, labels = [], []
+        for number, line in enumerate(_lines(path)[1:], start=2):
+            fields = line.split("\t")
+            if len(fields) < 5:
+                raise PcctuneError(f"{path}:{number}: expected 5 tab-separated fields")
+            pairs.append((fields[3], fields[4]))
+            labels.append(int(fields[0]))
+        splits[split] = (pairs, labels)
+        files.append(path)
+    return TransferTask("MRPC", splits, files)
+
+
+def load_transfer_task(senteval_dir: Path, name: str) -> TransferTask:
+    folder = senteval_dir / "downstream"
+    if name in BINARY_FILES:
+        return _binary(folder / name, name)
+    loaders = {"SST2": _sst2, "TREC": _trec, "MRPC": _mrpc}
+    if name not in loaders:
+        raise PcctuneError(f"unknown transfer task {name!r}; choose from {', '.join(TRANSFER_TASKS)}")
+    return loaders[name](folder)

@@ -1,0 +1,102 @@
+"""Transfer tasks: a logistic-regression probe on frozen sentence embeddings (SentEval's protocol).
+
+As SentEval with its scikit-learn classifier: L2-regularised logistic regression with C chosen
+from {2⁻², …, 2³}. MR, CR, SUBJ and MPQA: 10-fold stratified cross-validation (C chosen by an
+inner 5-fold search on each training fold). SST2: C chosen on the dev split, accuracy on test.
+TREC and MRPC: C chosen by inner 5-fold search on train, accuracy on test (and F1 for MRPC).
+MRPC pairs are represented as [u, v, |u−v|, u·v] (SentEval itself uses [|u−v|, u·v]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sentence_transformers import SentenceTransformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, f1_score
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+from pcctune.data.transfer import TransferTask
+from pcctune.evaluation.sts import encode_unique, senteval_text
+
+REGULARIZATION_GRID = [2.0**t for t in range(-2, 4)]
+
+
+@dataclass
+class TransferScore:
+    name: str
+    accuracy: float
+    n_test: int
+    f1: float | None = None
+
+
+def _search(seed: int, folds: int = 5) -> GridSearchCV:
+    return GridSearchCV(
+        LogisticRegression(max_iter=2000),
+        {"C": REGULARIZATION_GRID},
+        cv=StratifiedKFold(folds, shuffle=True, random_state=seed),
+    )
+
+
+def cross_validated_accuracy(features: np.ndarray, labels: np.ndarray, seed: int, folds: int = 10) -> float:
+    """Mean test accuracy of 10-fold CV, C picked by an inner search on each training part."""
+    scores = []
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(features, labels):
+        search = _search(seed).fit(features[train], labels[train])
+        scores.append(search.score(features[test], labels[test]))
+    return float(np.mean(scores))
+
+
+def dev_selected_predictions(train, dev, test) -> np.ndarray:
+    """Fit on train for every C, keep the best on dev, predict test."""
+    best = max(
+        (LogisticRegression(C=c, max_iter=2000).fit(*train) for c in REGULARIZATION_GRID),
+        key=lambda clf: clf.score(*dev),
+    )
+    return best.predict(test[0])
+
+
+def _features(task: TransferTask, split: str, vectors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    texts, labels = task.splits[split]
+    if task.name == "MRPC":
+        u = np.stack([vectors[senteval_text(a)] for a, _ in texts])
+        v = np.stack([vectors[senteval_text(b)] for _, b in texts])
+        x = np.concatenate([u, v, np.abs(u - v), u * v], axis=1)
+    else:
+        x = np.stack([vectors[senteval_text(t)] for t in texts])
+    return x, np.array(labels)
+
+
+def _sentences(task: TransferTask) -> list[str]:
+    out = []
+    for texts, _ in task.splits.values():
+        for item in texts:
+            out.extend(item if isinstance(item, tuple) else (item,))
+    return [senteval_text(s) for s in out]
+
+
+def score_transfer_task(task: TransferTask, vectors: dict[str, np.ndarray], seed: int = 1111) -> TransferScore:
+    if "all" in task.splits:
+        x, y = _features(task, "all", vectors)
+        return TransferScore(task.name, cross_validated_accuracy(x, y, seed) * 100, len(y))
+    test_x, test_y = _features(task, "test", vectors)
+    if "dev" in task.splits:
+        predictions = dev_selected_predictions(_features(task, "train", vectors), _features(task, "dev", vectors),
+                                               (test_x, test_y))
+    else:
+        predictions = _search(seed).fit(*_features(task, "train", vectors)).predict(test_x)
+    f1 = f1_score(test_y, predictions) * 100 if task.name == "MRPC" else None
+    return TransferScore(task.name, accuracy_score(test_y, predictions) * 100, len(test_y), f1)
+
+
+def evaluate_transfer(
+    model: SentenceTransformer, tasks: list[TransferTask], batch_size: int = 64, seed: int = 1111,
+    show_progress: bool = True,
+) -> list[TransferScore]:
+    """Encode each task's unique sentences once and probe them."""
+    scores = []
+    for task in tasks:
+        vectors = encode_unique(model, _sentences(task), batch_size, show_progress)
+        scores.append(score_transfer_task(task, vectors, seed))
+    return scores

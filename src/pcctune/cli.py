@@ -183,6 +183,35 @@ def bound_command(
         write_json(payload, output)
 
 
+@app.command("report")
+def report_command(
+    runs: Annotated[list[Path], typer.Argument(help="result JSON files or run folders")],
+    output: Annotated[Path, typer.Option(help="folder for report.md and plots")] = Path("runs/report"),
+    scatter_model: Annotated[Optional[str], typer.Option(help="also plot predicted vs gold for this model")] = None,
+    scatter_task: Annotated[str, typer.Option(help="task of the scatter plot")] = "STSBenchmark",
+    data: DataOption = None,
+) -> None:
+    """Turn result JSONs into a markdown table (with deltas to the first run) and plots."""
+    from pcctune.evaluation.report import bar_plot, collect_runs, markdown_table, model_scatter
+
+    collected = collect_runs(runs)
+    parts = ["# pcctune report", ""]
+    for section, title in (("sts", "STS (Spearman × 100; deltas vs the first row)"), ("transfer", "Transfer (accuracy)")):
+        table = markdown_table(collected, section)
+        if table:
+            plot = bar_plot(collected, section, output / f"{section}_bars.png")
+            parts += [f"## {title}", "", table, "", f"![{section}]({plot.name})", ""]
+    if scatter_model:
+        from pcctune.paths import resolve_senteval_dir
+
+        plot = model_scatter(scatter_model, scatter_task, resolve_senteval_dir(data), output / "scatter.png")
+        parts += ["## Predicted vs gold", "", f"![scatter]({plot.name})", ""]
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "report.md").write_text("\n".join(parts), encoding="utf-8")
+    console.print("\n".join(parts))
+    console.print(f"report -> {output / 'report.md'}")
+
+
 @data_app.command("stage2")
 def data_stage2_command(
     data: DataOption = None,

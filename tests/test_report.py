@@ -1,0 +1,52 @@
+"""pcctune report: tables with deltas from eval and train results, plots, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pcctune.errors import PcctuneError
+from pcctune.evaluation.report import collect_runs, markdown_table, scatter_plot
+from tests.test_cli import run_cli
+
+TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg"]
+
+
+def _write(path, payload):
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def test_tables_from_eval_and_train_results(tmp_path):
+    _write(tmp_path / "eval.json", {"model": "base", "sts": dict.fromkeys(TASKS, 70.0), "transfer": {"MR": 80.0}})
+    run = tmp_path / "run"
+    run.mkdir()
+    _write(run / "results.json", {"config": {"model": "m"}, "sts": {"before": dict.fromkeys(TASKS, 70.0),
+                                                                    "pcc": dict.fromkeys(TASKS, 72.5)}})
+    runs = collect_runs([tmp_path / "eval.json", run])
+    assert list(runs) == ["base", "m: before", "m: pcc"]
+    table = markdown_table(runs, "sts")
+    assert "| m: pcc | 72.50 (+2.50)" in table and "STS-B" in table
+    assert markdown_table(runs, "transfer").count("\n") == 2  # header, rule, one run
+
+
+def test_report_cli_writes_markdown_and_plots(tmp_path, capsys):
+    path = _write(tmp_path / "a.json", {"model": "a", "sts": dict.fromkeys(TASKS, 60.0)})
+    second = _write(tmp_path / "b.json", {"model": "b", "sts": dict.fromkeys(TASKS, 65.0)})
+    code, out = run_cli(["report", str(path), str(second), "--output", str(tmp_path / "rep")], capsys)
+    assert code == 0 and "(+5.00)" in out
+    assert (tmp_path / "rep" / "report.md").is_file() and (tmp_path / "rep" / "sts_bars.png").stat().st_size > 1000
+
+
+def test_bad_result_files(tmp_path):
+    with pytest.raises(PcctuneError, match="no result JSON"):
+        collect_runs([tmp_path / "missing"])
+    with pytest.raises(PcctuneError, match="no 'sts' or 'transfer'"):
+        collect_runs([_write(tmp_path / "x.json", {"other": 1})])
+
+
+def test_scatter_plot(tmp_path):
+    path = scatter_plot(np.linspace(0, 1, 20), np.linspace(0, 5, 20), "t", tmp_path / "s.png")
+    assert path.stat().st_size > 1000

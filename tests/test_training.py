@@ -120,3 +120,15 @@ def test_shipped_configs_validate():
 
     for path in sorted(Path("configs").glob("*.yaml")):
         load_config(path)
+
+
+def test_dev_sets_never_contain_a_test_pair(mini_senteval):
+    from pcctune.data.leakage import LeakageFilter
+    from pcctune.data.senteval import load_sick, load_test_tasks
+    from pcctune.training.data import dev_pairs
+
+    leakage = LeakageFilter(load_test_tasks(mini_senteval))
+    trial = load_sick(mini_senteval, "dev").pairs
+    assert any(leakage.matches(p) for p in trial)  # the fixture's trial split shares a pair with a test set
+    for kind in ("sick-trial", "stsb-dev-filtered"):
+        assert not any(leakage.matches(p) for p in dev_pairs(kind, mini_senteval))

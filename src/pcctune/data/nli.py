@@ -73,3 +73,28 @@ def triplets_from_hf_dataset(dataset) -> list[Triplet]:
         raise PcctuneError(f"dataset lacks column(s) {', '.join(missing)} (found: {', '.join(columns)})")
     has_negative = "negative" in columns
     return [Triplet(r["anchor"], r["positive"], r["negative"] if has_negative else None) for r in dataset]
+
+
+NLI_REGRESSION_LABELS = {"contradiction": 0.0, "neutral": 1.0, "entailment": 2.0}
+
+
+def read_snli_regression_pairs(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")):
+    """SNLI (premise, hypothesis) pairs as floats: contradiction 0, neutral 1, entailment 2.
+
+    The regression framework (§4.1) treats the three NLI labels as ordered similarity levels;
+    pairs without a gold label (``-``) are skipped.
+    """
+    from pcctune.data.sts import STSPair
+
+    folder = Path(folder)
+    pairs = []
+    for split in splits:
+        files = [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
+        for path in files:
+            if not path.is_file():
+                raise PcctuneError(f"missing file: {path}")
+        premises, hypotheses, labels = (p.read_text(encoding="utf-8").splitlines() for p in files)
+        for premise, hypothesis, label in zip(premises, hypotheses, labels):
+            if label.strip() in NLI_REGRESSION_LABELS:
+                pairs.append(STSPair(premise, hypothesis, NLI_REGRESSION_LABELS[label.strip()]))
+    return pairs

@@ -36,10 +36,11 @@ class DataConfig(Strict):
     - ``stage2``: STS-B train + SICK-R train filtered against every test set (Pcc-tuning App. B);
     - ``pairs``: a csv/tsv/jsonl file of sentence1, sentence2, score;
     - ``simcse_csv``: SimCSE's NLI csv (sent0, sent1, hard_neg);
-    - ``snli``: (premise, entailment, contradiction) from an SNLI-format folder (``splits``).
+    - ``snli``: (premise, entailment, contradiction) from an SNLI-format folder (``splits``);
+    - ``snli_regression``: SNLI pairs scored contradiction 0, neutral 1, entailment 2 (regression §4.1).
     """
 
-    source: Literal["stage2", "pairs", "simcse_csv", "snli"]
+    source: Literal["stage2", "pairs", "simcse_csv", "snli", "snli_regression"]
     path: str | None = None
     splits: list[str] = ["dev", "test"]
     rescale_sick: bool = False
@@ -47,10 +48,29 @@ class DataConfig(Strict):
     limit: int | None = Field(default=None, description="use only the first N examples (quick runs)")
 
 
+class RegressionConfig(Strict):
+    """Head and penalty of the regression losses (Translated ReLU, Smooth K2, L1, MSE)."""
+
+    k: float = 2.0
+    x0: float = 0.25
+    concat: Literal["uv", "absdiff", "uv_absdiff"] = "uv_absdiff"
+    label_range: list[float] | None = Field(None, description="clip predictions into [low, high]")
+    head_warmup: Literal["none", "nli"] = Field(
+        "none", description="step 1 of the two-step recipe: fit the head on NLI (0/1/2) with the encoder frozen"
+    )
+
+
+LossName = Literal[
+    "pearson", "infonce", "contrastive", "cosent", "angle", "cosine_mse", "ce",
+    "l1", "mse", "translated_relu", "smooth_k2",
+]
+
+
 class StageConfig(Strict):
     name: str
-    loss: Literal["pearson", "infonce", "contrastive"]
+    loss: LossName
     data: DataConfig
+    regression: RegressionConfig = RegressionConfig()
     batch_size: int = Field(64, description="global batch: the Pearson group or the InfoNCE candidate pool")
     mini_batch_size: int | None = Field(None, description="GradCache mini-batch; bounds memory")
     gradient_accumulation_steps: int = Field(1, description="translated into mini-batches, never splits a group")

@@ -8,11 +8,12 @@ from datasets import Dataset
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
 from pcctune.data.leakage import LeakageFilter, Normalization
-from pcctune.data.nli import read_simcse_csv, read_snli_folder
+from pcctune.data.nli import read_simcse_csv, read_snli_folder, read_snli_regression_pairs
 from pcctune.data.senteval import load_sick, load_stsb, load_test_tasks
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSPair, read_pairs_file
 from pcctune.errors import PcctuneError
+from pcctune.losses.factory import SCORED
 from pcctune.training.config import DataConfig, StageConfig
 
 
@@ -24,6 +25,8 @@ def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[STSPair]:
         if not data.path:
             raise PcctuneError("data.path is required for source 'pairs'")
         return read_pairs_file(data.path)
+    if data.source == "snli_regression":
+        return read_snli_regression_pairs(data.path or senteval_dir / "downstream" / "SNLI", tuple(data.splits))
     raise PcctuneError(f"source {data.source!r} has no scores; use stage2 or pairs for this loss")
 
 
@@ -33,18 +36,29 @@ def contrastive_pairs(pairs: list[STSPair], threshold: float) -> list[STSPair]:
 
 
 def train_dataset(stage: StageConfig, senteval_dir: Path) -> Dataset:
-    """Columns (sentence1, sentence2, score) for Pearson; (anchor, positive[, negative]) otherwise."""
+    """Columns (sentence1, sentence2, score) for scored losses; (anchor, positive[, negative]) otherwise.
+
+    Scores are floats, except: ``ce`` takes the rounded score as a class index, and
+    ``cosine_mse`` (sentence-transformers' CosineSimilarityLoss) takes the score divided by the
+    set's maximum, since it regresses the cosine itself.
+    """
     data = stage.data
-    if stage.loss in ("pearson", "contrastive"):
+    if stage.loss in (*SCORED, "contrastive"):
         pairs = scored_pairs(data, senteval_dir)
         if stage.loss == "contrastive":
             pairs = contrastive_pairs(pairs, stage.contrastive_threshold)
         pairs = pairs[: data.limit] if data.limit else pairs
-        if stage.loss == "pearson":
-            columns = {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs],
-                       "score": [p.score for p in pairs]}
-        else:
+        if stage.loss == "contrastive":
             columns = {"anchor": [p.sentence1 for p in pairs], "positive": [p.sentence2 for p in pairs]}
+        else:
+            scores: list = [p.score for p in pairs]
+            if stage.loss == "ce":
+                scores = [int(round(score)) for score in scores]
+            elif stage.loss == "cosine_mse":
+                top = max(scores)
+                scores = [score / top for score in scores]
+            columns = {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs],
+                       "score": scores}
     else:
         if data.source == "simcse_csv":
             triplets = read_simcse_csv(data.path or "")
@@ -63,13 +77,16 @@ def train_dataset(stage: StageConfig, senteval_dir: Path) -> Dataset:
 
 
 def dev_pairs(kind: str, senteval_dir: Path) -> list[STSPair]:
-    """Checkpoint-selection pairs: SICK trial, or STS-B dev minus every pair found in a test set."""
-    if kind == "sick-trial":
-        return load_sick(senteval_dir, "dev").pairs
-    if kind == "stsb-dev-filtered":
-        kept, _ = LeakageFilter(load_test_tasks(senteval_dir)).filter("STSBenchmark:dev", load_stsb(senteval_dir, "dev").pairs)
-        return kept
-    raise PcctuneError(f"unknown dev set {kind!r}")
+    """Checkpoint-selection pairs minus every pair found in a test set (both orders).
+
+    ``sick-trial``: SICK's trial split (491 of 500 pairs are in no test set; 9 are in SICK-R test);
+    ``stsb-dev-filtered``: STS-B dev (369 of 1,500 pairs are in no test set).
+    """
+    loaders = {"sick-trial": lambda: load_sick(senteval_dir, "dev"), "stsb-dev-filtered": lambda: load_stsb(senteval_dir, "dev")}
+    if kind not in loaders:
+        raise PcctuneError(f"unknown dev set {kind!r}")
+    kept, _ = LeakageFilter(load_test_tasks(senteval_dir)).filter(kind, loaders[kind]().pairs)
+    return kept
 
 
 def dev_evaluator(kind: str, senteval_dir: Path) -> EmbeddingSimilarityEvaluator | None:

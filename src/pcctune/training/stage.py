@@ -18,10 +18,13 @@ from sentence_transformers.base.sampler import BatchSamplers
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
-from pcctune.losses import InfoNCELoss, PearsonLoss
+from pcctune.data.nli import read_snli_regression_pairs
+from pcctune.losses.factory import build_loss
+from pcctune.losses.regression import RegressionLoss
 from pcctune.training.batching import plan_batches
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.data import dev_evaluator, train_dataset
+from pcctune.training.head_warmup import warm_up_head
 from pcctune.training.plots import plot_training
 
 
@@ -55,10 +58,10 @@ def run_stage(
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
     if stage.max_seq_length is not None:
         model.max_seq_length = stage.max_seq_length
-    if stage.loss == "pearson":
-        loss = PearsonLoss(model, plan.mini_batch_size)
-    else:
-        loss = InfoNCELoss(model, stage.temperature, plan.mini_batch_size)
+    num_classes = max(dataset["score"]) + 1 if stage.loss == "ce" else None
+    loss = build_loss(stage, model, plan.mini_batch_size, num_classes)
+    if stage.regression.head_warmup == "nli" and isinstance(loss, RegressionLoss):
+        warm_up_head(loss, read_snli_regression_pairs(senteval_dir / "downstream" / "SNLI"), seed=run.seed)
     metric = f"eval_{stage.dev}_spearman_cosine" if evaluator is not None else None
     args = SentenceTransformerTrainingArguments(
         output_dir=str(stage_dir / "checkpoints"),
@@ -84,7 +87,7 @@ def run_stage(
         dataloader_pin_memory=torch.cuda.is_available(),
         report_to="none",
         # In-batch negatives must not repeat a sentence; Pearson groups are plain random batches.
-        batch_sampler=BatchSamplers.BATCH_SAMPLER if stage.loss == "pearson" else BatchSamplers.NO_DUPLICATES,
+        batch_sampler=BatchSamplers.NO_DUPLICATES if stage.loss in ("infonce", "contrastive") else BatchSamplers.BATCH_SAMPLER,
     )
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=dataset, loss=loss, evaluator=evaluator, callbacks=callbacks,

@@ -1,0 +1,125 @@
+"""Siamese regression with Translated ReLU and Smooth K2 (Zhang & Li, "A Regression Framework…", §3).
+
+Sentence embeddings u, v (mean pooling) are concatenated as (u, v, |u−v|) and a linear layer
+predicts one score. With x = |prediction − label| (labels stay floats):
+
+- L1: x; MSE: x²;
+- Translated ReLU (eq. 1): f(x) = max(0, k(x − x₀)), a zero-gradient zone below x₀;
+- Smooth K2 (eq. 2): f(x) = k(x − x₀)² for x ≥ x₀, else 0 (gradient 2k(x − x₀)).
+
+Paper defaults: k = 2, x₀ = 0.25 (Table 2, BERT Smooth K2). Optionally, predictions beyond the
+label range are moved to its nearest boundary before x is computed (§3.3), with a
+straight-through gradient so that a prediction of 7 for a label of 0 is still pulled back.
+The head is a training device: evaluation uses the cosine similarity of the embeddings.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from pcctune.distributed import at_least_fp32
+from pcctune.losses.base import EmbeddingLoss
+
+Concat = Literal["uv", "absdiff", "uv_absdiff"]
+Penalty = Literal["l1", "mse", "translated_relu", "smooth_k2"]
+
+
+def translated_relu(x: Tensor, k: float, x0: float) -> Tensor:
+    """Eq. 1: max(0, k(x − x₀))."""
+    return torch.clamp(k * (x - x0), min=0)
+
+
+def smooth_k2(x: Tensor, k: float, x0: float) -> Tensor:
+    """Eq. 2: k(x − x₀)² where x ≥ x₀, 0 below."""
+    return k * torch.clamp(x - x0, min=0) ** 2
+
+
+def penalty(name: Penalty, x: Tensor, k: float, x0: float) -> Tensor:
+    if name == "l1":
+        return x
+    if name == "mse":
+        return x * x
+    if name == "translated_relu":
+        return translated_relu(x, k, x0)
+    if name == "smooth_k2":
+        return smooth_k2(x, k, x0)
+    raise ValueError(f"unknown regression penalty {name!r}")
+
+
+def clip_straight_through(prediction: Tensor, low: float, high: float) -> Tensor:
+    """The value of ``clamp(prediction, low, high)`` with the gradient of the identity."""
+    return prediction + (prediction.clamp(low, high) - prediction).detach()
+
+
+def pair_features(u: Tensor, v: Tensor, concat: Concat) -> Tensor:
+    """(u, v), |u − v|, or (u, v, |u − v|) as in SBERT and the regression paper."""
+    if concat == "uv":
+        return torch.cat([u, v], dim=-1)
+    if concat == "absdiff":
+        return (u - v).abs()
+    if concat == "uv_absdiff":
+        return torch.cat([u, v, (u - v).abs()], dim=-1)
+    raise ValueError(f"unknown concatenation {concat!r}")
+
+
+class RegressionLoss(EmbeddingLoss):
+    """A linear head on the pair features, trained with one of the regression penalties.
+
+    Args:
+        model: the SentenceTransformer being trained.
+        dimension: embedding size (``model.get_sentence_embedding_dimension()``).
+        penalty_name: ``l1``, ``mse``, ``translated_relu`` or ``smooth_k2``.
+        k, x0: slope and zero-gradient threshold of Translated ReLU / Smooth K2.
+        concat: ``uv``, ``absdiff`` or ``uv_absdiff`` (the paper's choice).
+        label_range: ``(low, high)`` to clip predictions into (straight-through), or ``None``.
+
+    Inputs: (sentence1, sentence2) pairs with a float label (e.g. 0–5, or NLI mapped to 0/1/2).
+    """
+
+    citation = """@article{zhang2024regression,
+    title={Advancing Semantic Textual Similarity Modeling: A Regression Framework with Translated ReLU and Smooth K2 Loss},
+    author={Zhang, Bowen and Li, Chunping},
+    journal={arXiv preprint arXiv:2406.05326},
+    year={2024}
+}"""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        dimension: int,
+        penalty_name: Penalty = "smooth_k2",
+        k: float = 2.0,
+        x0: float = 0.25,
+        concat: Concat = "uv_absdiff",
+        label_range: tuple[float, float] | None = None,
+        mini_batch_size: int | None = None,
+    ) -> None:
+        super().__init__(model, mini_batch_size)
+        width = {"uv": 2, "absdiff": 1, "uv_absdiff": 3}[concat]
+        self.head = nn.Linear(width * dimension, 1)
+        self.penalty_name = penalty_name
+        self.k = k
+        self.x0 = x0
+        self.concat = concat
+        self.label_range = label_range
+
+    def predict(self, u: Tensor, v: Tensor) -> Tensor:
+        """The head's score for each pair (before any clipping)."""
+        features = pair_features(at_least_fp32(u), at_least_fp32(v), self.concat)
+        return self.head(features.to(self.head.weight.dtype)).squeeze(-1)
+
+    def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
+        if len(columns) != 2 or labels is None:
+            raise ValueError("regression expects (sentence1, sentence2) columns and a float label")
+        prediction = self.predict(*columns)
+        if self.label_range is not None:
+            prediction = clip_straight_through(prediction, *self.label_range)
+        x = (prediction - labels.to(prediction.dtype)).abs()
+        return penalty(self.penalty_name, x, self.k, self.x0).mean()
+
+    def get_config_dict(self) -> dict:
+        return {"penalty": self.penalty_name, "k": self.k, "x0": self.x0, "concat": self.concat,
+                "label_range": self.label_range}

@@ -1,0 +1,89 @@
+"""Regression framework: penalties against hand-computed values, the zero-gradient zone, the head."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pcctune.data.nli import read_snli_regression_pairs
+from pcctune.losses.regression import (
+    RegressionLoss,
+    clip_straight_through,
+    pair_features,
+    penalty,
+    smooth_k2,
+    translated_relu,
+)
+from pcctune.modeling.build import build_model
+from pcctune.training.head_warmup import warm_up_head
+from tests.conftest import SENTENCES, write_lines
+
+
+def test_translated_relu_by_hand():
+    x = torch.tensor([0.0, 0.2, 0.25, 0.5, 1.25])
+    assert translated_relu(x, k=2.0, x0=0.25).tolist() == pytest.approx([0, 0, 0, 0.5, 2.0])
+
+
+def test_smooth_k2_by_hand_and_its_derivative():
+    x = torch.tensor([0.1, 0.25, 0.75, 1.25], requires_grad=True)
+    y = smooth_k2(x, k=2.0, x0=0.25)
+    assert y.tolist() == pytest.approx([0, 0, 0.5, 2.0])  # k(x − x0)²
+    y.sum().backward()
+    assert x.grad.tolist() == pytest.approx([0, 0, 2.0, 4.0])  # 2k(x − x0)
+
+
+@pytest.mark.parametrize("name", ["translated_relu", "smooth_k2"])
+def test_zero_gradient_zone(name):
+    x = torch.tensor([0.0, 0.1, 0.24], requires_grad=True)
+    penalty(name, x, 3.0, 0.25).sum().backward()
+    assert torch.all(x.grad == 0)
+
+
+def test_l1_and_mse():
+    x = torch.tensor([0.5, 2.0])
+    assert penalty("l1", x, 2, 0.25).tolist() == [0.5, 2.0]
+    assert penalty("mse", x, 2, 0.25).tolist() == [0.25, 4.0]
+
+
+def test_clipping_keeps_a_gradient():
+    prediction = torch.tensor([7.0, 2.0, -1.0], requires_grad=True)
+    clipped = clip_straight_through(prediction, 0.0, 5.0)
+    assert clipped.tolist() == [5.0, 2.0, 0.0]
+    (clipped - torch.tensor([0.0, 0.0, 3.0])).abs().sum().backward()
+    assert prediction.grad.tolist() == [1.0, 1.0, -1.0]  # torch.clamp would give 0 outside the range
+
+
+def test_pair_features():
+    u, v = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 1.0]])
+    assert pair_features(u, v, "uv_absdiff").tolist() == [[1, 2, 3, 1, 2, 1]]
+    assert pair_features(u, v, "uv").tolist() == [[1, 2, 3, 1]]
+    assert pair_features(u, v, "absdiff").tolist() == [[2, 1]]
+
+
+def test_regression_loss_equals_head_by_hand(tiny_bert):
+    model = build_model(str(tiny_bert))
+    loss = RegressionLoss(model, 32, "smooth_k2", k=2.0, x0=0.25, concat="absdiff")
+    features = [model.preprocess(SENTENCES[:3]), model.preprocess(SENTENCES[3:6])]
+    labels = torch.tensor([0.0, 2.5, 5.0])
+    value = loss(features, labels)
+    u, v = (model(f)["sentence_embedding"] for f in features)
+    prediction = (u - v).abs() @ loss.head.weight.T + loss.head.bias
+    expected = (2.0 * torch.clamp((prediction.squeeze(-1) - labels).abs() - 0.25, min=0) ** 2).mean()
+    assert value.item() == pytest.approx(expected.item(), rel=1e-5)
+    value.backward()
+    assert loss.head.weight.grad is not None and any(p.grad is not None for p in model.parameters())
+
+
+def test_snli_as_regression_and_head_warmup(tiny_bert, tmp_path):
+    write_lines(tmp_path / "s1.dev", SENTENCES[:6])
+    write_lines(tmp_path / "s2.dev", SENTENCES[6:])
+    write_lines(tmp_path / "labels.dev", ["entailment", "neutral", "contradiction", "-", "entailment", "neutral"])
+    pairs = read_snli_regression_pairs(tmp_path, ("dev",))
+    assert [p.score for p in pairs] == [2.0, 1.0, 0.0, 2.0, 1.0]  # "-" has no gold label
+    model = build_model(str(tiny_bert))
+    loss = RegressionLoss(model, 32, "mse")
+    encoder_before = [p.detach().clone() for p in model.parameters()]
+    first = warm_up_head(loss, pairs, epochs=1, lr=0.05, batch_size=2)
+    last = warm_up_head(loss, pairs, epochs=30, lr=0.05, batch_size=2)
+    assert last < first
+    assert all(torch.equal(a, b) for a, b in zip(encoder_before, model.parameters()))  # encoder frozen

@@ -24,7 +24,7 @@ def build_loss(stage, model: SentenceTransformer, mini_batch_size: int | None, n
         return InfoNCELoss(model, stage.temperature, mini_batch_size)
     if name in REGRESSION:
         reg = stage.regression
-        return RegressionLoss(model, model.get_sentence_embedding_dimension(), name, reg.k, reg.x0, reg.concat,
+        return RegressionLoss(model, model.get_embedding_dimension(), name, reg.k, reg.x0, reg.concat,
                               tuple(reg.label_range) if reg.label_range else None, mini_batch_size)
     if name == "cosent":
         return st_losses.CoSENTLoss(model)
@@ -33,5 +33,5 @@ def build_loss(stage, model: SentenceTransformer, mini_batch_size: int | None, n
     if name == "cosine_mse":
         return st_losses.CosineSimilarityLoss(model)
     if name == "ce":
-        return st_losses.SoftmaxLoss(model, model.get_sentence_embedding_dimension(), num_labels=num_classes or 6)
+        return st_losses.SoftmaxLoss(model, model.get_embedding_dimension(), num_labels=num_classes or 6)
     raise ValueError(f"unknown loss {name!r}")

@@ -70,7 +70,7 @@ class RegressionLoss(EmbeddingLoss):
 
     Args:
         model: the SentenceTransformer being trained.
-        dimension: embedding size (``model.get_sentence_embedding_dimension()``).
+        dimension: embedding size (``model.get_embedding_dimension()``).
         penalty_name: ``l1``, ``mse``, ``translated_relu`` or ``smooth_k2``.
         k, x0: slope and zero-gradient threshold of Translated ReLU / Smooth K2.
         concat: ``uv``, ``absdiff`` or ``uv_absdiff`` (the paper's choice).

@@ -75,6 +75,7 @@ def run_stage(
         seed=run.seed,
         data_seed=run.seed,
         bf16=stage.bf16,
+        use_cpu=not torch.cuda.is_available(),  # required by transformers for bf16 autocast on CPU
         eval_strategy="steps" if evaluator is not None else "no",
         eval_steps=stage.eval_steps,
         save_strategy="steps",

@@ -1,0 +1,180 @@
+"""Every stage-2 loss side by side on one base model, the same data and the same budget.
+
+For each loss: train once per learning rate of the grid (first seed), keep the rate with the best
+score on the dev set (SICK trial minus its test overlap; never a test set), train the other seeds
+at that rate, and evaluate the final model of each seed on the seven STS tasks (SimCSE protocol).
+Also runs the (u,v) / (|u−v|) / (u,v,|u−v|) concatenation ablation for one regression loss.
+
+    python benchmarks/stage2_losses.py --output docs/results/stage2_losses     # all-MiniLM-L6-v2, offline
+
+Prints a markdown table (mean ± std over seeds per task, wall time per loss) and saves it with
+a JSON of every run and a bar plot under --output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from transformers import set_seed  # noqa: E402
+
+from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks  # noqa: E402
+from pcctune.evaluation.record import SHORT_NAMES, library_versions  # noqa: E402
+from pcctune.evaluation.sts import evaluate_sts  # noqa: E402
+from pcctune.modeling.build import build_model  # noqa: E402
+from pcctune.paths import resolve_senteval_dir  # noqa: E402
+from pcctune.training.config import RunConfig, StageConfig  # noqa: E402
+from pcctune.training.stage import run_stage  # noqa: E402
+
+LOSSES = ["pearson", "cosent", "angle", "cosine_mse", "translated_relu", "smooth_k2", "l1", "mse", "ce", "contrastive"]
+
+
+def sts_scores(model, tasks, dtype: str) -> dict:
+    """The seven STS numbers + avg of ``model``, encoded in ``dtype``."""
+    if dtype == "bf16":
+        model.to(torch.bfloat16)
+    per_task, avg = evaluate_sts(model, tasks, show_progress=False)
+    return {s.name: s.spearman for s in per_task} | {"avg": avg}
+
+
+def train_and_score(args, loss: str, lr: float, seed: int, work: Path, concat: str = "uv_absdiff", evaluate=None):
+    """One stage-2 run; returns (best dev Spearman, STS scores or None, training seconds, final model folder)."""
+    set_seed(seed)
+    run = RunConfig(model=args.model, seed=seed, output_dir=str(work), stages=[])
+    stage = StageConfig.model_validate({
+        "name": loss, "loss": loss, "data": {"source": "stage2", "rescale_sick": True},
+        "batch_size": args.batch_size, "learning_rate": lr, "epochs": args.epochs, "warmup_ratio": 0.1,
+        "max_seq_length": args.max_seq_length, "dev": "sick-trial", "eval_steps": args.eval_steps,
+        "logging_steps": args.eval_steps, "bf16": args.bf16, "regression": {"concat": concat},
+    })
+    model = build_model(args.model)
+    started = time.perf_counter()
+    stage_dir = work / f"{loss}-{concat}-{lr}-{seed}"
+    result = run_stage(model, stage, run, stage_dir, args.senteval)
+    seconds = time.perf_counter() - started
+    shutil.rmtree(stage_dir / "checkpoints", ignore_errors=True)
+    scores = sts_scores(model, evaluate, args.eval_dtype) if evaluate is not None else None
+    return result.best_dev * 100, scores, seconds, result.final_dir
+
+
+def benchmark_loss(args, loss: str, tasks, work: Path, concat: str = "uv_absdiff", lr: float | None = None) -> dict:
+    """Grid over learning rates on the dev set (first seed), then the other seeds at the best rate.
+
+    The first seed's run at the chosen rate is the grid's own run (its saved model is evaluated).
+    """
+    grid, finals, spent_by_rate = {}, {}, {}
+    seconds = 0.0
+    seeds = list(args.seeds)
+    runs = []
+    if lr is None:
+        for rate in args.lrs:
+            dev, _, spent, final = train_and_score(args, loss, rate, seeds[0], work, concat)
+            grid[rate], finals[rate], spent_by_rate[rate] = dev, final, spent
+            seconds += spent
+            print(f"  {loss} lr={rate:g}: dev {dev:.2f} ({spent:.0f} s)", flush=True)
+        lr = max(grid, key=grid.get)
+        scores = sts_scores(build_model(str(finals[lr])), tasks, args.eval_dtype)
+        runs.append({"seed": seeds[0], "dev": grid[lr], "sts": scores, "train_seconds": spent_by_rate[lr]})
+        print(f"  {loss} ({concat}) lr={lr:g} seed={seeds[0]}: dev {grid[lr]:.2f}, avg {scores['avg']:.2f}", flush=True)
+        seeds = seeds[1:]
+    for seed in seeds:
+        dev, scores, spent, _ = train_and_score(args, loss, lr, seed, work, concat, evaluate=tasks)
+        seconds += spent
+        runs.append({"seed": seed, "dev": dev, "sts": scores, "train_seconds": spent})
+        print(f"  {loss} ({concat}) lr={lr:g} seed={seed}: dev {dev:.2f}, avg {scores['avg']:.2f}", flush=True)
+    return {"loss": loss, "concat": concat, "lr_grid_dev": grid, "lr": lr, "runs": runs, "train_seconds": seconds}
+
+
+def summary_rows(results: list[dict], base: dict) -> list[str]:
+    columns = [*SEVEN_TASKS, "avg"]
+    header = "| stage-2 loss | lr | " + " | ".join(SHORT_NAMES.get(c, c) for c in columns) + " | train s |"
+    lines = [header, "|" + " --- |" * (len(columns) + 3)]
+    lines.append("| none (base model) | — | " + " | ".join(f"{base[c]:.2f}" for c in columns) + " | — |")
+    for r in results:
+        label = r["loss"] if r["concat"] == "uv_absdiff" or r["loss"] not in REGRESSION_NAMES else f"{r['loss']} ({r['concat']})"
+        cells = []
+        for c in columns:
+            values = np.array([run["sts"][c] for run in r["runs"]])
+            cells.append(f"{values.mean():.2f} ± {values.std(ddof=1) if len(values) > 1 else 0:.2f}")
+        lines.append(f"| {label} | {r['lr']:g} | " + " | ".join(cells) + f" | {r['train_seconds']:.0f} |")
+    return lines
+
+
+REGRESSION_NAMES = ("translated_relu", "smooth_k2", "l1", "mse")
+
+
+def bar_plot(results: list[dict], base: dict, path: Path) -> None:
+    labels = ["base"] + [r["loss"] if r["concat"] == "uv_absdiff" else f"{r['loss']}\n({r['concat']})" for r in results]
+    means = [base["avg"]] + [np.mean([run["sts"]["avg"] for run in r["runs"]]) for r in results]
+    stds = [0.0] + [np.std([run["sts"]["avg"] for run in r["runs"]], ddof=1) for r in results]
+    figure, ax = plt.subplots(figsize=(max(8, len(labels) * 0.9), 4.2))
+    ax.bar(range(len(labels)), means, yerr=stds, capsize=3, color=["gray"] + ["tab:blue"] * len(results))
+    ax.axhline(base["avg"], ls=":", c="gray")
+    ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
+    ax.set(ylabel="avg Spearman × 100 (7 STS tasks)", ylim=(min(means) - 3, max(means) + 2),
+           title="Stage-2 losses, mean ± std over seeds")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
+    parser.add_argument("--losses", nargs="+", default=LOSSES)
+    parser.add_argument("--lrs", nargs="+", type=float, default=[1e-5, 2e-5, 5e-5])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--max-seq-length", type=int, default=64)
+    parser.add_argument("--eval-steps", type=int, default=28)
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast for training (faster on these CPUs)")
+    parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="fp32", help="dtype of STS encoding")
+    parser.add_argument("--ablation-loss", default="smooth_k2", help="loss of the concatenation ablation ('' to skip)")
+    parser.add_argument("--output", type=Path, default=Path("runs/stage2_losses"))
+    args = parser.parse_args()
+    args.senteval = resolve_senteval_dir(args.data)
+    args.output.mkdir(parents=True, exist_ok=True)
+    tasks = load_test_tasks(args.senteval)
+    base = sts_scores(build_model(args.model), tasks, args.eval_dtype)
+    work = Path(tempfile.mkdtemp(prefix="stage2-losses-"))
+    results: list[dict] = []
+    started = time.perf_counter()
+    for loss in args.losses:
+        print(f"{loss}:", flush=True)
+        results.append(benchmark_loss(args, loss, tasks, work))
+        (args.output / "runs.json").write_text(json.dumps({"base": base, "results": results}, indent=1))
+    if args.ablation_loss:
+        main_run = next((r for r in results if r["loss"] == args.ablation_loss), None)
+        for concat in ("uv", "absdiff"):
+            print(f"ablation {args.ablation_loss} ({concat}):", flush=True)
+            results.append(benchmark_loss(args, args.ablation_loss, tasks, work, concat,
+                                          lr=main_run["lr"] if main_run else None))
+    lines = summary_rows(results, base)
+    settings = (f"model {args.model}; stage-2 set: STS-B train + SICK-R train filtered against every test set, SICK "
+                f"rescaled to 0–5; {args.epochs:g} epoch(s), batch {args.batch_size}, max length {args.max_seq_length}, "
+                f"warmup 10%, lr grid {args.lrs} picked on SICK trial (test overlap removed) with seed {args.seeds[0]}; "
+                f"seeds {args.seeds}; bf16 training: {args.bf16}; STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s")
+    table = "\n".join(lines)
+    print(table)
+    print(settings)
+    (args.output / "table.md").write_text(table + "\n\n" + settings + "\n")
+    (args.output / "runs.json").write_text(json.dumps(
+        {"base": base, "results": results, "settings": settings, "versions": library_versions()}, indent=1))
+    bar_plot(results, base, args.output / "stage2_losses.png")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,8 @@ single process on the same global batch (``tests/test_distributed.py``).
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.distributed as dist
 
@@ -38,3 +40,14 @@ def gather(tensor: torch.Tensor, with_grad: bool) -> torch.Tensor:
 def at_least_fp32(tensor: torch.Tensor) -> torch.Tensor:
     """Upcast half-precision tensors to fp32 for accumulation; keep fp32/fp64 as they are."""
     return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
+
+
+def is_main_process() -> bool:
+    """Rank 0 under torchrun/accelerate (read from ``RANK`` so it works before the trainer starts)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def barrier() -> None:
+    """Wait for every process (no-op when not distributed)."""
+    if is_distributed():
+        dist.barrier()

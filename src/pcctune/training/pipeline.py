@@ -16,6 +16,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
 from pcctune.data.senteval import load_test_tasks
+from pcctune.distributed import is_main_process
 from pcctune.evaluation.record import library_versions, print_table, sts_table, write_json
 from pcctune.evaluation.sts import PROTOCOL, evaluate_sts
 from pcctune.modeling.adapters import attach_adapter, quantization_kwargs, trainable_fraction
@@ -50,14 +51,19 @@ def run_pipeline(
     """Run every stage; return (and write to ``output_dir/results.json``) the STS numbers of each."""
     console = console or Console(width=160)
     out = Path(config.output_dir)
-    dump_config(config, out / "config.yaml")
+    if is_main_process():
+        dump_config(config, out / "config.yaml")
     senteval = resolve_senteval_dir(config.data_dir)
     tasks = load_test_tasks(senteval)
     set_seed(config.seed)
     rows: dict[str, dict[str, float]] = {}
     stages_report: list[dict] = []
 
+    main = is_main_process()
+
     def evaluate(label: str, model: SentenceTransformer) -> None:
+        if not main:  # one process evaluates; the others only train
+            return
         scores, avg = evaluate_sts(model, tasks)
         rows[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
 
@@ -82,7 +88,7 @@ def run_pipeline(
     def final_of(result: StageResult | Path) -> str:
         return str(result if isinstance(result, Path) else result.final_dir)
 
-    if config.evaluate_before:
+    if config.evaluate_before and main:
         evaluate("before", _load(config, None))
     source: str | None = None
     last = len(config.stages) - 1
@@ -92,7 +98,7 @@ def run_pipeline(
             variant = stage.model_copy(update={"loss": loss})
             suffix = f"-{loss}" if compare and index == last else ""
             result = train(index, variant, source, suffix)
-            if config.evaluate_after_each_stage or index == last:
+            if main and (config.evaluate_after_each_stage or index == last):
                 evaluate(f"{stage.name}{suffix}", build_model(final_of(result)))
             if index < last:
                 source = final_of(result)
@@ -101,7 +107,8 @@ def run_pipeline(
         "protocol": PROTOCOL, "data_dir": str(senteval), "seed": config.seed, "versions": library_versions(),
         "config": config.model_dump(), "sts": rows, "stages": stages_report,
     }
-    write_json(record, out / "results.json")
-    print_table(sts_table(rows, title=f"{config.model}: STS, {PROTOCOL} protocol (Spearman × 100)"))
-    console.print(f"results -> {out / 'results.json'}")
+    if main:
+        write_json(record, out / "results.json")
+        print_table(sts_table(rows, title=f"{config.model}: STS, {PROTOCOL} protocol (Spearman × 100)"))
+        console.print(f"results -> {out / 'results.json'}")
     return record

@@ -19,6 +19,7 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 from transformers.trainer_utils import get_last_checkpoint
 
 from pcctune.data.nli import read_snli_regression_pairs
+from pcctune.distributed import barrier, is_main_process
 from pcctune.losses.factory import build_loss
 from pcctune.losses.regression import RegressionLoss
 from pcctune.training.batching import plan_batches
@@ -96,9 +97,12 @@ def run_stage(
     checkpoint = get_last_checkpoint(args.output_dir) if resume and Path(args.output_dir).is_dir() else None
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = stage_dir / "final"
-    model.save(str(final_dir))
     history = trainer.state.log_history
-    (stage_dir / "log_history.json").write_text(json.dumps(history, indent=1))
-    plot = plot_training(history, metric, f"{run.model}: stage {stage.name} ({stage.loss})", stage_dir / "curves.png")
+    plot = stage_dir / "curves.png"
+    if is_main_process():
+        model.save(str(final_dir))
+        (stage_dir / "log_history.json").write_text(json.dumps(history, indent=1))
+        plot_training(history, metric, f"{run.model}: stage {stage.name} ({stage.loss})", plot)
+    barrier()  # the next stage loads final_dir on every process
     return StageResult(stage.name, len(dataset), final_dir, trainer.state.best_model_checkpoint,
                        trainer.state.best_metric, history, plot)

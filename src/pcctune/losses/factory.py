@@ -6,6 +6,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer import losses as st_losses
 from torch import nn
 
+from pcctune.losses.dpo import EmbeddingDPOLoss
 from pcctune.losses.infonce import InfoNCELoss
 from pcctune.losses.pearson import PearsonLoss
 from pcctune.losses.regression import RegressionLoss
@@ -26,6 +27,8 @@ def build_loss(stage, model: SentenceTransformer, mini_batch_size: int | None, n
         reg = stage.regression
         return RegressionLoss(model, model.get_embedding_dimension(), name, reg.k, reg.x0, reg.concat,
                               tuple(reg.label_range) if reg.label_range else None, mini_batch_size)
+    if name == "dpo":
+        return EmbeddingDPOLoss(model, stage.dpo.beta, mini_batch_size=mini_batch_size)
     if name == "cosent":
         return st_losses.CoSENTLoss(model)
     if name == "angle":

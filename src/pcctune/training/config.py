@@ -60,9 +60,22 @@ class RegressionConfig(Strict):
     )
 
 
+class DPOConfig(Strict):
+    """Embedding DPO (PromptEOL §3.3): preference model, preference sampling and β."""
+
+    beta: float = 0.1
+    preference_model: str | None = Field(None, description="a trained cross-encoder; None trains one")
+    preference_base: str = Field("all-MiniLM-L6-v2", description="backbone of the cross-encoder pcctune trains")
+    preference_epochs: float = 1.0
+    candidates: Literal["stage2", "snli"] = "stage2"
+    count: int = 2000
+    margin: float = 0.1
+    mode: Literal["anchor", "random"] = "random"
+
+
 LossName = Literal[
     "pearson", "infonce", "contrastive", "cosent", "angle", "cosine_mse", "ce",
-    "l1", "mse", "translated_relu", "smooth_k2",
+    "l1", "mse", "translated_relu", "smooth_k2", "dpo",
 ]
 
 
@@ -71,6 +84,7 @@ class StageConfig(Strict):
     loss: LossName
     data: DataConfig
     regression: RegressionConfig = RegressionConfig()
+    dpo: DPOConfig = DPOConfig()
     batch_size: int = Field(64, description="global batch: the Pearson group or the InfoNCE candidate pool")
     mini_batch_size: int | None = Field(None, description="GradCache mini-batch; bounds memory")
     gradient_accumulation_steps: int = Field(1, description="translated into mini-batches, never splits a group")

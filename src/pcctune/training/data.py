@@ -35,7 +35,30 @@ def contrastive_pairs(pairs: list[STSPair], threshold: float) -> list[STSPair]:
     return [pair for pair in pairs if pair.score > threshold]
 
 
-def train_dataset(stage: StageConfig, senteval_dir: Path) -> Dataset:
+def dpo_dataset(stage: StageConfig, senteval_dir: Path, stage_dir: Path, seed: int) -> Dataset:
+    """Preferences ranked by a cross-encoder (trained on the filtered stage-2 set unless one is given)."""
+    from sentence_transformers import CrossEncoder
+
+    from pcctune.modeling.build import resolve_source
+    from pcctune.training.preference import preference_dataset, sample_preferences, train_preference_model
+
+    dpo = stage.dpo
+    stage2 = scored_pairs(DataConfig(source="stage2"), senteval_dir)
+    if dpo.preference_model:
+        scorer = CrossEncoder(dpo.preference_model)
+    else:
+        scorer = train_preference_model(resolve_source(dpo.preference_base).path, stage2, stage_dir / "preference_model",
+                                        epochs=dpo.preference_epochs, seed=seed)
+    if dpo.candidates == "stage2":
+        candidates = [(p.sentence1, p.sentence2) for p in stage2]
+    else:
+        candidates = [(p.sentence1, p.sentence2)
+                      for p in read_snli_regression_pairs(senteval_dir / "downstream" / "SNLI", ("dev", "test"))]
+    preferences = sample_preferences(scorer, candidates, dpo.count, dpo.margin, dpo.mode, seed)
+    return preference_dataset(preferences)
+
+
+def train_dataset(stage: StageConfig, senteval_dir: Path, stage_dir: Path | None = None, seed: int = 42) -> Dataset:
     """Columns (sentence1, sentence2, score) for scored losses; (anchor, positive[, negative]) otherwise.
 
     Scores are floats, except: ``ce`` takes the rounded score as a class index, and
@@ -43,6 +66,8 @@ def train_dataset(stage: StageConfig, senteval_dir: Path) -> Dataset:
     set's maximum, since it regresses the cosine itself.
     """
     data = stage.data
+    if stage.loss == "dpo":
+        return dpo_dataset(stage, senteval_dir, stage_dir or Path("runs/dpo"), seed)
     if stage.loss in (*SCORED, "contrastive"):
         pairs = scored_pairs(data, senteval_dir)
         if stage.loss == "contrastive":

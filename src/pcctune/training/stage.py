@@ -54,7 +54,7 @@ def run_stage(
     callbacks: list | None = None,
 ) -> StageResult:
     """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end."""
-    dataset = train_dataset(stage, senteval_dir)
+    dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     evaluator = dev_evaluator(stage.dev, senteval_dir)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
     if stage.max_seq_length is not None:

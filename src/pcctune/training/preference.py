@@ -1,0 +1,91 @@
+"""The preference model and preference data of embedding DPO (PromptEOL §3.3).
+
+The preference model is a sentence-transformers ``CrossEncoder`` regressor, which reads both
+sentences at once and so scores similarity better than an embedding model can. PromptEOL used
+RoBERTa-large trained on STS-B train. pcctune trains one on the filtered stage-2 set (never on
+a test pair), or loads any cross-encoder the user names.
+
+Preferences are pairs of candidate sentence pairs ranked by the cross-encoder:
+(x₁, x₂) ≻ (x₃, x₄) when score(x₁, x₂) − score(x₃, x₄) ≥ ``margin``. Candidates come from the
+filtered STS training pairs or from NLI (premise, hypothesis) pairs. ``anchor`` sampling
+compares two pairs that share their first sentence (the more informative case), ``random``
+any two candidates.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from datasets import Dataset
+from sentence_transformers import CrossEncoder
+
+from pcctune.data.sts import STSPair
+
+
+def train_preference_model(
+    base: str, pairs: list[STSPair], output_dir: Path, epochs: float = 1.0, batch_size: int = 16,
+    learning_rate: float = 2e-5, seed: int = 42,
+) -> CrossEncoder:
+    """A cross-encoder regressor of score / max score, trained with binary cross-entropy."""
+    from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    top = max(p.score for p in pairs)
+    dataset = Dataset.from_dict({"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs],
+                                 "label": [p.score / top for p in pairs]})
+    model = CrossEncoder(base, num_labels=1)
+    args = CrossEncoderTrainingArguments(
+        output_dir=str(output_dir / "checkpoints"), num_train_epochs=epochs, per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate, warmup_steps=0.1, seed=seed, save_strategy="no", report_to="none",
+        logging_steps=50,
+    )
+    CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=BinaryCrossEntropyLoss(model)).train()
+    model.save(str(output_dir / "final"))
+    return model
+
+
+@dataclass(frozen=True)
+class Preference:
+    x1: str
+    x2: str
+    x3: str
+    x4: str
+    margin: float
+
+
+def sample_preferences(
+    scorer: CrossEncoder, candidates: list[tuple[str, str]], count: int, margin: float = 0.1,
+    mode: Literal["anchor", "random"] = "random", seed: int = 42, batch_size: int = 64,
+) -> list[Preference]:
+    """``count`` preferences among ``candidates``, ranked by ``scorer`` with at least ``margin`` between them."""
+    scores = scorer.predict(candidates, batch_size=batch_size, show_progress_bar=True)
+    rng = random.Random(seed)
+    if mode == "anchor":
+        groups: dict[str, list[int]] = {}
+        for index, (first, _) in enumerate(candidates):
+            groups.setdefault(first, []).append(index)
+        pools = [members for members in groups.values() if len(members) > 1]
+        if not pools:
+            raise ValueError("anchor sampling needs candidates that share a first sentence")
+        draw = lambda: rng.sample(rng.choice(pools), 2)  # noqa: E731
+    else:
+        draw = lambda: rng.sample(range(len(candidates)), 2)  # noqa: E731
+    preferences: list[Preference] = []
+    attempts = 0
+    while len(preferences) < count and attempts < count * 50:
+        attempts += 1
+        a, b = draw()
+        if scores[a] < scores[b]:
+            a, b = b, a
+        gap = float(scores[a] - scores[b])
+        if gap >= margin:
+            preferences.append(Preference(*candidates[a], *candidates[b], gap))
+    return preferences
+
+
+def preference_dataset(preferences: list[Preference]) -> Dataset:
+    """Columns x1, x2 (preferred pair), x3, x4 (rejected pair) for :class:`EmbeddingDPOLoss`."""
+    return Dataset.from_dict({k: [getattr(p, k) for p in preferences] for k in ("x1", "x2", "x3", "x4")})

@@ -125,3 +125,9 @@ def test_bf16_encoding(tiny_bert):
     model = build_model(str(tiny_bert), dtype="bf16")
     assert next(model.parameters()).dtype == torch.bfloat16
     assert model.encode(["a man"]).shape == (1, 32)
+
+
+def test_hub_id_offline_is_a_one_line_error(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(PcctuneError, match="could not load model 'someone/no-such-model'"):
+        build_model("someone/no-such-model")

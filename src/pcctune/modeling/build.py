@@ -122,13 +122,17 @@ def build_model(
     source = resolve_source(spec)
     folder = Path(source.path)
     try:
-        if (folder / "modules.json").is_file() and template_text is None and pooling is None and not model_kwargs:
+        saved_as_is = (folder / "modules.json").is_file() or source.kind == "hub"
+        if saved_as_is and template_text is None and pooling is None and not model_kwargs:
             # pcctune's own TemplateTransformer is imported from this installed package.
             model = SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
         else:
             model = _assemble(source, template_text, pooling or _saved_pooling(folder), device, model_kwargs or {})
-    except (OSError, ValueError) as error:
-        raise PcctuneError(f"could not load model {spec!r}: {str(error).splitlines()[0]}") from None
+    except (OSError, ValueError, RuntimeError) as error:
+        hint = ""
+        if source.kind == "hub" and "connect" in str(error):
+            hint = " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name; HF_HUB_OFFLINE=1 fails fast)"
+        raise PcctuneError(f"could not load model {spec!r}: {str(error).splitlines()[0]}{hint}") from None
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
     if dtype != "fp32":

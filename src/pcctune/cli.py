@@ -120,6 +120,52 @@ def train_command(
     run_pipeline(load_config(config, overrides), resume=resume, compare=losses, console=console)
 
 
+class DevSet(str, Enum):
+    sick_trial = "sick-trial"
+    stsb_dev_filtered = "stsb-dev-filtered"
+
+
+@app.command("icl")
+def icl_command(
+    model: Annotated[str, typer.Argument(help="a causal LM: packaged short name, folder, .gguf file or Hub id")],
+    template: Annotated[str, typer.Option(help="base template the demonstration is prepended to")] = "eol",
+    candidates: Annotated[int, typer.Option(help="how many candidate sentences to label and score")] = 16,
+    dev: Annotated[DevSet, typer.Option(help="dev set (test pairs removed) that picks the demonstration")] = DevSet.sick_trial,
+    dtype: Annotated[str, typer.Option(help="fp32 | bf16")] = "fp32",
+    seed: Annotated[int, typer.Option(help="which candidate sentences are drawn")] = 0,
+    data: DataOption = None,
+    output: Annotated[Optional[Path], typer.Option(help="save the model with the best demonstration here")] = None,
+) -> None:
+    """Pick an in-context demonstration (PromptEOL §3.2) on a dev set; print every candidate's score."""
+    from rich.table import Table
+
+    from pcctune.evaluation.record import write_json
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.demonstrations import Demonstration, candidate_sentences, predict_words, search_demonstrations
+    from pcctune.paths import resolve_senteval_dir
+    from pcctune.training.data import dev_pairs
+
+    senteval = resolve_senteval_dir(data)
+    encoder = build_model(model, template=template, dtype=dtype)
+    sentences = candidate_sentences(senteval, candidates, seed)
+    words = predict_words(encoder, sentences, encoder[0].template)
+    demos = [Demonstration(s, w) for s, w in zip(sentences, words) if w]
+    results = search_demonstrations(encoder, demos, dev_pairs(dev.value, senteval), encoder[0].template)
+    table = Table(title=f"demonstrations for {model} on {dev.value} (Spearman × 100, dev only)")
+    for column in ("rank", "sentence", "word", "dev"):
+        table.add_column(column)
+    for rank, r in enumerate(results, start=1):
+        table.add_row(str(rank), r.demonstration.sentence or "(no demonstration)", r.demonstration.word, f"{r.dev_spearman:.2f}")
+    console.print(table)
+    if output is not None:
+        encoder[0].template = results[0].template
+        encoder.save(str(output))
+        write_json({"model": model, "dev": dev.value, "candidates": [
+            {"sentence": r.demonstration.sentence, "word": r.demonstration.word, "dev_spearman": r.dev_spearman}
+            for r in results], "chosen_template": results[0].template}, output / "demonstration_search.json")
+        console.print(f"model with the best demonstration -> {output}")
+
+
 class BoundData(str, Enum):
     sts = "sts"
 

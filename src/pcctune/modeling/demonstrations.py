@@ -1,0 +1,110 @@
+"""In-context demonstrations for prompt-based embeddings (PromptEOL §3.2, Figure 2, Table 5).
+
+One solved example placed before the input steers the last token of a causal LM towards a
+meaning-bearing word, e.g.::
+
+    This sentence : "A jockey riding a horse." means in one word:"Equestrian".
+    This sentence : "{text}" means in one word:"
+
+A demonstration is part of the template, so the chosen one is saved with the model like any
+template. Candidates are built here, not downloaded: sentences from the filtered STS-B training
+pairs (never a sentence that appears in a test set), each labelled with the word the model itself
+predicts under the base template. :func:`search_demonstrations` scores every candidate on a dev
+set that shares no pair with a test set, and reports them all.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+from sentence_transformers import SentenceTransformer
+
+from pcctune.data.senteval import load_test_tasks
+from pcctune.data.stage2 import build_stage2_set
+from pcctune.data.sts import STSPair
+from pcctune.errors import PcctuneError
+from pcctune.evaluation.sts import cosine_rows, encode_unique, senteval_text
+from pcctune.modeling.template import SLOT, Template
+
+
+@dataclass(frozen=True)
+class Demonstration:
+    sentence: str
+    word: str
+
+
+def demonstration_template(base: str, demonstration: Demonstration) -> str:
+    """``base`` preceded by ``base`` filled with the demonstration and answered with its word."""
+    template = Template.parse(base)
+    for text in (demonstration.sentence, demonstration.word):
+        if SLOT in text:
+            raise PcctuneError(f"a demonstration may not contain {SLOT}: {text!r}")
+    quoted = template.suffix.endswith('"')  # EOL opens a quote for the word; STH/SUM end with a plain word
+    answer = demonstration.word + '"' if quoted else " " + demonstration.word
+    solved = template.fill(demonstration.sentence) + answer + ".\n"
+    return solved + template.text
+
+
+def candidate_sentences(senteval_dir: Path, count: int, seed: int = 0) -> list[str]:
+    """Up to ``count`` sentences of the filtered STS-B train pairs that occur in no test pair."""
+    test_sentences = {s for task in load_test_tasks(senteval_dir) for p in task.pairs for s in (p.sentence1, p.sentence2)}
+    pool = sorted({s for p in build_stage2_set(senteval_dir).pairs if p.source == "stsb"
+                   for s in (p.sentence1, p.sentence2)} - test_sentences)
+    rng = np.random.default_rng(seed)
+    return [pool[i] for i in rng.permutation(len(pool))[:count]]
+
+
+def predict_words(model: SentenceTransformer, sentences: list[str], base: str, max_new_tokens: int = 4) -> list[str]:
+    """The word a causal LM writes after ``base`` for each sentence (greedy decoding, first word kept)."""
+    from transformers import AutoModelForCausalLM
+
+    backbone = model[0]
+    lm = AutoModelForCausalLM.from_pretrained(backbone.model.config._name_or_path or backbone.model.name_or_path)
+    tokenizer = backbone.tokenizer
+    template = Template.parse(base)
+    words = []
+    for sentence in sentences:
+        inputs = tokenizer(template.fill(sentence), return_tensors="pt")
+        output = lm.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
+                             pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+        text = tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+        match = re.match(r"\s*([\w'-]+)", text)
+        words.append(match.group(1) if match else "")
+    return words
+
+
+@dataclass
+class CandidateScore:
+    demonstration: Demonstration
+    template: str
+    dev_spearman: float
+
+
+def dev_spearman(model: SentenceTransformer, pairs: list[STSPair], batch_size: int = 64) -> float:
+    """Spearman × 100 of cosine similarity on ``pairs`` (the dev set only)."""
+    vectors = encode_unique(model, [senteval_text(s) for p in pairs for s in (p.sentence1, p.sentence2)],
+                            batch_size, show_progress=False)
+    a = np.stack([vectors[senteval_text(p.sentence1)] for p in pairs])
+    b = np.stack([vectors[senteval_text(p.sentence2)] for p in pairs])
+    return float(spearmanr(cosine_rows(a, b), [p.score for p in pairs]).statistic) * 100
+
+
+def search_demonstrations(
+    model: SentenceTransformer, demonstrations: list[Demonstration], dev_pairs: list[STSPair], base: str,
+) -> list[CandidateScore]:
+    """Every candidate's dev score, best first; the base template alone is scored too (as ``word=''``)."""
+    original = model[0].template
+    results = []
+    try:
+        model[0].template = Template.parse(base).text
+        results.append(CandidateScore(Demonstration("", ""), model[0].template, dev_spearman(model, dev_pairs)))
+        for demonstration in demonstrations:
+            model[0].template = demonstration_template(base, demonstration)
+            results.append(CandidateScore(demonstration, model[0].template, dev_spearman(model, dev_pairs)))
+    finally:
+        model[0].template = original
+    return sorted(results, key=lambda r: r.dev_spearman, reverse=True)

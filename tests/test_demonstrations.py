@@ -1,0 +1,79 @@
+"""In-context demonstrations: template assembly, candidates without test data, the dev-only search."""
+
+from __future__ import annotations
+
+import pytest
+
+from pcctune.data.senteval import load_test_tasks
+from pcctune.errors import PcctuneError
+from pcctune.modeling.build import build_model
+from pcctune.modeling.demonstrations import (
+    Demonstration,
+    candidate_sentences,
+    demonstration_template,
+    predict_words,
+    search_demonstrations,
+)
+from pcctune.modeling.template import Template
+from pcctune.training.data import dev_pairs
+from tests.conftest import SENTENCES
+
+
+def test_demonstration_template_assembly():
+    text = demonstration_template("eol", Demonstration("A jockey riding a horse.", "Equestrian"))
+    assert text == ('This sentence : "A jockey riding a horse." means in one word:"Equestrian".\n'
+                    'This sentence : "{text}" means in one word:"')
+    assert Template(text).suffix == '" means in one word:"'
+    sum_text = demonstration_template("sum", Demonstration("A dog runs.", "running"))
+    assert sum_text.startswith('This sentence : "A dog runs." can be summarized as running.\n')
+    with pytest.raises(PcctuneError, match="may not contain"):
+        demonstration_template("eol", Demonstration("a {text} b", "x"))
+
+
+def test_truncation_keeps_the_demonstration_and_the_tail(tiny_llama):
+    template = demonstration_template("eol", Demonstration("a dog runs", "dog"))
+    model = build_model(str(tiny_llama), template=template, max_seq_length=30)
+    tokenizer = model[0].tokenizer
+
+    def tokens(sentence):
+        features = model.preprocess([sentence])
+        return tokenizer.convert_ids_to_tokens(features["input_ids"][0][features["attention_mask"][0].bool()])
+
+    short = tokens("a man")
+    last_means = len(short) - 1 - short[::-1].index("means")
+    tail = short[last_means - 1:]  # the closing quote of the sentence, then the template's tail
+    head = short[: last_means - 1 - 2]  # everything before the two sentence tokens "a man"
+    long = tokens("the man plays guitar in the park " * 10)
+    assert len(long) == 30
+    assert long[-len(tail):] == tail and long[: len(head)] == head
+    assert "dog" in head and "runs" in head  # the demonstration survives with the template
+
+
+def test_candidates_never_come_from_a_test_set(mini_senteval):
+    test_sentences = {s for t in load_test_tasks(mini_senteval) for p in t.pairs for s in (p.sentence1, p.sentence2)}
+    candidates = candidate_sentences(mini_senteval, 10)
+    assert candidates and not set(candidates) & test_sentences
+
+
+def test_search_scores_every_candidate_on_dev_pairs_only(tiny_llama, mini_senteval):
+    model = build_model(str(tiny_llama), template="eol")
+    encoded: list[str] = []
+    original_encode = model.encode
+
+    def spy(sentences, *args, **kwargs):
+        encoded.extend(sentences)
+        return original_encode(sentences, *args, **kwargs)
+
+    model.encode = spy
+    dev = dev_pairs("sick-trial", mini_senteval)
+    words = predict_words(model, SENTENCES[:3], model[0].template)
+    demos = [Demonstration(s, w or "thing") for s, w in zip(SENTENCES[:3], words)]
+    results = search_demonstrations(model, demos, dev, "eol")
+    assert len(results) == 4  # the plain template and every candidate, each with its dev score
+    assert [r.dev_spearman for r in results] == sorted((r.dev_spearman for r in results), reverse=True)
+    assert {r.demonstration for r in results} == {Demonstration("", ""), *demos}
+    dev_sentences = {s for p in dev for s in (p.sentence1, p.sentence2)}
+    assert set(encoded) <= dev_sentences  # nothing but dev pairs was ever scored
+    test_pairs = {(p.sentence1, p.sentence2) for t in load_test_tasks(mini_senteval) for p in t.pairs}
+    assert not {(p.sentence1, p.sentence2) for p in dev} & test_pairs
+    assert model[0].template == Template.parse("eol").text  # the search leaves the model as it was

@@ -132,3 +132,17 @@ def test_dev_sets_never_contain_a_test_pair(mini_senteval):
     assert any(leakage.matches(p) for p in trial)  # the fixture's trial split shares a pair with a test set
     for kind in ("sick-trial", "stsb-dev-filtered"):
         assert not any(leakage.matches(p) for p in dev_pairs(kind, mini_senteval))
+
+
+def test_resume_from_any_checkpoint(tiny_bert, mini_senteval, tmp_path):
+    pairs = _pairs_file(tmp_path)
+    whole = run_pipeline(_config(tiny_bert, mini_senteval, pairs, tmp_path / "whole"))
+    config = _config(tiny_bert, mini_senteval, pairs, tmp_path / "run")
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(config, callbacks=[KillAt(5)])
+    early = tmp_path / "run" / "stage1-pcc" / "checkpoints" / "checkpoint-2"  # not the last one (checkpoint-4)
+    assert early.is_dir() and (early.parent / "checkpoint-4").is_dir()
+    resumed = run_pipeline(config, resume_from=str(early))
+    assert resumed["sts"]["pcc"] == pytest.approx(whole["sts"]["pcc"], abs=1e-6)
+    with pytest.raises(PcctuneError, match="not a trainer checkpoint"):
+        run_pipeline(config, resume_from=str(tmp_path))

@@ -92,6 +92,7 @@ def encode_command(
 def train_command(
     config: Annotated[Path, typer.Argument(help="YAML run config (see configs/)")],
     resume: Annotated[bool, typer.Option(help="skip finished stages, continue the interrupted one")] = False,
+    resume_from: Annotated[Optional[Path], typer.Option(help="continue from this checkpoint (any step of any stage)")] = None,
     compare: Annotated[Optional[str], typer.Option(help="rerun the last stage with each loss, e.g. pearson,contrastive")] = None,
     output_dir: Annotated[Optional[str], typer.Option(help="override output_dir")] = None,
     data: DataOption = None,
@@ -117,7 +118,8 @@ def train_command(
     for loss in losses or []:
         if loss not in ("pearson", "infonce", "contrastive"):
             raise PcctuneError(f"unknown loss {loss!r} in --compare; choose from pearson, infonce, contrastive")
-    run_pipeline(load_config(config, overrides), resume=resume, compare=losses, console=console)
+    run_pipeline(load_config(config, overrides), resume=resume, compare=losses, console=console,
+                 resume_from=str(resume_from) if resume_from else None)
 
 
 class DevSet(str, Enum):

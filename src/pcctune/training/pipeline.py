@@ -17,6 +17,7 @@ from transformers import set_seed
 
 from pcctune.data.senteval import load_test_tasks
 from pcctune.distributed import is_main_process
+from pcctune.errors import PcctuneError
 from pcctune.evaluation.record import library_versions, print_table, sts_table, write_json
 from pcctune.evaluation.sts import PROTOCOL, evaluate_sts
 from pcctune.modeling.adapters import attach_adapter, quantization_kwargs, trainable_fraction
@@ -47,8 +48,18 @@ def run_pipeline(
     compare: list[str] | None = None,
     console: Console | None = None,
     callbacks: list | None = None,
+    resume_from: str | None = None,
 ) -> dict:
-    """Run every stage; return (and write to ``output_dir/results.json``) the STS numbers of each."""
+    """Run every stage; return (and write to ``output_dir/results.json``) the STS numbers of each.
+
+    ``resume_from`` names any checkpoint (``…/stageN-NAME/checkpoints/checkpoint-S``): earlier
+    stages are taken as finished, and that stage continues from that step.
+    """
+    if resume_from is not None:
+        checkpoint = Path(resume_from)
+        if not (checkpoint / "trainer_state.json").is_file():
+            raise PcctuneError(f"{checkpoint} is not a trainer checkpoint (no trainer_state.json)")
+        resume = True
     console = console or Console(width=160)
     out = Path(config.output_dir)
     if is_main_process():
@@ -69,12 +80,14 @@ def run_pipeline(
 
     def train(index: int, stage: StageConfig, source: str | None, suffix: str = "") -> StageResult | Path:
         stage_dir = _stage_dir(config, index, stage, suffix)
-        if resume and (stage_dir / "final" / "modules.json").is_file():
+        checkpoint = resume_from if resume_from and Path(resume_from).parent.parent == stage_dir else None
+        if resume and checkpoint is None and (stage_dir / "final" / "modules.json").is_file():
             console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / 'final'}")
             return stage_dir / "final"
         model = _load(config, source)
         started = time.perf_counter()
-        result = run_stage(model, stage, config, stage_dir, senteval, resume=resume, callbacks=callbacks)
+        result = run_stage(model, stage, config, stage_dir, senteval, resume=resume, callbacks=callbacks,
+                           checkpoint=checkpoint)
         stages_report.append({
             "stage": stage.name + suffix, "loss": stage.loss, "train_examples": result.examples,
             "trainable_fraction": round(trainable_fraction(model), 6), "best_checkpoint": result.best_checkpoint,

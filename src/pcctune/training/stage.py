@@ -52,8 +52,12 @@ def run_stage(
     senteval_dir: Path,
     resume: bool = False,
     callbacks: list | None = None,
+    checkpoint: str | None = None,
 ) -> StageResult:
-    """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end."""
+    """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end.
+
+    ``resume`` continues from the stage's last checkpoint; ``checkpoint`` from a given one.
+    """
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     evaluator = dev_evaluator(stage.dev, senteval_dir)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
@@ -94,7 +98,8 @@ def run_stage(
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=dataset, loss=loss, evaluator=evaluator, callbacks=callbacks,
     )
-    checkpoint = get_last_checkpoint(args.output_dir) if resume and Path(args.output_dir).is_dir() else None
+    if checkpoint is None and resume and Path(args.output_dir).is_dir():
+        checkpoint = get_last_checkpoint(args.output_dir)
     trainer.train(resume_from_checkpoint=checkpoint)
     final_dir = stage_dir / "final"
     history = trainer.state.log_history

@@ -33,8 +33,8 @@ def quantization_kwargs(adapter: AdapterConfig) -> dict:
 
 
 def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
-    """Add a trainable LoRA adapter (no-op for ``kind: none`` or a model that already has one)."""
-    if adapter.kind == "none" or getattr(model[0].model, "peft_config", None):
+    """Add a trainable LoRA adapter (no-op for ``kind: none``, prompts, or a model that already has one)."""
+    if adapter.kind not in ("lora", "qlora") or getattr(model[0].model, "peft_config", None):
         return
     from peft import LoraConfig, TaskType
 

@@ -101,6 +101,7 @@ def build_model(
     dtype: str = "fp32",
     device: str | None = None,
     model_kwargs: dict | None = None,
+    prompt: dict | None = None,
 ) -> SentenceTransformer:
     """Load or assemble a SentenceTransformer.
 
@@ -113,6 +114,8 @@ def build_model(
         max_seq_length: token budget; with a template only the sentence is cut.
         dtype: ``fp32``, ``bf16`` or ``fp16`` weights.
         model_kwargs: passed to ``from_pretrained`` of the backbone (e.g. a 4-bit quantization config).
+        prompt: continuous prompts on a frozen backbone, e.g. ``{"prompt_kind": "deep", "prompt_length": 16}``
+            (see :class:`~pcctune.modeling.prefix.PromptedTransformer`).
     """
     if dtype not in DTYPES:
         raise PcctuneError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
@@ -123,11 +126,12 @@ def build_model(
     folder = Path(source.path)
     try:
         saved_as_is = (folder / "modules.json").is_file() or source.kind == "hub"
-        if saved_as_is and template_text is None and pooling is None and not model_kwargs:
+        if saved_as_is and template_text is None and pooling is None and not model_kwargs and not prompt:
             # pcctune's own TemplateTransformer is imported from this installed package.
             model = SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
         else:
-            model = _assemble(source, template_text, pooling or _saved_pooling(folder), device, model_kwargs or {})
+            model = _assemble(source, template_text, pooling or _saved_pooling(folder), device, model_kwargs or {},
+                              prompt)
     except (OSError, ValueError, RuntimeError) as error:
         hint = ""
         if source.kind == "hub" and "connect" in str(error):
@@ -141,12 +145,18 @@ def build_model(
 
 
 def _assemble(
-    source: ModelSource, template: str | None, pooling: str | None, device: str | None, model_kwargs: dict
+    source: ModelSource, template: str | None, pooling: str | None, device: str | None, model_kwargs: dict,
+    prompt: dict | None = None,
 ) -> SentenceTransformer:
     config = AutoConfig.from_pretrained(source.path)
     decoder = is_decoder_only(config)
-    module = TemplateTransformer(source.path, template=template, position_ids_from_mask=decoder,
-                                 model_kwargs=model_kwargs)
+    kwargs = {"template": template, "position_ids_from_mask": decoder, "model_kwargs": model_kwargs}
+    if prompt:
+        from pcctune.modeling.prefix import PromptedTransformer
+
+        module = PromptedTransformer(source.path, **prompt, **kwargs)
+    else:
+        module = TemplateTransformer(source.path, **kwargs)
     tokenizer = module.tokenizer
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token

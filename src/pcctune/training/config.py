@@ -21,13 +21,25 @@ class Strict(BaseModel):
 
 
 class AdapterConfig(Strict):
-    """LoRA / QLoRA settings (QLoRA needs CUDA and bitsandbytes)."""
+    """LoRA / QLoRA (QLoRA needs CUDA and bitsandbytes), or DCPCSE's continuous prompts on a frozen backbone."""
 
-    kind: Literal["none", "lora", "qlora"] = "none"
+    kind: Literal["none", "lora", "qlora", "deep_prompt", "shallow_prompt"] = "none"
     r: int = 8
     alpha: int = 16
     dropout: float = 0.05
     targets: list[str] | Literal["all-linear"] = "all-linear"
+    prompt_length: int = 16
+    prompt_projection: bool = False
+    offset_positions: bool = True
+    prompt_init_text: str = "This sentence means"
+
+    def prompt_kwargs(self) -> dict | None:
+        """Arguments of :class:`~pcctune.modeling.prefix.PromptedTransformer`, or ``None`` for other kinds."""
+        if self.kind not in ("deep_prompt", "shallow_prompt"):
+            return None
+        return {"prompt_kind": self.kind.split("_")[0], "prompt_length": self.prompt_length,
+                "prompt_projection": self.prompt_projection, "offset_positions": self.offset_positions,
+                "prompt_init_text": self.prompt_init_text}
 
 
 class DataConfig(Strict):

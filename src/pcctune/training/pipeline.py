@@ -31,7 +31,7 @@ def _load(config: RunConfig, source: str | None) -> SentenceTransformer:
     """The base model (``source=None``) or a finished stage's saved model, ready to train."""
     if source is None:
         model = build_model(config.model, template=config.template, pooling=config.pooling, dtype=config.dtype,
-                            model_kwargs=quantization_kwargs(config.adapter))
+                            model_kwargs=quantization_kwargs(config.adapter), prompt=config.adapter.prompt_kwargs())
     else:
         model = build_model(source)
     attach_adapter(model, config.adapter)

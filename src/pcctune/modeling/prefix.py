@@ -1,0 +1,153 @@
+"""Continuous prompts on a frozen encoder (DCPCSE, Jiang et al. 2022, §2.1–2.2).
+
+- **Deep prompts** (DCPCSE): P trainable key/value vectors prepended in the attention of *every*
+  layer (prefix tuning / P-tuning v2), through peft's ``PrefixTuning``; optionally produced by an
+  MLP re-parameterisation (``projection``). The prefix lives in the attention cache, not in the
+  sequence, so the outputs keep one position per real token and mean, cls and last-token pooling
+  work unchanged. BERT numbers positions after the cache (positions P..P+L−1); DCPCSE's code
+  inherited that offset. ``offset_positions=False`` passes positions 0..L−1 instead.
+- **Shallow prompts** (SCPCSE, the ablation): P trainable input embeddings inserted after the
+  first token, initialised from the embeddings of a manual template; their output positions are
+  removed again before pooling.
+
+The backbone is frozen; only the prompts train. They are saved in ``prompts.safetensors`` beside
+the (unchanged) backbone weights and restored on load, so a saved model keeps its prompts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from pcctune.errors import PcctuneError
+from pcctune.modeling.template import TemplateTransformer
+
+PROMPTS_FILE = "prompts.safetensors"
+
+
+class ShallowPrompt(nn.Module):
+    """P trainable input embeddings, inserted after the first token of every sequence."""
+
+    def __init__(self, embeddings: torch.Tensor) -> None:
+        super().__init__()
+        self.prompt = nn.Parameter(embeddings.detach().clone())
+
+    @property
+    def length(self) -> int:
+        return self.prompt.shape[0]
+
+    def insert(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        batch = inputs_embeds.shape[0]
+        prompt = self.prompt.to(inputs_embeds.dtype).unsqueeze(0).expand(batch, -1, -1)
+        embeds = torch.cat([inputs_embeds[:, :1], prompt, inputs_embeds[:, 1:]], dim=1)
+        mask = torch.cat([attention_mask[:, :1], attention_mask.new_ones(batch, self.length), attention_mask[:, 1:]], dim=1)
+        return embeds, mask
+
+
+class PromptedTransformer(TemplateTransformer):
+    """A frozen backbone with deep (per-layer prefix) or shallow (input) continuous prompts.
+
+    Args:
+        prompt_kind: ``deep`` or ``shallow``.
+        prompt_length: P, the number of virtual tokens.
+        prompt_projection: deep only, produce the prefixes with an MLP (P-tuning v2's re-parameterisation).
+        offset_positions: deep only, keep BERT's positions after the prefix (DCPCSE's behaviour).
+        prompt_init_text: shallow only, the manual template whose token embeddings initialise the prompt.
+        **kwargs: everything :class:`TemplateTransformer` accepts.
+    """
+
+    config_keys: list[str] = [*TemplateTransformer.config_keys, "prompt_kind", "prompt_length", "prompt_projection",
+                              "offset_positions", "prompt_init_text"]
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        prompt_kind: Literal["deep", "shallow"] = "deep",
+        prompt_length: int = 16,
+        prompt_projection: bool = False,
+        offset_positions: bool = True,
+        prompt_init_text: str = "This sentence means",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model_name_or_path, **kwargs)
+        if prompt_kind not in ("deep", "shallow") or prompt_length < 1:
+            raise PcctuneError(f"prompts need kind deep|shallow and a length ≥ 1 (got {prompt_kind}, {prompt_length})")
+        self.prompt_kind = prompt_kind
+        self.prompt_length = prompt_length
+        self.prompt_projection = prompt_projection
+        self.offset_positions = offset_positions
+        self.prompt_init_text = prompt_init_text
+        for parameter in self.model.parameters():
+            parameter.requires_grad_(False)
+        if prompt_kind == "deep":
+            from peft import PrefixTuningConfig, TaskType, get_peft_model
+
+            config = PrefixTuningConfig(task_type=TaskType.FEATURE_EXTRACTION, num_virtual_tokens=prompt_length,
+                                        prefix_projection=prompt_projection,
+                                        encoder_hidden_size=self.model.config.hidden_size)
+            self.model = get_peft_model(self.model, config)
+            self.shallow = None
+        else:
+            self.shallow = ShallowPrompt(self._init_embeddings(prompt_init_text, prompt_length))
+        saved = Path(model_name_or_path) / PROMPTS_FILE
+        if saved.is_file():
+            self.prompt_parameters_load(load_file(str(saved)))
+
+    def _init_embeddings(self, text: str, length: int) -> torch.Tensor:
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] or [self.tokenizer.unk_token_id]
+        ids = (ids * (length // len(ids) + 1))[:length]
+        return self.model.get_input_embeddings().weight[ids]
+
+    # --- the prompts' own weights -----------------------------------------------------------
+
+    def prompt_state_dict(self) -> dict[str, torch.Tensor]:
+        if self.prompt_kind == "deep":
+            from peft import get_peft_model_state_dict
+
+            return {k: v.contiguous() for k, v in get_peft_model_state_dict(self.model).items()}
+        return {"prompt": self.shallow.prompt.detach().contiguous()}
+
+    def prompt_parameters_load(self, state: dict[str, torch.Tensor]) -> None:
+        if self.prompt_kind == "deep":
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(self.model, state)
+        else:
+            self.shallow.prompt.data.copy_(state["prompt"])
+
+    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
+        """The unchanged backbone, tokenizer and config as usual, plus the prompts in their own file."""
+        backbone = self.model.get_base_model() if self.prompt_kind == "deep" else self.model
+        backbone.save_pretrained(output_path, safe_serialization=safe_serialization)
+        self.processor.save_pretrained(output_path)
+        self.save_config(output_path)
+        save_file(self.prompt_state_dict(), str(Path(output_path) / PROMPTS_FILE))
+
+    # --- forward ----------------------------------------------------------------------------
+
+    def forward(self, features: dict[str, Any], **kwargs) -> dict[str, Any]:
+        mask = features["attention_mask"]
+        if self.prompt_kind == "deep":
+            # What peft's forward does, minus its dropping of position_ids: prefix cache + widened mask.
+            batch = mask.shape[0]
+            prefix_mask = mask.new_ones(batch, self.prompt_length)
+            inputs = {key: features[key] for key in ("input_ids", "token_type_ids") if key in features}
+            if not self.offset_positions:
+                inputs["position_ids"] = (mask.long().cumsum(-1) - 1).clamp(min=0)
+            output = self.model.get_base_model()(
+                **inputs, attention_mask=torch.cat([prefix_mask, mask], dim=1),
+                past_key_values=self.model.get_prompt(batch_size=batch), return_dict=True,
+            )
+            features["token_embeddings"] = output.last_hidden_state
+            return features
+        backbone = self.model
+        embeds = backbone.get_input_embeddings()(features["input_ids"])
+        embeds, widened = self.shallow.insert(embeds, mask)
+        output = backbone(inputs_embeds=embeds, attention_mask=widened, return_dict=True).last_hidden_state
+        features["token_embeddings"] = torch.cat([output[:, :1], output[:, 1 + self.shallow.length :]], dim=1)
+        return features

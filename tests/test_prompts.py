@@ -71,3 +71,37 @@ def test_position_offset_option(tiny_bert):
     plain = build_model(str(tiny_bert), prompt={**DEEP, "offset_positions": False})
     plain[0].model.load_state_dict(offset[0].model.state_dict())
     assert not np.allclose(offset.encode(["a man plays guitar"]), plain.encode(["a man plays guitar"]))
+
+
+def test_mlm_weight_schedule():
+    from pcctune.losses.mlm import mlm_weight
+
+    assert mlm_weight(0) == pytest.approx(0.1)
+    assert mlm_weight(100) == pytest.approx(0.095)
+    assert mlm_weight(1000) == pytest.approx(0.1 * 0.95**10)
+
+
+def test_auxiliary_mlm_adds_the_decayed_term_and_trains_the_prompts(tiny_bert):
+    from pcctune.errors import PcctuneError
+    from pcctune.losses import PearsonLoss
+    from pcctune.losses.mlm import AuxiliaryMLMLoss, load_mlm_head
+
+    with pytest.raises(PcctuneError, match="no MLM head weights"):
+        load_mlm_head(str(tiny_bert))  # the tiny BERT is saved without one
+    model = build_model(str(tiny_bert), prompt=DEEP)
+    head = load_mlm_head(str(tiny_bert), train_head=True)
+    main = PearsonLoss(model)
+    loss = AuxiliaryMLMLoss(main, model, head, decay_steps=1)
+    features = [model.preprocess(SENTENCES[:6]), model.preprocess(SENTENCES[6:12])]
+    labels = torch.tensor([0.0, 1, 2, 3, 4, 5])
+    torch.manual_seed(0)
+    total = loss(features, labels)
+    torch.manual_seed(0)
+    mlm_part = loss.mlm_loss(features[0])
+    assert total.item() == pytest.approx(main(features, labels).item() + 0.1 * mlm_part.item(), rel=1e-5)
+    assert loss.step == 1
+    total.backward()
+    prompt_grads = [p.grad for n, p in model.named_parameters() if p.requires_grad]
+    assert prompt_grads and all(g is not None for g in prompt_grads)
+    with torch.no_grad():
+        assert loss(features, labels).item() == pytest.approx(main(features, labels).item())  # eval: main only

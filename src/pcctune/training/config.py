@@ -85,6 +85,17 @@ class DPOConfig(Strict):
     mode: Literal["anchor", "random"] = "random"
 
 
+class MLMConfig(Strict):
+    """DCPCSE's auxiliary MLM term, λ = initial_weight · decay_rate^(step / decay_steps)."""
+
+    enabled: bool = False
+    initial_weight: float = 0.1
+    decay_rate: float = 0.95
+    decay_steps: int = 100
+    mask_probability: float = 0.15
+    train_head: bool = False
+
+
 LossName = Literal[
     "pearson", "infonce", "contrastive", "cosent", "angle", "cosine_mse", "ce",
     "l1", "mse", "translated_relu", "smooth_k2", "dpo",
@@ -97,6 +108,7 @@ class StageConfig(Strict):
     data: DataConfig
     regression: RegressionConfig = RegressionConfig()
     dpo: DPOConfig = DPOConfig()
+    mlm: MLMConfig = MLMConfig()
     batch_size: int = Field(64, description="global batch: the Pearson group or the InfoNCE candidate pool")
     mini_batch_size: int | None = Field(None, description="GradCache mini-batch; bounds memory")
     gradient_accumulation_steps: int = Field(1, description="translated into mini-batches, never splits a group")

@@ -21,6 +21,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from pcctune.data.nli import read_snli_regression_pairs
 from pcctune.distributed import barrier, is_main_process
 from pcctune.losses.factory import build_loss
+from pcctune.losses.mlm import AuxiliaryMLMLoss, load_mlm_head
 from pcctune.losses.regression import RegressionLoss
 from pcctune.training.batching import plan_batches
 from pcctune.training.config import RunConfig, StageConfig
@@ -65,6 +66,12 @@ def run_stage(
         model.max_seq_length = stage.max_seq_length
     num_classes = max(dataset["score"]) + 1 if stage.loss == "ce" else None
     loss = build_loss(stage, model, plan.mini_batch_size, num_classes)
+    if stage.mlm.enabled:
+        mlm = stage.mlm
+        backbone = model[0].model
+        source = (backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone).config._name_or_path
+        loss = AuxiliaryMLMLoss(loss, model, load_mlm_head(source, mlm.train_head), mlm.initial_weight,
+                                mlm.decay_rate, mlm.decay_steps, mlm.mask_probability)
     if stage.regression.head_warmup == "nli" and isinstance(loss, RegressionLoss):
         warm_up_head(loss, read_snli_regression_pairs(senteval_dir / "downstream" / "SNLI"), seed=run.seed)
     metric = f"eval_{stage.dev}_spearman_cosine" if evaluator is not None else None

@@ -1,0 +1,75 @@
+"""DCPCSE's auxiliary MLM objective (§2.2): ℓ = ℓ_main + λ·ℓ_MLM, λ = 0.1 · 0.95^(step/100).
+
+15% of the tokens of the first input column are chosen (80% [MASK], 10% random, 10% kept, as in
+BERT: transformers' ``DataCollatorForLanguageModeling``). They are encoded through the model's
+input module, prompts included, and predicted with the backbone's pretrained MLM head, which
+stays frozen like the rest of the backbone unless ``train_head`` is set (needed for checkpoints
+shipped without an MLM head, e.g. sentence-transformers' all-MiniLM-L6-v2).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from sentence_transformers import SentenceTransformer
+from torch import Tensor, nn
+from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
+
+from pcctune.errors import PcctuneError
+
+
+def mlm_weight(step: int, initial: float = 0.1, decay_rate: float = 0.95, decay_steps: int = 100) -> float:
+    """λ = initial · decay_rate^(step / decay_steps)."""
+    return initial * decay_rate ** (step / decay_steps)
+
+
+def load_mlm_head(source: str, train_head: bool = False) -> nn.Module:
+    """The MLM prediction head of a BERT/RoBERTa-style checkpoint."""
+    lm, info = AutoModelForMaskedLM.from_pretrained(source, output_loading_info=True)
+    head = getattr(lm, "cls", None) or getattr(lm, "lm_head", None)
+    if head is None:
+        raise PcctuneError(f"{source} has no masked-LM head this loss knows (cls or lm_head)")
+    missing_head = [k for k in info.get("missing_keys", []) if k.startswith(("cls.", "lm_head."))]
+    if missing_head and not train_head:
+        raise PcctuneError(f"{source} ships no MLM head weights ({missing_head[0]} …); set mlm.train_head: true")
+    for parameter in head.parameters():
+        parameter.requires_grad_(train_head)
+    return head
+
+
+class AuxiliaryMLMLoss(nn.Module):
+    """Wraps a stage's loss and adds the decaying MLM term during training."""
+
+    def __init__(self, main: nn.Module, model: SentenceTransformer, head: nn.Module, initial_weight: float = 0.1,
+                 decay_rate: float = 0.95, decay_steps: int = 100, mask_probability: float = 0.15) -> None:
+        super().__init__()
+        self.main = main
+        self.model = model
+        self.head = head
+        self.initial_weight = initial_weight
+        self.decay_rate = decay_rate
+        self.decay_steps = decay_steps
+        self.collator = DataCollatorForLanguageModeling(model[0].tokenizer, mlm_probability=mask_probability)
+        self.step = 0
+
+    def mlm_loss(self, features: dict[str, Tensor]) -> Tensor:
+        features = dict(features)
+        special = torch.tensor(
+            [self.collator.tokenizer.get_special_tokens_mask(row, already_has_special_tokens=True)
+             for row in features["input_ids"].tolist()], dtype=torch.bool)
+        special |= features["attention_mask"].cpu() == 0
+        inputs, labels = self.collator.torch_mask_tokens(features["input_ids"].clone().cpu(), special_tokens_mask=special)
+        features["input_ids"] = inputs.to(features["attention_mask"].device)
+        tokens = self.model[0](features)["token_embeddings"]
+        logits = self.head(tokens)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.to(logits.device).reshape(-1),
+                               ignore_index=-100)
+
+    def forward(self, sentence_features, labels: Tensor | None = None) -> Tensor:
+        features = list(sentence_features)
+        main = self.main(features, labels)
+        if not torch.is_grad_enabled():
+            return main
+        weight = mlm_weight(self.step, self.initial_weight, self.decay_rate, self.decay_steps)
+        self.step += 1
+        return main + weight * self.mlm_loss(features[0])

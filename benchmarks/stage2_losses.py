@@ -20,15 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers import set_seed  # noqa: E402
 
 from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks  # noqa: E402
+from pcctune.plotting import plt, save_figure  # noqa: E402
 from pcctune.evaluation.record import SHORT_NAMES, library_versions  # noqa: E402
 from pcctune.evaluation.sts import evaluate_sts  # noqa: E402
 from pcctune.modeling.build import build_model  # noqa: E402
@@ -123,9 +120,7 @@ def bar_plot(results: list[dict], base: dict, path: Path) -> None:
     ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
     ax.set(ylabel="avg Spearman × 100 (7 STS tasks)", ylim=(min(means) - 3, max(means) + 2),
            title="Stage-2 losses, mean ± std over seeds")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def main() -> None:

@@ -43,12 +43,18 @@ class KillAt(TrainerCallback):
             raise KeyboardInterrupt("simulated kill")
 
 
-def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, mini_senteval, tmp_path):
+def _whole_and_killed(model, senteval, tmp_path, kill_at: int):
+    """An uninterrupted run's record, and the config of the same run killed after step ``kill_at``."""
     pairs = _pairs_file(tmp_path)
-    whole = run_pipeline(_config(tiny_bert, mini_senteval, pairs, tmp_path / "whole"))
-    config = _config(tiny_bert, mini_senteval, pairs, tmp_path / "killed")
+    whole = run_pipeline(_config(model, senteval, pairs, tmp_path / "whole"))
+    config = _config(model, senteval, pairs, tmp_path / "killed")
     with pytest.raises(KeyboardInterrupt):
-        run_pipeline(config, callbacks=[KillAt(3)])
+        run_pipeline(config, callbacks=[KillAt(kill_at)])
+    return whole, config
+
+
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, mini_senteval, tmp_path):
+    whole, config = _whole_and_killed(tiny_bert, mini_senteval, tmp_path, kill_at=3)
     assert (tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2").is_dir()
     assert not (tmp_path / "killed" / "stage1-pcc" / "final").exists()
     resumed = run_pipeline(config, resume=True)
@@ -135,12 +141,8 @@ def test_dev_sets_never_contain_a_test_pair(mini_senteval):
 
 
 def test_resume_from_any_checkpoint(tiny_bert, mini_senteval, tmp_path):
-    pairs = _pairs_file(tmp_path)
-    whole = run_pipeline(_config(tiny_bert, mini_senteval, pairs, tmp_path / "whole"))
-    config = _config(tiny_bert, mini_senteval, pairs, tmp_path / "run")
-    with pytest.raises(KeyboardInterrupt):
-        run_pipeline(config, callbacks=[KillAt(5)])
-    early = tmp_path / "run" / "stage1-pcc" / "checkpoints" / "checkpoint-2"  # not the last one (checkpoint-4)
+    whole, config = _whole_and_killed(tiny_bert, mini_senteval, tmp_path, kill_at=5)
+    early = tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2"  # not the last one (checkpoint-4)
     assert early.is_dir() and (early.parent / "checkpoint-4").is_dir()
     resumed = run_pipeline(config, resume_from=str(early))
     assert resumed["sts"]["pcc"] == pytest.approx(whole["sts"]["pcc"], abs=1e-6)

@@ -40,6 +40,18 @@ def read_simcse_csv(path: str | Path) -> list[Triplet]:
         return [Triplet(r["sent0"], r["sent1"], r["hard_neg"] if has_negative else None) for r in reader]
 
 
+def read_snli_split(folder: Path, split: str) -> list[tuple[str, str, str]]:
+    """(premise, hypothesis, label) rows of ``s1.<split>``, ``s2.<split>`` and ``labels.<split>``."""
+    files = [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
+    for path in files:
+        if not path.is_file():
+            raise PcctuneError(f"missing file: {path}")
+    premises, hypotheses, labels = (p.read_text(encoding="utf-8").splitlines() for p in files)
+    if not len(premises) == len(hypotheses) == len(labels):
+        raise PcctuneError(f"{folder}: s1/s2/labels of split {split!r} differ in length")
+    return [(premise, hypothesis, label.strip()) for premise, hypothesis, label in zip(premises, hypotheses, labels)]
+
+
 def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")) -> list[Triplet]:
     """Build (premise, entailment, contradiction) triplets from SNLI s1/s2/labels files.
 
@@ -49,16 +61,9 @@ def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = ("dev", "test
     folder = Path(folder)
     triplets: list[Triplet] = []
     for split in splits:
-        files = [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
-        for path in files:
-            if not path.is_file():
-                raise PcctuneError(f"missing file: {path}")
-        premises, hypotheses, labels = (p.read_text(encoding="utf-8").splitlines() for p in files)
-        if not len(premises) == len(hypotheses) == len(labels):
-            raise PcctuneError(f"{folder}: s1/s2/labels of split {split!r} differ in length")
         by_premise: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-        for premise, hypothesis, label in zip(premises, hypotheses, labels):
-            by_premise[premise][label.strip()].append(hypothesis)
+        for premise, hypothesis, label in read_snli_split(folder, split):
+            by_premise[premise][label].append(hypothesis)
         for premise, groups in by_premise.items():
             for positive, negative in zip(groups["entailment"], groups["contradiction"]):
                 triplets.append(Triplet(premise, positive, negative))
@@ -89,12 +94,7 @@ def read_snli_regression_pairs(folder: str | Path, splits: tuple[str, ...] = ("d
     folder = Path(folder)
     pairs = []
     for split in splits:
-        files = [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
-        for path in files:
-            if not path.is_file():
-                raise PcctuneError(f"missing file: {path}")
-        premises, hypotheses, labels = (p.read_text(encoding="utf-8").splitlines() for p in files)
-        for premise, hypothesis, label in zip(premises, hypotheses, labels):
-            if label.strip() in NLI_REGRESSION_LABELS:
-                pairs.append(STSPair(premise, hypothesis, NLI_REGRESSION_LABELS[label.strip()]))
+        for premise, hypothesis, label in read_snli_split(folder, split):
+            if label in NLI_REGRESSION_LABELS:
+                pairs.append(STSPair(premise, hypothesis, NLI_REGRESSION_LABELS[label]))
     return pairs

@@ -5,14 +5,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
+from pcctune.plotting import plt, save_figure
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from pcctune.data.sts import STSTask  # noqa: E402
-from pcctune.evaluation.bound import best_two_valued_spearman, binary_bound  # noqa: E402
+from pcctune.data.sts import STSTask
+from pcctune.evaluation.bound import best_two_valued_spearman, binary_bound
 
 
 def dataset_ceilings(tasks: list[STSTask]) -> dict[str, dict]:
@@ -54,8 +51,4 @@ def plot_bounds(ceilings: dict[str, dict] | None, model_scores: dict[str, float]
                       rotation=30)
         ax.set(ylabel="Spearman × 100", ylim=(50, 100), title="Per test set")
         ax.legend(fontsize=8)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)

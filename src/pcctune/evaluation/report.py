@@ -9,14 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import matplotlib
+from pcctune.plotting import plt, save_figure
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from pcctune.errors import PcctuneError  # noqa: E402
-from pcctune.evaluation.record import SHORT_NAMES  # noqa: E402
+from pcctune.errors import PcctuneError
+from pcctune.evaluation.record import SHORT_NAMES
 
 
 def _result_files(path: Path) -> list[Path]:
@@ -90,11 +87,7 @@ def bar_plot(runs: dict[str, dict[str, dict[str, float]]], section: str, path: P
     ax.set(ylim=(max(0, low - 10), 100), ylabel="Spearman × 100" if section == "sts" else "accuracy",
            title=f"{section.upper()} per task")
     ax.legend(fontsize=8)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def scatter_plot(cosines: np.ndarray, gold: np.ndarray, title: str, path: Path) -> Path:
@@ -105,11 +98,7 @@ def scatter_plot(cosines: np.ndarray, gold: np.ndarray, title: str, path: Path) 
     ax.scatter(gold, cosines, s=4, alpha=0.35)
     rho = spearmanr(cosines, gold).statistic * 100
     ax.set(xlabel="gold score", ylabel="cosine similarity", title=f"{title} (Spearman × 100 = {rho:.2f})")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def model_scatter(model_spec: str, task_name: str, senteval_dir: Path, path: Path) -> Path:

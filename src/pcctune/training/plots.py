@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from pcctune.plotting import plt, save_figure
 
 
 def plot_training(log_history: list[dict], metric: str | None, title: str, path: Path) -> Path:
@@ -24,8 +21,4 @@ def plot_training(log_history: list[dict], metric: str | None, title: str, path:
         axes[1].annotate(f"best {best[1]:.2f} @ {best[0]}", best, textcoords="offset points", xytext=(0, 8))
     axes[1].set(title=f"dev Spearman × 100 ({metric or 'none'})", xlabel="step")
     figure.suptitle(title)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)

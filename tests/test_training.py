@@ -148,3 +148,12 @@ def test_resume_from_any_checkpoint(tiny_bert, mini_senteval, tmp_path):
     assert resumed["sts"]["pcc"] == pytest.approx(whole["sts"]["pcc"], abs=1e-6)
     with pytest.raises(PcctuneError, match="not a trainer checkpoint"):
         run_pipeline(config, resume_from=str(tmp_path))
+
+
+def test_stage_max_seq_length_applies_to_training_only(tiny_bert, mini_senteval, tmp_path):
+    from pcctune.modeling.build import build_model
+
+    config = _config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / "len", max_seq_length=8, max_steps=1)
+    run_pipeline(config)
+    saved = build_model(str(tmp_path / "len" / "stage1-pcc" / "final"))
+    assert saved.max_seq_length == build_model(str(tiny_bert)).max_seq_length != 8

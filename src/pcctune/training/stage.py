@@ -62,6 +62,8 @@ def run_stage(
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     evaluator = dev_evaluator(stage.dev, senteval_dir)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
+    # The stage's max_seq_length cuts training inputs only: evaluation and the saved model keep the model's own.
+    own_length = model.max_seq_length
     if stage.max_seq_length is not None:
         model.max_seq_length = stage.max_seq_length
     num_classes = max(dataset["score"]) + 1 if stage.loss == "ce" else None
@@ -107,7 +109,10 @@ def run_stage(
     )
     if checkpoint is None and resume and Path(args.output_dir).is_dir():
         checkpoint = get_last_checkpoint(args.output_dir)
-    trainer.train(resume_from_checkpoint=checkpoint)
+    try:
+        trainer.train(resume_from_checkpoint=checkpoint)
+    finally:
+        model.max_seq_length = own_length
     final_dir = stage_dir / "final"
     history = trainer.state.log_history
     plot = stage_dir / "curves.png"

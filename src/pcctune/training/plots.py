@@ -18,7 +18,7 @@ def plot_training(log_history: list[dict], metric: str | None, title: str, path:
     if dev:
         axes[1].plot(*zip(*dev), marker="o", color="tab:green")
         best = max(dev, key=lambda point: point[1])
-        axes[1].annotate(f"best {best[1]:.2f} @ {best[0]}", best, textcoords="offset points", xytext=(0, 8))
+        axes[1].annotate(f"best {best[1]:.2f} @ {best[0]}", best, textcoords="offset points", xytext=(0, 8), ha="right")
     axes[1].set(title=f"dev Spearman × 100 ({metric or 'none'})", xlabel="step")
     figure.suptitle(title)
     return save_figure(figure, path)

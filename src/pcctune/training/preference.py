@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import torch
 from datasets import Dataset
 from sentence_transformers import CrossEncoder
 
@@ -40,7 +41,7 @@ def train_preference_model(
     args = CrossEncoderTrainingArguments(
         output_dir=str(output_dir / "checkpoints"), num_train_epochs=epochs, per_device_train_batch_size=batch_size,
         learning_rate=learning_rate, warmup_steps=0.1, seed=seed, save_strategy="no", report_to="none",
-        logging_steps=50,
+        logging_steps=50, dataloader_pin_memory=torch.cuda.is_available(),
     )
     CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=BinaryCrossEntropyLoss(model)).train()
     model.save(str(output_dir / "final"))

@@ -105,3 +105,13 @@ def test_auxiliary_mlm_adds_the_decayed_term_and_trains_the_prompts(tiny_bert):
     assert prompt_grads and all(g is not None for g in prompt_grads)
     with torch.no_grad():
         assert loss(features, labels).item() == pytest.approx(main(features, labels).item())  # eval: main only
+
+
+@pytest.mark.parametrize("pooling", ["mean", "lasttoken"])
+def test_deep_prompts_left_and_right_padding_agree(tiny_bert, pooling):
+    """With positions from the mask (offset_positions=False) the prefix mask is right for both padding sides."""
+    from tests.conftest import encode_both_padding_sides
+
+    model = build_model(str(tiny_bert), prompt={**DEEP, "offset_positions": False}, pooling=pooling)
+    right, left = encode_both_padding_sides(model, ["a man", "two kids are eating food in the park outside", "a dog"])
+    assert torch.allclose(left, right, atol=1e-5)

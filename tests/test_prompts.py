@@ -115,3 +115,11 @@ def test_deep_prompts_left_and_right_padding_agree(tiny_bert, pooling):
     model = build_model(str(tiny_bert), prompt={**DEEP, "offset_positions": False}, pooling=pooling)
     right, left = encode_both_padding_sides(model, ["a man", "two kids are eating food in the park outside", "a dog"])
     assert torch.allclose(left, right, atol=1e-5)
+
+
+@pytest.mark.parametrize("prompt", [DEEP, SHALLOW])
+def test_prompts_leave_room_in_the_position_table(tiny_bert, prompt):
+    """Offset deep prompts and shallow prompts add P positions: a full-length input must still fit."""
+    model = build_model(str(tiny_bert), prompt=prompt)
+    assert model.max_seq_length == model[0].model.config.max_position_embeddings - prompt["prompt_length"]
+    assert model.encode(["the man plays guitar in the park " * 20]).shape == (1, 32)

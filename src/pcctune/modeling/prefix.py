@@ -94,6 +94,13 @@ class PromptedTransformer(TemplateTransformer):
             self.shallow = None
         else:
             self.shallow = ShallowPrompt(self._init_embeddings(prompt_init_text, prompt_length))
+        # Shallow prompts lengthen the sequence, and offset deep prompts number it from P: either way the
+        # input may use at most max_position_embeddings − P tokens.
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        if limit is not None and (prompt_kind == "shallow" or offset_positions):
+            room = limit - prompt_length
+            if self.max_seq_length is None or self.max_seq_length > room:
+                self.max_seq_length = room
         saved = Path(model_name_or_path) / PROMPTS_FILE
         if saved.is_file():
             self.prompt_parameters_load(load_file(str(saved)))

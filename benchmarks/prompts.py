@@ -19,11 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks
-from pcctune.evaluation.record import SHORT_NAMES, library_versions
-from pcctune.evaluation.sts import evaluate_sts
+from _common import sts_scores, write_results
+
+from pcctune.evaluation.record import SHORT_NAMES
 from pcctune.modeling.adapters import attach_adapter, trainable_fraction
 from pcctune.modeling.build import build_model
 from pcctune.paths import resolve_senteval_dir
@@ -40,13 +39,6 @@ VARIANTS = [
     ("deep prompts P=16", {"kind": "deep_prompt", "prompt_length": 16}, 1e-2),
     ("shallow prompts P=16", {"kind": "shallow_prompt", "prompt_length": 16}, 1e-2),
 ]
-
-
-def scores(model, tasks, dtype: str) -> dict:
-    if dtype == "bf16":
-        model.to(torch.bfloat16)
-    per_task, avg = evaluate_sts(model, tasks, show_progress=False)
-    return {s.name: s.spearman for s in per_task} | {"avg": avg}
 
 
 def main() -> None:
@@ -66,7 +58,7 @@ def main() -> None:
     args.output.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="prompts-bench-"))
     rows = [{"variant": "base (no training)", "trainable": 0.0, "lr": None, "seconds": 0.0,
-             "sts": scores(build_model(args.model), tasks, args.eval_dtype)}]
+             "sts": sts_scores(build_model(args.model), tasks, args.eval_dtype)}]
     for label, adapter_settings, lr in VARIANTS:
         adapter = AdapterConfig.model_validate(adapter_settings)
         model = build_model(args.model, prompt=adapter.prompt_kwargs())
@@ -81,7 +73,7 @@ def main() -> None:
                   senteval)
         seconds = time.perf_counter() - started
         rows.append({"variant": label, "trainable": trainable_fraction(model) * 100, "lr": lr, "seconds": seconds,
-                     "sts": scores(model, tasks, args.eval_dtype)})
+                     "sts": sts_scores(model, tasks, args.eval_dtype)})
         print(f"{label}: trainable {rows[-1]['trainable']:.3f}%, avg {rows[-1]['sts']['avg']:.2f}, {seconds:.0f} s",
               flush=True)
         (args.output / "runs.json").write_text(json.dumps(rows, indent=1))
@@ -95,12 +87,7 @@ def main() -> None:
     settings = (f"model {args.model}; Pearson loss on the filtered stage-2 set (5,398 pairs); {args.epochs:g} epoch(s), "
                 f"batch {args.batch_size}, max length {args.max_seq_length}, warmup 10%, seed {args.seed}; checkpoint "
                 f"picked on SICK trial (test overlap removed); STS encoding in {args.eval_dtype}")
-    table = "\n".join(lines)
-    print(table)
-    print(settings)
-    (args.output / "table.md").write_text(table + "\n\n" + settings + "\n")
-    (args.output / "runs.json").write_text(json.dumps({"rows": rows, "settings": settings,
-                                                       "versions": library_versions()}, indent=1))
+    write_results(args.output, lines, settings, {"rows": rows})
     shutil.rmtree(work, ignore_errors=True)
 
 

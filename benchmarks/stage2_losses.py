@@ -21,27 +21,19 @@ import time
 from pathlib import Path
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 from transformers import set_seed  # noqa: E402
 
 from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks  # noqa: E402
 from pcctune.plotting import plt, save_figure  # noqa: E402
-from pcctune.evaluation.record import SHORT_NAMES, library_versions  # noqa: E402
-from pcctune.evaluation.sts import evaluate_sts  # noqa: E402
+from _common import sts_scores, write_results  # noqa: E402
+
+from pcctune.evaluation.record import SHORT_NAMES  # noqa: E402
 from pcctune.modeling.build import build_model  # noqa: E402
 from pcctune.paths import resolve_senteval_dir  # noqa: E402
 from pcctune.training.config import RunConfig, StageConfig  # noqa: E402
 from pcctune.training.stage import run_stage  # noqa: E402
 
 LOSSES = ["pearson", "cosent", "angle", "cosine_mse", "translated_relu", "smooth_k2", "l1", "mse", "ce", "contrastive"]
-
-
-def sts_scores(model, tasks, dtype: str) -> dict:
-    """The seven STS numbers + avg of ``model``, encoded in ``dtype``."""
-    if dtype == "bf16":
-        model.to(torch.bfloat16)
-    per_task, avg = evaluate_sts(model, tasks, show_progress=False)
-    return {s.name: s.spearman for s in per_task} | {"avg": avg}
 
 
 def train_and_score(args, loss: str, lr: float, seed: int, work: Path, concat: str = "uv_absdiff", evaluate=None):
@@ -161,12 +153,7 @@ def main() -> None:
                 f"rescaled to 0–5; {args.epochs:g} epoch(s), batch {args.batch_size}, max length {args.max_seq_length}, "
                 f"warmup 10%, lr grid {args.lrs} picked on SICK trial (test overlap removed) with seed {args.seeds[0]}; "
                 f"seeds {args.seeds}; bf16 training: {args.bf16}; STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s")
-    table = "\n".join(lines)
-    print(table)
-    print(settings)
-    (args.output / "table.md").write_text(table + "\n\n" + settings + "\n")
-    (args.output / "runs.json").write_text(json.dumps(
-        {"base": base, "results": results, "settings": settings, "versions": library_versions()}, indent=1))
+    write_results(args.output, lines, settings, {"base": base, "results": results})
     bar_plot(results, base, args.output / "stage2_losses.png")
     shutil.rmtree(work, ignore_errors=True)
 

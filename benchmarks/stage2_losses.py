@@ -56,14 +56,15 @@ def train_and_score(args, loss: str, lr: float, seed: int, work: Path, concat: s
     return result.best_dev * 100, scores, seconds, result.final_dir
 
 
-def benchmark_loss(args, loss: str, tasks, work: Path, concat: str = "uv_absdiff", lr: float | None = None) -> dict:
+def benchmark_loss(args, loss: str, tasks, work: Path, concat: str = "uv_absdiff", lr: float | None = None,
+                   seeds: list[int] | None = None) -> dict:
     """Grid over learning rates on the dev set (first seed), then the other seeds at the best rate.
 
     The first seed's run at the chosen rate is the grid's own run (its saved model is evaluated).
     """
     grid, finals, spent_by_rate = {}, {}, {}
     seconds = 0.0
-    seeds = list(args.seeds)
+    seeds = list(seeds or args.seeds)
     runs = []
     if lr is None:
         for rate in args.lrs:
@@ -129,6 +130,7 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast for training (faster on these CPUs)")
     parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="fp32", help="dtype of STS encoding")
     parser.add_argument("--ablation-loss", default="smooth_k2", help="loss of the concatenation ablation ('' to skip)")
+    parser.add_argument("--ablation-seeds", nargs="+", type=int, default=None, help="seeds of the ablation (default: --seeds)")
     parser.add_argument("--output", type=Path, default=Path("runs/stage2_losses"))
     args = parser.parse_args()
     args.senteval = resolve_senteval_dir(args.data)
@@ -147,12 +149,12 @@ def main() -> None:
         for concat in ("uv", "absdiff"):
             print(f"ablation {args.ablation_loss} ({concat}):", flush=True)
             results.append(benchmark_loss(args, args.ablation_loss, tasks, work, concat,
-                                          lr=main_run["lr"] if main_run else None))
+                                          lr=main_run["lr"] if main_run else None, seeds=args.ablation_seeds))
     lines = summary_rows(results, base)
     settings = (f"model {args.model}; stage-2 set: STS-B train + SICK-R train filtered against every test set, SICK "
                 f"rescaled to 0–5; {args.epochs:g} epoch(s), batch {args.batch_size}, max length {args.max_seq_length}, "
                 f"warmup 10%, lr grid {args.lrs} picked on SICK trial (test overlap removed) with seed {args.seeds[0]}; "
-                f"seeds {args.seeds}; bf16 training: {args.bf16}; STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s")
+                f"seeds {args.seeds} (concatenation ablation: {args.ablation_seeds or args.seeds}); bf16 training: {args.bf16}; STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s")
     write_results(args.output, lines, settings, {"base": base, "results": results})
     bar_plot(results, base, args.output / "stage2_losses.png")
     shutil.rmtree(work, ignore_errors=True)

@@ -95,6 +95,40 @@ def test_lora_adapter_trains_only_the_adapter(tiny_llama, mini_senteval, tmp_pat
     assert 0 < record["stages"][0]["trainable_fraction"] < 0.5
 
 
+def test_second_lora_stage_continues_training_the_first_stage_adapter(tiny_llama, mini_senteval, tmp_path):
+    from safetensors.torch import load_file
+
+    config = _config(tiny_llama, mini_senteval, _pairs_file(tmp_path), tmp_path / "two", max_steps=2)
+    stage = config.stages[0]
+    config = config.model_copy(update={
+        "adapter": config.adapter.model_copy(update={"kind": "lora", "r": 2}),
+        "stages": [stage.model_copy(update={"name": "one"}), stage.model_copy(update={"name": "two"})],
+    })
+    record = run_pipeline(config)
+    fractions = [s["trainable_fraction"] for s in record["stages"]]
+    assert fractions[0] > 0 and fractions[1] == pytest.approx(fractions[0])
+    first = load_file(tmp_path / "two" / "stage1-one" / "final" / "adapter_model.safetensors")
+    second = load_file(tmp_path / "two" / "stage2-two" / "final" / "adapter_model.safetensors")
+    assert first.keys() == second.keys()
+    assert any(not torch.equal(first[k], second[k]) for k in first)
+
+
+def test_eval_dtype_bf16_encodes_the_test_sets_in_bf16(tiny_bert, mini_senteval, tmp_path, monkeypatch):
+    import pcctune.training.pipeline as pipeline
+
+    seen = []
+
+    def spy(model, tasks, **kwargs):
+        seen.append(next(model.parameters()).dtype)
+        return real(model, tasks, **kwargs)
+
+    real = pipeline.evaluate_sts
+    monkeypatch.setattr(pipeline, "evaluate_sts", spy)
+    config = _config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / "bf16", max_steps=1)
+    run_pipeline(config.model_copy(update={"eval_dtype": "bf16", "evaluate_before": True}))
+    assert seen == [torch.bfloat16, torch.bfloat16]
+
+
 def test_qlora_without_cuda_is_a_clear_error(tiny_llama, mini_senteval, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA; the error path is for CPU-only machines")

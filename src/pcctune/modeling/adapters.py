@@ -33,8 +33,18 @@ def quantization_kwargs(adapter: AdapterConfig) -> dict:
 
 
 def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
-    """Add a trainable LoRA adapter (no-op for ``kind: none``, prompts, or a model that already has one)."""
-    if adapter.kind not in ("lora", "qlora") or getattr(model[0].model, "peft_config", None):
+    """Add a trainable LoRA adapter (no-op for ``kind: none`` and prompts).
+
+    A model that already has one (a finished stage reloaded from disk, which peft loads frozen
+    for inference) keeps it, and its LoRA weights become trainable again: stage 2 continues the
+    stage-1 adapter.
+    """
+    if adapter.kind not in ("lora", "qlora"):
+        return
+    if getattr(model[0].model, "peft_config", None):
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                parameter.requires_grad_(True)
         return
     from peft import LoraConfig, TaskType
 

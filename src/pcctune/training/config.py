@@ -131,6 +131,9 @@ class RunConfig(Strict):
     template: str | None = None
     pooling: Literal["mean", "cls", "lasttoken"] | None = None
     dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
+    eval_dtype: Literal["fp32", "bf16"] = Field(
+        "fp32", description="weights of the STS evaluations; bf16 encodes decoders ~3x faster on CPU"
+    )
     adapter: AdapterConfig = AdapterConfig()
     seed: int = 42
     data_dir: str | None = None

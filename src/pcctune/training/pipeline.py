@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import torch
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
@@ -75,6 +76,8 @@ def run_pipeline(
     def evaluate(label: str, model: SentenceTransformer) -> None:
         if not main:  # one process evaluates; the others only train
             return
+        if config.eval_dtype == "bf16":
+            model.to(torch.bfloat16)
         scores, avg = evaluate_sts(model, tasks)
         rows[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
 

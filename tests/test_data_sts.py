@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pcctune.data.senteval import SEVEN_TASKS, load_stsb, load_task, load_test_tasks
-from pcctune.data.sts import pairs_from_hf_dataset, read_pairs_file, read_sick_txt, read_stsb_csv
+from pcctune.data.sts import pairs_from_hf_dataset, read_pairs_file, read_sick_txt, read_stsb_csv, subsample_task
 from pcctune.errors import PcctuneError
 from tests.conftest import SENTENCES, write_lines
 
@@ -91,3 +91,16 @@ def test_local_hf_dataset():
     dataset = Dataset.from_dict({"sentence1": ["A", "B"], "sentence2": ["C", "D"], "score": [1.0, 4.0]})
     pairs = pairs_from_hf_dataset(dataset)
     assert [(p.sentence1, p.score) for p in pairs] == [("A", 1.0), ("B", 4.0)]
+
+
+def test_subsample_is_one_seeded_subset_in_the_original_order(mini_senteval):
+    task = load_task(mini_senteval, "STS12")  # 2 subsets: 4 + 3 pairs with gold
+    sample = subsample_task(task, 5, seed=1)
+    assert len(sample.subsets) == 1 and len(sample.pairs) == 5 and len(set(sample.pairs)) == 5
+    order = {pair: index for index, pair in enumerate(task.pairs)}
+    assert [order[pair] for pair in sample.pairs] == sorted(order[pair] for pair in sample.pairs)
+    assert subsample_task(task, 5, seed=1).pairs == sample.pairs
+    assert any(subsample_task(task, 5, seed=s).pairs != sample.pairs for s in range(2, 6))
+    assert subsample_task(task, 100).pairs == task.pairs
+    with pytest.raises(PcctuneError, match="at least 2"):
+        subsample_task(task, 1)

@@ -74,3 +74,23 @@ def test_gguf_decoder_embeds_with_eol_template():
     ids = features["input_ids"][0][features["attention_mask"][0].bool()]
     assert len(ids) == 32
     assert tokenizer.decode(ids).endswith('" means in one word:"')
+
+
+@pytest.mark.parametrize("template", ["eol", "sth", "sum", "demonstration"])
+def test_cli_encodes_the_gguf_decoder_with_each_template(template, tmp_path):
+    from typer.testing import CliRunner
+
+    from pcctune.cli import app
+    from pcctune.modeling.demonstrations import Demonstration, demonstration_template
+
+    if template == "demonstration":
+        template = demonstration_template("eol", Demonstration("A jockey riding a horse.", "Equestrian"))
+    sentences = ["A man is playing a guitar.", "A man plays the guitar.", "The stock market fell sharply today."]
+    output = tmp_path / "vectors.npy"
+    result = CliRunner().invoke(app, ["encode", "smollm2-135m", *sentences, "--template", template,
+                                      "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    vectors = np.load(output)
+    assert vectors.shape == (3, 576) and np.isfinite(vectors).all()
+    normed = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert normed[0] @ normed[1] > normed[0] @ normed[2]

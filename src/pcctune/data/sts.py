@@ -54,6 +54,25 @@ class STSTask:
         return [path for subset in self.subsets for path in subset.files]
 
 
+def subsample_task(task: STSTask, count: int, seed: int = 0) -> STSTask:
+    """``count`` pairs of ``task`` drawn uniformly without replacement (seeded), as one subset.
+
+    One subset, because the headline number of a multi-subset task (STS12–16) is ρ on the
+    concatenation of its subsets, and a small sample would leave some subsets too small for a
+    correlation of their own. For quick comparisons on slow hardware only: Spearman on a
+    subsample is a noisy estimate of the protocol's number (the same subsample for every model
+    makes the comparison paired).
+    """
+    import numpy as np
+
+    if count < 2:
+        raise PcctuneError(f"a subsample needs at least 2 pairs, got {count}")
+    pairs = task.pairs
+    keep = sorted(np.random.default_rng(seed).permutation(len(pairs))[:count].tolist())
+    files = [path for subset in task.subsets for path in subset.files]
+    return STSTask(task.name, [STSSubset(f"sample of {len(keep)}", [pairs[i] for i in keep], files)])
+
+
 def _parse_score(text: str, where: str) -> float:
     try:
         value = float(text)

@@ -17,6 +17,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
 from pcctune.data.senteval import load_test_tasks
+from pcctune.data.sts import STSTask
 from pcctune.distributed import is_main_process
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.record import library_versions, print_table, sts_table, write_json
@@ -50,11 +51,13 @@ def run_pipeline(
     console: Console | None = None,
     callbacks: list | None = None,
     resume_from: str | None = None,
+    tasks: list[STSTask] | None = None,
 ) -> dict:
     """Run every stage; return (and write to ``output_dir/results.json``) the STS numbers of each.
 
     ``resume_from`` names any checkpoint (``…/stageN-NAME/checkpoints/checkpoint-S``): earlier
-    stages are taken as finished, and that stage continues from that step.
+    stages are taken as finished, and that stage continues from that step. ``tasks`` replaces
+    the seven STS test tasks of the evaluations (e.g. subsamples for a quick benchmark).
     """
     if resume_from is not None:
         checkpoint = Path(resume_from)
@@ -66,7 +69,7 @@ def run_pipeline(
     if is_main_process():
         dump_config(config, out / "config.yaml")
     senteval = resolve_senteval_dir(config.data_dir)
-    tasks = load_test_tasks(senteval)
+    tasks = tasks if tasks is not None else load_test_tasks(senteval)
     set_seed(config.seed)
     rows: dict[str, dict[str, float]] = {}
     stages_report: list[dict] = []

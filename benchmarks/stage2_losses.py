@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-seq-length", type=int, default=64)
     parser.add_argument("--eval-steps", type=int, default=28)
-    parser.add_argument("--bf16", action="store_true", help="bf16 autocast for training (faster on these CPUs)")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast for training")
     parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="fp32", help="dtype of STS encoding")
     parser.add_argument("--ablation-loss", default="smooth_k2", help="loss of the concatenation ablation ('' to skip)")
     parser.add_argument("--ablation-seeds", nargs="+", type=int, default=None, help="seeds of the ablation (default: --seeds)")

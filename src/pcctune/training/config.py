@@ -132,7 +132,7 @@ class RunConfig(Strict):
     pooling: Literal["mean", "cls", "lasttoken"] | None = None
     dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
     eval_dtype: Literal["fp32", "bf16"] = Field(
-        "fp32", description="weights of the STS evaluations; bf16 encodes decoders ~3x faster on CPU"
+        "fp32", description="weights of the STS evaluations (see docs/training.md for when bf16 is faster)"
     )
     adapter: AdapterConfig = AdapterConfig()
     seed: int = 42

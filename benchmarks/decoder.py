@@ -116,6 +116,7 @@ def main() -> None:
     parser.add_argument("--pairs-per-task", type=int, default=None,
                         help="score every row on the same seeded subsample of N pairs per task (default: all pairs)")
     parser.add_argument("--skip-training", action="store_true", help="zero-shot and ICL rows only")
+    parser.add_argument("--resume", action="store_true", help="keep the rows already in OUTPUT/runs.json, run the rest")
     parser.add_argument("--work", default=None, help="folder for the trained models (default: a temporary one)")
     parser.add_argument("--output", type=Path, default=Path("runs/decoder"))
     args = parser.parse_args()
@@ -125,27 +126,33 @@ def main() -> None:
     if args.pairs_per_task:
         tasks = [subsample_task(task, args.pairs_per_task, seed=args.seed) for task in tasks]
     started = time.perf_counter()
-    rows: list[dict] = []
+    runs_file = args.output / "runs.json"
+    rows: list[dict] = json.loads(runs_file.read_text())["rows"] if args.resume and runs_file.is_file() else []
+    done = {row["row"] for row in rows}
 
     def keep(row: dict) -> None:
         rows.append(row)
         print(f"{row['row']}: avg {row['sts']['avg']:.2f} ({row['seconds']:.0f} s)", flush=True)
-        (args.output / "runs.json").write_text(json.dumps({"rows": rows}, indent=1))
+        runs_file.write_text(json.dumps({"rows": rows}, indent=1))
 
     for label, template, pooling in ZERO_SHOT:
+        if f"zero-shot: {label}" in done:
+            continue
         model = build_model(args.model, template=template, pooling=pooling, dtype=args.eval_dtype)
         scores, seconds = timed_scores(model, tasks, args.eval_dtype)
         keep({"row": f"zero-shot: {label}", "sts": scores, "seconds": seconds, "template": template,
               "pooling": pooling})
-    keep(icl_row(args, tasks))
-    if not args.skip_training:
+    if not any(row.startswith("PromptEOL + ICL") for row in done):
+        keep(icl_row(args, tasks))
+    if not args.skip_training and not any(row.startswith("stage") for row in done):
         for row in trained_rows(args, tasks):
             keep(row)
     sample = (f"a seeded subsample of {args.pairs_per_task} pairs per task (seed {args.seed}), the same for every row"
               if args.pairs_per_task else "all test pairs")
     settings = (f"model {args.model}; STS scored on {sample}; zero-shot rows and ICL ({args.candidates} candidates, seed {args.seed}, picked "
                 f"on SICK trial minus its test overlap); trained rows from {args.config} (stage 2 twice from the same "
-                f"stage-1 model); STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s")
+                f"stage-1 model); STS encoding in {args.eval_dtype}; "
+                f"{'this resumed invocation' if args.resume else 'total'} {time.perf_counter() - started:.0f} s")
     write_results(args.output, table(rows), settings, {"rows": rows, "config": args.config.read_text()})
 
 

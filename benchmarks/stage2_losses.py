@@ -131,6 +131,8 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast for training")
     parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="fp32", help="dtype of STS encoding")
     parser.add_argument("--ablation-loss", default="smooth_k2", help="loss of the concatenation ablation ('' to skip)")
+    parser.add_argument("--ablation-concats", nargs="+", choices=["uv", "absdiff"], default=["uv", "absdiff"],
+                        help="head inputs of the ablation (besides the main runs' (u, v, |u-v|))")
     parser.add_argument("--ablation-seeds", nargs="+", type=int, default=None, help="seeds of the ablation (default: --seeds)")
     parser.add_argument("--output", type=Path, default=Path("runs/stage2_losses"))
     parser.add_argument("--resume", action="store_true", help="keep the losses already in OUTPUT/runs.json, run the rest")
@@ -149,7 +151,7 @@ def main() -> None:
         done = {(r["loss"], r["concat"]) for r in results}
         plan = [(loss, "uv_absdiff") for loss in args.losses]
         if args.ablation_loss:
-            plan += [(args.ablation_loss, concat) for concat in ("uv", "absdiff")]
+            plan += [(args.ablation_loss, concat) for concat in args.ablation_concats]
         for loss, concat in plan:
             if (loss, concat) in done:
                 continue

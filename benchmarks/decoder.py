@@ -20,7 +20,7 @@ A full STS evaluation of a 135M decoder takes 15–25 min of one CPU core here, 
 
 The ``seconds`` column is what produced the row: encoding the test sets (zero-shot), search +
 encoding (ICL), or training the stage (trained rows; their test encoding is not counted).
-Prints a markdown table and saves it with a JSON of every row under --output.
+Prints a markdown table and saves it with a JSON of every row and a bar plot under --output.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from pcctune.evaluation.record import SHORT_NAMES
 from pcctune.modeling.build import build_model
 from pcctune.modeling.demonstrations import Demonstration, candidate_sentences, predict_words, search_demonstrations
 from pcctune.paths import resolve_senteval_dir
+from pcctune.plotting import plt, save_figure
 from pcctune.training.config import load_config
 from pcctune.training.data import dev_pairs
 from pcctune.training.pipeline import run_pipeline
@@ -104,6 +105,21 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def bar_plot(rows: list[dict], path: Path, scored_on: str) -> None:
+    """Average Spearman of every row: zero-shot in gray, ICL in orange, trained rows in blue."""
+    colors = ["tab:blue" if row["row"].startswith("stage") else "tab:orange" if "ICL" in row["row"] else "gray"
+              for row in rows]
+    figure, ax = plt.subplots(figsize=(9, 4.2))
+    ax.barh(range(len(rows)), [row["sts"]["avg"] for row in rows], color=colors)
+    ax.set_yticks(range(len(rows)), [row["row"] for row in rows], fontsize=8)
+    ax.invert_yaxis()
+    for index, row in enumerate(rows):
+        ax.text(row["sts"]["avg"] + 0.5, index, f"{row['sts']['avg']:.2f}", va="center", fontsize=8)
+    ax.set(xlabel="avg Spearman × 100, 7 STS tasks\n" + scored_on.split(", the same")[0],
+           title="Decoder embeddings: zero-shot, ICL, two-stage Pcc-tuning")
+    save_figure(figure, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m", help="packaged name, .gguf file, folder or Hub id")
@@ -117,16 +133,22 @@ def main() -> None:
                         help="score every row on the same seeded subsample of N pairs per task (default: all pairs)")
     parser.add_argument("--skip-training", action="store_true", help="zero-shot and ICL rows only")
     parser.add_argument("--resume", action="store_true", help="keep the rows already in OUTPUT/runs.json, run the rest")
+    parser.add_argument("--summarize", action="store_true", help="only redraw the table and plot of OUTPUT/runs.json")
     parser.add_argument("--work", default=None, help="folder for the trained models (default: a temporary one)")
     parser.add_argument("--output", type=Path, default=Path("runs/decoder"))
     args = parser.parse_args()
     args.senteval = resolve_senteval_dir(args.data)
     args.output.mkdir(parents=True, exist_ok=True)
+    runs_file = args.output / "runs.json"
+    if args.summarize:
+        saved = json.loads(runs_file.read_text())
+        write_results(args.output, table(saved["rows"]), saved["settings"], {k: saved[k] for k in ("rows", "config")})
+        bar_plot(saved["rows"], args.output / "decoder.png", saved["settings"].split("; ")[1])
+        return
     tasks = load_test_tasks(args.senteval)
     if args.pairs_per_task:
         tasks = [subsample_task(task, args.pairs_per_task, seed=args.seed) for task in tasks]
     started = time.perf_counter()
-    runs_file = args.output / "runs.json"
     rows: list[dict] = json.loads(runs_file.read_text())["rows"] if args.resume and runs_file.is_file() else []
     done = {row["row"] for row in rows}
 
@@ -154,6 +176,7 @@ def main() -> None:
                 f"stage-1 model); STS encoding in {args.eval_dtype}; "
                 f"{'this resumed invocation' if args.resume else 'total'} {time.perf_counter() - started:.0f} s")
     write_results(args.output, table(rows), settings, {"rows": rows, "config": args.config.read_text()})
+    bar_plot(rows, args.output / "decoder.png", f"STS scored on {sample}")
 
 
 if __name__ == "__main__":

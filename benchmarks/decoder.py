@@ -37,7 +37,7 @@ from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks
 from pcctune.data.sts import subsample_task
 from pcctune.evaluation.record import SHORT_NAMES
 from pcctune.modeling.build import build_model
-from pcctune.modeling.demonstrations import Demonstration, candidate_sentences, predict_words, search_demonstrations
+from pcctune.modeling.demonstrations import rank_demonstrations
 from pcctune.paths import resolve_senteval_dir
 from pcctune.plotting import plt, save_figure
 from pcctune.training.config import load_config
@@ -64,10 +64,7 @@ def icl_row(args, tasks) -> dict:
     """Search one demonstration for EOL on the dev set, then score the chosen template on the tests."""
     started = time.perf_counter()
     model = build_model(args.model, template="eol", dtype=args.eval_dtype)
-    sentences = candidate_sentences(args.senteval, args.candidates, args.seed)
-    words = predict_words(model, sentences, model[0].template)
-    demos = [Demonstration(s, w) for s, w in zip(sentences, words) if w]
-    ranked = search_demonstrations(model, demos, dev_pairs("sick-trial", args.senteval), model[0].template)
+    ranked = rank_demonstrations(model, args.senteval, args.candidates, args.seed, dev_pairs("sick-trial", args.senteval))
     model[0].template = ranked[0].template
     scores = sts_scores(model, tasks, args.eval_dtype)
     candidates = [{"sentence": r.demonstration.sentence, "word": r.demonstration.word, "dev": r.dev_spearman}
@@ -115,7 +112,7 @@ def bar_plot(rows: list[dict], path: Path, scored_on: str) -> None:
     ax.invert_yaxis()
     for index, row in enumerate(rows):
         ax.text(row["sts"]["avg"] + 0.5, index, f"{row['sts']['avg']:.2f}", va="center", fontsize=8)
-    ax.set(xlabel="avg Spearman × 100, 7 STS tasks\n" + scored_on.split(", the same")[0],
+    ax.set(xlabel="avg Spearman × 100, 7 STS tasks\n" + scored_on,
            title="Decoder embeddings: zero-shot, ICL, two-stage Pcc-tuning")
     save_figure(figure, path)
 
@@ -142,8 +139,8 @@ def main() -> None:
     runs_file = args.output / "runs.json"
     if args.summarize:
         saved = json.loads(runs_file.read_text())
-        write_results(args.output, table(saved["rows"]), saved["settings"], {k: saved[k] for k in ("rows", "config")})
-        bar_plot(saved["rows"], args.output / "decoder.png", saved["settings"].split("; ")[1])
+        write_results(args.output, table(saved["rows"]), saved["settings"], {k: saved[k] for k in ("rows", "config", "scored_on")})
+        bar_plot(saved["rows"], args.output / "decoder.png", saved["scored_on"])
         return
     tasks = load_test_tasks(args.senteval)
     if args.pairs_per_task:
@@ -169,14 +166,15 @@ def main() -> None:
     if not args.skip_training and not any(row.startswith("stage") for row in done):
         for row in trained_rows(args, tasks):
             keep(row)
-    sample = (f"a seeded subsample of {args.pairs_per_task} pairs per task (seed {args.seed}), the same for every row"
-              if args.pairs_per_task else "all test pairs")
-    settings = (f"model {args.model}; STS scored on {sample}; zero-shot rows and ICL ({args.candidates} candidates, seed {args.seed}, picked "
+    scored_on = (f"STS scored on a seeded subsample of {args.pairs_per_task} pairs per task (seed {args.seed})"
+                 if args.pairs_per_task else "STS scored on all test pairs")
+    settings = (f"model {args.model}; {scored_on}, the same for every row; zero-shot rows and ICL ({args.candidates} candidates, seed {args.seed}, picked "
                 f"on SICK trial minus its test overlap); trained rows from {args.config} (stage 2 twice from the same "
                 f"stage-1 model); STS encoding in {args.eval_dtype}; "
                 f"{'this resumed invocation' if args.resume else 'total'} {time.perf_counter() - started:.0f} s")
-    write_results(args.output, table(rows), settings, {"rows": rows, "config": args.config.read_text()})
-    bar_plot(rows, args.output / "decoder.png", f"STS scored on {sample}")
+    write_results(args.output, table(rows), settings, {"rows": rows, "config": args.config.read_text(),
+                                                        "scored_on": scored_on})
+    bar_plot(rows, args.output / "decoder.png", scored_on)
 
 
 if __name__ == "__main__":

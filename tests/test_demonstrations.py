@@ -77,3 +77,21 @@ def test_search_scores_every_candidate_on_dev_pairs_only(tiny_llama, mini_sentev
     test_pairs = {(p.sentence1, p.sentence2) for t in load_test_tasks(mini_senteval) for p in t.pairs}
     assert not {(p.sentence1, p.sentence2) for p in dev} & test_pairs
     assert model[0].template == Template.parse("eol").text  # the search leaves the model as it was
+
+
+def test_icl_command_saves_the_best_demonstration_with_every_dev_score(tiny_llama, mini_senteval, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from pcctune.cli import app
+
+    output = tmp_path / "icl"
+    result = CliRunner().invoke(app, ["icl", str(tiny_llama), "--candidates", "3", "--data", str(mini_senteval),
+                                      "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    search = json.loads((output / "demonstration_search.json").read_text())
+    scores = [c["dev_spearman"] for c in search["candidates"]]
+    assert scores == sorted(scores, reverse=True)
+    assert ("", "") in [(c["sentence"], c["word"]) for c in search["candidates"]]  # no demonstration is scored too
+    assert build_model(str(output))[0].template == search["chosen_template"]

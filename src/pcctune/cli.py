@@ -143,16 +143,13 @@ def icl_command(
 
     from pcctune.evaluation.record import write_json
     from pcctune.modeling.build import build_model
-    from pcctune.modeling.demonstrations import Demonstration, candidate_sentences, predict_words, search_demonstrations
+    from pcctune.modeling.demonstrations import rank_demonstrations
     from pcctune.paths import resolve_senteval_dir
     from pcctune.training.data import dev_pairs
 
     senteval = resolve_senteval_dir(data)
     encoder = build_model(model, template=template, dtype=dtype)
-    sentences = candidate_sentences(senteval, candidates, seed)
-    words = predict_words(encoder, sentences, encoder[0].template)
-    demos = [Demonstration(s, w) for s, w in zip(sentences, words) if w]
-    results = search_demonstrations(encoder, demos, dev_pairs(dev.value, senteval), encoder[0].template)
+    results = rank_demonstrations(encoder, senteval, candidates, seed, dev_pairs(dev.value, senteval))
     table = Table(title=f"demonstrations for {model} on {dev.value} (Spearman × 100, dev only)")
     for column in ("rank", "sentence", "word", "dev"):
         table.add_column(column)

@@ -69,8 +69,7 @@ def subsample_task(task: STSTask, count: int, seed: int = 0) -> STSTask:
         raise PcctuneError(f"a subsample needs at least 2 pairs, got {count}")
     pairs = task.pairs
     keep = sorted(np.random.default_rng(seed).permutation(len(pairs))[:count].tolist())
-    files = [path for subset in task.subsets for path in subset.files]
-    return STSTask(task.name, [STSSubset(f"sample of {len(keep)}", [pairs[i] for i in keep], files)])
+    return STSTask(task.name, [STSSubset(f"sample of {len(keep)}", [pairs[i] for i in keep], task.files)])
 
 
 def _parse_score(text: str, where: str) -> float:

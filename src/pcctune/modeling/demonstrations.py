@@ -108,3 +108,15 @@ def search_demonstrations(
     finally:
         model[0].template = original
     return sorted(results, key=lambda r: r.dev_spearman, reverse=True)
+
+
+def rank_demonstrations(
+    model: SentenceTransformer, senteval_dir: Path, count: int, seed: int, dev_pairs: list[STSPair],
+) -> list[CandidateScore]:
+    """The whole search for ``model``'s current template: draw ``count`` candidate sentences, label
+    each with the model's own word, score every candidate (and no demonstration) on ``dev_pairs``."""
+    base = model[0].template
+    sentences = candidate_sentences(senteval_dir, count, seed)
+    words = predict_words(model, sentences, base)
+    demonstrations = [Demonstration(s, w) for s, w in zip(sentences, words) if w]
+    return search_demonstrations(model, demonstrations, dev_pairs, base)

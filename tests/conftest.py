@@ -8,6 +8,7 @@ temporary folder, so every loading path of pcctune is exercised offline in secon
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,27 @@ def mini_transfer(mini_senteval) -> Path:
     write_lines(down / "MRPC" / "msr_paraphrase_train.txt", [header] + rows)
     write_lines(down / "MRPC" / "msr_paraphrase_test.txt", [header] + rows[::2])
     return mini_senteval
+
+
+def run_cli(args, capsys):
+    """Run ``pcctune ARGS`` through the real entry point; return (exit code, stdout + stderr)."""
+    old = sys.argv
+    sys.argv = ["pcctune", *args]
+    try:
+        with pytest.raises(SystemExit) as done:
+            from pcctune.cli import main
+
+            main()
+            raise SystemExit(0)
+    finally:
+        sys.argv = old
+    captured = capsys.readouterr()
+    return done.value.code, captured.out + captured.err
+
+
+def assert_one_line_error(code, output, pattern):
+    assert code == 2
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert lines[0].startswith("error:") and pattern in lines[0], output
+    assert "Traceback" not in output

@@ -62,7 +62,7 @@ def test_constant_gold_has_no_ceiling():
 
 
 def test_bound_cli(capsys, tmp_path, mini_senteval):
-    from tests.test_cli import assert_one_line_error, run_cli
+    from tests.conftest import assert_one_line_error, run_cli
 
     code, out = run_cli(["bound", "--n", "1000", "--n", "1001", "--plot", str(tmp_path / "b.png")], capsys)
     assert code == 0 and "0.875000" in out and "0.866026" in out and "0.866025" in out

@@ -2,32 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-import pytest
-
-from pcctune.cli import main
-
-
-def run_cli(args, capsys):
-    old = sys.argv
-    sys.argv = ["pcctune", *args]
-    try:
-        with pytest.raises(SystemExit) as done:
-            main()
-            raise SystemExit(0)
-    finally:
-        sys.argv = old
-    captured = capsys.readouterr()
-    return done.value.code, captured.out + captured.err
-
-
-def assert_one_line_error(code, output, pattern):
-    assert code == 2
-    lines = [line for line in output.strip().splitlines() if line.strip()]
-    assert len(lines) == 1, output
-    assert lines[0].startswith("error:") and pattern in lines[0], output
-    assert "Traceback" not in output
+from tests.conftest import assert_one_line_error, run_cli
 
 
 def test_missing_data_folder(capsys, tmp_path):

@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from pcctune.data.senteval import SEVEN_TASKS, load_stsb, load_task, load_test_tasks
-from pcctune.data.sts import pairs_from_hf_dataset, read_pairs_file, read_sick_txt, read_stsb_csv, subsample_task
+from pcctune.data.pairs import pairs_from_hf_dataset, read_pairs_file
+from pcctune.data.senteval import load_stsb
+from pcctune.data.sts import read_sick_txt, read_stsb_csv
+from pcctune.data.tasks import SEVEN_TASKS, load_task, load_test_tasks, subsample_task
 from pcctune.errors import PcctuneError
 from tests.conftest import SENTENCES, write_lines
 
@@ -41,10 +43,11 @@ def test_non_numeric_score_is_a_clear_error(tmp_path):
         read_stsb_csv(path)
 
 
-def test_nan_score_is_rejected(tmp_path):
+@pytest.mark.parametrize("score", ["nan", "inf", "-Infinity"])
+def test_non_finite_score_is_rejected(tmp_path, score):
     path = tmp_path / "sts-test.csv"
-    write_lines(path, ["g\tf\t2012\t1\tnan\tA man.\tA woman."])
-    with pytest.raises(PcctuneError, match="NaN"):
+    write_lines(path, [f"g\tf\t2012\t1\t{score}\tA man.\tA woman."])
+    with pytest.raises(PcctuneError, match=f"sts-test.csv:1: score '{score}' is not a finite number"):
         read_stsb_csv(path)
 
 

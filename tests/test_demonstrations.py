@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pcctune.data.senteval import load_test_tasks
+from pcctune.data.dev import dev_pairs
+from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
+from pcctune.evaluation.demonstrations import candidate_sentences, search_demonstrations
 from pcctune.modeling.build import build_model
-from pcctune.modeling.demonstrations import (
-    Demonstration,
-    candidate_sentences,
-    demonstration_template,
-    predict_words,
-    search_demonstrations,
-)
+from pcctune.modeling.demonstrations import Demonstration, demonstration_template, predict_words
 from pcctune.modeling.template import Template
-from pcctune.training.data import dev_pairs
 from tests.conftest import SENTENCES
 
 

@@ -68,8 +68,8 @@ def test_preference_sampling_respects_ranking_and_margin():
 
 
 def test_dpo_as_a_pipeline_stage(tiny_bert, mini_senteval, tmp_path):
+    from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.training.config import RunConfig
-    from pcctune.training.pipeline import run_pipeline
 
     config = RunConfig.model_validate({
         "model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / "run"),
@@ -81,6 +81,6 @@ def test_dpo_as_a_pipeline_stage(tiny_bert, mini_senteval, tmp_path):
                     "dpo": {"beta": 0.5, "preference_base": str(tiny_bert), "count": 8, "margin": 0.0}}],
     })
     record = run_pipeline(config)
-    assert set(record["sts"]) == {"pcc", "dpo"}
+    assert set(record.sts) == {"pcc", "dpo"}
     assert (tmp_path / "run" / "stage2-dpo" / "preference_model" / "final").is_dir()
-    assert record["stages"][1]["train_examples"] == 8
+    assert record.stages[1].train_examples == 8

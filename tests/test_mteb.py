@@ -13,7 +13,6 @@ from pcctune.modeling.build import build_model
 from tests.conftest import SENTENCES
 
 
-
 def test_mteb_encodes_through_the_saved_template(tiny_llama, tmp_path):
     build_model(str(tiny_llama), template="eol").save(str(tmp_path / "saved"))
     model = SentenceTransformer(str(tmp_path / "saved"), trust_remote_code=True)

@@ -46,14 +46,14 @@ def _independent_sts(model, senteval: Path) -> dict[str, float]:
 
 
 def test_minilm_sts_equals_an_independent_implementation():
-    from pcctune.evaluation.run import run_eval
     from pcctune.modeling.build import build_model
+    from pcctune.orchestration.evaluate import run_eval
 
     senteval = resolve_senteval_dir()
     record = run_eval("all-MiniLM-L6-v2", senteval)
     expected = _independent_sts(build_model("all-MiniLM-L6-v2"), senteval)
     for task, value in expected.items():
-        assert record["sts"][task] == pytest.approx(value, abs=0.01), task
+        assert record.sts[task] == pytest.approx(value, abs=0.01), task
 
 
 def test_gguf_decoder_embeds_with_eol_template():

@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.report import collect_runs, markdown_table, scatter_plot
-from tests.test_cli import run_cli
+from pcctune.evaluation.report import scatter_plot
+from pcctune.evaluation.tables import ScoreTable
+from pcctune.orchestration.report import collect_runs, section_rows
+from pcctune.results import EvalResult, RunResult
+from tests.conftest import run_cli
 
 TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg"]
 
@@ -19,12 +22,19 @@ def _write(path, payload):
     return path
 
 
+def _eval(path, model, sts, **sections):
+    return EvalResult(protocol="simcse-senteval", model=model, data_dir="d", sts=sts, **sections).to_disk(path)
+
+
+def markdown_table(runs, section):
+    return ScoreTable.from_rows(section_rows(runs, section)).to_markdown(deltas=True)
+
+
 def test_tables_from_eval_and_train_results(tmp_path):
-    _write(tmp_path / "eval.json", {"model": "base", "sts": dict.fromkeys(TASKS, 70.0), "transfer": {"MR": 80.0}})
+    _eval(tmp_path / "eval.json", "base", dict.fromkeys(TASKS, 70.0), transfer={"MR": 80.0})
     run = tmp_path / "run"
-    run.mkdir()
-    _write(run / "results.json", {"config": {"model": "m"}, "sts": {"before": dict.fromkeys(TASKS, 70.0),
-                                                                    "pcc": dict.fromkeys(TASKS, 72.5)}})
+    RunResult(protocol="simcse-senteval", data_dir="d", seed=1, config={"model": "m"},
+              sts={"before": dict.fromkeys(TASKS, 70.0), "pcc": dict.fromkeys(TASKS, 72.5)}).to_disk(run / "results.json")
     runs = collect_runs([tmp_path / "eval.json", run])
     assert list(runs) == ["base", "m: before", "m: pcc"]
     table = markdown_table(runs, "sts")
@@ -33,8 +43,8 @@ def test_tables_from_eval_and_train_results(tmp_path):
 
 
 def test_report_cli_writes_markdown_and_plots(tmp_path, capsys):
-    path = _write(tmp_path / "a.json", {"model": "a", "sts": dict.fromkeys(TASKS, 60.0)})
-    second = _write(tmp_path / "b.json", {"model": "b", "sts": dict.fromkeys(TASKS, 65.0)})
+    path = _eval(tmp_path / "a.json", "a", dict.fromkeys(TASKS, 60.0))
+    second = _eval(tmp_path / "b.json", "b", dict.fromkeys(TASKS, 65.0))
     code, out = run_cli(["report", str(path), str(second), "--output", str(tmp_path / "rep")], capsys)
     assert code == 0 and "(+5.00)" in out
     assert (tmp_path / "rep" / "report.md").is_file() and (tmp_path / "rep" / "sts_bars.png").stat().st_size > 1000
@@ -43,7 +53,7 @@ def test_report_cli_writes_markdown_and_plots(tmp_path, capsys):
 def test_bad_result_files(tmp_path):
     with pytest.raises(PcctuneError, match="no result JSON"):
         collect_runs([tmp_path / "missing"])
-    with pytest.raises(PcctuneError, match="no 'sts' or 'transfer'"):
+    with pytest.raises(PcctuneError, match="not a pcctune result"):
         collect_runs([_write(tmp_path / "x.json", {"other": 1})])
 
 

@@ -10,9 +10,9 @@ from transformers import TrainerCallback
 
 from pcctune.data.sts import STSPair
 from pcctune.errors import PcctuneError
+from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.training.config import RunConfig, load_config
-from pcctune.training.data import contrastive_pairs
-from pcctune.training.pipeline import run_pipeline
+from pcctune.training.datasets import contrastive_pairs
 from tests.conftest import SENTENCES
 
 
@@ -58,12 +58,13 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, mini_sent
     assert (tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2").is_dir()
     assert not (tmp_path / "killed" / "stage1-pcc" / "final").exists()
     resumed = run_pipeline(config, resume=True)
-    assert resumed["sts"]["pcc"] == pytest.approx(whole["sts"]["pcc"], abs=1e-6)
-    assert resumed["stages"][0]["best_dev_spearman"] == pytest.approx(whole["stages"][0]["best_dev_spearman"], abs=1e-9)
-    assert resumed["stages"][0]["best_checkpoint"].endswith(whole["stages"][0]["best_checkpoint"].split("/")[-1])
-    # a finished run resumes by loading its result, without training again
+    assert resumed.sts["pcc"] == pytest.approx(whole.sts["pcc"], abs=1e-6)
+    assert resumed.stages[0].best_dev_spearman == pytest.approx(whole.stages[0].best_dev_spearman, abs=1e-9)
+    assert resumed.stages[0].best_checkpoint.endswith(whole.stages[0].best_checkpoint.split("/")[-1])
+    # a finished run resumed again returns its saved result, training nothing and rewriting nothing
+    saved = (tmp_path / "killed" / "results.json").read_bytes()
     again = run_pipeline(config, resume=True)
-    assert again["stages"] == [] and again["sts"]["pcc"] == pytest.approx(whole["sts"]["pcc"], abs=1e-6)
+    assert again == resumed and (tmp_path / "killed" / "results.json").read_bytes() == saved
 
 
 def test_stage_writes_final_model_curves_and_selects_on_dev(tiny_bert, mini_senteval, tmp_path):
@@ -73,7 +74,7 @@ def test_stage_writes_final_model_curves_and_selects_on_dev(tiny_bert, mini_sent
     assert (stage_dir / "curves.png").stat().st_size > 1000
     history = json.loads((stage_dir / "log_history.json").read_text())
     dev = [e["eval_sick-trial_spearman_cosine"] for e in history if "eval_sick-trial_spearman_cosine" in e]
-    assert record["stages"][0]["best_dev_spearman"] == pytest.approx(max(dev))
+    assert record.stages[0].best_dev_spearman == pytest.approx(max(dev))
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
     assert set(saved["sts"]["pcc"]) >= {"STS12", "SICKRelatedness", "avg"}
     assert (tmp_path / "run" / "config.yaml").is_file()
@@ -82,8 +83,8 @@ def test_stage_writes_final_model_curves_and_selects_on_dev(tiny_bert, mini_sent
 def test_compare_runs_the_last_stage_once_per_loss(tiny_bert, mini_senteval, tmp_path):
     config = _config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / "cmp", contrastive_threshold=2.0)
     record = run_pipeline(config, compare=["pearson", "contrastive"])
-    assert set(record["sts"]) == {"pcc-pearson", "pcc-contrastive"}
-    examples = {s["stage"]: s["train_examples"] for s in record["stages"]}
+    assert set(record.sts) == {"pcc-pearson", "pcc-contrastive"}
+    examples = {s.stage: s.train_examples for s in record.stages}
     assert examples["pcc-pearson"] == 48 and examples["pcc-contrastive"] < 48
 
 
@@ -92,7 +93,7 @@ def test_lora_adapter_trains_only_the_adapter(tiny_llama, mini_senteval, tmp_pat
     config = config.model_copy(update={"adapter": config.adapter.model_copy(update={"kind": "lora", "r": 2}),
                                        "template": 'This sentence : "{text}" means in one word:"'})
     record = run_pipeline(config)
-    assert 0 < record["stages"][0]["trainable_fraction"] < 0.5
+    assert 0 < record.stages[0].trainable_fraction < 0.5
 
 
 def test_second_lora_stage_continues_training_the_first_stage_adapter(tiny_llama, mini_senteval, tmp_path):
@@ -105,7 +106,7 @@ def test_second_lora_stage_continues_training_the_first_stage_adapter(tiny_llama
         "stages": [stage.model_copy(update={"name": "one"}), stage.model_copy(update={"name": "two"})],
     })
     record = run_pipeline(config)
-    fractions = [s["trainable_fraction"] for s in record["stages"]]
+    fractions = [s.trainable_fraction for s in record.stages]
     assert fractions[0] > 0 and fractions[1] == pytest.approx(fractions[0])
     first = load_file(tmp_path / "two" / "stage1-one" / "final" / "adapter_model.safetensors")
     second = load_file(tmp_path / "two" / "stage2-two" / "final" / "adapter_model.safetensors")
@@ -114,7 +115,7 @@ def test_second_lora_stage_continues_training_the_first_stage_adapter(tiny_llama
 
 
 def test_eval_dtype_bf16_encodes_the_test_sets_in_bf16(tiny_bert, mini_senteval, tmp_path, monkeypatch):
-    import pcctune.training.pipeline as pipeline
+    import pcctune.orchestration.pipeline as pipeline
 
     seen = []
 
@@ -163,9 +164,10 @@ def test_shipped_configs_validate():
 
 
 def test_dev_sets_never_contain_a_test_pair(mini_senteval):
+    from pcctune.data.dev import dev_pairs
     from pcctune.data.leakage import LeakageFilter
-    from pcctune.data.senteval import load_sick, load_test_tasks
-    from pcctune.training.data import dev_pairs
+    from pcctune.data.senteval import load_sick
+    from pcctune.data.tasks import load_test_tasks
 
     leakage = LeakageFilter(load_test_tasks(mini_senteval))
     trial = load_sick(mini_senteval, "dev").pairs
@@ -179,7 +181,7 @@ def test_resume_from_any_checkpoint(tiny_bert, mini_senteval, tmp_path):
     early = tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2"  # not the last one (checkpoint-4)
     assert early.is_dir() and (early.parent / "checkpoint-4").is_dir()
     resumed = run_pipeline(config, resume_from=str(early))
-    assert resumed["sts"]["pcc"] == pytest.approx(whole["sts"]["pcc"], abs=1e-6)
+    assert resumed.sts["pcc"] == pytest.approx(whole.sts["pcc"], abs=1e-6)
     with pytest.raises(PcctuneError, match="not a trainer checkpoint"):
         run_pipeline(config, resume_from=str(tmp_path))
 

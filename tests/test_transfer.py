@@ -7,8 +7,8 @@ import pytest
 
 from pcctune.data.transfer import TRANSFER_TASKS, load_transfer_task
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.run import run_eval
 from pcctune.evaluation.transfer import cross_validated_accuracy, score_transfer_task
+from pcctune.orchestration.evaluate import run_eval
 
 
 def test_readers_and_splits(mini_transfer):
@@ -51,6 +51,6 @@ def test_mrpc_uses_u_v_absdiff_product(mini_transfer):
 
 def test_eval_transfer_record(mini_transfer, tiny_bert):
     record = run_eval(str(tiny_bert), mini_transfer, tasks="all")
-    assert set(record["transfer"]) == {*TRANSFER_TASKS, "avg"}
-    assert "sts" in record and all(0 <= v <= 100 for v in record["transfer"].values())
-    assert any("MRPC" in path for path in record["data_files_sha256"])
+    assert set(record.transfer) == {*TRANSFER_TASKS, "avg"}
+    assert record.sts is not None and all(0 <= v <= 100 for v in record.transfer.values())
+    assert any("MRPC" in path for path in record.data_files_sha256)

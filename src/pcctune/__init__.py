@@ -5,7 +5,9 @@ decoder embeddings (PromptEOL/STH/SUM), and the SimCSE/SentEval STS evaluation p
 on top of sentence-transformers.
 """
 
+import importlib.metadata
+
 from pcctune.errors import PcctuneError
 
-__version__ = "0.1.0"
+__version__ = importlib.metadata.version("pcctune")  # the one copy lives in pyproject.toml
 __all__ = ["PcctuneError", "__version__"]

@@ -1,6 +1,7 @@
-"""Gathering across processes with gradients, so losses see the whole global batch.
+"""Processes under torchrun/accelerate: gathering with gradients, rank 0, barriers.
 
-``torch.distributed.nn.all_gather`` back-propagates by summing every rank's gradient into the
+Gathering is sentence-transformers' own (``sentence_transformers.util.distributed``):
+``all_gather(..., with_grad=True)`` back-propagates by summing every rank's gradient into the
 owner's slice. With a loss that every rank computes identically over the gathered batch (the
 Pearson loss), each rank's local gradient is then W times the single-process one, and DDP's
 averaging over W ranks restores it exactly. With a loss computed per rank over its own anchors
@@ -14,32 +15,18 @@ import os
 
 import torch
 import torch.distributed as dist
+from sentence_transformers.util.distributed import all_gather, get_rank, get_world_size
+
+__all__ = ["barrier", "gather", "get_rank", "get_world_size", "is_distributed", "is_main_process"]
 
 
 def is_distributed() -> bool:
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
-def rank_and_world() -> tuple[int, int]:
-    if is_distributed():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
+    return get_world_size() > 1
 
 
 def gather(tensor: torch.Tensor, with_grad: bool) -> torch.Tensor:
-    """Concatenate ``tensor`` from every rank along dim 0 (every rank must pass the same shape)."""
-    if not is_distributed():
-        return tensor
-    if with_grad:
-        return torch.cat(torch.distributed.nn.functional.all_gather(tensor), dim=0)
-    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, tensor.contiguous())
-    return torch.cat(parts, dim=0)
-
-
-def at_least_fp32(tensor: torch.Tensor) -> torch.Tensor:
-    """Upcast half-precision tensors to fp32 for accumulation; keep fp32/fp64 as they are."""
-    return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
+    """Concatenate ``tensor`` from every rank along dim 0 (the tensor itself when not distributed)."""
+    return all_gather(tensor.contiguous(), with_grad=with_grad) if is_distributed() else tensor
 
 
 def is_main_process() -> bool:

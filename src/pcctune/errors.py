@@ -6,3 +6,7 @@ class PcctuneError(Exception):
 
     The CLI prints ``error: <message>`` and exits with code 2 instead of a traceback.
     """
+
+
+class Interrupted(Exception):  # noqa: N818  (a user's Ctrl-C, not an error)
+    """A run stopped by Ctrl-C. The message says what was kept and how to continue; exit code 130."""

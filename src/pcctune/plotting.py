@@ -1,4 +1,4 @@
-"""Saving matplotlib figures the same way everywhere (headless backend, tight layout, folders made)."""
+"""Saving matplotlib figures the same way everywhere (headless backend, tight layout, atomic write)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,18 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot loads)
+from matplotlib.figure import Figure  # noqa: E402
+
+from pcctune.io import write_with  # noqa: E402
 
 __all__ = ["plt", "save_figure"]
 
 
-def save_figure(figure, path: Path, dpi: int = 110) -> Path:
-    """Lay out, write and close ``figure``; return ``path``."""
+def save_figure(figure: Figure, path: Path, dpi: int = 110) -> Path:
+    """Lay out, write (atomically, as PNG) and close ``figure``; return ``path``."""
     figure.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=dpi)
-    plt.close(figure)
-    return path
+    try:
+        return write_with(path, lambda handle: figure.savefig(handle, dpi=dpi, format="png"))
+    finally:
+        plt.close(figure)

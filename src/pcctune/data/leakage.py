@@ -8,12 +8,10 @@ whitespace and case normalisation are options, reported in the output.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from pathlib import Path
 
 from pcctune.data.sts import STSPair, STSTask
 
@@ -43,7 +41,7 @@ class SourceReport:
     kept: int
     removed: int
     removed_by_test_set: dict[str, int] = field(default_factory=dict)
-    examples: list[dict] = field(default_factory=list)
+    examples: list[dict[str, object]] = field(default_factory=list)
 
 
 class LeakageFilter:
@@ -81,11 +79,3 @@ class LeakageFilter:
                 examples.append({**asdict(pair), "test_sets": hits})
         report = SourceReport(source, total, len(kept), total - len(kept), dict(sorted(by_test.items())), examples)
         return kept, report
-
-
-def write_report(path: str | Path, payload: dict) -> Path:
-    """Write a leakage report as indented JSON and return its path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path

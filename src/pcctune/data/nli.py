@@ -8,11 +8,13 @@ folders (``s1.<split>``, ``s2.<split>``, ``labels.<split>``) turned into
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from pcctune.data.pairs import read_table
+from pcctune.data.sts import STSPair, read_lines
 from pcctune.errors import PcctuneError
 
 
@@ -30,26 +32,21 @@ def read_simcse_csv(path: str | Path) -> list[Triplet]:
     path = Path(path)
     if not path.is_file():
         raise PcctuneError(f"missing file: {path}")
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        columns = reader.fieldnames or []
-        missing = [c for c in ("sent0", "sent1") if c not in columns]
-        if missing:
-            raise PcctuneError(f"{path}: missing column(s) {', '.join(missing)} (found: {', '.join(columns)})")
-        has_negative = "hard_neg" in columns
-        return [Triplet(r["sent0"], r["sent1"], r["hard_neg"] if has_negative else None) for r in reader]
+    rows, columns = read_table(path, ",")
+    missing = [c for c in ("sent0", "sent1") if c not in columns]
+    if missing:
+        raise PcctuneError(f"{path}: missing column(s) {', '.join(missing)} (found: {', '.join(columns)})")
+    has_negative = "hard_neg" in columns
+    return [Triplet(r["sent0"], r["sent1"], r["hard_neg"] if has_negative else None) for r in rows]
 
 
 def read_snli_split(folder: Path, split: str) -> list[tuple[str, str, str]]:
     """(premise, hypothesis, label) rows of ``s1.<split>``, ``s2.<split>`` and ``labels.<split>``."""
     files = [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
-    for path in files:
-        if not path.is_file():
-            raise PcctuneError(f"missing file: {path}")
-    premises, hypotheses, labels = (p.read_text(encoding="utf-8").splitlines() for p in files)
+    premises, hypotheses, labels = (read_lines(path) for path in files)
     if not len(premises) == len(hypotheses) == len(labels):
         raise PcctuneError(f"{folder}: s1/s2/labels of split {split!r} differ in length")
-    return [(premise, hypothesis, label.strip()) for premise, hypothesis, label in zip(premises, hypotheses, labels)]
+    return [(premise, hypothesis, label.strip()) for premise, hypothesis, label in zip(premises, hypotheses, labels, strict=True)]
 
 
 def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")) -> list[Triplet]:
@@ -65,12 +62,12 @@ def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = ("dev", "test
         for premise, hypothesis, label in read_snli_split(folder, split):
             by_premise[premise][label].append(hypothesis)
         for premise, groups in by_premise.items():
-            for positive, negative in zip(groups["entailment"], groups["contradiction"]):
+            for positive, negative in zip(groups["entailment"], groups["contradiction"], strict=False):
                 triplets.append(Triplet(premise, positive, negative))
     return triplets
 
 
-def triplets_from_hf_dataset(dataset) -> list[Triplet]:
+def triplets_from_hf_dataset(dataset: Any) -> list[Triplet]:
     """Triplets from a ``datasets.Dataset`` in the all-nli format (``anchor, positive[, negative]``)."""
     columns = list(dataset.column_names)
     missing = [c for c in ("anchor", "positive") if c not in columns]
@@ -83,14 +80,12 @@ def triplets_from_hf_dataset(dataset) -> list[Triplet]:
 NLI_REGRESSION_LABELS = {"contradiction": 0.0, "neutral": 1.0, "entailment": 2.0}
 
 
-def read_snli_regression_pairs(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")):
+def read_snli_regression_pairs(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")) -> list[STSPair]:
     """SNLI (premise, hypothesis) pairs as floats: contradiction 0, neutral 1, entailment 2.
 
     The regression framework (§4.1) treats the three NLI labels as ordered similarity levels;
     pairs without a gold label (``-``) are skipped.
     """
-    from pcctune.data.sts import STSPair
-
     folder = Path(folder)
     pairs = []
     for split in splits:

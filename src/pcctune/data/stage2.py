@@ -8,13 +8,15 @@ maps SICK to 0–5 with 5·(x−1)/4 instead.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from pcctune.data.leakage import LeakageFilter, Normalization, SourceReport
-from pcctune.data.senteval import load_sick, load_stsb, load_test_tasks
+from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
+from pcctune.data.tasks import STS_TASKS, load_test_tasks
+from pcctune.io import write_jsonl
 
 
 @dataclass(frozen=True)
@@ -35,11 +37,11 @@ class Stage2Set:
     normalization: Normalization
     rescale_sick: bool
 
-    def report_dict(self) -> dict:
+    def report_dict(self) -> dict[str, Any]:
         return {
             "normalization": self.normalization.value,
             "rescale_sick": self.rescale_sick,
-            "test_sets": ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark:test", "SICKRelatedness:test"],
+            "test_sets": [spec.test_set for spec in STS_TASKS.values()],
             "sources": [asdict(r) for r in self.reports],
             "total_kept": len(self.pairs),
             "stsb_dev_overlap_with_tests": asdict(self.dev_overlap),
@@ -70,10 +72,5 @@ def build_stage2_set(
 
 
 def save_pairs_jsonl(pairs: list[SourcedPair] | list[STSPair], path: str | Path) -> Path:
-    """Write pairs as JSON lines (sentence1, sentence2, score[, source])."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
-        for pair in pairs:
-            handle.write(json.dumps(asdict(pair), ensure_ascii=False) + "\n")
-    return path
+    """Write pairs as JSON lines (sentence1, sentence2, score[, source]), atomically."""
+    return write_jsonl((asdict(pair) for pair in pairs), path)

@@ -1,4 +1,4 @@
-"""STS sentence pairs with gold scores: SentEval folders, generic files, Hugging Face datasets.
+"""STS sentence pairs with gold scores, and the SentEval readers of the seven tasks' files.
 
 Readers follow SentEval exactly where it matters for the published numbers:
 - ``STS.input.*.txt`` lines are split on tabs and the first two fields taken (STS16 carries
@@ -10,10 +10,7 @@ Readers follow SentEval exactly where it matters for the published numbers:
 
 from __future__ import annotations
 
-import csv
-import json
 import math
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,46 +51,35 @@ class STSTask:
         return [path for subset in self.subsets for path in subset.files]
 
 
-def subsample_task(task: STSTask, count: int, seed: int = 0) -> STSTask:
-    """``count`` pairs of ``task`` drawn uniformly without replacement (seeded), as one subset.
-
-    One subset, because the headline number of a multi-subset task (STS12–16) is ρ on the
-    concatenation of its subsets, and a small sample would leave some subsets too small for a
-    correlation of their own. For quick comparisons on slow hardware only: Spearman on a
-    subsample is a noisy estimate of the protocol's number (the same subsample for every model
-    makes the comparison paired).
-    """
-    import numpy as np
-
-    if count < 2:
-        raise PcctuneError(f"a subsample needs at least 2 pairs, got {count}")
-    pairs = task.pairs
-    keep = sorted(np.random.default_rng(seed).permutation(len(pairs))[:count].tolist())
-    return STSTask(task.name, [STSSubset(f"sample of {len(keep)}", [pairs[i] for i in keep], task.files)])
-
-
-def _parse_score(text: str, where: str) -> float:
+def parse_score(text: str, where: str) -> float:
+    """A gold score as a finite float, or one clear error naming where it was read."""
     try:
         value = float(text)
     except ValueError:
         raise PcctuneError(f"{where}: score {text!r} is not a number") from None
-    if math.isnan(value):
-        raise PcctuneError(f"{where}: score is NaN")
+    if not math.isfinite(value):
+        raise PcctuneError(f"{where}: score {text!r} is not a finite number")
     return value
 
 
-def _read_lines(path: Path) -> list[str]:
+def read_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file; a missing file or a byte that is not UTF-8 is one clear error."""
     if not path.is_file():
         raise PcctuneError(f"missing file: {path}")
-    return path.read_text(encoding="utf-8").splitlines()
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise PcctuneError(f"{path}:{line}: not UTF-8 text (byte {data[error.start]:#04x}); re-save the file as UTF-8") from None
 
 
 def read_senteval_sts_subset(folder: Path, subset: str) -> STSSubset:
     """Read ``STS.input.<subset>.txt`` + ``STS.gs.<subset>.txt``; drop pairs without a gold score."""
     input_path = folder / f"STS.input.{subset}.txt"
     gold_path = folder / f"STS.gs.{subset}.txt"
-    inputs = _read_lines(input_path)
-    golds = _read_lines(gold_path)
+    inputs = read_lines(input_path)
+    golds = read_lines(gold_path)
     if len(inputs) != len(golds):
         raise PcctuneError(f"{input_path} has {len(inputs)} lines but {gold_path} has {len(golds)}")
     pairs = []
@@ -103,8 +89,10 @@ def read_senteval_sts_subset(folder: Path, subset: str) -> STSSubset:
         fields = line.split("\t")
         if len(fields) < 2:
             raise PcctuneError(f"{input_path}:{number}: expected two tab-separated sentences")
-        score = _parse_score(gold.strip(), f"{gold_path}:{number}")
+        score = parse_score(gold.strip(), f"{gold_path}:{number}")
         pairs.append(STSPair(fields[0], fields[1], score))
+    if not pairs:
+        raise PcctuneError(f"{gold_path}: no gold scores (every line is empty)")
     return STSSubset(subset, pairs, [input_path, gold_path])
 
 
@@ -127,13 +115,13 @@ def read_senteval_sts_year(folder: Path, name: str) -> STSTask:
 def read_stsb_csv(path: Path) -> list[STSPair]:
     """Read an STS Benchmark ``sts-*.csv``: tab-split, first seven fields (score is field 5)."""
     pairs = []
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")
         if len(fields) < 7:
             raise PcctuneError(f"{path}:{number}: expected 7 tab-separated fields, found {len(fields)}")
-        score = _parse_score(fields[4], f"{path}:{number}")
+        score = parse_score(fields[4], f"{path}:{number}")
         pairs.append(STSPair(fields[5], fields[6], score))
     return pairs
 
@@ -143,7 +131,7 @@ SICK_COLUMNS = ("sentence_A", "sentence_B", "relatedness_score")
 
 def read_sick_txt(path: Path) -> list[STSPair]:
     """Read a SICK ``SICK_*.txt`` file (tab-separated with header) as relatedness pairs."""
-    lines = _read_lines(path)
+    lines = read_lines(path)
     if not lines:
         raise PcctuneError(f"{path} is empty")
     header = lines[0].split("\t")
@@ -158,90 +146,5 @@ def read_sick_txt(path: Path) -> list[STSPair]:
         fields = line.split("\t")
         if len(fields) <= max(a, b, s):
             raise PcctuneError(f"{path}:{number}: expected {len(header)} tab-separated fields")
-        pairs.append(STSPair(fields[a], fields[b], _parse_score(fields[s], f"{path}:{number}")))
+        pairs.append(STSPair(fields[a], fields[b], parse_score(fields[s], f"{path}:{number}")))
     return pairs
-
-
-# --- generic files and Hugging Face datasets -------------------------------------------------
-
-SENTENCE1_KEYS = ("sentence1", "sentence_A", "sent1", "text1")
-SENTENCE2_KEYS = ("sentence2", "sentence_B", "sent2", "text2")
-SCORE_KEYS = ("score", "label", "similarity", "relatedness_score")
-
-
-def _pick(columns: Sequence[str], options: Sequence[str], source: str) -> str:
-    for option in options:
-        if option in columns:
-            return option
-    raise PcctuneError(f"{source}: no column among {', '.join(options)} (found: {', '.join(columns)})")
-
-
-def pairs_from_records(records: Iterable[dict], columns: Sequence[str], source: str) -> list[STSPair]:
-    """Turn dict rows with sentence1/sentence2/score (or the usual aliases) into pairs."""
-    k1 = _pick(columns, SENTENCE1_KEYS, source)
-    k2 = _pick(columns, SENTENCE2_KEYS, source)
-    ks = _pick(columns, SCORE_KEYS, source)
-    pairs = []
-    for number, row in enumerate(records, start=1):
-        score = _parse_score(str(row[ks]), f"{source} row {number}")
-        pairs.append(STSPair(str(row[k1]), str(row[k2]), score))
-    return pairs
-
-
-def read_pairs_file(path: str | Path) -> list[STSPair]:
-    """Read a user's ``.csv`` (quoted), ``.tsv`` (plain tabs) or ``.jsonl`` file of scored pairs."""
-    path = Path(path)
-    if not path.is_file():
-        raise PcctuneError(f"missing file: {path}")
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        rows = []
-        for number, line in enumerate(_read_lines(path), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise PcctuneError(f"{path}:{number}: invalid JSON ({error.msg})") from None
-        columns = list(rows[0]) if rows else []
-        return pairs_from_records(rows, columns, str(path))
-    if suffix in (".csv", ".tsv"):
-        with path.open(encoding="utf-8", newline="") as handle:
-            if suffix == ".csv":
-                reader = csv.DictReader(handle)
-            else:
-                reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-            rows = list(reader)
-            return pairs_from_records(rows, reader.fieldnames or [], str(path))
-    raise PcctuneError(f"{path}: unsupported pair file type {suffix!r} (use .csv, .tsv or .jsonl)")
-
-
-# MTEB's copies of the seven STS sets on the Hugging Face Hub (dataset id, revision).
-# Note MTEB's protocol differs from SentEval's (e.g. SICK-R uses all 9,927 pairs).
-MTEB_STS_DATASETS: dict[str, tuple[str, str]] = {
-    "STS12": ("mteb/sts12-sts", "a0d554a64d88156834ff5ae9920b964011b16384"),
-    "STS13": ("mteb/sts13-sts", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
-    "STS14": ("mteb/sts14-sts", "6031580fec1f6af667f0bd2da0a551cf4f0b2375"),
-    "STS15": ("mteb/sts15-sts", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
-    "STS16": ("mteb/sts16-sts", "4d8694f8f0e0100860b497b999b3dbed754a0513"),
-    "STSBenchmark": ("mteb/stsbenchmark-sts", "b0fddb56ed78048fa8b90373c8a3cfc37b684831"),
-    "SICKRelatedness": ("mteb/sickr-sts", "20a6d6f312dd54037fe07a32d58e5e168867909d"),
-}
-
-
-def pairs_from_hf_dataset(dataset, source: str = "dataset") -> list[STSPair]:
-    """Pairs from a ``datasets.Dataset`` with sentence1/sentence2/score columns."""
-    return pairs_from_records(iter(dataset), list(dataset.column_names), source)
-
-
-def load_hf_pairs(dataset_id: str, split: str = "test", revision: str | None = None) -> list[STSPair]:
-    """Load scored pairs from the Hugging Face Hub (an MTEB task name or any dataset id)."""
-    import datasets
-
-    if dataset_id in MTEB_STS_DATASETS:
-        dataset_id, default_revision = MTEB_STS_DATASETS[dataset_id]
-        revision = revision or default_revision
-    try:
-        dataset = datasets.load_dataset(dataset_id, split=split, revision=revision)
-    except Exception as error:  # network, auth, missing split: one clear line for the user
-        raise PcctuneError(f"could not load {dataset_id} ({split}) from the Hub: {error}") from None
-    return pairs_from_hf_dataset(dataset, f"{dataset_id}:{split}")

@@ -56,13 +56,6 @@ def binary_bound(n: int) -> Bound:
     return Bound(n, paper_rho(n, paper_k), paper_k, exact_rho(n, exact_k), exact_k)
 
 
-def spearman_of_split(gold: np.ndarray, high: np.ndarray) -> float:
-    """Spearman's ρ of a two-valued prediction (``high`` booleans) against ``gold``, as scipy computes it."""
-    from scipy.stats import spearmanr
-
-    return float(spearmanr(high.astype(float), gold).statistic)
-
-
 def best_two_valued_spearman(gold: np.ndarray) -> tuple[float, int]:
     """The best ρ any two-valued scorer reaches on these gold scores, and its number of "high" pairs.
 

@@ -1,20 +1,22 @@
-"""``pcctune bound``: both ceilings for a given n, the ceilings of the real test sets, and a plot."""
+"""The bound on real data: each test set's two-valued ceiling, and a plot of both bounds."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
-from pcctune.plotting import plt, save_figure
 import numpy as np
 
 from pcctune.data.sts import STSTask
+from pcctune.data.tasks import SHORT_NAMES
 from pcctune.evaluation.bound import best_two_valued_spearman, binary_bound
+from pcctune.plotting import plt, save_figure
 
 
-def dataset_ceilings(tasks: list[STSTask]) -> dict[str, dict]:
+def dataset_ceilings(tasks: list[STSTask]) -> dict[str, dict[str, Any]]:
     """Per task (STS12–16 as the 'all' concatenation, as evaluated): the best two-valued ρ × 100."""
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for task in tasks:
         gold = np.array([p.score for p in task.pairs])
         rho, k = best_two_valued_spearman(gold)
@@ -24,7 +26,7 @@ def dataset_ceilings(tasks: list[STSTask]) -> dict[str, dict]:
     return rows
 
 
-def plot_bounds(ceilings: dict[str, dict] | None, model_scores: dict[str, float] | None, path: Path) -> Path:
+def plot_bounds(ceilings: dict[str, dict[str, Any]] | None, model_scores: dict[str, float] | None, path: Path) -> Path:
     """Left: both bounds against n. Right: each test set's ceiling next to a model's scores."""
     panels = 2 if ceilings else 1
     figure, axes = plt.subplots(1, panels, figsize=(6 * panels, 3.8), squeeze=False)
@@ -47,7 +49,7 @@ def plot_bounds(ceilings: dict[str, dict] | None, model_scores: dict[str, float]
                label="two-valued ceiling (real gold scores)")
         if model_scores:
             ax.bar(x + width / 2, [model_scores.get(n, np.nan) for n in names], width, label="model")
-        ax.set_xticks(x, [n.replace("STSBenchmark", "STS-B").replace("SICKRelatedness", "SICK-R") for n in names],
+        ax.set_xticks(x, [SHORT_NAMES.get(n, n) for n in names],
                       rotation=30)
         ax.set(ylabel="Spearman × 100", ylim=(50, 100), title="Per test set")
         ax.legend(fontsize=8)

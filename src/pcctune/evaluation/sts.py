@@ -14,13 +14,13 @@ similarity, and the metric is Spearman's ρ × 100 (``scipy.stats.spearmanr``, t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 from sentence_transformers import SentenceTransformer
 
 from pcctune.data.sts import STSTask
+from pcctune.results import SubsetScore, TaskScore
 
 PROTOCOL = "simcse-senteval"
 
@@ -28,27 +28,6 @@ PROTOCOL = "simcse-senteval"
 def senteval_text(sentence: str) -> str:
     """SentEval's view of a sentence: split on whitespace, joined by single spaces."""
     return " ".join(sentence.split())
-
-
-@dataclass
-class SubsetScore:
-    name: str
-    n: int
-    spearman: float
-    pearson: float
-
-
-@dataclass
-class TaskScore:
-    """One task's headline number (``spearman``, × 100) and its breakdown."""
-
-    name: str
-    n: int
-    spearman: float
-    pearson: float
-    subsets: list[SubsetScore] = field(default_factory=list)
-    mean: float | None = None
-    wmean: float | None = None
 
 
 def _correlations(cosines: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
@@ -83,12 +62,12 @@ def score_task(task: STSTask, vectors: dict[str, np.ndarray], all_subsets: bool)
         cos = cosine_rows(a, b)
         gold = np.array([p.score for p in subset.pairs], dtype=np.float64)
         spearman, pearson = _correlations(cos, gold)
-        subset_scores.append(SubsetScore(subset.name, len(gold), spearman, pearson))
+        subset_scores.append(SubsetScore(name=subset.name, n=len(gold), spearman=spearman, pearson=pearson))
         all_cos.append(cos)
         all_gold.append(gold)
     spearman, pearson = _correlations(np.concatenate(all_cos), np.concatenate(all_gold))
     n = sum(s.n for s in subset_scores)
-    score = TaskScore(task.name, n, spearman, pearson, subset_scores)
+    score = TaskScore(name=task.name, n=n, spearman=spearman, pearson=pearson, subsets=subset_scores)
     if all_subsets:
         score.mean = float(np.mean([s.spearman for s in subset_scores]))
         score.wmean = float(sum(s.spearman * s.n for s in subset_scores) / n)

@@ -9,8 +9,6 @@ MRPC pairs are represented as [u, v, |u−v|, u·v] (SentEval itself uses [|u−
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from sentence_transformers import SentenceTransformer
 from sklearn.linear_model import LogisticRegression
@@ -19,16 +17,9 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 from pcctune.data.transfer import TransferTask
 from pcctune.evaluation.sts import encode_unique, senteval_text
+from pcctune.results import TransferScore
 
 REGULARIZATION_GRID = [2.0**t for t in range(-2, 4)]
-
-
-@dataclass
-class TransferScore:
-    name: str
-    accuracy: float
-    n_test: int
-    f1: float | None = None
 
 
 def _search(seed: int, folds: int = 5) -> GridSearchCV:
@@ -69,7 +60,7 @@ def _features(task: TransferTask, split: str, vectors: dict[str, np.ndarray]) ->
 
 
 def _sentences(task: TransferTask) -> list[str]:
-    out = []
+    out: list[str] = []
     for texts, _ in task.splits.values():
         for item in texts:
             out.extend(item if isinstance(item, tuple) else (item,))
@@ -79,7 +70,7 @@ def _sentences(task: TransferTask) -> list[str]:
 def score_transfer_task(task: TransferTask, vectors: dict[str, np.ndarray], seed: int = 1111) -> TransferScore:
     if "all" in task.splits:
         x, y = _features(task, "all", vectors)
-        return TransferScore(task.name, cross_validated_accuracy(x, y, seed) * 100, len(y))
+        return TransferScore(name=task.name, accuracy=cross_validated_accuracy(x, y, seed) * 100, n_test=len(y))
     test_x, test_y = _features(task, "test", vectors)
     if "dev" in task.splits:
         predictions = dev_selected_predictions(_features(task, "train", vectors), _features(task, "dev", vectors),
@@ -87,7 +78,7 @@ def score_transfer_task(task: TransferTask, vectors: dict[str, np.ndarray], seed
     else:
         predictions = _search(seed).fit(*_features(task, "train", vectors)).predict(test_x)
     f1 = f1_score(test_y, predictions) * 100 if task.name == "MRPC" else None
-    return TransferScore(task.name, accuracy_score(test_y, predictions) * 100, len(test_y), f1)
+    return TransferScore(name=task.name, accuracy=accuracy_score(test_y, predictions) * 100, n_test=len(test_y), f1=f1)
 
 
 def evaluate_transfer(

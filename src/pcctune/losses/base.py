@@ -10,6 +10,11 @@ from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from torch import Tensor, nn
 
 
+def at_least_fp32(tensor: Tensor) -> Tensor:
+    """Upcast half-precision tensors to fp32 for accumulation; keep fp32/fp64 as they are."""
+    return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
+
+
 class EmbeddingLoss(CachedLossMixin, nn.Module):
     """A loss computed from the embeddings of every input column (and the labels).
 

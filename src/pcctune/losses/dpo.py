@@ -18,8 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pcctune.distributed import at_least_fp32
-from pcctune.losses.base import EmbeddingLoss
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32
 
 
 def positive_similarity(a: Tensor, b: Tensor, min_similarity: float = 1e-4) -> Tensor:

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pcctune.distributed import at_least_fp32, gather, rank_and_world
-from pcctune.losses.base import EmbeddingLoss
+from pcctune.distributed import gather, get_rank
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32
 
 
 def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None, temperature: float) -> Tensor:
@@ -27,8 +27,7 @@ def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None, tempe
     if negatives is not None:
         candidates.append(gather(F.normalize(at_least_fp32(negatives), dim=-1), with_grad=True))
     logits = a @ torch.cat(candidates).T / temperature
-    rank, _ = rank_and_world()
-    labels = torch.arange(a.shape[0], device=a.device) + rank * a.shape[0]
+    labels = torch.arange(a.shape[0], device=a.device) + get_rank() * a.shape[0]
     return F.cross_entropy(logits, labels)
 
 

@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pcctune.distributed import at_least_fp32, gather
-from pcctune.losses.base import EmbeddingLoss
+from pcctune.distributed import gather
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32
 
 
 def pearson_r(x: Tensor, y: Tensor, eps: float = 1e-12) -> Tensor:

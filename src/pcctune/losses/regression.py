@@ -15,16 +15,15 @@ The head is a training device: evaluation uses the cosine similarity of the embe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
-from pcctune.distributed import at_least_fp32
-from pcctune.losses.base import EmbeddingLoss
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32
 
 Concat = Literal["uv", "absdiff", "uv_absdiff"]
-Penalty = Literal["l1", "mse", "translated_relu", "smooth_k2"]
 
 
 def translated_relu(x: Tensor, k: float, x0: float) -> Tensor:
@@ -37,16 +36,19 @@ def smooth_k2(x: Tensor, k: float, x0: float) -> Tensor:
     return k * torch.clamp(x - x0, min=0) ** 2
 
 
-def penalty(name: Penalty, x: Tensor, k: float, x0: float) -> Tensor:
-    if name == "l1":
-        return x
-    if name == "mse":
-        return x * x
-    if name == "translated_relu":
-        return translated_relu(x, k, x0)
-    if name == "smooth_k2":
-        return smooth_k2(x, k, x0)
-    raise ValueError(f"unknown regression penalty {name!r}")
+PENALTIES: dict[str, Callable[[Tensor, float, float], Tensor]] = {
+    "l1": lambda x, k, x0: x,
+    "mse": lambda x, k, x0: x * x,
+    "translated_relu": translated_relu,
+    "smooth_k2": smooth_k2,
+}
+
+
+def penalty(name: str, x: Tensor, k: float, x0: float) -> Tensor:
+    """The penalty ``name`` (a key of :data:`PENALTIES`) of the absolute errors ``x``."""
+    if name not in PENALTIES:
+        raise ValueError(f"unknown regression penalty {name!r}")
+    return PENALTIES[name](x, k, x0)
 
 
 def clip_straight_through(prediction: Tensor, low: float, high: float) -> Tensor:
@@ -71,7 +73,7 @@ class RegressionLoss(EmbeddingLoss):
     Args:
         model: the SentenceTransformer being trained.
         dimension: embedding size (``model.get_embedding_dimension()``).
-        penalty_name: ``l1``, ``mse``, ``translated_relu`` or ``smooth_k2``.
+        penalty_name: a key of :data:`PENALTIES` (``l1``, ``mse``, ``translated_relu``, ``smooth_k2``).
         k, x0: slope and zero-gradient threshold of Translated ReLU / Smooth K2.
         concat: ``uv``, ``absdiff`` or ``uv_absdiff`` (the paper's choice).
         label_range: ``(low, high)`` to clip predictions into (straight-through), or ``None``.
@@ -90,7 +92,7 @@ class RegressionLoss(EmbeddingLoss):
         self,
         model: nn.Module,
         dimension: int,
-        penalty_name: Penalty = "smooth_k2",
+        penalty_name: str = "smooth_k2",
         k: float = 2.0,
         x0: float = 0.25,
         concat: Concat = "uv_absdiff",

@@ -7,14 +7,41 @@ added once, before stage 1, and stage 2 keeps training the same adapter.
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import torch
+from pydantic import BaseModel, ConfigDict
 from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
-from pcctune.training.config import AdapterConfig
 
 
-def quantization_kwargs(adapter: AdapterConfig) -> dict:
+class AdapterConfig(BaseModel):
+    """LoRA / QLoRA (QLoRA needs CUDA and bitsandbytes), or DCPCSE's continuous prompts on a frozen backbone."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["none", "lora", "qlora", "deep_prompt", "shallow_prompt"] = "none"
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.05
+    targets: list[str] | Literal["all-linear"] = "all-linear"
+    prompt_length: int = 16
+    prompt_projection: bool = False
+    offset_positions: bool = True
+    prompt_init_text: str = "This sentence means"
+
+    def prompt_kwargs(self) -> dict[str, Any] | None:
+        """Arguments of :class:`~pcctune.modeling.prefix.PromptedTransformer`, or ``None`` for other kinds."""
+        if self.kind not in ("deep_prompt", "shallow_prompt"):
+            return None
+        return {"prompt_kind": self.kind.split("_")[0], "prompt_length": self.prompt_length,
+                "prompt_projection": self.prompt_projection, "offset_positions": self.offset_positions,
+                "prompt_init_text": self.prompt_init_text}
+
+
+
+def quantization_kwargs(adapter: AdapterConfig) -> dict[str, Any]:
     """``model_kwargs`` that load the base in 4-bit NF4 for QLoRA (CUDA + bitsandbytes only)."""
     if adapter.kind != "qlora":
         return {}

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from pcctune.errors import PcctuneError
-from pcctune.hashing import file_sha256
+from pcctune.provenance import file_sha256
 
 CACHE_ENV = "PCCTUNE_CACHE"
 

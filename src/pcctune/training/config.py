@@ -6,40 +6,25 @@ one sentence-transformers trainer run: data, loss, batch, optimisation, dev set,
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pcctune.data.dev import DEV_SETS
+from pcctune.data.leakage import Normalization
 from pcctune.errors import PcctuneError
+from pcctune.io import write_yaml
+from pcctune.losses.registry import LOSSES
+from pcctune.modeling.adapters import AdapterConfig
 from pcctune.modeling.template import Template
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class AdapterConfig(Strict):
-    """LoRA / QLoRA (QLoRA needs CUDA and bitsandbytes), or DCPCSE's continuous prompts on a frozen backbone."""
-
-    kind: Literal["none", "lora", "qlora", "deep_prompt", "shallow_prompt"] = "none"
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.05
-    targets: list[str] | Literal["all-linear"] = "all-linear"
-    prompt_length: int = 16
-    prompt_projection: bool = False
-    offset_positions: bool = True
-    prompt_init_text: str = "This sentence means"
-
-    def prompt_kwargs(self) -> dict | None:
-        """Arguments of :class:`~pcctune.modeling.prefix.PromptedTransformer`, or ``None`` for other kinds."""
-        if self.kind not in ("deep_prompt", "shallow_prompt"):
-            return None
-        return {"prompt_kind": self.kind.split("_")[0], "prompt_length": self.prompt_length,
-                "prompt_projection": self.prompt_projection, "offset_positions": self.offset_positions,
-                "prompt_init_text": self.prompt_init_text}
 
 
 class DataConfig(Strict):
@@ -56,8 +41,8 @@ class DataConfig(Strict):
     path: str | None = None
     splits: list[str] = ["dev", "test"]
     rescale_sick: bool = False
-    normalization: Literal["exact", "whitespace", "case", "whitespace+case"] = "exact"
-    limit: int | None = Field(default=None, description="use only the first N examples (quick runs)")
+    normalization: Normalization = Normalization.exact
+    limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
 
 
 class RegressionConfig(Strict):
@@ -96,34 +81,48 @@ class MLMConfig(Strict):
     train_head: bool = False
 
 
-LossName = Literal[
-    "pearson", "infonce", "contrastive", "cosent", "angle", "cosine_mse", "ce",
-    "l1", "mse", "translated_relu", "smooth_k2", "dpo",
-]
-
-
 class StageConfig(Strict):
     name: str
-    loss: LossName
+    loss: str = Field(description="a name in pcctune.losses.registry.LOSSES")
     data: DataConfig
     regression: RegressionConfig = RegressionConfig()
     dpo: DPOConfig = DPOConfig()
     mlm: MLMConfig = MLMConfig()
-    batch_size: int = Field(64, description="global batch: the Pearson group or the InfoNCE candidate pool")
-    mini_batch_size: int | None = Field(None, description="GradCache mini-batch; bounds memory")
-    gradient_accumulation_steps: int = Field(1, description="translated into mini-batches, never splits a group")
-    learning_rate: float = 2e-5
+    batch_size: int = Field(64, ge=2, description="global batch: the Pearson group or the InfoNCE candidate pool")
+    mini_batch_size: int | None = Field(None, ge=1, description="GradCache mini-batch; bounds memory")
+    gradient_accumulation_steps: int = Field(1, ge=1, description="translated into mini-batches, never splits a group")
+    learning_rate: float = Field(2e-5, gt=0)
     epochs: float = 1.0
     max_steps: int = -1
-    warmup_ratio: float = 0.0
-    weight_decay: float = 0.0
-    temperature: float = 0.05
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    temperature: float = Field(0.05, gt=0)
     contrastive_threshold: float = Field(4.0, description="score above which a pair is a positive (loss=contrastive)")
-    max_seq_length: int | None = None
-    dev: Literal["sick-trial", "stsb-dev-filtered", "none"] = "sick-trial"
-    eval_steps: int = 50
-    logging_steps: int = 10
+    max_seq_length: int | None = Field(None, ge=1)
+    dev: str = Field("sick-trial", description="a dev set of pcctune.data.dev.DEV_SETS, or none")
+    eval_steps: int = Field(50, ge=1)
+    logging_steps: int = Field(10, ge=1)
     bf16: bool = False
+
+    @field_validator("loss")
+    @classmethod
+    def _known_loss(cls, value: str) -> str:
+        if value not in LOSSES:
+            raise ValueError(f"unknown loss {value!r}; choose from {', '.join(LOSSES)}")
+        return value
+
+    @field_validator("dev")
+    @classmethod
+    def _known_dev(cls, value: str) -> str:
+        if value != "none" and value not in DEV_SETS:
+            raise ValueError(f"unknown dev set {value!r}; choose from {', '.join([*DEV_SETS, 'none'])}")
+        return value
+
+    @model_validator(mode="after")
+    def _trains_something(self) -> StageConfig:
+        if self.max_steps <= 0 and self.epochs <= 0:
+            raise ValueError(f"stage {self.name!r} trains nothing: set epochs > 0 or max_steps > 0")
+        return self
 
 
 class RunConfig(Strict):
@@ -140,7 +139,7 @@ class RunConfig(Strict):
     output_dir: str = "runs/run"
     evaluate_before: bool = True
     evaluate_after_each_stage: bool = True
-    stages: list[StageConfig]
+    stages: list[StageConfig] = Field(min_length=1)
 
     @field_validator("template")
     @classmethod
@@ -148,31 +147,66 @@ class RunConfig(Strict):
         return None if value is None else Template.parse(value).text
 
 
-def load_config(path: str | Path, overrides: dict | None = None) -> RunConfig:
+def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``raw[a][b][0][c] = value`` for ``dotted = "a.b.0.c"``; a bad path is one clear error."""
+    target: Any = raw
+    *parents, leaf = dotted.split(".")
+    for depth, key in enumerate([*parents, leaf]):
+        where = ".".join([*parents, leaf][: depth + 1])
+        if isinstance(target, list):
+            if not key.isdigit() or int(key) >= len(target):
+                raise PcctuneError(f"--set {dotted}: {where} is not an index of a list of {len(target)}")
+            if depth == len(parents):
+                target[int(key)] = value
+            else:
+                target = target[int(key)]
+        elif isinstance(target, dict):
+            if depth == len(parents):
+                target[key] = value
+            else:
+                target = target.setdefault(key, {})
+        else:
+            raise PcctuneError(f"--set {dotted}: {where} is inside a value, not a section")
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
     """Read a YAML run config; ``overrides`` (dotted keys) win over the file."""
     path = Path(path)
     if not path.is_file():
         raise PcctuneError(f"missing config file: {path}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
+    except UnicodeDecodeError:
+        raise PcctuneError(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as error:
         raise PcctuneError(f"{path}: invalid YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(raw, dict):
+        raise PcctuneError(f"{path}: a run config is a YAML mapping (model:, stages:, …), found {type(raw).__name__}")
     for dotted, value in (overrides or {}).items():
-        target = raw
-        *parents, leaf = dotted.split(".")
-        for key in parents:
-            target = target[int(key)] if isinstance(target, list) else target.setdefault(key, {})
-        target[leaf] = value
+        _set_dotted(raw, dotted, value)
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as error:
         first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        where = ".".join(str(p) for p in first["loc"]) or "config"
         raise PcctuneError(f"{path}: {where}: {first['msg']}") from None
 
 
+# Settings that change what a run computes; the others (where it writes, how often it logs) may
+# differ between a run and its resumption.
+NOT_RUN_DEFINING = {"output_dir"}
+STAGE_NOT_RUN_DEFINING = {"logging_steps"}
+
+
+def config_fingerprint(config: RunConfig) -> str:
+    """sha256 of the run-defining settings: a resumed run must match the run it continues."""
+    payload = config.model_dump(mode="json", exclude=NOT_RUN_DEFINING)
+    for stage in payload["stages"]:
+        for key in STAGE_NOT_RUN_DEFINING:
+            stage.pop(key, None)
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
 def dump_config(config: RunConfig, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config.model_dump(), sort_keys=False), encoding="utf-8")
-    return path
+    """Write ``config`` as YAML (atomically), exactly as it will run."""
+    return write_yaml(config.model_dump(mode="json"), path)

@@ -23,7 +23,11 @@ import torch
 from datasets import Dataset
 from sentence_transformers import CrossEncoder
 
+from pcctune.data.nli import read_snli_regression_pairs
+from pcctune.data.senteval import snli_dir
+from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSPair
+from pcctune.training.config import DPOConfig
 
 
 def train_preference_model(
@@ -71,9 +75,13 @@ def sample_preferences(
         pools = [members for members in groups.values() if len(members) > 1]
         if not pools:
             raise ValueError("anchor sampling needs candidates that share a first sentence")
-        draw = lambda: rng.sample(rng.choice(pools), 2)  # noqa: E731
+
+        def draw() -> list[int]:
+            return rng.sample(rng.choice(pools), 2)
     else:
-        draw = lambda: rng.sample(range(len(candidates)), 2)  # noqa: E731
+
+        def draw() -> list[int]:
+            return rng.sample(range(len(candidates)), 2)
     preferences: list[Preference] = []
     attempts = 0
     while len(preferences) < count and attempts < count * 50:
@@ -90,3 +98,21 @@ def sample_preferences(
 def preference_dataset(preferences: list[Preference]) -> Dataset:
     """Columns x1, x2 (preferred pair), x3, x4 (rejected pair) for :class:`EmbeddingDPOLoss`."""
     return Dataset.from_dict({k: [getattr(p, k) for p in preferences] for k in ("x1", "x2", "x3", "x4")})
+
+
+def dpo_dataset(dpo: DPOConfig, senteval_dir: Path, stage_dir: Path, seed: int) -> Dataset:
+    """Preferences ranked by a cross-encoder (trained on the filtered stage-2 set unless one is given)."""
+    from pcctune.modeling.build import resolve_source
+
+    stage2 = [STSPair(p.sentence1, p.sentence2, p.score) for p in build_stage2_set(senteval_dir).pairs]
+    if dpo.preference_model:
+        scorer = CrossEncoder(dpo.preference_model)
+    else:
+        scorer = train_preference_model(resolve_source(dpo.preference_base).path, stage2, stage_dir / "preference_model",
+                                        epochs=dpo.preference_epochs, seed=seed)
+    if dpo.candidates == "stage2":
+        candidates = [(p.sentence1, p.sentence2) for p in stage2]
+    else:
+        candidates = [(p.sentence1, p.sentence2) for p in read_snli_regression_pairs(snli_dir(senteval_dir))]
+    preferences = sample_preferences(scorer, candidates, dpo.count, dpo.margin, dpo.mode, seed)
+    return preference_dataset(preferences)

@@ -7,26 +7,30 @@ the final save and a plot of the curves.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 from sentence_transformers.base.sampler import BatchSamplers
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
+from torch import nn
 
 from pcctune.data.nli import read_snli_regression_pairs
+from pcctune.data.senteval import snli_dir
 from pcctune.distributed import barrier, is_main_process
-from pcctune.losses.factory import build_loss
-from pcctune.losses.mlm import AuxiliaryMLMLoss, load_mlm_head
+from pcctune.io import atomic_folder, write_json
+from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
-from pcctune.training.batching import plan_batches
+from pcctune.training.batching import BatchPlan, plan_batches
+from pcctune.training.checkpoints import last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
-from pcctune.training.data import dev_evaluator, train_dataset
+from pcctune.training.datasets import train_dataset
+from pcctune.training.dev import dev_evaluator, dev_metric
 from pcctune.training.head_warmup import warm_up_head
+from pcctune.training.losses import build_loss
 from pcctune.training.plots import plot_training
 
 
@@ -37,7 +41,7 @@ class StageResult:
     final_dir: Path
     best_checkpoint: str | None
     best_dev: float | None
-    log_history: list[dict]
+    log_history: list[dict[str, Any]]
     plot: Path
 
 
@@ -45,40 +49,13 @@ def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def run_stage(
-    model: SentenceTransformer,
-    stage: StageConfig,
-    run: RunConfig,
-    stage_dir: Path,
-    senteval_dir: Path,
-    resume: bool = False,
-    callbacks: list | None = None,
-    checkpoint: str | None = None,
-) -> StageResult:
-    """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end.
-
-    ``resume`` continues from the stage's last checkpoint; ``checkpoint`` from a given one.
-    """
-    dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
-    evaluator = dev_evaluator(stage.dev, senteval_dir)
-    plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
-    # The stage's max_seq_length cuts training inputs (and the dev evaluations during training);
-    # the saved model and the STS evaluation after the stage keep the model's own.
-    own_length = model.max_seq_length
-    if stage.max_seq_length is not None:
-        model.max_seq_length = stage.max_seq_length
-    num_classes = max(dataset["score"]) + 1 if stage.loss == "ce" else None
-    loss = build_loss(stage, model, plan.mini_batch_size, num_classes)
-    if stage.mlm.enabled:
-        mlm = stage.mlm
-        backbone = model[0].model
-        source = (backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone).config._name_or_path
-        loss = AuxiliaryMLMLoss(loss, model, load_mlm_head(source, mlm.train_head), mlm.initial_weight,
-                                mlm.decay_rate, mlm.decay_steps, mlm.mask_probability)
-    if stage.regression.head_warmup == "nli" and isinstance(loss, RegressionLoss):
-        warm_up_head(loss, read_snli_regression_pairs(senteval_dir / "downstream" / "SNLI"), seed=run.seed)
-    metric = f"eval_{stage.dev}_spearman_cosine" if evaluator is not None else None
-    args = SentenceTransformerTrainingArguments(
+def training_arguments(
+    stage: StageConfig, run: RunConfig, stage_dir: Path, plan: BatchPlan
+) -> SentenceTransformerTrainingArguments:
+    """The trainer's arguments for ``stage``: no accumulation (see ``batching``), dev selection when set."""
+    metric = dev_metric(stage.dev)
+    in_batch_negatives = loss_spec(stage.loss).data in ("triplets", "positives")
+    return SentenceTransformerTrainingArguments(
         output_dir=str(stage_dir / "checkpoints"),
         num_train_epochs=stage.epochs,
         max_steps=stage.max_steps,
@@ -91,11 +68,11 @@ def run_stage(
         data_seed=run.seed,
         bf16=stage.bf16,
         use_cpu=not torch.cuda.is_available(),  # required by transformers for bf16 autocast on CPU
-        eval_strategy="steps" if evaluator is not None else "no",
+        eval_strategy="steps" if metric else "no",
         eval_steps=stage.eval_steps,
         save_strategy="steps",
         save_steps=stage.eval_steps,
-        load_best_model_at_end=evaluator is not None,
+        load_best_model_at_end=metric is not None,
         metric_for_best_model=metric,
         greater_is_better=True,
         logging_steps=stage.logging_steps,
@@ -103,24 +80,68 @@ def run_stage(
         dataloader_pin_memory=torch.cuda.is_available(),
         report_to="none",
         # In-batch negatives must not repeat a sentence; Pearson groups are plain random batches.
-        batch_sampler=BatchSamplers.NO_DUPLICATES if stage.loss in ("infonce", "contrastive") else BatchSamplers.BATCH_SAMPLER,
+        batch_sampler=BatchSamplers.NO_DUPLICATES if in_batch_negatives else BatchSamplers.BATCH_SAMPLER,
     )
+
+
+def stage_loss(stage: StageConfig, model: SentenceTransformer, plan: BatchPlan, num_classes: int | None,
+               senteval_dir: Path, seed: int) -> nn.Module:
+    """The stage's loss; a regression head is first fitted on NLI when ``head_warmup: nli``."""
+    loss = build_loss(stage, model, plan.mini_batch_size, num_classes)
+    if stage.regression.head_warmup == "nli" and isinstance(loss, RegressionLoss):
+        warm_up_head(loss, read_snli_regression_pairs(snli_dir(senteval_dir)), seed=seed)
+    return loss
+
+
+def save_stage(model: SentenceTransformer, history: list[dict[str, Any]], stage: StageConfig, run: RunConfig,
+               stage_dir: Path) -> Path:
+    """Rank 0 writes the final model (atomically: a complete folder or none), the log and the curves."""
+    final_dir = stage_dir / "final"
+    if is_main_process():
+        with atomic_folder(final_dir) as staging:
+            model.save(str(staging))
+        write_json(history, stage_dir / "log_history.json")
+        plot_training(history, dev_metric(stage.dev), f"{run.model}: stage {stage.name} ({stage.loss})",
+                      stage_dir / "curves.png")
+    barrier()  # the next stage loads final_dir on every process
+    return final_dir
+
+
+def run_stage(
+    model: SentenceTransformer,
+    stage: StageConfig,
+    run: RunConfig,
+    stage_dir: Path,
+    senteval_dir: Path,
+    resume: bool = False,
+    callbacks: list[Any] | None = None,
+    checkpoint: str | None = None,
+) -> StageResult:
+    """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end.
+
+    ``resume`` continues from the stage's last complete checkpoint; ``checkpoint`` from a given one.
+    """
+    dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
+    plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
+    # The stage's max_seq_length cuts training inputs (and the dev evaluations during training);
+    # the saved model and the STS evaluation after the stage keep the model's own.
+    own_length = model.max_seq_length
+    if stage.max_seq_length is not None:
+        model.max_seq_length = stage.max_seq_length
+    num_classes = max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
+    args = training_arguments(stage, run, stage_dir, plan)
     trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=dataset, loss=loss, evaluator=evaluator, callbacks=callbacks,
+        model=model, args=args, train_dataset=dataset, callbacks=callbacks,
+        loss=stage_loss(stage, model, plan, num_classes, senteval_dir, run.seed),
+        evaluator=dev_evaluator(stage.dev, senteval_dir),
     )
-    if checkpoint is None and resume and Path(args.output_dir).is_dir():
-        checkpoint = get_last_checkpoint(args.output_dir)
+    if checkpoint is None and resume:
+        checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
     try:
         trainer.train(resume_from_checkpoint=checkpoint)
     finally:
         model.max_seq_length = own_length
-    final_dir = stage_dir / "final"
     history = trainer.state.log_history
-    plot = stage_dir / "curves.png"
-    if is_main_process():
-        model.save(str(final_dir))
-        (stage_dir / "log_history.json").write_text(json.dumps(history, indent=1))
-        plot_training(history, metric, f"{run.model}: stage {stage.name} ({stage.loss})", plot)
-    barrier()  # the next stage loads final_dir on every process
+    final_dir = save_stage(model, history, stage, run, stage_dir)
     return StageResult(stage.name, len(dataset), final_dir, trainer.state.best_model_checkpoint,
-                       trainer.state.best_metric, history, plot)
+                       trainer.state.best_metric, history, stage_dir / "curves.png")

@@ -1,0 +1,88 @@
+"""The one table writer: rows of named scores rendered as a rich table or as markdown.
+
+Every table pcctune prints or saves (``eval``, ``train``, ``report``, the benchmarks) is a
+:class:`ScoreTable`: one row per run, one column per task (short names from the task registry),
+optionally with each later row's difference to the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.table import Table
+
+from pcctune.data.tasks import SHORT_NAMES
+
+Cell = float | int | str | None
+
+
+def format_cell(value: Cell, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+@dataclass
+class ScoreTable:
+    """A titled table: ``columns`` (keys of each row), ``rows`` as (label, {column: value})."""
+
+    title: str
+    columns: list[str]
+    rows: list[tuple[str, Mapping[str, Cell]]] = field(default_factory=list)
+    first_column: str = "run"
+    digits: int = 2
+
+    @classmethod
+    def from_rows(cls, rows: Mapping[str, Mapping[str, Cell]], title: str = "", **kwargs: object) -> ScoreTable:
+        """A table whose columns are the keys of the first row (in order) and then any others."""
+        columns: list[str] = []
+        for values in rows.values():
+            columns += [key for key in values if key not in columns]
+        return cls(title, columns, list(rows.items()), **kwargs)  # type: ignore[arg-type]
+
+    def header(self) -> list[str]:
+        return [self.first_column, *(SHORT_NAMES.get(c, c) for c in self.columns)]
+
+    def cells(self, deltas: bool = False) -> list[list[str]]:
+        """Formatted cells; with ``deltas``, numbers of later rows also show their difference to row one."""
+        first = self.rows[0][1] if self.rows else {}
+        out = []
+        for index, (label, values) in enumerate(self.rows):
+            row = [label]
+            for column in self.columns:
+                value, base = values.get(column), first.get(column)
+                text = format_cell(value, self.digits)
+                if deltas and index > 0 and isinstance(value, float | int) and isinstance(base, float | int):
+                    text += f" ({value - base:+.{self.digits}f})"
+                row.append(text)
+            out.append(row)
+        return out
+
+    def to_markdown(self, deltas: bool = False) -> str:
+        lines = ["| " + " | ".join(self.header()) + " |", "|" + " --- |" * len(self.header())]
+        lines += ["| " + " | ".join(row) + " |" for row in self.cells(deltas)]
+        return "\n".join(lines)
+
+    def to_rich(self, deltas: bool = False) -> Table:
+        table = Table(title=self.title or None)
+        for index, name in enumerate(self.header()):
+            table.add_column(name, justify="left" if index == 0 else "right")
+        for row in self.cells(deltas):
+            table.add_row(*row)
+        return table
+
+    def print(self, console: Console | None = None, deltas: bool = False) -> None:
+        (console or Console(width=160)).print(self.to_rich(deltas))
+
+
+def mean_std_cell(values: Sequence[float], digits: int = 2) -> str:
+    """``mean ± std`` (sample std; just the value for one seed)."""
+    import numpy as np
+
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"

@@ -1,0 +1,113 @@
+"""Atomic writes: every file pcctune writes appears whole or not at all.
+
+A write goes to a temporary file in the target's folder and is moved over the target with
+``os.replace``, which is atomic on POSIX and Windows. A failure (disk full, size limit, a kill)
+leaves the previous file untouched and removes the temporary one. Model folders are written the
+same way with :func:`atomic_folder`: into a sibling temporary folder, renamed when complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from pcctune.errors import PcctuneError
+
+
+def _atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(handle.name)
+        raise
+    return path
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically."""
+    return _atomic(path, lambda handle: handle.write(data) and None)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(payload: Any, path: str | Path) -> Path:
+    """Indented UTF-8 JSON; non-finite floats are refused (JSON has no NaN or Infinity)."""
+    return write_text(path, json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def write_yaml(payload: Any, path: str | Path) -> Path:
+    return write_text(path, yaml.safe_dump(payload, sort_keys=False, allow_unicode=True))
+
+
+def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
+    """One JSON object per line."""
+    return write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def write_with(path: str | Path, save: Callable[[IO[bytes]], Any]) -> Path:
+    """Atomically write whatever ``save(handle)`` writes to a binary handle (``np.save``, ``savefig``)."""
+    return _atomic(path, lambda handle: save(handle) and None)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary sibling folder; on success it replaces ``path`` (kept as it was on failure)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if path.exists():
+        retired = path.with_name(f".{path.name}.old")
+        shutil.rmtree(retired, ignore_errors=True)
+        path.rename(retired)
+        staging.rename(path)
+        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        staging.rename(path)
+
+
+def check_output_file(path: str | Path, what: str = "--output") -> Path:
+    """Fail before any work when ``path`` cannot become a file: a folder there, or a file where a folder must be."""
+    path = Path(path)
+    if path.is_dir():
+        raise PcctuneError(f"{what} {path} is a folder; give a file name, e.g. {path / 'results.json'}")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise PcctuneError(f"{what} {path}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK):
+                raise PcctuneError(f"{what} {path}: cannot write in {parent}")
+            break
+    return path
+
+
+def check_output_folder(path: str | Path, what: str = "--output") -> Path:
+    """Fail before any work when ``path`` cannot become a folder."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise PcctuneError(f"{what} {path} is a file; give a folder")
+    check_output_file(path / "x", what)
+    return path

@@ -1,0 +1,165 @@
+"""The Pcc-tuning pipeline: stage 1 (contrastive) then stage 2 (Pearson), evaluated after each.
+
+``compare`` reruns the last stage once per loss (e.g. ``pearson`` and ``contrastive``, the
+§4.3 ablation) from the same starting point, and prints them side by side. ``resume`` skips
+finished stages (their ``final/`` folder exists) and continues an interrupted stage from its
+last complete checkpoint, adapter included. The run folder's rules are in :mod:`.run_folder`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from sentence_transformers import SentenceTransformer
+from transformers import set_seed
+
+from pcctune.data.sts import STSTask
+from pcctune.data.tasks import load_test_tasks
+from pcctune.distributed import is_main_process
+from pcctune.errors import PcctuneError
+from pcctune.evaluation.sts import PROTOCOL, evaluate_sts
+from pcctune.evaluation.tables import ScoreTable
+from pcctune.modeling.adapters import attach_adapter, quantization_kwargs, trainable_fraction
+from pcctune.modeling.build import build_model, resolve_source
+from pcctune.orchestration.run_folder import RESULTS, check_run_folder, start_run_folder
+from pcctune.paths import resolve_senteval_dir
+from pcctune.provenance import library_versions
+from pcctune.results import RunResult, StageRecord
+from pcctune.training.config import RunConfig, StageConfig
+from pcctune.training.datasets import train_dataset
+from pcctune.training.stage import run_stage
+
+
+def load_for_training(config: RunConfig, source: str | None) -> SentenceTransformer:
+    """The base model (``source=None``) or a finished stage's saved model, ready to train."""
+    if source is None:
+        model = build_model(config.model, template=config.template, pooling=config.pooling, dtype=config.dtype,
+                            model_kwargs=quantization_kwargs(config.adapter), prompt=config.adapter.prompt_kwargs())
+    else:
+        model = build_model(source)
+    attach_adapter(model, config.adapter)
+    return model
+
+
+def validate_run(config: RunConfig, senteval: Path, resume_from: str | None) -> None:
+    """Everything that can fail before training, checked before any file is written."""
+    if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
+        raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
+    resolve_source(config.model)
+    quantization_kwargs(config.adapter)
+    for stage in config.stages:
+        if stage.loss != "dpo":  # DPO's data needs a trained cross-encoder; it is built in its stage
+            train_dataset(stage, senteval)
+
+
+class Pipeline:
+    """One run of ``config``: the stages in order, an STS evaluation after each, one :class:`RunResult`."""
+
+    def __init__(self, config: RunConfig, *, resume: bool, compare: list[str] | None, console: Console,
+                 callbacks: list[Any] | None, resume_from: str | None, tasks: list[STSTask] | None,
+                 senteval: Path) -> None:
+        self.config = config
+        self.resume = resume or resume_from is not None
+        self.compare = compare
+        self.console = console
+        self.callbacks = callbacks
+        self.resume_from = resume_from
+        self.senteval = senteval
+        self.tasks = tasks if tasks is not None else load_test_tasks(senteval)
+        self.main = is_main_process()
+        self.result = RunResult(protocol=PROTOCOL, data_dir=str(senteval), seed=config.seed,
+                                versions=library_versions(), config=config.model_dump(mode="json"))
+
+    def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
+        return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
+
+    def evaluate(self, label: str, model: SentenceTransformer) -> None:
+        if not self.main:  # one process evaluates; the others only train
+            return
+        if self.config.eval_dtype == "bf16":
+            model.to(torch.bfloat16)
+        scores, avg = evaluate_sts(model, self.tasks)
+        self.result.sts[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
+
+    def train(self, index: int, stage: StageConfig, source: str | None, suffix: str) -> Path:
+        """Train one stage (or find it finished) and return its ``final`` folder."""
+        stage_dir = self.stage_dir(index, stage, suffix)
+        from_here = self.resume_from if self.resume_from and Path(self.resume_from).parent.parent == stage_dir else None
+        if self.resume and from_here is None and (stage_dir / "final" / "modules.json").is_file():
+            self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / 'final'}")
+            return stage_dir / "final"
+        model = load_for_training(self.config, source)
+        started = time.perf_counter()
+        result = run_stage(model, stage, self.config, stage_dir, self.senteval, resume=self.resume,
+                           callbacks=self.callbacks, checkpoint=from_here)
+        self.result.stages.append(StageRecord(
+            stage=stage.name + suffix, loss=stage.loss, train_examples=result.examples,
+            trainable_fraction=round(trainable_fraction(model), 6), best_checkpoint=result.best_checkpoint,
+            best_dev_spearman=result.best_dev, final_dir=str(result.final_dir), plot=str(result.plot),
+            wall_time_s=round(time.perf_counter() - started, 1),
+        ))
+        self.console.print(f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
+                           f"best dev {result.best_dev} at {result.best_checkpoint}")
+        return result.final_dir
+
+    def run(self) -> RunResult:
+        if self.config.evaluate_before and self.main:
+            self.evaluate("before", load_for_training(self.config, None))
+        source: str | None = None
+        last = len(self.config.stages) - 1
+        for index, stage in enumerate(self.config.stages):
+            variants = self.compare if (self.compare and index == last) else [stage.loss]
+            for loss in variants:
+                suffix = f"-{loss}" if self.compare and index == last else ""
+                final = self.train(index, stage.model_copy(update={"loss": loss}), source, suffix)
+                if self.main and (self.config.evaluate_after_each_stage or index == last):
+                    self.evaluate(f"{stage.name}{suffix}", build_model(str(final)))
+                if index < last:
+                    source = str(final)
+        return self.result
+
+
+def run_pipeline(
+    config: RunConfig,
+    resume: bool = False,
+    compare: list[str] | None = None,
+    console: Console | None = None,
+    callbacks: list[Any] | None = None,
+    resume_from: str | None = None,
+    tasks: list[STSTask] | None = None,
+    overwrite: bool = False,
+) -> RunResult:
+    """Run every stage; return (and write to ``output_dir/results.json``) the STS numbers of each.
+
+    ``resume_from`` names any checkpoint (``…/stageN-NAME/checkpoints/checkpoint-S``): earlier
+    stages are taken as finished, and that stage continues from that step. ``tasks`` replaces
+    the seven STS test tasks of the evaluations (e.g. subsamples for a quick benchmark).
+    A finished run resumed again is returned as it was saved, and nothing is rewritten.
+    """
+    console = console or Console(width=160)
+    resume = resume or resume_from is not None
+    main = is_main_process()
+    if main:  # rank 0 owns the folder; the other ranks start while it writes
+        check_run_folder(config, resume, overwrite)
+    out = Path(config.output_dir)
+    if resume and resume_from is None and (out / RESULTS).is_file():
+        console.print(f"{out} is finished; its results are unchanged")
+        return RunResult.from_disk(out / RESULTS)
+    senteval = resolve_senteval_dir(config.data_dir)
+    pipeline = Pipeline(config, resume=resume, compare=compare, console=console, callbacks=callbacks,
+                        resume_from=resume_from, tasks=tasks, senteval=senteval)
+    validate_run(config, senteval, resume_from)
+    if main:
+        start_run_folder(config, overwrite)
+    set_seed(config.seed)
+    result = pipeline.run()
+    if main:
+        result.to_disk(out / RESULTS)
+        title = f"{config.model}: STS, {PROTOCOL} protocol (Spearman × 100)"
+        ScoreTable.from_rows(result.sts, title=title).print()
+        console.print(f"results -> {out / RESULTS}")
+    return result

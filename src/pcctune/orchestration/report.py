@@ -1,0 +1,85 @@
+"""``pcctune report``: result records → a markdown report with tables (deltas to the first run) and plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pcctune.data.tasks import load_task
+from pcctune.errors import PcctuneError
+from pcctune.evaluation.report import bar_plot, scatter_plot
+from pcctune.evaluation.sts import cosine_rows, encode_unique, senteval_text
+from pcctune.evaluation.tables import ScoreTable
+from pcctune.io import check_output_folder, write_text
+from pcctune.modeling.build import build_model
+from pcctune.results import EvalResult, RunResult, load_result
+
+Section = dict[str, dict[str, float]]
+SECTIONS = (("sts", "STS (Spearman × 100; deltas vs the first row)"), ("transfer", "Transfer (accuracy)"))
+
+
+def result_files(path: Path) -> list[Path]:
+    """A result file, a run folder's ``results.json``, or every JSON of a folder."""
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        if (path / "results.json").is_file():
+            return [path / "results.json"]
+        files = sorted(path.glob("*.json"))
+        if files:
+            return files
+    raise PcctuneError(f"no result JSON at {path}")
+
+
+def collect_runs(paths: list[Path]) -> dict[str, Section]:
+    """``{run label: {"sts": {...}, "transfer": {...}}}`` from every eval or run record given."""
+    runs: dict[str, Section] = {}
+    for path in paths:
+        for file in result_files(path):
+            record = load_result(file)
+            if isinstance(record, RunResult):
+                prefix = str(record.config.get("model", file.parent.name))
+                for label, values in record.sts.items():
+                    runs[f"{prefix}: {label}"] = {"sts": values}
+            elif isinstance(record, EvalResult) and record.sections():
+                label = record.model if record.model not in runs else f"{record.model} ({file.stem})"
+                runs[label] = record.sections()
+            else:
+                raise PcctuneError(f"{file}: no 'sts' or 'transfer' results in it")
+    return runs
+
+
+def section_rows(runs: dict[str, Section], section: str) -> dict[str, dict[str, float]]:
+    return {label: r[section] for label, r in runs.items() if section in r}
+
+
+def model_scatter(model_spec: str, task_name: str, senteval_dir: Path, path: Path) -> Path:
+    """Encode one STS task with a model and plot its cosines against the gold scores."""
+    task = load_task(senteval_dir, task_name)
+    texts = [senteval_text(s) for p in task.pairs for s in (p.sentence1, p.sentence2)]
+    vectors = encode_unique(build_model(model_spec), texts)
+    a = np.stack([vectors[senteval_text(p.sentence1)] for p in task.pairs])
+    b = np.stack([vectors[senteval_text(p.sentence2)] for p in task.pairs])
+    gold = np.array([p.score for p in task.pairs])
+    return scatter_plot(cosine_rows(a, b), gold, f"{model_spec} on {task_name}", path)
+
+
+def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path] | None = None) -> str:
+    """Write ``output/report.md`` with a table and a bar plot per section (and a scatter plot); return it."""
+    check_output_folder(output)
+    runs = collect_runs(paths)
+    parts = ["# pcctune report", ""]
+    for section, title in SECTIONS:
+        rows = section_rows(runs, section)
+        if rows:
+            plot = bar_plot(rows, section, output / f"{section}_bars.png")
+            table = ScoreTable.from_rows(rows).to_markdown(deltas=True)
+            parts += [f"## {title}", "", table, "", f"![{section}]({plot.name})", ""]
+    if scatter is not None:
+        model, task, senteval = scatter
+        plot = model_scatter(model, task, senteval, output / "scatter.png")
+        parts += ["## Predicted vs gold", "", f"![scatter]({plot.name})", ""]
+    text = "\n".join(parts)
+    write_text(output / "report.md", text)
+    return text

@@ -1,0 +1,222 @@
+"""Typed, versioned result records (in the spirit of MTEB's ``TaskResult``).
+
+Every result pcctune writes is one of three records, each tagged with ``kind`` and
+``schema_version``:
+
+- :class:`EvalResult`: one model evaluated (``pcctune eval``): STS and/or transfer scores with
+  their breakdown, and what produced them (protocol, data hashes, versions, wall time);
+- :class:`RunResult`: one training run (``pcctune train``): the STS scores after each stage,
+  one :class:`StageRecord` per trained stage, and the config;
+- :class:`BenchmarkResult`: rows of a benchmark script, each a label, STS scores and details.
+
+:func:`load_result` reads any of them, including files written before records were typed
+(schema version 0), which are migrated on load. The CLI, ``report`` and the benchmarks read
+and write only these.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pcctune.errors import PcctuneError
+from pcctune.io import write_text
+
+SCHEMA_VERSION = 1
+Scores = dict[str, float]
+
+
+def _finite(scores: Scores | None) -> Scores | None:
+    for name, value in (scores or {}).items():
+        if not math.isfinite(value):
+            raise ValueError(f"score {name} is {value}, not a finite number")
+    return scores
+
+
+class Record(BaseModel):
+    """What every record shares: strict fields, a kind tag, a schema version, disk round trips."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: ClassVar[str]
+    schema_version: int = SCHEMA_VERSION
+
+    def to_disk(self, path: str | Path) -> Path:
+        """Write as indented JSON, atomically (the previous file survives a failed write)."""
+        payload = {"kind": self.kind, **self.model_dump(mode="json")}
+        return write_text(path, json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+    @classmethod
+    def from_disk(cls, path: str | Path) -> Self:
+        record = load_result(path)
+        if not isinstance(record, cls):
+            raise PcctuneError(f"{path}: a {record.kind} result, not a {cls.kind} result")
+        return record
+
+
+class SubsetScore(BaseModel):
+    name: str
+    n: int
+    spearman: float
+    pearson: float
+
+
+class TaskScore(BaseModel):
+    """One STS task's headline number (``spearman``, × 100) and its breakdown."""
+
+    name: str
+    n: int
+    spearman: float
+    pearson: float
+    subsets: list[SubsetScore] = Field(default_factory=list)
+    mean: float | None = None
+    wmean: float | None = None
+
+
+class TransferScore(BaseModel):
+    name: str
+    accuracy: float
+    n_test: int
+    f1: float | None = None
+
+
+class EvalResult(Record):
+    kind: ClassVar[str] = "eval"
+    protocol: str
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    model: str
+    template: str | None = None
+    pooling: str | None = None
+    dtype: str = "fp32"
+    seed: int | None = None
+    data_dir: str
+    data_files_sha256: dict[str, str] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+    wall_time_s: float = 0.0
+    sts: Scores | None = None
+    sts_detail: list[TaskScore] | None = None
+    transfer: Scores | None = None
+    transfer_detail: list[TransferScore] | None = None
+
+    _check_sts = field_validator("sts", "transfer")(_finite)
+
+    def sections(self) -> dict[str, Scores]:
+        """``{"sts": …, "transfer": …}`` for the sections this result has."""
+        return {name: scores for name, scores in (("sts", self.sts), ("transfer", self.transfer)) if scores}
+
+
+class StageRecord(BaseModel):
+    stage: str
+    loss: str
+    train_examples: int
+    trainable_fraction: float
+    best_checkpoint: str | None = None
+    best_dev_spearman: float | None = None
+    final_dir: str
+    plot: str
+    wall_time_s: float
+
+
+class RunResult(Record):
+    kind: ClassVar[str] = "run"
+    protocol: str
+    data_dir: str
+    seed: int
+    versions: dict[str, str] = Field(default_factory=dict)
+    config: dict[str, Any]
+    sts: dict[str, Scores] = Field(default_factory=dict)
+    stages: list[StageRecord] = Field(default_factory=list)
+
+    @field_validator("sts")
+    @classmethod
+    def _check_rows(cls, rows: dict[str, Scores]) -> dict[str, Scores]:
+        for scores in rows.values():
+            _finite(scores)
+        return rows
+
+
+class BenchmarkRow(BaseModel):
+    label: str
+    sts: Scores = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class BenchmarkResult(Record):
+    kind: ClassVar[str] = "benchmark"
+    name: str
+    settings: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+    rows: list[BenchmarkRow] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+AnyResult = EvalResult | RunResult | BenchmarkResult
+RECORDS: dict[str, type[Record]] = {cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult)}
+
+
+def _legacy_kind(payload: dict[str, Any]) -> Literal["eval", "run", "benchmark"]:
+    """The kind of a record written before schema version 1 (no ``kind`` field)."""
+    if "config" in payload and "stages" in payload:
+        return "run"
+    if "model" in payload and ("sts" in payload or "transfer" in payload):
+        return "eval"
+    if "rows" in payload or "results" in payload:
+        return "benchmark"
+    raise ValueError("no 'sts', 'transfer', 'stages' or 'rows' results in it")
+
+
+def _migrate_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
+    """Benchmark files of schema 0 kept rows under ``rows`` or ``results`` with their own keys."""
+    raw_rows = payload.get("rows", payload.get("results", []))
+    rows = []
+    for raw in raw_rows:
+        label = next(str(raw[key]) for key in ("row", "variant", "loss", "label") if key in raw)
+        if "concat" in raw and raw.get("concat") != "uv_absdiff":
+            label = f"{label} ({raw['concat']})"
+        details = {k: v for k, v in raw.items() if k != "sts"}
+        rows.append({"label": label, "sts": raw.get("sts", {}), "details": details})
+    details = {k: v for k, v in payload.items() if k not in ("rows", "results", "settings", "versions")}
+    return {"schema_version": 0, "name": payload.get("name", "benchmark"), "settings": payload.get("settings", ""),
+            "versions": payload.get("versions", {}), "rows": rows, "details": details}
+
+
+def parse_result(payload: Any, source: str = "result") -> AnyResult:
+    """Validate a decoded JSON document as a result record (migrating schema 0)."""
+    if not isinstance(payload, dict):
+        raise PcctuneError(f"{source}: a result file holds one JSON object, found {type(payload).__name__}")
+    payload = dict(payload)
+    try:
+        kind = payload.pop("kind", None) or _legacy_kind(payload)
+        if kind not in RECORDS:
+            raise ValueError(f"unknown result kind {kind!r}")
+        if "schema_version" not in payload:
+            payload = _migrate_benchmark(payload) if kind == "benchmark" else {"schema_version": 0, **payload}
+        if payload["schema_version"] > SCHEMA_VERSION:
+            raise ValueError(f"schema version {payload['schema_version']} is newer than this pcctune reads")
+        record = RECORDS[kind].model_validate(payload)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise PcctuneError(f"{source}: not a pcctune result ({where}: {first['msg']})") from None
+    except ValueError as error:
+        raise PcctuneError(f"{source}: not a pcctune result ({error})") from None
+    assert isinstance(record, EvalResult | RunResult | BenchmarkResult)
+    return record
+
+
+def load_result(path: str | Path) -> AnyResult:
+    """Read any result record from ``path`` with one clear error for anything that is not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise PcctuneError(f"missing result file: {path}")
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise PcctuneError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise PcctuneError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
+    return parse_result(payload, str(path))

@@ -1,0 +1,44 @@
+"""Which checkpoint a resumed stage continues from: the last *complete* one.
+
+transformers' ``get_last_checkpoint`` takes the highest-numbered ``checkpoint-N`` folder, so a
+kill while a checkpoint is being written leaves a half-written folder that ``--resume`` then
+crashes on. A checkpoint is complete when the trainer has written its state, its RNG state and
+the model weights; incomplete ones are skipped (and named, so the user knows).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+REQUIRED = ("trainer_state.json", "optimizer.pt", "scheduler.pt")
+WEIGHTS = ("model.safetensors", "adapter_model.safetensors", "pytorch_model.bin", "prompts.safetensors")
+
+
+def is_complete(folder: Path) -> bool:
+    """True when ``folder`` holds the trainer state, optimizer, scheduler and some model weights."""
+    if not all((folder / name).is_file() and (folder / name).stat().st_size > 0 for name in REQUIRED):
+        return False
+    return any(path.name in WEIGHTS for path in folder.rglob("*") if path.is_file() and path.stat().st_size > 0)
+
+
+def checkpoints(folder: Path) -> list[Path]:
+    """``checkpoint-N`` folders of ``folder``, by step."""
+    if not folder.is_dir():
+        return []
+    found = [(int(match.group(1)), path) for path in folder.iterdir()
+             if path.is_dir() and (match := CHECKPOINT.match(path.name))]
+    return [path for _, path in sorted(found)]
+
+
+def last_complete_checkpoint(folder: Path) -> str | None:
+    """The highest-step complete checkpoint of ``folder``; partial ones are skipped with a warning."""
+    for path in reversed(checkpoints(folder)):
+        if is_complete(path):
+            return str(path)
+        logger.warning("skipping incomplete checkpoint %s (a run killed while saving it)", path)
+    return None

@@ -1,0 +1,96 @@
+"""The training set of a stage, as the ``datasets.Dataset`` columns its loss expects.
+
+The loss registry (:mod:`pcctune.losses.registry`) says which data a loss trains on and how its
+labels are scaled; this module reads that data and shapes it:
+
+- ``scored``: columns (sentence1, sentence2, score);
+- ``positives``: pairs scored above ``contrastive_threshold`` as (anchor, positive), the
+  stage-2 contrastive baseline of Pcc-tuning §4.3;
+- ``triplets``: (anchor, positive[, negative]) from SimCSE's csv or SNLI;
+- ``preferences``: (x1, x2, x3, x4) ranked by a cross-encoder (:mod:`pcctune.training.preference`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from datasets import Dataset
+
+from pcctune.data.nli import Triplet, read_simcse_csv, read_snli_folder, read_snli_regression_pairs
+from pcctune.data.pairs import read_pairs_file
+from pcctune.data.senteval import snli_dir
+from pcctune.data.stage2 import build_stage2_set
+from pcctune.data.sts import STSPair
+from pcctune.errors import PcctuneError
+from pcctune.losses.registry import LabelScale, loss_spec
+from pcctune.training.config import DataConfig, StageConfig
+
+
+def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[STSPair]:
+    """The scored pairs of a ``stage2``, ``pairs`` or ``snli_regression`` source."""
+    if data.source == "stage2":
+        result = build_stage2_set(senteval_dir, data.normalization, data.rescale_sick)
+        return [STSPair(p.sentence1, p.sentence2, p.score) for p in result.pairs]
+    if data.source == "pairs":
+        if not data.path:
+            raise PcctuneError("data.path is required for source 'pairs'")
+        return read_pairs_file(data.path)
+    if data.source == "snli_regression":
+        return read_snli_regression_pairs(data.path or snli_dir(senteval_dir), tuple(data.splits))
+    raise PcctuneError(f"source {data.source!r} has no scores; use stage2, pairs or snli_regression for this loss")
+
+
+def triplets(data: DataConfig, senteval_dir: Path) -> list[Triplet]:
+    """Stage-1 triplets from SimCSE's csv or an SNLI folder."""
+    if data.source == "simcse_csv":
+        return read_simcse_csv(data.path or "")
+    if data.source == "snli":
+        return read_snli_folder(data.path or snli_dir(senteval_dir), tuple(data.splits))
+    raise PcctuneError(f"this loss needs triplets (source simcse_csv or snli), not {data.source!r}")
+
+
+def contrastive_pairs(pairs: list[STSPair], threshold: float) -> list[STSPair]:
+    """Pcc-tuning §4.3 baseline: pairs scored above ``threshold`` become positives."""
+    return [pair for pair in pairs if pair.score > threshold]
+
+
+def scale_labels(scores: Sequence[float], scale: LabelScale) -> list[float] | list[int]:
+    """Scores as the loss reads them: ``raw``, ÷ the maximum (``unit``) or rounded (``class``)."""
+    if scale == "class":
+        return [int(round(score)) for score in scores]
+    if scale == "unit":
+        top = max(scores)
+        return [score / top for score in scores]
+    return list(scores)
+
+
+def _columns(stage: StageConfig, senteval_dir: Path) -> dict[str, list]:
+    spec = loss_spec(stage.loss)
+    limit = stage.data.limit
+    if spec.data == "triplets":
+        rows = triplets(stage.data, senteval_dir)[:limit]
+        columns: dict[str, list] = {"anchor": [t.anchor for t in rows], "positive": [t.positive for t in rows]}
+        if all(t.negative is not None for t in rows):
+            columns["negative"] = [t.negative for t in rows]
+        return columns
+    pairs = scored_pairs(stage.data, senteval_dir)
+    if spec.data == "positives":
+        pairs = contrastive_pairs(pairs, stage.contrastive_threshold)[:limit]
+        return {"anchor": [p.sentence1 for p in pairs], "positive": [p.sentence2 for p in pairs]}
+    pairs = pairs[:limit]
+    return {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs],
+            "score": scale_labels([p.score for p in pairs], spec.labels)}
+
+
+def train_dataset(stage: StageConfig, senteval_dir: Path, stage_dir: Path | None = None, seed: int = 42) -> Dataset:
+    """The columns ``stage.loss`` trains on; at least one full batch of them."""
+    if loss_spec(stage.loss).data == "preferences":
+        from pcctune.training.preference import dpo_dataset
+
+        dataset = dpo_dataset(stage.dpo, senteval_dir, stage_dir or Path("runs/dpo"), seed)
+    else:
+        dataset = Dataset.from_dict(_columns(stage, senteval_dir))
+    if len(dataset) < stage.batch_size:
+        raise PcctuneError(f"stage {stage.name!r}: {len(dataset)} examples, fewer than batch_size {stage.batch_size}")
+    return dataset

@@ -1,0 +1,49 @@
+"""A stage's loss module, built from its config and the loss registry."""
+
+from __future__ import annotations
+
+from sentence_transformers import SentenceTransformer
+from torch import nn
+
+from pcctune.losses.dpo import EmbeddingDPOLoss
+from pcctune.losses.infonce import InfoNCELoss
+from pcctune.losses.mlm import AuxiliaryMLMLoss, load_mlm_head
+from pcctune.losses.pearson import PearsonLoss
+from pcctune.losses.registry import loss_spec
+from pcctune.losses.regression import RegressionLoss
+from pcctune.training.config import StageConfig
+
+
+def build_loss(
+    stage: StageConfig, model: SentenceTransformer, mini_batch_size: int | None, num_classes: int | None = None
+) -> nn.Module:
+    """The loss named by ``stage.loss``, wrapped with DCPCSE's auxiliary MLM term when enabled."""
+    loss = _main_loss(stage, model, mini_batch_size, num_classes)
+    if not stage.mlm.enabled:
+        return loss
+    mlm = stage.mlm
+    backbone = model[0].model
+    base = backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone
+    head = load_mlm_head(base.config._name_or_path, mlm.train_head)
+    return AuxiliaryMLMLoss(loss, model, head, mlm.initial_weight, mlm.decay_rate, mlm.decay_steps,
+                            mlm.mask_probability)
+
+
+def _main_loss(
+    stage: StageConfig, model: SentenceTransformer, mini_batch_size: int | None, num_classes: int | None
+) -> nn.Module:
+    cls = loss_spec(stage.loss).cls
+    if cls is PearsonLoss:
+        return PearsonLoss(model, mini_batch_size)
+    if cls is InfoNCELoss:
+        return InfoNCELoss(model, stage.temperature, mini_batch_size)
+    if cls is RegressionLoss:
+        reg = stage.regression
+        label_range = (reg.label_range[0], reg.label_range[1]) if reg.label_range else None
+        return RegressionLoss(model, model.get_embedding_dimension() or 0, stage.loss, reg.k, reg.x0, reg.concat,
+                              label_range, mini_batch_size)
+    if cls is EmbeddingDPOLoss:
+        return EmbeddingDPOLoss(model, stage.dpo.beta, mini_batch_size=mini_batch_size)
+    if stage.loss == "ce":
+        return cls(model, model.get_embedding_dimension(), num_labels=num_classes or 6)
+    return cls(model)  # sentence-transformers' scored-pair losses take the model alone

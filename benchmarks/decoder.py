@@ -26,23 +26,20 @@ Prints a markdown table and saves it with a JSON of every row and a bar plot und
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
-from _common import sts_scores, write_results
-
-from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks
-from pcctune.data.sts import subsample_task
-from pcctune.evaluation.record import SHORT_NAMES
+from _common import STS_COLUMNS, load_rows, save_rows, sts_scores, write_results
+from pcctune.data.dev import dev_pairs
+from pcctune.data.tasks import load_test_tasks, subsample_task
+from pcctune.evaluation.demonstrations import rank_demonstrations
+from pcctune.evaluation.tables import ScoreTable
 from pcctune.modeling.build import build_model
-from pcctune.modeling.demonstrations import rank_demonstrations
+from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.paths import resolve_senteval_dir
 from pcctune.plotting import plt, save_figure
 from pcctune.training.config import load_config
-from pcctune.training.data import dev_pairs
-from pcctune.training.pipeline import run_pipeline
 
 # (label, template, pooling) of the zero-shot rows; None = the raw sentence.
 ZERO_SHOT = [
@@ -64,70 +61,104 @@ def icl_row(args, tasks) -> dict:
     """Search one demonstration for EOL on the dev set, then score the chosen template on the tests."""
     started = time.perf_counter()
     model = build_model(args.model, template="eol", dtype=args.eval_dtype)
-    ranked = rank_demonstrations(model, args.senteval, args.candidates, args.seed, dev_pairs("sick-trial", args.senteval))
+    ranked = rank_demonstrations(
+        model, args.senteval, args.candidates, args.seed, dev_pairs("sick-trial", args.senteval)
+    )
     model[0].template = ranked[0].template
     scores = sts_scores(model, tasks, args.eval_dtype)
-    candidates = [{"sentence": r.demonstration.sentence, "word": r.demonstration.word, "dev": r.dev_spearman}
-                  for r in ranked]
+    candidates = [
+        {"sentence": r.demonstration.sentence, "word": r.demonstration.word, "dev": r.dev_spearman} for r in ranked
+    ]
     best = ranked[0].demonstration
     label = f'PromptEOL + ICL ("{best.word}")' if best.word else "PromptEOL + ICL (none beat no demonstration)"
-    return {"row": label, "sts": scores, "seconds": time.perf_counter() - started, "template": ranked[0].template,
-            "candidates": candidates}
+    return {
+        "row": label,
+        "sts": scores,
+        "seconds": time.perf_counter() - started,
+        "template": ranked[0].template,
+        "candidates": candidates,
+    }
 
 
 def trained_rows(args, tasks) -> list[dict]:
     """Run the config's stages (the last one with Pearson and with the contrastive baseline)."""
     config = load_config(args.config)
     work = Path(args.work or tempfile.mkdtemp(prefix="decoder-bench-"))
-    config = config.model_copy(update={"model": args.model, "output_dir": str(work), "eval_dtype": args.eval_dtype,
-                                       "evaluate_before": False, "evaluate_after_each_stage": True,
-                                       "data_dir": str(args.senteval)})
+    config = config.model_copy(
+        update={
+            "model": args.model,
+            "output_dir": str(work),
+            "eval_dtype": args.eval_dtype,
+            "evaluate_before": False,
+            "evaluate_after_each_stage": True,
+            "data_dir": str(args.senteval),
+        }
+    )
     record = run_pipeline(config, compare=["pearson", "contrastive"], tasks=tasks)
-    seconds = {s["stage"]: s["wall_time_s"] for s in record["stages"]}
-    labels = {config.stages[0].name: f"stage 1: InfoNCE ({config.stages[0].data.source} triplets)",
-              f"{config.stages[-1].name}-pearson": "stage 2: Pcc (Pearson loss)",
-              f"{config.stages[-1].name}-contrastive": "stage 2: contrastive baseline (> 4.0)"}
-    return [{"row": labels.get(name, name), "sts": scores, "seconds": seconds.get(name, 0.0),
-             "best_dev": next((s["best_dev_spearman"] for s in record["stages"] if s["stage"] == name), None)}
-            for name, scores in record["sts"].items()]
+    seconds = {s.stage: s.wall_time_s for s in record.stages}
+    labels = {
+        config.stages[0].name: f"stage 1: InfoNCE ({config.stages[0].data.source} triplets)",
+        f"{config.stages[-1].name}-pearson": "stage 2: Pcc (Pearson loss)",
+        f"{config.stages[-1].name}-contrastive": "stage 2: contrastive baseline (> 4.0)",
+    }
+    return [
+        {
+            "row": labels.get(name, name),
+            "sts": scores,
+            "seconds": seconds.get(name, 0.0),
+            "best_dev": next((s.best_dev_spearman for s in record.stages if s.stage == name), None),
+        }
+        for name, scores in record.sts.items()
+    ]
 
 
-def table(rows: list[dict]) -> list[str]:
-    columns = [*SEVEN_TASKS, "avg"]
-    lines = ["| row | " + " | ".join(SHORT_NAMES.get(c, c) for c in columns) + " | seconds |",
-             "|" + " --- |" * (len(columns) + 2)]
-    for row in rows:
-        lines.append(f"| {row['row']} | " + " | ".join(f"{row['sts'][c]:.2f}" for c in columns)
-                     + f" | {row['seconds']:.0f} |")
-    return lines
+def table(rows: list[dict]) -> ScoreTable:
+    return ScoreTable(
+        "decoder",
+        [*STS_COLUMNS, "seconds"],
+        first_column="row",
+        rows=[(row["row"], {**row["sts"], "seconds": f"{row['seconds']:.0f}"}) for row in rows],
+    )
 
 
 def bar_plot(rows: list[dict], path: Path, scored_on: str) -> None:
     """Average Spearman of every row: zero-shot in gray, ICL in orange, trained rows in blue."""
-    colors = ["tab:blue" if row["row"].startswith("stage") else "tab:orange" if "ICL" in row["row"] else "gray"
-              for row in rows]
+    colors = [
+        "tab:blue" if row["row"].startswith("stage") else "tab:orange" if "ICL" in row["row"] else "gray"
+        for row in rows
+    ]
     figure, ax = plt.subplots(figsize=(9, 4.2))
     ax.barh(range(len(rows)), [row["sts"]["avg"] for row in rows], color=colors)
     ax.set_yticks(range(len(rows)), [row["row"] for row in rows], fontsize=8)
     ax.invert_yaxis()
     for index, row in enumerate(rows):
         ax.text(row["sts"]["avg"] + 0.5, index, f"{row['sts']['avg']:.2f}", va="center", fontsize=8)
-    ax.set(xlabel="avg Spearman × 100, 7 STS tasks\n" + scored_on,
-           title="Decoder embeddings: zero-shot, ICL, two-stage Pcc-tuning")
+    ax.set(
+        xlabel="avg Spearman × 100, 7 STS tasks\n" + scored_on,
+        title="Decoder embeddings: zero-shot, ICL, two-stage Pcc-tuning",
+    )
     save_figure(figure, path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m", help="packaged name, .gguf file, folder or Hub id")
-    parser.add_argument("--config", type=Path, default=Path("configs/smollm2_cpu_bench.yaml"),
-                        help="run config of the trained rows (its model is replaced by --model)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=Path("configs/smollm2_cpu_bench.yaml"),
+        help="run config of the trained rows (its model is replaced by --model)",
+    )
     parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
     parser.add_argument("--candidates", type=int, default=8, help="demonstration candidates to label and score")
     parser.add_argument("--seed", type=int, default=0, help="which candidate sentences are drawn")
     parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="fp32", help="dtype of STS encoding")
-    parser.add_argument("--pairs-per-task", type=int, default=None,
-                        help="score every row on the same seeded subsample of N pairs per task (default: all pairs)")
+    parser.add_argument(
+        "--pairs-per-task",
+        type=int,
+        default=None,
+        help="score every row on the same seeded subsample of N pairs per task (default: all pairs)",
+    )
     parser.add_argument("--skip-training", action="store_true", help="zero-shot and ICL rows only")
     parser.add_argument("--resume", action="store_true", help="keep the rows already in OUTPUT/runs.json, run the rest")
     parser.add_argument("--summarize", action="store_true", help="only redraw the table and plot of OUTPUT/runs.json")
@@ -138,42 +169,58 @@ def main() -> None:
     args.output.mkdir(parents=True, exist_ok=True)
     runs_file = args.output / "runs.json"
     if args.summarize:
-        saved = json.loads(runs_file.read_text())
-        write_results(args.output, table(saved["rows"]), saved["settings"], {k: saved[k] for k in ("rows", "config", "scored_on")})
-        bar_plot(saved["rows"], args.output / "decoder.png", saved["scored_on"])
+        rows, saved = load_rows(runs_file)
+        if saved is None:
+            parser.error(f"nothing to summarize: no {runs_file}")
+        write_results(args.output, "decoder", table(rows), saved.settings, rows, "row", saved.details)
+        bar_plot(rows, args.output / "decoder.png", saved.details["scored_on"])
         return
     tasks = load_test_tasks(args.senteval)
     if args.pairs_per_task:
         tasks = [subsample_task(task, args.pairs_per_task, seed=args.seed) for task in tasks]
     started = time.perf_counter()
-    rows: list[dict] = json.loads(runs_file.read_text())["rows"] if args.resume and runs_file.is_file() else []
+    rows: list[dict] = load_rows(runs_file)[0] if args.resume else []
     done = {row["row"] for row in rows}
 
     def keep(row: dict) -> None:
         rows.append(row)
         print(f"{row['row']}: avg {row['sts']['avg']:.2f} ({row['seconds']:.0f} s)", flush=True)
-        runs_file.write_text(json.dumps({"rows": rows}, indent=1))
+        save_rows(args.output, "decoder", rows, "row")
 
     for label, template, pooling in ZERO_SHOT:
         if f"zero-shot: {label}" in done:
             continue
         model = build_model(args.model, template=template, pooling=pooling, dtype=args.eval_dtype)
         scores, seconds = timed_scores(model, tasks, args.eval_dtype)
-        keep({"row": f"zero-shot: {label}", "sts": scores, "seconds": seconds, "template": template,
-              "pooling": pooling})
+        keep(
+            {"row": f"zero-shot: {label}", "sts": scores, "seconds": seconds, "template": template, "pooling": pooling}
+        )
     if not any(row.startswith("PromptEOL + ICL") for row in done):
         keep(icl_row(args, tasks))
     if not args.skip_training and not any(row.startswith("stage") for row in done):
         for row in trained_rows(args, tasks):
             keep(row)
-    scored_on = (f"STS scored on a seeded subsample of {args.pairs_per_task} pairs per task (seed {args.seed})"
-                 if args.pairs_per_task else "STS scored on all test pairs")
-    settings = (f"model {args.model}; {scored_on}, the same for every row; zero-shot rows and ICL ({args.candidates} candidates, seed {args.seed}, picked "
-                f"on SICK trial minus its test overlap); trained rows from {args.config} (stage 2 twice from the same "
-                f"stage-1 model); STS encoding in {args.eval_dtype}; "
-                f"{'this resumed invocation' if args.resume else 'total'} {time.perf_counter() - started:.0f} s")
-    write_results(args.output, table(rows), settings, {"rows": rows, "config": args.config.read_text(),
-                                                        "scored_on": scored_on})
+    scored_on = (
+        f"STS scored on a seeded subsample of {args.pairs_per_task} pairs per task (seed {args.seed})"
+        if args.pairs_per_task
+        else "STS scored on all test pairs"
+    )
+    settings = (
+        f"model {args.model}; {scored_on}, the same for every row; zero-shot rows and ICL "
+        f"({args.candidates} candidates, seed {args.seed}, picked "
+        f"on SICK trial minus its test overlap); trained rows from {args.config} (stage 2 twice from the same "
+        f"stage-1 model); STS encoding in {args.eval_dtype}; "
+        f"{'this resumed invocation' if args.resume else 'total'} {time.perf_counter() - started:.0f} s"
+    )
+    write_results(
+        args.output,
+        "decoder",
+        table(rows),
+        settings,
+        rows,
+        "row",
+        {"config": args.config.read_text(), "scored_on": scored_on},
+    )
     bar_plot(rows, args.output / "decoder.png", scored_on)
 
 

@@ -13,16 +13,14 @@ Prints a markdown table (trainable %, 7 STS + avg, train seconds) and saves it w
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from pcctune.data.senteval import SEVEN_TASKS, load_test_tasks
-from _common import sts_scores, write_results
-
-from pcctune.evaluation.record import SHORT_NAMES
+from _common import STS_COLUMNS, save_rows, sts_scores, write_results
+from pcctune.data.tasks import load_test_tasks
+from pcctune.evaluation.tables import ScoreTable
 from pcctune.modeling.adapters import attach_adapter, trainable_fraction
 from pcctune.modeling.build import build_model
 from pcctune.paths import resolve_senteval_dir
@@ -57,37 +55,76 @@ def main() -> None:
     tasks = load_test_tasks(senteval)
     args.output.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="prompts-bench-"))
-    rows = [{"variant": "base (no training)", "trainable": 0.0, "lr": None, "seconds": 0.0,
-             "sts": sts_scores(build_model(args.model), tasks, args.eval_dtype)}]
+    rows = [
+        {
+            "variant": "base (no training)",
+            "trainable": 0.0,
+            "lr": None,
+            "seconds": 0.0,
+            "sts": sts_scores(build_model(args.model), tasks, args.eval_dtype),
+        }
+    ]
     for label, adapter_settings, lr in VARIANTS:
         adapter = AdapterConfig.model_validate(adapter_settings)
         model = build_model(args.model, prompt=adapter.prompt_kwargs())
         attach_adapter(model, adapter)
-        stage = StageConfig.model_validate({
-            "name": "pcc", "loss": "pearson", "data": {"source": "stage2"}, "batch_size": args.batch_size,
-            "learning_rate": lr, "epochs": args.epochs, "warmup_ratio": 0.1, "max_seq_length": args.max_seq_length,
-            "dev": "sick-trial", "eval_steps": args.eval_steps, "logging_steps": args.eval_steps,
-        })
+        stage = StageConfig.model_validate(
+            {
+                "name": "pcc",
+                "loss": "pearson",
+                "data": {"source": "stage2"},
+                "batch_size": args.batch_size,
+                "learning_rate": lr,
+                "epochs": args.epochs,
+                "warmup_ratio": 0.1,
+                "max_seq_length": args.max_seq_length,
+                "dev": "sick-trial",
+                "eval_steps": args.eval_steps,
+                "logging_steps": args.eval_steps,
+            }
+        )
         started = time.perf_counter()
-        run_stage(model, stage, RunConfig(model=args.model, seed=args.seed, stages=[]), work / label.replace(" ", "_"),
-                  senteval)
+        run_stage(
+            model,
+            stage,
+            RunConfig(model=args.model, seed=args.seed, stages=[]),
+            work / label.replace(" ", "_"),
+            senteval,
+        )
         seconds = time.perf_counter() - started
-        rows.append({"variant": label, "trainable": trainable_fraction(model) * 100, "lr": lr, "seconds": seconds,
-                     "sts": sts_scores(model, tasks, args.eval_dtype)})
-        print(f"{label}: trainable {rows[-1]['trainable']:.3f}%, avg {rows[-1]['sts']['avg']:.2f}, {seconds:.0f} s",
-              flush=True)
-        (args.output / "runs.json").write_text(json.dumps(rows, indent=1))
-    columns = [*SEVEN_TASKS, "avg"]
-    lines = ["| variant | trainable % | lr | " + " | ".join(SHORT_NAMES.get(c, c) for c in columns) + " | train s |",
-             "|" + " --- |" * (len(columns) + 4)]
+        rows.append(
+            {
+                "variant": label,
+                "trainable": trainable_fraction(model) * 100,
+                "lr": lr,
+                "seconds": seconds,
+                "sts": sts_scores(model, tasks, args.eval_dtype),
+            }
+        )
+        print(
+            f"{label}: trainable {rows[-1]['trainable']:.3f}%, avg {rows[-1]['sts']['avg']:.2f}, {seconds:.0f} s",
+            flush=True,
+        )
+        save_rows(args.output, "prompts", rows, "variant")
+    table = ScoreTable("prompts", ["trainable %", "lr", *STS_COLUMNS, "train s"], first_column="variant")
     for row in rows:
-        lr = "—" if row["lr"] is None else f"{row['lr']:g}"
-        lines.append(f"| {row['variant']} | {row['trainable']:.3f} | {lr} | "
-                     + " | ".join(f"{row['sts'][c]:.2f}" for c in columns) + f" | {row['seconds']:.0f} |")
-    settings = (f"model {args.model}; Pearson loss on the filtered stage-2 set (5,398 pairs); {args.epochs:g} epoch(s), "
-                f"batch {args.batch_size}, max length {args.max_seq_length}, warmup 10%, seed {args.seed}; checkpoint "
-                f"picked on SICK trial (test overlap removed); STS encoding in {args.eval_dtype}")
-    write_results(args.output, lines, settings, {"rows": rows})
+        table.rows.append(
+            (
+                row["variant"],
+                {
+                    "trainable %": f"{row['trainable']:.3f}",
+                    "lr": None if row["lr"] is None else f"{row['lr']:g}",
+                    **row["sts"],
+                    "train s": f"{row['seconds']:.0f}",
+                },
+            )
+        )
+    settings = (
+        f"model {args.model}; Pearson loss on the filtered stage-2 set (5,398 pairs); {args.epochs:g} epoch(s), "
+        f"batch {args.batch_size}, max length {args.max_seq_length}, warmup 10%, seed {args.seed}; checkpoint "
+        f"picked on SICK trial (test overlap removed); STS encoding in {args.eval_dtype}"
+    )
+    write_results(args.output, "prompts", table, settings, rows, "variant")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 WORDS = (
-    "this sentence : \" means in one word something can be summarized as a an the man woman dog cat "
+    'this sentence : " means in one word something can be summarized as a an the man woman dog cat '
     "plays guitar piano runs park is are eating food in on with two people children kids boy girl "
     "young old red blue car street , . ! ? playing riding horse bike sitting bench outside water"
 ).split()
@@ -37,13 +37,19 @@ def _tokenizer(kind: str):
             single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])]
         )
         return PreTrainedTokenizerFast(
-            tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-            sep_token="[SEP]", mask_token="[MASK]", model_max_length=64,
+            tokenizer_object=tok,
+            unk_token="[UNK]",
+            pad_token="[PAD]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
+            model_max_length=64,
         )
     tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", vocab["<s>"])])
     # No pad token on purpose: decoders often lack one and pcctune must set it.
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", bos_token="<s>", eos_token="</s>",
-                                   model_max_length=64)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", bos_token="<s>", eos_token="</s>", model_max_length=64
+    )
 
 
 def _save_tiny(folder: Path, kind: str) -> Path:
@@ -53,13 +59,27 @@ def _save_tiny(folder: Path, kind: str) -> Path:
     tokenizer = _tokenizer(kind)
     size = len(tokenizer)
     if kind == "bert":
-        config = BertConfig(vocab_size=size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                            intermediate_size=64, max_position_embeddings=64)
+        config = BertConfig(
+            vocab_size=size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
         model = BertModel(config)
     else:
-        config = LlamaConfig(vocab_size=size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                             num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
-                             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+        config = LlamaConfig(
+            vocab_size=size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
         model = LlamaForCausalLM(config)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -82,9 +102,17 @@ def write_lines(path: Path, lines: list[str]) -> None:
 
 
 SENTENCES = [
-    "A man plays guitar.", "A woman plays piano.", "A dog runs in the park.", "Two kids are eating food.",
-    "A boy is riding a bike.", "A girl is sitting on a bench outside.", "The old man is playing piano.",
-    "A red car is in the street.", "A cat is eating.", "Children play with water.", "A young woman is riding a horse.",
+    "A man plays guitar.",
+    "A woman plays piano.",
+    "A dog runs in the park.",
+    "Two kids are eating food.",
+    "A boy is riding a bike.",
+    "A girl is sitting on a bench outside.",
+    "The old man is playing piano.",
+    "A red car is in the street.",
+    "A cat is eating.",
+    "Children play with water.",
+    "A young woman is riding a horse.",
     "People are sitting outside.",
 ]
 
@@ -104,21 +132,31 @@ def mini_senteval(tmp_path) -> Path:
         write_lines(folder / "STS.gs.beta.txt", ["2.5", "", "4.8", "0.2"])
     stsb = sts / "STSBenchmark"
     row = "main-captions\tMSRvid\t2012test\t{id:04d}\t{score}\t{a}\t{b}"
-    write_lines(stsb / "sts-train.csv", [
-        row.format(id=1, score="3.0", a=s[1], b=s[0]),  # test pair in reversed order: leaks
-        row.format(id=2, score="2.0", a='He said "hello', b="A cat is eating."),  # unbalanced quote
-        row.format(id=3, score="5.0", a=s[8], b=s[9]) + "\textra-source\tmore",  # extra fields
-    ])
+    write_lines(
+        stsb / "sts-train.csv",
+        [
+            row.format(id=1, score="3.0", a=s[1], b=s[0]),  # test pair in reversed order: leaks
+            row.format(id=2, score="2.0", a='He said "hello', b="A cat is eating."),  # unbalanced quote
+            row.format(id=3, score="5.0", a=s[8], b=s[9]) + "\textra-source\tmore",  # extra fields
+        ],
+    )
     write_lines(stsb / "sts-dev.csv", [row.format(id=4, score="1.0", a=s[0], b=s[1])])
     write_lines(stsb / "sts-test.csv", [row.format(id=5 + i, score=f"{i}.5", a=s[i], b=s[i + 3]) for i in range(5)])
     sick = root / "downstream" / "SICK"
     header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"
-    write_lines(sick / "SICK_train.txt", [header, f"1\t{s[10]}\t{s[11]}\t3.0\tNEUTRAL", f"2\t{s[2]}\t{s[4]}\t1.0\tNEUTRAL"])
-    write_lines(sick / "SICK_trial.txt", [header] + [f"{3 + i}\t{s[i]}\t{s[11 - i]}\t{1 + (i * 7) % 5}\tNEUTRAL"
-                                                     for i in range(6)])
-    write_lines(sick / "SICK_test_annotated.txt",
-                [header] + [f"{10 + i}\t{s[i]}\t{s[i + 5]}\t{1 + i * 0.5}\tNEUTRAL" for i in range(6)] +
-                [f"20\t{s[2]}\t{s[4]}\t4.5\tNEUTRAL"])
+    write_lines(
+        sick / "SICK_train.txt", [header, f"1\t{s[10]}\t{s[11]}\t3.0\tNEUTRAL", f"2\t{s[2]}\t{s[4]}\t1.0\tNEUTRAL"]
+    )
+    write_lines(
+        sick / "SICK_trial.txt",
+        [header] + [f"{3 + i}\t{s[i]}\t{s[11 - i]}\t{1 + (i * 7) % 5}\tNEUTRAL" for i in range(6)],
+    )
+    write_lines(
+        sick / "SICK_test_annotated.txt",
+        [header]
+        + [f"{10 + i}\t{s[i]}\t{s[i + 5]}\t{1 + i * 0.5}\tNEUTRAL" for i in range(6)]
+        + [f"20\t{s[2]}\t{s[4]}\t4.5\tNEUTRAL"],
+    )
     return root
 
 
@@ -142,16 +180,24 @@ def mini_transfer(mini_senteval) -> Path:
     down = mini_senteval / "downstream"
     good = [f"a good red car number {i} ." for i in range(20)]
     bad = [f"the old dog is eating food {i} ." for i in range(20)]
-    for task, (pos, neg) in {"MR": ("rt-polarity.pos", "rt-polarity.neg"), "CR": ("custrev.pos", "custrev.neg"),
-                             "SUBJ": ("subj.objective", "subj.subjective"), "MPQA": ("mpqa.pos", "mpqa.neg")}.items():
+    for task, (pos, neg) in {
+        "MR": ("rt-polarity.pos", "rt-polarity.neg"),
+        "CR": ("custrev.pos", "custrev.neg"),
+        "SUBJ": ("subj.objective", "subj.subjective"),
+        "MPQA": ("mpqa.pos", "mpqa.neg"),
+    }.items():
         write_lines(down / task / pos, good)
         write_lines(down / task / neg, bad)
     for split in ("train", "dev", "test"):
-        write_lines(down / "SST" / "binary" / f"sentiment-{split}", [f"{s} \t1" for s in good] + [f"{s} \t0" for s in bad])
+        write_lines(
+            down / "SST" / "binary" / f"sentiment-{split}", [f"{s} \t1" for s in good] + [f"{s} \t0" for s in bad]
+        )
     write_lines(down / "TREC" / "train_5500.label", [f"DESC:manner {s}" for s in good] + [f"HUM:ind {s}" for s in bad])
     write_lines(down / "TREC" / "TREC_10.label", [f"DESC:def {s}" for s in good[:5]] + [f"HUM:gr {s}" for s in bad[:5]])
     header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
-    rows = [f"1\t{i}\t{i}\t{g}\t{g}" for i, g in enumerate(good)] + [f"0\t{i}\t{i}\t{g}\t{b}" for i, (g, b) in enumerate(zip(good, bad))]
+    rows = [f"1\t{i}\t{i}\t{g}\t{g}" for i, g in enumerate(good)] + [
+        f"0\t{i}\t{i}\t{g}\t{b}" for i, (g, b) in enumerate(zip(good, bad, strict=False))
+    ]
     write_lines(down / "MRPC" / "msr_paraphrase_train.txt", [header] + rows)
     write_lines(down / "MRPC" / "msr_paraphrase_test.txt", [header] + rows[::2])
     return mini_senteval

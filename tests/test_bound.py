@@ -67,8 +67,20 @@ def test_bound_cli(capsys, tmp_path, mini_senteval):
     code, out = run_cli(["bound", "--n", "1000", "--n", "1001", "--plot", str(tmp_path / "b.png")], capsys)
     assert code == 0 and "0.875000" in out and "0.866026" in out and "0.866025" in out
     assert (tmp_path / "b.png").stat().st_size > 1000
-    code, out = run_cli(["bound", "--data", "sts", "--senteval", str(mini_senteval), "--output",
-                         str(tmp_path / "b.json"), "--plot", str(tmp_path / "c.png")], capsys)
+    code, out = run_cli(
+        [
+            "bound",
+            "--data",
+            "sts",
+            "--senteval",
+            str(mini_senteval),
+            "--output",
+            str(tmp_path / "b.json"),
+            "--plot",
+            str(tmp_path / "c.png"),
+        ],
+        capsys,
+    )
     assert code == 0 and "SICKRelatedness" in out and (tmp_path / "b.json").is_file()
     assert_one_line_error(*run_cli(["bound", "--n", "1"], capsys), "at least 2")
     assert_one_line_error(*run_cli(["bound"], capsys), "give --n")

@@ -35,8 +35,19 @@ def test_unknown_model(capsys, mini_senteval):
 
 
 def test_stage2_prints_counts_and_writes_files(capsys, mini_senteval, tmp_path):
-    code, out = run_cli(["data", "stage2", "--data", str(mini_senteval), "--output", str(tmp_path / "s.jsonl"),
-                         "--report", str(tmp_path / "r.json")], capsys)
+    code, out = run_cli(
+        [
+            "data",
+            "stage2",
+            "--data",
+            str(mini_senteval),
+            "--output",
+            str(tmp_path / "s.jsonl"),
+            "--report",
+            str(tmp_path / "r.json"),
+        ],
+        capsys,
+    )
     assert code == 0
     assert "STSBenchmark:train" in out and "SICKRelatedness:train" in out and "stage-2 set: 3 pairs" in out
     assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 3

@@ -25,7 +25,9 @@ def test_simcse_csv_missing_columns(tmp_path):
 def test_snli_folder_pairs_entailment_with_contradiction(tmp_path):
     write_lines(tmp_path / "s1.dev", ["P1", "P1", "P1", "P2", "P2", "P3"])
     write_lines(tmp_path / "s2.dev", ["e1", "n1", "c1", "e2", "n2", "e3"])
-    write_lines(tmp_path / "labels.dev", ["entailment", "neutral", "contradiction", "entailment", "neutral", "entailment"])
+    write_lines(
+        tmp_path / "labels.dev", ["entailment", "neutral", "contradiction", "entailment", "neutral", "entailment"]
+    )
     triplets = read_snli_folder(tmp_path, splits=("dev",))
     assert triplets == [Triplet("P1", "e1", "c1")]  # P2 and P3 have no contradiction
 

@@ -16,8 +16,10 @@ from tests.conftest import SENTENCES
 
 def test_demonstration_template_assembly():
     text = demonstration_template("eol", Demonstration("A jockey riding a horse.", "Equestrian"))
-    assert text == ('This sentence : "A jockey riding a horse." means in one word:"Equestrian".\n'
-                    'This sentence : "{text}" means in one word:"')
+    assert text == (
+        'This sentence : "A jockey riding a horse." means in one word:"Equestrian".\n'
+        'This sentence : "{text}" means in one word:"'
+    )
     assert Template(text).suffix == '" means in one word:"'
     sum_text = demonstration_template("sum", Demonstration("A dog runs.", "running"))
     assert sum_text.startswith('This sentence : "A dog runs." can be summarized as running.\n')
@@ -36,11 +38,11 @@ def test_truncation_keeps_the_demonstration_and_the_tail(tiny_llama):
 
     short = tokens("a man")
     last_means = len(short) - 1 - short[::-1].index("means")
-    tail = short[last_means - 1:]  # the closing quote of the sentence, then the template's tail
+    tail = short[last_means - 1 :]  # the closing quote of the sentence, then the template's tail
     head = short[: last_means - 1 - 2]  # everything before the two sentence tokens "a man"
     long = tokens("the man plays guitar in the park " * 10)
     assert len(long) == 30
-    assert long[-len(tail):] == tail and long[: len(head)] == head
+    assert long[-len(tail) :] == tail and long[: len(head)] == head
     assert "dog" in head and "runs" in head  # the demonstration survives with the template
 
 
@@ -62,7 +64,7 @@ def test_search_scores_every_candidate_on_dev_pairs_only(tiny_llama, mini_sentev
     model.encode = spy
     dev = dev_pairs("sick-trial", mini_senteval)
     words = predict_words(model, SENTENCES[:3], model[0].template)
-    demos = [Demonstration(s, w or "thing") for s, w in zip(SENTENCES[:3], words)]
+    demos = [Demonstration(s, w or "thing") for s, w in zip(SENTENCES[:3], words, strict=False)]
     results = search_demonstrations(model, demos, dev, "eol")
     assert len(results) == 4  # the plain template and every candidate, each with its dev score
     assert [r.dev_spearman for r in results] == sorted((r.dev_spearman for r in results), reverse=True)
@@ -82,8 +84,9 @@ def test_icl_command_saves_the_best_demonstration_with_every_dev_score(tiny_llam
     from pcctune.cli import app
 
     output = tmp_path / "icl"
-    result = CliRunner().invoke(app, ["icl", str(tiny_llama), "--candidates", "3", "--data", str(mini_senteval),
-                                      "--output", str(output)])
+    result = CliRunner().invoke(
+        app, ["icl", str(tiny_llama), "--candidates", "3", "--data", str(mini_senteval), "--output", str(output)]
+    )
     assert result.exit_code == 0, result.output
     search = json.loads((output / "demonstration_search.json").read_text())
     scores = [c["dev_spearman"] for c in search["candidates"]]

@@ -97,19 +97,45 @@ def test_pipeline_under_torchrun_with_two_processes(tiny_bert, mini_senteval, tm
     import subprocess
     import sys
 
-    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
-            for i in range(32)]
+    rows = [
+        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
+        for i in range(32)
+    ]
     (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    stage = {"data": {"source": "pairs", "path": str(tmp_path / "pairs.jsonl")}, "batch_size": 8,
-             "mini_batch_size": 2, "max_steps": 2, "eval_steps": 1, "dev": "sick-trial"}
-    config = {"model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / "run"),
-              "evaluate_before": False, "stages": [{"name": "one", "loss": "pearson", **stage},
-                                                   {"name": "two", "loss": "pearson", **stage}]}
+    stage = {
+        "data": {"source": "pairs", "path": str(tmp_path / "pairs.jsonl")},
+        "batch_size": 8,
+        "mini_batch_size": 2,
+        "max_steps": 2,
+        "eval_steps": 1,
+        "dev": "sick-trial",
+    }
+    config = {
+        "model": str(tiny_bert),
+        "data_dir": str(mini_senteval),
+        "output_dir": str(tmp_path / "run"),
+        "evaluate_before": False,
+        "stages": [{"name": "one", "loss": "pearson", **stage}, {"name": "two", "loss": "pearson", **stage}],
+    }
     (tmp_path / "run.yaml").write_text(json.dumps(config))
     done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_free_port()),
-         "-m", "pcctune.cli", "train", str(tmp_path / "run.yaml")],
-        capture_output=True, text=True, timeout=400, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(_free_port()),
+            "-m",
+            "pcctune.cli",
+            "train",
+            str(tmp_path / "run.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads((tmp_path / "run" / "results.json").read_text())

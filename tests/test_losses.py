@@ -86,8 +86,13 @@ def test_info_nce_by_hand():
         denominator = sum(math.exp(cos(a[i], p[j]) / tau) + math.exp(cos(a[i], n[j]) / tau) for j in range(2))
         expected += -math.log(numerator / denominator) / 2
     assert info_nce(a, p, n, tau).item() == pytest.approx(expected, abs=1e-6)
-    pairs_only = sum(-math.log(math.exp(cos(a[i], p[i]) / tau) / sum(math.exp(cos(a[i], p[j]) / tau) for j in range(2)))
-                     for i in range(2)) / 2
+    pairs_only = (
+        sum(
+            -math.log(math.exp(cos(a[i], p[i]) / tau) / sum(math.exp(cos(a[i], p[j]) / tau) for j in range(2)))
+            for i in range(2)
+        )
+        / 2
+    )
     assert info_nce(a, p, None, tau).item() == pytest.approx(pairs_only, abs=1e-6)
 
 
@@ -104,7 +109,7 @@ def test_gradient_cache_equals_the_plain_loss(tiny_bert, kind):
         loss.backward()
         results.append((loss.item(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
     assert results[0][0] == pytest.approx(results[1][0], abs=1e-6)
-    for plain, cached in zip(results[0][1], results[1][1]):
+    for plain, cached in zip(results[0][1], results[1][1], strict=False):
         assert torch.allclose(plain, cached, atol=1e-5)
 
 

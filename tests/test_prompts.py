@@ -44,7 +44,7 @@ def test_prompts_change_the_output(tiny_bert, prompt):
 def test_save_load_round_trip_keeps_the_prompts(tiny_bert, tmp_path, prompt):
     model = build_model(str(tiny_bert), prompt=prompt)
     with torch.no_grad():  # move the prompts away from their initial values, as training would
-        for name, parameter in model.named_parameters():
+        for _name, parameter in model.named_parameters():
             if parameter.requires_grad:
                 parameter.add_(torch.randn_like(parameter) * 0.5)
     before = model.encode(SENTENCES[:3])

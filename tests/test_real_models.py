@@ -32,7 +32,7 @@ def _independent_sts(model, senteval: Path) -> dict[str, float]:
             inputs = folder / gs.name.replace("STS.gs.", "STS.input.")
             if not inputs.exists():
                 continue
-            for line, gold in zip(inputs.read_text().splitlines(), gs.read_text().splitlines()):
+            for line, gold in zip(inputs.read_text().splitlines(), gs.read_text().splitlines(), strict=False):
                 if gold.strip():
                     s1, s2 = line.split("\t")[:2]
                     pairs.append((s1, s2, float(gold)))
@@ -40,7 +40,7 @@ def _independent_sts(model, senteval: Path) -> dict[str, float]:
     rows = [line.split("\t") for line in (sts / "STSBenchmark" / "sts-test.csv").read_text().splitlines()]
     results["STSBenchmark"] = score([(r[5], r[6], float(r[4])) for r in rows])
     lines = (senteval / "downstream" / "SICK" / "SICK_test_annotated.txt").read_text().splitlines()[1:]
-    results["SICKRelatedness"] = score([(r[1], r[2], float(r[3])) for r in (l.split("\t") for l in lines)])
+    results["SICKRelatedness"] = score([(r[1], r[2], float(r[3])) for r in (line.split("\t") for line in lines)])
     results["avg"] = float(np.mean(list(results.values())))
     return results
 
@@ -87,8 +87,9 @@ def test_cli_encodes_the_gguf_decoder_with_each_template(template, tmp_path):
         template = demonstration_template("eol", Demonstration("A jockey riding a horse.", "Equestrian"))
     sentences = ["A man is playing a guitar.", "A man plays the guitar.", "The stock market fell sharply today."]
     output = tmp_path / "vectors.npy"
-    result = CliRunner().invoke(app, ["encode", "smollm2-135m", *sentences, "--template", template,
-                                      "--output", str(output)])
+    result = CliRunner().invoke(
+        app, ["encode", "smollm2-135m", *sentences, "--template", template, "--output", str(output)]
+    )
     assert result.exit_code == 0, result.output
     vectors = np.load(output)
     assert vectors.shape == (3, 576) and np.isfinite(vectors).all()

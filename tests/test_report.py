@@ -33,8 +33,13 @@ def markdown_table(runs, section):
 def test_tables_from_eval_and_train_results(tmp_path):
     _eval(tmp_path / "eval.json", "base", dict.fromkeys(TASKS, 70.0), transfer={"MR": 80.0})
     run = tmp_path / "run"
-    RunResult(protocol="simcse-senteval", data_dir="d", seed=1, config={"model": "m"},
-              sts={"before": dict.fromkeys(TASKS, 70.0), "pcc": dict.fromkeys(TASKS, 72.5)}).to_disk(run / "results.json")
+    RunResult(
+        protocol="simcse-senteval",
+        data_dir="d",
+        seed=1,
+        config={"model": "m"},
+        sts={"before": dict.fromkeys(TASKS, 70.0), "pcc": dict.fromkeys(TASKS, 72.5)},
+    ).to_disk(run / "results.json")
     runs = collect_runs([tmp_path / "eval.json", run])
     assert list(runs) == ["base", "m: before", "m: pcc"]
     table = markdown_table(runs, "sts")

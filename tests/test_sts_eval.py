@@ -26,7 +26,7 @@ def test_protocol_matches_direct_computation(mini_senteval, tiny_bert):
     model = build_model(str(tiny_bert))
     tasks = load_test_tasks(mini_senteval)
     scores, avg = evaluate_sts(model, tasks, show_progress=False)
-    for task, score in zip(tasks, scores):
+    for task, score in zip(tasks, scores, strict=False):
         # STS12–16: Spearman over the concatenation of all subsets, not the mean of subsets
         assert score.spearman == pytest.approx(_direct(model, task.pairs), abs=1e-4)
         assert score.n == len(task.pairs)

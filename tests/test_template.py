@@ -32,7 +32,10 @@ def test_template_without_exactly_one_slot_is_an_error(bad):
 def _real_tokens(model, sentences):
     features = model.preprocess(sentences)
     tokenizer = model[0].tokenizer
-    return [tokenizer.convert_ids_to_tokens(row[mask.bool()]) for row, mask in zip(features["input_ids"], features["attention_mask"])]
+    return [
+        tokenizer.convert_ids_to_tokens(row[mask.bool()])
+        for row, mask in zip(features["input_ids"], features["attention_mask"], strict=False)
+    ]
 
 
 @pytest.mark.parametrize("fixture", ["tiny_llama", "tiny_bert"])
@@ -41,8 +44,8 @@ def test_truncation_cuts_only_the_sentence(fixture, request):
     short, long = _real_tokens(model, ["a man plays guitar", LONG])
     assert len(long) == 20
     # The template's tail (means in one word : ") survives, in full, after the cut sentence.
-    tail = short[short.index("means"):]
-    assert long[-len(tail):] == tail
+    tail = short[short.index("means") :]
+    assert long[-len(tail) :] == tail
     head = short[: short.index("a")]
     assert long[: len(head)] == head
     assert "guitar" in long  # the sentence's beginning is kept
@@ -82,8 +85,15 @@ def test_lasttoken_takes_the_templates_last_token(tiny_llama):
     model[0].tokenizer.padding_side = "right"
     features = model.preprocess(["a dog", "two kids are eating food"])
     with torch.no_grad():
-        hidden = model[0].model(input_ids=features["input_ids"], attention_mask=features["attention_mask"],
-                                position_ids=features["position_ids"]).last_hidden_state
+        hidden = (
+            model[0]
+            .model(
+                input_ids=features["input_ids"],
+                attention_mask=features["attention_mask"],
+                position_ids=features["position_ids"],
+            )
+            .last_hidden_state
+        )
         pooled = model(features)["sentence_embedding"]
     last = features["attention_mask"].sum(dim=1) - 1
     assert torch.allclose(pooled, hidden[torch.arange(2), last], atol=1e-6)

@@ -17,21 +17,39 @@ from tests.conftest import SENTENCES
 
 
 def _pairs_file(tmp_path):
-    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
-            for i in range(48)]
+    rows = [
+        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
+        for i in range(48)
+    ]
     path = tmp_path / "pairs.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     return path
 
 
 def _config(model, senteval, pairs, out, **stage) -> RunConfig:
-    return RunConfig.model_validate({
-        "model": str(model), "data_dir": str(senteval), "output_dir": str(out), "seed": 3,
-        "evaluate_before": False,
-        "stages": [{"name": "pcc", "loss": "pearson", "data": {"source": "pairs", "path": str(pairs)},
-                    "batch_size": 8, "max_steps": 6, "eval_steps": 2, "logging_steps": 1,
-                    "learning_rate": 1e-3, "dev": "sick-trial", **stage}],
-    })
+    return RunConfig.model_validate(
+        {
+            "model": str(model),
+            "data_dir": str(senteval),
+            "output_dir": str(out),
+            "seed": 3,
+            "evaluate_before": False,
+            "stages": [
+                {
+                    "name": "pcc",
+                    "loss": "pearson",
+                    "data": {"source": "pairs", "path": str(pairs)},
+                    "batch_size": 8,
+                    "max_steps": 6,
+                    "eval_steps": 2,
+                    "logging_steps": 1,
+                    "learning_rate": 1e-3,
+                    "dev": "sick-trial",
+                    **stage,
+                }
+            ],
+        }
+    )
 
 
 class KillAt(TrainerCallback):
@@ -90,8 +108,12 @@ def test_compare_runs_the_last_stage_once_per_loss(tiny_bert, mini_senteval, tmp
 
 def test_lora_adapter_trains_only_the_adapter(tiny_llama, mini_senteval, tmp_path):
     config = _config(tiny_llama, mini_senteval, _pairs_file(tmp_path), tmp_path / "lora", max_steps=2)
-    config = config.model_copy(update={"adapter": config.adapter.model_copy(update={"kind": "lora", "r": 2}),
-                                       "template": 'This sentence : "{text}" means in one word:"'})
+    config = config.model_copy(
+        update={
+            "adapter": config.adapter.model_copy(update={"kind": "lora", "r": 2}),
+            "template": 'This sentence : "{text}" means in one word:"',
+        }
+    )
     record = run_pipeline(config)
     assert 0 < record.stages[0].trainable_fraction < 0.5
 
@@ -101,10 +123,12 @@ def test_second_lora_stage_continues_training_the_first_stage_adapter(tiny_llama
 
     config = _config(tiny_llama, mini_senteval, _pairs_file(tmp_path), tmp_path / "two", max_steps=2)
     stage = config.stages[0]
-    config = config.model_copy(update={
-        "adapter": config.adapter.model_copy(update={"kind": "lora", "r": 2}),
-        "stages": [stage.model_copy(update={"name": "one"}), stage.model_copy(update={"name": "two"})],
-    })
+    config = config.model_copy(
+        update={
+            "adapter": config.adapter.model_copy(update={"kind": "lora", "r": 2}),
+            "stages": [stage.model_copy(update={"name": "one"}), stage.model_copy(update={"name": "two"})],
+        }
+    )
     record = run_pipeline(config)
     fractions = [s.trainable_fraction for s in record.stages]
     assert fractions[0] > 0 and fractions[1] == pytest.approx(fractions[0])

@@ -24,8 +24,12 @@ from typer._click.exceptions import ClickException, UsageError
 from pcctune.data.leakage import Normalization
 from pcctune.errors import Interrupted, PcctuneError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Pcc-tuning: sentence embeddings past the contrastive ceiling.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Pcc-tuning: sentence embeddings past the contrastive ceiling.",
+)
 data_app = typer.Typer(no_args_is_help=True, help="Prepare and inspect data (stage-2 set, leakage reports).")
 app.add_typer(data_app, name="data")
 console = Console(width=160)
@@ -33,7 +37,9 @@ DEBUG_ENV = "PCCTUNE_DEBUG"
 
 DataOption = Annotated[
     Path | None,
-    typer.Option("--data", help="SentEval folder (or a root holding senteval/); default $PCCTUNE_DATA or ../shared/data"),
+    typer.Option(
+        "--data", help="SentEval folder (or a root holding senteval/); default $PCCTUNE_DATA or ../shared/data"
+    ),
 ]
 ModelArgument = Annotated[str, typer.Argument(help="packaged short name, local folder, .gguf file or Hub id")]
 TemplateOption = Annotated[str | None, typer.Option(help="eol | sth | sum | a string with one {text}")]
@@ -69,8 +75,19 @@ def eval_command(
     from pcctune.orchestration.evaluate import run_eval
 
     try:
-        run_eval(model, data, tasks=tasks.value, template=template, pooling=_pooling(pooling), dtype=dtype,
-                 batch_size=batch_size, max_seq_length=max_seq_length, seed=seed, output=output, console=console)
+        run_eval(
+            model,
+            data,
+            tasks=tasks.value,
+            template=template,
+            pooling=_pooling(pooling),
+            dtype=dtype,
+            batch_size=batch_size,
+            max_seq_length=max_seq_length,
+            seed=seed,
+            output=output,
+            console=console,
+        )
     except KeyboardInterrupt:
         raise Interrupted("interrupted; nothing was written") from None
 
@@ -132,8 +149,12 @@ def train_command(
     config: Annotated[Path, typer.Argument(help="YAML run config (see configs/)")],
     resume: Annotated[bool, typer.Option(help="continue the run in output_dir (same settings)")] = False,
     overwrite: Annotated[bool, typer.Option(help="replace the run in output_dir")] = False,
-    resume_from: Annotated[Path | None, typer.Option(help="continue from this checkpoint (any step of any stage)")] = None,
-    compare: Annotated[str | None, typer.Option(help="rerun the last stage with each loss, e.g. pearson,contrastive")] = None,
+    resume_from: Annotated[
+        Path | None, typer.Option(help="continue from this checkpoint (any step of any stage)")
+    ] = None,
+    compare: Annotated[
+        str | None, typer.Option(help="rerun the last stage with each loss, e.g. pearson,contrastive")
+    ] = None,
     output_dir: Annotated[str | None, typer.Option(help="override output_dir")] = None,
     data: DataOption = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a config key: stages.0.epochs=2")] = None,
@@ -151,11 +172,18 @@ def train_command(
             raise PcctuneError(f"unknown loss {loss!r} in --compare; choose from {', '.join(LOSSES)}")
     run = load_config(config, _overrides(set_, output_dir, data))
     try:
-        run_pipeline(run, resume=resume, compare=losses, console=console, overwrite=overwrite,
-                     resume_from=str(resume_from) if resume_from else None)
+        run_pipeline(
+            run,
+            resume=resume,
+            compare=losses,
+            console=console,
+            overwrite=overwrite,
+            resume_from=str(resume_from) if resume_from else None,
+        )
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; checkpoints are kept in {run.output_dir}; continue with: "
-                          f"{_resume_command()}") from None
+        raise Interrupted(
+            f"interrupted; checkpoints are kept in {run.output_dir}; continue with: {_resume_command()}"
+        ) from None
 
 
 @app.command("icl")
@@ -163,7 +191,9 @@ def icl_command(
     model: Annotated[str, typer.Argument(help="a causal LM: packaged short name, folder, .gguf file or Hub id")],
     template: Annotated[str, typer.Option(help="base template the demonstration is prepended to")] = "eol",
     candidates: Annotated[int, typer.Option(min=1, help="how many candidate sentences to label and score")] = 16,
-    dev: Annotated[str, typer.Option(help="dev set (test pairs removed): sick-trial | stsb-dev-filtered")] = "sick-trial",
+    dev: Annotated[
+        str, typer.Option(help="dev set (test pairs removed): sick-trial | stsb-dev-filtered")
+    ] = "sick-trial",
     dtype: Annotated[str, typer.Option(help="fp32 | bf16")] = "fp32",
     seed: Annotated[int, typer.Option(help="which candidate sentences are drawn")] = 0,
     data: DataOption = None,
@@ -216,9 +246,12 @@ def data_stage2_command(
     data: DataOption = None,
     normalize: Annotated[Normalization, typer.Option(help="how sentences are matched")] = Normalization.exact,
     rescale_sick: Annotated[bool, typer.Option(help="map SICK 1–5 scores to 0–5 as 5·(x−1)/4")] = False,
-    output: Annotated[Path, typer.Option(help="where to write the stage-2 pairs (jsonl)")] = Path("runs/data/stage2.jsonl"),
+    output: Annotated[Path, typer.Option(help="where to write the stage-2 pairs (jsonl)")] = Path(
+        "runs/data/stage2.jsonl"
+    ),
     report: Annotated[Path, typer.Option(help="where to write the leakage report (json)")] = Path(
-        "runs/data/stage2_leakage.json"),
+        "runs/data/stage2_leakage.json"
+    ),
 ) -> None:
     """Build the stage-2 set: STS-B train + SICK-R train minus every pair found in a test set."""
     from pcctune.orchestration.stage2 import run_stage2
@@ -270,8 +303,11 @@ def main() -> None:
         if debug:
             traceback.print_exc()
         detail = str(error).splitlines()[0] if str(error) else ""
-        _fail(1, f"internal error ({type(error).__name__}: {detail}); rerun with --debug or {DEBUG_ENV}=1 "
-                 "for the traceback, and please report it")
+        _fail(
+            1,
+            f"internal error ({type(error).__name__}: {detail}); rerun with --debug or {DEBUG_ENV}=1 "
+            "for the traceback, and please report it",
+        )
     if code == 130:  # typer turns a Ctrl-C outside our handlers into a return value of 130
         Console(stderr=True).print("interrupted")
     sys.exit(code or 0)

@@ -41,7 +41,11 @@ def _atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically."""
-    return _atomic(path, lambda handle: handle.write(data) and None)
+
+    def write(handle: IO[bytes]) -> None:
+        handle.write(data)
+
+    return _atomic(path, write)
 
 
 def write_text(path: str | Path, text: str) -> Path:
@@ -65,7 +69,11 @@ def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
 
 def write_with(path: str | Path, save: Callable[[IO[bytes]], Any]) -> Path:
     """Atomically write whatever ``save(handle)`` writes to a binary handle (``np.save``, ``savefig``)."""
-    return _atomic(path, lambda handle: save(handle) and None)
+
+    def write(handle: IO[bytes]) -> None:
+        save(handle)
+
+    return _atomic(path, write)
 
 
 @contextlib.contextmanager

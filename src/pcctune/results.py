@@ -180,8 +180,14 @@ def _migrate_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
         details = {k: v for k, v in raw.items() if k != "sts"}
         rows.append({"label": label, "sts": raw.get("sts", {}), "details": details})
     details = {k: v for k, v in payload.items() if k not in ("rows", "results", "settings", "versions")}
-    return {"schema_version": 0, "name": payload.get("name", "benchmark"), "settings": payload.get("settings", ""),
-            "versions": payload.get("versions", {}), "rows": rows, "details": details}
+    return {
+        "schema_version": 0,
+        "name": payload.get("name", "benchmark"),
+        "settings": payload.get("settings", ""),
+        "versions": payload.get("versions", {}),
+        "rows": rows,
+        "details": details,
+    }
 
 
 def parse_result(payload: Any, source: str = "result") -> AnyResult:

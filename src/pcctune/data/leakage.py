@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from pcctune.data.sts import STSPair, STSTask
 
 
-class Normalization(str, Enum):
+class Normalization(StrEnum):
     """How sentences are compared: exactly, or after folding whitespace and/or case."""
 
     exact = "exact"
@@ -62,7 +62,9 @@ class LeakageFilter:
         key = (self.normalization.apply(pair.sentence1), self.normalization.apply(pair.sentence2))
         return sorted(self._index.get(key, ()))
 
-    def filter(self, source: str, pairs: Iterable[STSPair], max_examples: int = 5) -> tuple[list[STSPair], SourceReport]:
+    def filter(
+        self, source: str, pairs: Iterable[STSPair], max_examples: int = 5
+    ) -> tuple[list[STSPair], SourceReport]:
         """Split ``pairs`` into the clean ones and a report of what was removed and why."""
         kept: list[STSPair] = []
         by_test: Counter[str] = Counter()

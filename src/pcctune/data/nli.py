@@ -46,7 +46,10 @@ def read_snli_split(folder: Path, split: str) -> list[tuple[str, str, str]]:
     premises, hypotheses, labels = (read_lines(path) for path in files)
     if not len(premises) == len(hypotheses) == len(labels):
         raise PcctuneError(f"{folder}: s1/s2/labels of split {split!r} differ in length")
-    return [(premise, hypothesis, label.strip()) for premise, hypothesis, label in zip(premises, hypotheses, labels, strict=True)]
+    return [
+        (premise, hypothesis, label.strip())
+        for premise, hypothesis, label in zip(premises, hypotheses, labels, strict=True)
+    ]
 
 
 def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")) -> list[Triplet]:

@@ -31,8 +31,11 @@ def _pick(columns: Sequence[str], options: Sequence[str], source: str) -> str:
 
 def pairs_from_records(records: Iterable[dict[str, Any]], columns: Sequence[str], source: str) -> list[STSPair]:
     """Turn dict rows with sentence1/sentence2/score (or the usual aliases) into pairs."""
-    keys = (_pick(columns, SENTENCE1_KEYS, source), _pick(columns, SENTENCE2_KEYS, source),
-            _pick(columns, SCORE_KEYS, source))
+    keys = (
+        _pick(columns, SENTENCE1_KEYS, source),
+        _pick(columns, SENTENCE2_KEYS, source),
+        _pick(columns, SCORE_KEYS, source),
+    )
     pairs = []
     for number, row in enumerate(records, start=1):
         missing = [key for key in keys if row.get(key) is None]

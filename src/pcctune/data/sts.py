@@ -71,7 +71,9 @@ def read_lines(path: Path) -> list[str]:
         return data.decode("utf-8").splitlines()
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
-        raise PcctuneError(f"{path}:{line}: not UTF-8 text (byte {data[error.start]:#04x}); re-save the file as UTF-8") from None
+        raise PcctuneError(
+            f"{path}:{line}: not UTF-8 text (byte {data[error.start]:#04x}); re-save the file as UTF-8"
+        ) from None
 
 
 def read_senteval_sts_subset(folder: Path, subset: str) -> STSSubset:
@@ -83,7 +85,7 @@ def read_senteval_sts_subset(folder: Path, subset: str) -> STSSubset:
     if len(inputs) != len(golds):
         raise PcctuneError(f"{input_path} has {len(inputs)} lines but {gold_path} has {len(golds)}")
     pairs = []
-    for number, (line, gold) in enumerate(zip(inputs, golds), start=1):
+    for number, (line, gold) in enumerate(zip(inputs, golds, strict=True), start=1):
         if not gold.strip():
             continue
         fields = line.split("\t")

@@ -61,7 +61,8 @@ def _sst2(folder: Path) -> TransferTask:
 
 
 def _trec(folder: Path) -> TransferTask:
-    splits, files, classes = {}, [], {}
+    splits, files = {}, []
+    classes: dict[str, int] = {}
     for split, file in (("train", "train_5500.label"), ("test", "TREC_10.label")):
         path = folder / "TREC" / file
         texts, labels = [], []

@@ -20,8 +20,13 @@ def dataset_ceilings(tasks: list[STSTask]) -> dict[str, dict[str, Any]]:
     for task in tasks:
         gold = np.array([p.score for p in task.pairs])
         rho, k = best_two_valued_spearman(gold)
-        rows[task.name] = {"n": len(gold), "distinct_scores": int(len(np.unique(gold))), "ceiling": rho * 100,
-                           "high_pairs": k, "formula_exact": binary_bound(len(gold)).exact * 100}
+        rows[task.name] = {
+            "n": len(gold),
+            "distinct_scores": int(len(np.unique(gold))),
+            "ceiling": rho * 100,
+            "high_pairs": k,
+            "formula_exact": binary_bound(len(gold)).exact * 100,
+        }
     rows["avg"] = {"ceiling": float(np.mean([r["ceiling"] for r in rows.values()]))}
     return rows
 
@@ -37,20 +42,28 @@ def plot_bounds(ceilings: dict[str, dict[str, Any]] | None, model_scores: dict[s
     ax.plot(ns, [b.exact for b in bounds], label="exact: Pearson of tie-averaged ranks")
     ax.axhline(0.875, ls=":", c="gray")
     ax.axhline(math.sqrt(3) / 2, ls="--", c="gray")
-    ax.set(xscale="log", xlabel="n pairs", ylabel="best Spearman of a binary scorer", ylim=(0.85, 0.91),
-           title="Ceiling of two-valued scorers")
+    ax.set(
+        xscale="log",
+        xlabel="n pairs",
+        ylabel="best Spearman of a binary scorer",
+        ylim=(0.85, 0.91),
+        title="Ceiling of two-valued scorers",
+    )
     ax.legend(fontsize=8)
     if ceilings:
         ax = axes[0][1]
         names = [name for name in ceilings if name != "avg"] + ["avg"]
         x = np.arange(len(names))
         width = 0.4 if model_scores else 0.6
-        ax.bar(x - (width / 2 if model_scores else 0), [ceilings[n]["ceiling"] for n in names], width,
-               label="two-valued ceiling (real gold scores)")
+        ax.bar(
+            x - (width / 2 if model_scores else 0),
+            [ceilings[n]["ceiling"] for n in names],
+            width,
+            label="two-valued ceiling (real gold scores)",
+        )
         if model_scores:
             ax.bar(x + width / 2, [model_scores.get(n, np.nan) for n in names], width, label="model")
-        ax.set_xticks(x, [SHORT_NAMES.get(n, n) for n in names],
-                      rotation=30)
+        ax.set_xticks(x, [SHORT_NAMES.get(n, n) for n in names], rotation=30)
         ax.set(ylabel="Spearman × 100", ylim=(50, 100), title="Per test set")
         ax.legend(fontsize=8)
     return save_figure(figure, path)

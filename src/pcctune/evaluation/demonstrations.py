@@ -19,16 +19,21 @@ from sentence_transformers import SentenceTransformer
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
+from pcctune.errors import PcctuneError
 from pcctune.evaluation.sts import cosine_rows, encode_unique, senteval_text
 from pcctune.modeling.demonstrations import Demonstration, demonstration_template, predict_words
-from pcctune.modeling.template import Template
+from pcctune.modeling.template import Template, input_module
 
 
 def candidate_sentences(senteval_dir: Path, count: int, seed: int = 0) -> list[str]:
     """Up to ``count`` sentences of the filtered STS-B train pairs that occur in no test pair."""
-    test_sentences = {s for task in load_test_tasks(senteval_dir) for p in task.pairs for s in (p.sentence1, p.sentence2)}
-    pool = sorted({s for p in build_stage2_set(senteval_dir).pairs if p.source == "stsb"
-                   for s in (p.sentence1, p.sentence2)} - test_sentences)
+    test_sentences = {
+        s for task in load_test_tasks(senteval_dir) for p in task.pairs for s in (p.sentence1, p.sentence2)
+    }
+    pool = sorted(
+        {s for p in build_stage2_set(senteval_dir).pairs if p.source == "stsb" for s in (p.sentence1, p.sentence2)}
+        - test_sentences
+    )
     rng = np.random.default_rng(seed)
     return [pool[i] for i in rng.permutation(len(pool))[:count]]
 
@@ -42,37 +47,48 @@ class CandidateScore:
 
 def dev_spearman(model: SentenceTransformer, pairs: list[STSPair], batch_size: int = 64) -> float:
     """Spearman × 100 of cosine similarity on ``pairs`` (the dev set only)."""
-    vectors = encode_unique(model, [senteval_text(s) for p in pairs for s in (p.sentence1, p.sentence2)],
-                            batch_size, show_progress=False)
+    vectors = encode_unique(
+        model, [senteval_text(s) for p in pairs for s in (p.sentence1, p.sentence2)], batch_size, show_progress=False
+    )
     a = np.stack([vectors[senteval_text(p.sentence1)] for p in pairs])
     b = np.stack([vectors[senteval_text(p.sentence2)] for p in pairs])
     return float(spearmanr(cosine_rows(a, b), [p.score for p in pairs]).statistic) * 100
 
 
 def search_demonstrations(
-    model: SentenceTransformer, demonstrations: list[Demonstration], dev_pairs: list[STSPair], base: str,
+    model: SentenceTransformer,
+    demonstrations: list[Demonstration],
+    dev_pairs: list[STSPair],
+    base: str,
 ) -> list[CandidateScore]:
     """Every candidate's dev score, best first; the base template alone is scored too (as ``word=''``)."""
-    original = model[0].template
+    module = input_module(model)
+    original = module.template
     results = []
     try:
-        model[0].template = Template.parse(base).text
-        results.append(CandidateScore(Demonstration("", ""), model[0].template, dev_spearman(model, dev_pairs)))
-        for demonstration in demonstrations:
-            model[0].template = demonstration_template(base, demonstration)
-            results.append(CandidateScore(demonstration, model[0].template, dev_spearman(model, dev_pairs)))
+        candidates = [(Demonstration("", ""), Template.parse(base).text)]
+        candidates += [(d, demonstration_template(base, d)) for d in demonstrations]
+        for demonstration, template in candidates:
+            module.template = template
+            results.append(CandidateScore(demonstration, template, dev_spearman(model, dev_pairs)))
     finally:
-        model[0].template = original
+        module.template = original
     return sorted(results, key=lambda r: r.dev_spearman, reverse=True)
 
 
 def rank_demonstrations(
-    model: SentenceTransformer, senteval_dir: Path, count: int, seed: int, dev_pairs: list[STSPair],
+    model: SentenceTransformer,
+    senteval_dir: Path,
+    count: int,
+    seed: int,
+    dev_pairs: list[STSPair],
 ) -> list[CandidateScore]:
     """The whole search for ``model``'s current template: draw ``count`` candidate sentences, label
     each with the model's own word, score every candidate (and no demonstration) on ``dev_pairs``."""
-    base = model[0].template
+    base = input_module(model).template
+    if base is None:
+        raise PcctuneError("a demonstration is prepended to a template; give the model one (e.g. --template eol)")
     sentences = candidate_sentences(senteval_dir, count, seed)
     words = predict_words(model, sentences, base)
-    demonstrations = [Demonstration(s, w) for s, w in zip(sentences, words) if w]
+    demonstrations = [Demonstration(s, w) for s, w in zip(sentences, words, strict=True) if w]
     return search_demonstrations(model, demonstrations, dev_pairs, base)

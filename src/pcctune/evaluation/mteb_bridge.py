@@ -9,6 +9,8 @@ data; here, :func:`local_sts_task` fills an MTEB task with pairs read from disk 
 
 from __future__ import annotations
 
+from typing import Any
+
 from sentence_transformers import SentenceTransformer
 
 from pcctune.data.sts import STSPair
@@ -20,17 +22,20 @@ def local_sts_task(name: str, pairs: list[STSPair], split: str = "test"):
     from datasets import Dataset, DatasetDict
 
     task = mteb.get_task(name)
-    rows = {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs],
-            "score": [p.score for p in pairs]}
+    rows = {
+        "sentence1": [p.sentence1 for p in pairs],
+        "sentence2": [p.sentence2 for p in pairs],
+        "score": [p.score for p in pairs],
+    }
     task.dataset = {"default": DatasetDict({split: Dataset.from_dict(rows)})}
     task.data_loaded = True
     return task
 
 
-def evaluate_with_mteb(model: SentenceTransformer, task) -> dict:
+def evaluate_with_mteb(model: SentenceTransformer, task: Any) -> dict[str, Any]:
     """MTEB's scores for one task (``cosine_spearman`` etc., as fractions), without a results cache."""
     import mteb
 
     result = mteb.evaluate(model, task, cache=None, show_progress_bar=False)
     split = next(iter(result.task_results[0].scores))
-    return result.task_results[0].scores[split][0]
+    return dict(result.task_results[0].scores[split][0])

@@ -22,8 +22,11 @@ def bar_plot(rows: Mapping[str, Mapping[str, float]], section: str, path: Path) 
         ax.bar(x + (index - (len(rows) - 1) / 2) * width, [values.get(c, np.nan) for c in columns], width, label=label)
     ax.set_xticks(x, [SHORT_NAMES.get(c, c) for c in columns], rotation=20)
     low = min(v for values in rows.values() for v in values.values())
-    ax.set(ylim=(max(0, low - 10), 100), ylabel="Spearman × 100" if section == "sts" else "accuracy",
-           title=f"{section.upper()} per task")
+    ax.set(
+        ylim=(max(0, low - 10), 100),
+        ylabel="Spearman × 100" if section == "sts" else "accuracy",
+        title=f"{section.upper()} per task",
+    )
     ax.legend(fontsize=8)
     return save_figure(figure, path)
 

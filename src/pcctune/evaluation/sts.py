@@ -46,10 +46,8 @@ def encode_unique(
 ) -> dict[str, np.ndarray]:
     """Encode each distinct sentence once (sentence-transformers sorts by length into batches)."""
     unique = sorted(set(sentences))
-    vectors = model.encode(
-        unique, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
-    )
-    return dict(zip(unique, vectors.astype(np.float32)))
+    vectors = model.encode(unique, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True)
+    return dict(zip(unique, vectors.astype(np.float32), strict=True))
 
 
 def score_task(task: STSTask, vectors: dict[str, np.ndarray], all_subsets: bool) -> TaskScore:

@@ -73,8 +73,9 @@ def score_transfer_task(task: TransferTask, vectors: dict[str, np.ndarray], seed
         return TransferScore(name=task.name, accuracy=cross_validated_accuracy(x, y, seed) * 100, n_test=len(y))
     test_x, test_y = _features(task, "test", vectors)
     if "dev" in task.splits:
-        predictions = dev_selected_predictions(_features(task, "train", vectors), _features(task, "dev", vectors),
-                                               (test_x, test_y))
+        predictions = dev_selected_predictions(
+            _features(task, "train", vectors), _features(task, "dev", vectors), (test_x, test_y)
+        )
     else:
         predictions = _search(seed).fit(*_features(task, "train", vectors)).predict(test_x)
     f1 = f1_score(test_y, predictions) * 100 if task.name == "MRPC" else None
@@ -82,7 +83,10 @@ def score_transfer_task(task: TransferTask, vectors: dict[str, np.ndarray], seed
 
 
 def evaluate_transfer(
-    model: SentenceTransformer, tasks: list[TransferTask], batch_size: int = 64, seed: int = 1111,
+    model: SentenceTransformer,
+    tasks: list[TransferTask],
+    batch_size: int = 64,
+    seed: int = 1111,
     show_progress: bool = True,
 ) -> list[TransferScore]:
     """Encode each task's unique sentences once and probe them."""

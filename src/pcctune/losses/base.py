@@ -27,7 +27,7 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None) -> None:
         super().__init__()
         self.model = model
-        self.mini_batch_size = mini_batch_size
+        self.mini_batch_size = mini_batch_size  # type: ignore[assignment]  # None: no GradCache
         self.uses_gradient_cache = mini_batch_size is not None
 
     @abstractmethod

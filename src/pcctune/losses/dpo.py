@@ -52,8 +52,14 @@ class EmbeddingDPOLoss(EmbeddingLoss):
     year={2023}
 }"""
 
-    def __init__(self, model: nn.Module, beta: float = 0.1, reference: nn.Module | None = None,
-                 min_similarity: float = 1e-4, mini_batch_size: int | None = None) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        beta: float = 0.1,
+        reference: nn.Module | None = None,
+        min_similarity: float = 1e-4,
+        mini_batch_size: int | None = None,
+    ) -> None:
         super().__init__(model, mini_batch_size)
         reference = reference if reference is not None else copy.deepcopy(model)
         reference.eval()
@@ -61,6 +67,7 @@ class EmbeddingDPOLoss(EmbeddingLoss):
             parameter.requires_grad_(False)
         # A plain attribute, not a submodule: the reference must not reach the optimizer or checkpoints.
         self.__dict__["reference"] = reference
+        self.reference: nn.Module
         self.beta = beta
         self.min_similarity = min_similarity
 

@@ -9,6 +9,8 @@ shipped without an MLM head, e.g. sentence-transformers' all-MiniLM-L6-v2).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
@@ -40,8 +42,16 @@ def load_mlm_head(source: str, train_head: bool = False) -> nn.Module:
 class AuxiliaryMLMLoss(nn.Module):
     """Wraps a stage's loss and adds the decaying MLM term during training."""
 
-    def __init__(self, main: nn.Module, model: SentenceTransformer, head: nn.Module, initial_weight: float = 0.1,
-                 decay_rate: float = 0.95, decay_steps: int = 100, mask_probability: float = 0.15) -> None:
+    def __init__(
+        self,
+        main: nn.Module,
+        model: SentenceTransformer,
+        head: nn.Module,
+        initial_weight: float = 0.1,
+        decay_rate: float = 0.95,
+        decay_steps: int = 100,
+        mask_probability: float = 0.15,
+    ) -> None:
         super().__init__()
         self.main = main
         self.model = model
@@ -49,21 +59,30 @@ class AuxiliaryMLMLoss(nn.Module):
         self.initial_weight = initial_weight
         self.decay_rate = decay_rate
         self.decay_steps = decay_steps
-        self.collator = DataCollatorForLanguageModeling(model[0].tokenizer, mlm_probability=mask_probability)
+        input_module: Any = model[0]
+        self.collator = DataCollatorForLanguageModeling(input_module.tokenizer, mlm_probability=mask_probability)
         self.step = 0
 
     def mlm_loss(self, features: dict[str, Tensor]) -> Tensor:
         features = dict(features)
         special = torch.tensor(
-            [self.collator.tokenizer.get_special_tokens_mask(row, already_has_special_tokens=True)
-             for row in features["input_ids"].tolist()], dtype=torch.bool)
+            [
+                self.collator.tokenizer.get_special_tokens_mask(row, already_has_special_tokens=True)
+                for row in features["input_ids"].tolist()
+            ],
+            dtype=torch.bool,
+        )
         special |= features["attention_mask"].cpu() == 0
-        inputs, labels = self.collator.torch_mask_tokens(features["input_ids"].clone().cpu(), special_tokens_mask=special)
+        inputs, labels = self.collator.torch_mask_tokens(
+            features["input_ids"].clone().cpu(), special_tokens_mask=special
+        )
         features["input_ids"] = inputs.to(features["attention_mask"].device)
-        tokens = self.model[0](features)["token_embeddings"]
+        input_module: Any = self.model[0]
+        tokens = input_module(features)["token_embeddings"]
         logits = self.head(tokens)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.to(logits.device).reshape(-1),
-                               ignore_index=-100)
+        return F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), labels.to(logits.device).reshape(-1), ignore_index=-100
+        )
 
     def forward(self, sentence_features, labels: Tensor | None = None) -> Tensor:
         features = list(sentence_features)

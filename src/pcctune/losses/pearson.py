@@ -39,11 +39,13 @@ def check_gold(gold: Tensor) -> None:
     if torch.isnan(gold).any():
         raise ValueError("Pearson loss: gold scores contain NaN; clean the training data")
     if gold.numel() < 2:
-        warnings.warn("Pearson loss: a group of one pair has no correlation; loss is 1 with zero gradient",
-                      stacklevel=3)
+        warnings.warn(
+            "Pearson loss: a group of one pair has no correlation; loss is 1 with zero gradient", stacklevel=3
+        )
     elif torch.all(gold == gold[0]):
-        warnings.warn("Pearson loss: all gold scores of the group are equal; loss is 1 with zero gradient",
-                      stacklevel=3)
+        warnings.warn(
+            "Pearson loss: all gold scores of the group are equal; loss is 1 with zero gradient", stacklevel=3
+        )
 
 
 def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = 1e-12) -> Tensor:

@@ -40,11 +40,15 @@ _SPECS = (
     LossSpec("infonce", InfoNCELoss, "triplets", "none", "InfoNCE with hard negatives (Pcc-tuning eq. 7), stage 1"),
     LossSpec("pearson", PearsonLoss, "scored", "raw", "1 − Pearson(cos, gold) over the global batch (eq. 8)"),
     LossSpec("contrastive", InfoNCELoss, "positives", "none", "stage-2 contrastive baseline: pairs above a threshold"),
-    *(LossSpec(name, RegressionLoss, "scored", "raw", f"(u, v, |u−v|) regression head, {name} penalty")
-      for name in PENALTIES),
+    *(
+        LossSpec(name, RegressionLoss, "scored", "raw", f"(u, v, |u−v|) regression head, {name} penalty")
+        for name in PENALTIES
+    ),
     LossSpec("cosent", st_losses.CoSENTLoss, "scored", "raw", "sentence-transformers' CoSENTLoss"),
     LossSpec("angle", st_losses.AnglELoss, "scored", "raw", "sentence-transformers' AnglELoss"),
-    LossSpec("cosine_mse", st_losses.CosineSimilarityLoss, "scored", "unit", "sentence-transformers' CosineSimilarityLoss"),
+    LossSpec(
+        "cosine_mse", st_losses.CosineSimilarityLoss, "scored", "unit", "sentence-transformers' CosineSimilarityLoss"
+    ),
     LossSpec("ce", st_losses.SoftmaxLoss, "scored", "class", "sentence-transformers' SoftmaxLoss on rounded scores"),
     LossSpec("dpo", EmbeddingDPOLoss, "preferences", "none", "embedding DPO against a cross-encoder (PromptEOL §3.3)"),
 )

@@ -82,7 +82,8 @@ class RegressionLoss(EmbeddingLoss):
     """
 
     citation = """@article{zhang2024regression,
-    title={Advancing Semantic Textual Similarity Modeling: A Regression Framework with Translated ReLU and Smooth K2 Loss},
+    title={Advancing Semantic Textual Similarity Modeling: A Regression Framework with
+           Translated ReLU and Smooth K2 Loss},
     author={Zhang, Bowen and Li, Chunping},
     journal={arXiv preprint arXiv:2406.05326},
     year={2024}
@@ -123,5 +124,10 @@ class RegressionLoss(EmbeddingLoss):
         return penalty(self.penalty_name, x, self.k, self.x0).mean()
 
     def get_config_dict(self) -> dict:
-        return {"penalty": self.penalty_name, "k": self.k, "x0": self.x0, "concat": self.concat,
-                "label_range": self.label_range}
+        return {
+            "penalty": self.penalty_name,
+            "k": self.k,
+            "x0": self.x0,
+            "concat": self.concat,
+            "label_range": self.label_range,
+        }

@@ -35,10 +35,13 @@ class AdapterConfig(BaseModel):
         """Arguments of :class:`~pcctune.modeling.prefix.PromptedTransformer`, or ``None`` for other kinds."""
         if self.kind not in ("deep_prompt", "shallow_prompt"):
             return None
-        return {"prompt_kind": self.kind.split("_")[0], "prompt_length": self.prompt_length,
-                "prompt_projection": self.prompt_projection, "offset_positions": self.offset_positions,
-                "prompt_init_text": self.prompt_init_text}
-
+        return {
+            "prompt_kind": self.kind.split("_")[0],
+            "prompt_length": self.prompt_length,
+            "prompt_projection": self.prompt_projection,
+            "offset_positions": self.offset_positions,
+            "prompt_init_text": self.prompt_init_text,
+        }
 
 
 def quantization_kwargs(adapter: AdapterConfig) -> dict[str, Any]:
@@ -53,10 +56,14 @@ def quantization_kwargs(adapter: AdapterConfig) -> dict[str, Any]:
         raise PcctuneError("QLoRA needs bitsandbytes: pip install bitsandbytes") from None
     from transformers import BitsAndBytesConfig
 
-    return {"quantization_config": BitsAndBytesConfig(
-        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-        bnb_4bit_compute_dtype=torch.bfloat16,
-    )}
+    return {
+        "quantization_config": BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16,
+        )
+    }
 
 
 def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
@@ -75,10 +82,15 @@ def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
         return
     from peft import LoraConfig, TaskType
 
-    model.add_adapter(LoraConfig(
-        r=adapter.r, lora_alpha=adapter.alpha, lora_dropout=adapter.dropout,
-        target_modules=adapter.targets, task_type=TaskType.FEATURE_EXTRACTION,
-    ))
+    model.add_adapter(
+        LoraConfig(
+            r=adapter.r,
+            lora_alpha=adapter.alpha,
+            lora_dropout=adapter.dropout,
+            target_modules=adapter.targets,
+            task_type=TaskType.FEATURE_EXTRACTION,
+        )
+    )
 
 
 def trainable_fraction(model: SentenceTransformer) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from sentence_transformers import SentenceTransformer
@@ -74,8 +74,16 @@ def _saved_pooling(folder: Path) -> str | None:
             config = json.loads((folder / module["path"] / "config.json").read_text())
             mode = config.get("pooling_mode")
             if mode is None:  # legacy boolean keys
-                mode = next((k for k in ("cls", "lasttoken", "mean") if config.get(f"pooling_mode_{k}_token") or
-                             config.get(f"pooling_mode_{k}_tokens") or config.get(f"pooling_mode_{k}")), "mean")
+                mode = next(
+                    (
+                        k
+                        for k in ("cls", "lasttoken", "mean")
+                        if config.get(f"pooling_mode_{k}_token")
+                        or config.get(f"pooling_mode_{k}_tokens")
+                        or config.get(f"pooling_mode_{k}")
+                    ),
+                    "mean",
+                )
             return mode if isinstance(mode, str) else mode[0]
     return None
 
@@ -90,7 +98,7 @@ def _is_pcctune_model(folder: Path) -> bool:
         return False
     types = [module["type"] for module in json.loads(modules.read_text())]
     ours = [t.startswith("pcctune.") for t in types]
-    return any(ours) and all(o or t.startswith("sentence_transformers.") for o, t in zip(ours, types))
+    return any(ours) and all(o or t.startswith("sentence_transformers.") for o, t in zip(ours, types, strict=True))
 
 
 def build_model(
@@ -100,8 +108,8 @@ def build_model(
     max_seq_length: int | None = None,
     dtype: str = "fp32",
     device: str | None = None,
-    model_kwargs: dict | None = None,
-    prompt: dict | None = None,
+    model_kwargs: dict[str, Any] | None = None,
+    prompt: dict[str, Any] | None = None,
 ) -> SentenceTransformer:
     """Load or assemble a SentenceTransformer.
 
@@ -130,12 +138,16 @@ def build_model(
             # pcctune's own TemplateTransformer is imported from this installed package.
             model = SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
         else:
-            model = _assemble(source, template_text, pooling or _saved_pooling(folder), device, model_kwargs or {},
-                              prompt)
+            model = _assemble(
+                source, template_text, pooling or _saved_pooling(folder), device, model_kwargs or {}, prompt
+            )
     except (OSError, ValueError, RuntimeError) as error:
         hint = ""
         if source.kind == "hub" and "connect" in str(error):
-            hint = " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name; HF_HUB_OFFLINE=1 fails fast)"
+            hint = (
+                " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name; "
+                "HF_HUB_OFFLINE=1 fails fast)"
+            )
         raise PcctuneError(f"could not load model {spec!r}: {str(error).splitlines()[0]}{hint}") from None
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
@@ -145,19 +157,24 @@ def build_model(
 
 
 def _assemble(
-    source: ModelSource, template: str | None, pooling: str | None, device: str | None, model_kwargs: dict,
-    prompt: dict | None = None,
+    source: ModelSource,
+    template: str | None,
+    pooling: str | None,
+    device: str | None,
+    model_kwargs: dict[str, Any],
+    prompt: dict[str, Any] | None = None,
 ) -> SentenceTransformer:
     config = AutoConfig.from_pretrained(source.path)
     decoder = is_decoder_only(config)
-    kwargs = {"template": template, "position_ids_from_mask": decoder, "model_kwargs": model_kwargs}
+    kwargs: dict[str, Any] = {"template": template, "position_ids_from_mask": decoder, "model_kwargs": model_kwargs}
+    module: TemplateTransformer
     if prompt:
         from pcctune.modeling.prefix import PromptedTransformer
 
         module = PromptedTransformer(source.path, **prompt, **kwargs)
     else:
         module = TemplateTransformer(source.path, **kwargs)
-    tokenizer = module.tokenizer
+    tokenizer = module.text_tokenizer
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     pool = Pooling(module.get_embedding_dimension(), pooling or ("lasttoken" if decoder else "mean"))

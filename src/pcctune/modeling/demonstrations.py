@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
-from pcctune.modeling.template import SLOT, Template
+from pcctune.modeling.template import SLOT, Template, input_module
 
 
 @dataclass(frozen=True)
@@ -46,16 +47,20 @@ def predict_words(model: SentenceTransformer, sentences: list[str], base: str, m
     """The word a causal LM writes after ``base`` for each sentence (greedy decoding, first word kept)."""
     from transformers import AutoModelForCausalLM
 
-    backbone = model[0]
-    lm = AutoModelForCausalLM.from_pretrained(backbone.model.config._name_or_path or backbone.model.name_or_path)
-    tokenizer = backbone.tokenizer
+    backbone = input_module(model)
+    lm: Any = AutoModelForCausalLM.from_pretrained(backbone.model.config._name_or_path)
+    tokenizer = backbone.text_tokenizer
     template = Template.parse(base)
     words = []
     for sentence in sentences:
         inputs = tokenizer(template.fill(sentence), return_tensors="pt")
-        output = lm.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
-                             pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
-        text = tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+        output = lm.generate(
+            **inputs,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+        )
+        text = str(tokenizer.decode(output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True))
         match = re.match(r"\s*([\w'-]+)", text)
         words.append(match.group(1) if match else "")
     return words

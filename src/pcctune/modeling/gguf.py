@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.provenance import file_sha256
@@ -33,7 +34,7 @@ def gguf_to_folder(gguf_path: str | Path) -> Path:
         return folder
     kwargs = {"gguf_file": gguf_path.name}
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, **kwargs)
-    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, **kwargs)
+    model: Any = AutoModelForCausalLM.from_pretrained(gguf_path.parent, **kwargs)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     # A dequantized model is a plain float model: forget the quantizer so it saves normally.

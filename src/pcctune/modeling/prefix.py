@@ -44,7 +44,9 @@ class ShallowPrompt(nn.Module):
         batch = inputs_embeds.shape[0]
         prompt = self.prompt.to(inputs_embeds.dtype).unsqueeze(0).expand(batch, -1, -1)
         embeds = torch.cat([inputs_embeds[:, :1], prompt, inputs_embeds[:, 1:]], dim=1)
-        mask = torch.cat([attention_mask[:, :1], attention_mask.new_ones(batch, self.length), attention_mask[:, 1:]], dim=1)
+        mask = torch.cat(
+            [attention_mask[:, :1], attention_mask.new_ones(batch, self.length), attention_mask[:, 1:]], dim=1
+        )
         return embeds, mask
 
 
@@ -60,8 +62,14 @@ class PromptedTransformer(TemplateTransformer):
         **kwargs: everything :class:`TemplateTransformer` accepts.
     """
 
-    config_keys: list[str] = [*TemplateTransformer.config_keys, "prompt_kind", "prompt_length", "prompt_projection",
-                              "offset_positions", "prompt_init_text"]
+    config_keys: list[str] = [
+        *TemplateTransformer.config_keys,
+        "prompt_kind",
+        "prompt_length",
+        "prompt_projection",
+        "offset_positions",
+        "prompt_init_text",
+    ]
 
     def __init__(
         self,
@@ -87,11 +95,14 @@ class PromptedTransformer(TemplateTransformer):
         if prompt_kind == "deep":
             from peft import PrefixTuningConfig, TaskType, get_peft_model
 
-            config = PrefixTuningConfig(task_type=TaskType.FEATURE_EXTRACTION, num_virtual_tokens=prompt_length,
-                                        prefix_projection=prompt_projection,
-                                        encoder_hidden_size=self.model.config.hidden_size)
-            self.model = get_peft_model(self.model, config)
-            self.shallow = None
+            config = PrefixTuningConfig(
+                task_type=TaskType.FEATURE_EXTRACTION,
+                num_virtual_tokens=prompt_length,
+                prefix_projection=prompt_projection,
+                encoder_hidden_size=self.model.config.hidden_size,
+            )
+            self.model: Any = get_peft_model(self.model, config)
+            self.shallow: ShallowPrompt | None = None
         else:
             self.shallow = ShallowPrompt(self._init_embeddings(prompt_init_text, prompt_length))
         # Shallow prompts lengthen the sequence, and offset deep prompts number it from P: either way the
@@ -106,9 +117,15 @@ class PromptedTransformer(TemplateTransformer):
             self.prompt_parameters_load(load_file(str(saved)))
 
     def _init_embeddings(self, text: str, length: int) -> torch.Tensor:
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] or [self.tokenizer.unk_token_id]
+        ids = self._ids(text, special=False) or [int(self.text_tokenizer.unk_token_id or 0)]
         ids = (ids * (length // len(ids) + 1))[:length]
-        return self.model.get_input_embeddings().weight[ids]
+        embeddings: Any = self.model.get_input_embeddings()
+        return embeddings.weight[ids]
+
+    def _shallow_prompt(self) -> ShallowPrompt:
+        if self.shallow is None:
+            raise PcctuneError("deep prompts have no input prompt")
+        return self.shallow
 
     # --- the prompts' own weights -----------------------------------------------------------
 
@@ -117,7 +134,7 @@ class PromptedTransformer(TemplateTransformer):
             from peft import get_peft_model_state_dict
 
             return {k: v.contiguous() for k, v in get_peft_model_state_dict(self.model).items()}
-        return {"prompt": self.shallow.prompt.detach().contiguous()}
+        return {"prompt": self._shallow_prompt().prompt.detach().contiguous()}
 
     def prompt_parameters_load(self, state: dict[str, torch.Tensor]) -> None:
         if self.prompt_kind == "deep":
@@ -125,7 +142,7 @@ class PromptedTransformer(TemplateTransformer):
 
             set_peft_model_state_dict(self.model, state)
         else:
-            self.shallow.prompt.data.copy_(state["prompt"])
+            self._shallow_prompt().prompt.data.copy_(state["prompt"])
 
     def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
         """The unchanged backbone, tokenizer and config as usual, plus the prompts in their own file."""
@@ -143,18 +160,20 @@ class PromptedTransformer(TemplateTransformer):
             # What peft's forward does, minus its dropping of position_ids: prefix cache + widened mask.
             batch = mask.shape[0]
             prefix_mask = mask.new_ones(batch, self.prompt_length)
-            inputs = {key: features[key] for key in ("input_ids", "token_type_ids") if key in features}
+            inputs: dict[str, Any] = {key: features[key] for key in ("input_ids", "token_type_ids") if key in features}
             if not self.offset_positions:
                 inputs["position_ids"] = (mask.long().cumsum(-1) - 1).clamp(min=0)
             output = self.model.get_base_model()(
-                **inputs, attention_mask=torch.cat([prefix_mask, mask], dim=1),
-                past_key_values=self.model.get_prompt(batch_size=batch), return_dict=True,
+                **inputs,
+                attention_mask=torch.cat([prefix_mask, mask], dim=1),
+                past_key_values=self.model.get_prompt(batch_size=batch),
+                return_dict=True,
             )
             features["token_embeddings"] = output.last_hidden_state
             return features
-        backbone = self.model
-        embeds = backbone.get_input_embeddings()(features["input_ids"])
-        embeds, widened = self.shallow.insert(embeds, mask)
+        backbone: Any = self.model
+        shallow = self._shallow_prompt()
+        embeds, widened = shallow.insert(backbone.get_input_embeddings()(features["input_ids"]), mask)
         output = backbone(inputs_embeds=embeds, attention_mask=widened, return_dict=True).last_hidden_state
-        features["token_embeddings"] = torch.cat([output[:, :1], output[:, 1 + self.shallow.length :]], dim=1)
+        features["token_embeddings"] = torch.cat([output[:, :1], output[:, 1 + shallow.length :]], dim=1)
         return features

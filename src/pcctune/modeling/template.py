@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
+from transformers import PreTrainedTokenizerBase
 
 from pcctune.errors import PcctuneError
 
@@ -88,28 +90,37 @@ class TemplateTransformer(Transformer):
 
     # --- tokenization ------------------------------------------------------------------------
 
+    @property
+    def text_tokenizer(self) -> PreTrainedTokenizerBase:
+        """The tokenizer (a text model always has one; sentence-transformers types it as optional)."""
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            raise PcctuneError("this model has no tokenizer; pcctune encodes text only")
+        return tokenizer
+
+    def _ids(self, text: str, special: bool = True) -> list[int]:
+        return list(self.text_tokenizer(text, add_special_tokens=special, verbose=False)["input_ids"])
+
     def _token_count(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+        return len(self._ids(text))
 
     def _fit(self, template: Template, sentence: str, max_length: int) -> list[int]:
         """Token ids of ``template.fill(sentence)``, cutting only the sentence to fit ``max_length``."""
-        ids = self.tokenizer(template.fill(sentence), add_special_tokens=True, verbose=False)["input_ids"]
+        ids = self._ids(template.fill(sentence))
         if len(ids) <= max_length:
             return ids
         overhead = self._token_count(template.fill(""))
         if overhead > max_length:
-            raise PcctuneError(
-                f"the template alone takes {overhead} tokens, more than max_seq_length={max_length}"
-            )
-        sentence_ids = self.tokenizer(sentence, add_special_tokens=False)["input_ids"]
+            raise PcctuneError(f"the template alone takes {overhead} tokens, more than max_seq_length={max_length}")
+        sentence_ids = self._ids(sentence, special=False)
         budget = max_length - overhead
         while budget >= 0:
-            cut = self.tokenizer.decode(sentence_ids[:budget], skip_special_tokens=True)
-            ids = self.tokenizer(template.fill(cut), add_special_tokens=True)["input_ids"]
+            cut = str(self.text_tokenizer.decode(sentence_ids[:budget], skip_special_tokens=True))
+            ids = self._ids(template.fill(cut))
             if len(ids) <= max_length:
                 return ids
             budget -= 1
-        return self.tokenizer(template.fill(""), add_special_tokens=True)["input_ids"]
+        return self._ids(template.fill(""))
 
     def preprocess(
         self,
@@ -125,16 +136,20 @@ class TemplateTransformer(Transformer):
         template = Template(self.template or SLOT)
         if prompt:
             template = Template(prompt + template.text)
-        max_length = kwargs.get("max_length") or self.max_seq_length or self.tokenizer.model_max_length
+        max_length = kwargs.get("max_length") or self.max_seq_length or self.text_tokenizer.model_max_length
         rows = [self._fit(template, sentence, max_length) for sentence in inputs]
-        features = self.tokenizer.pad({"input_ids": rows}, padding=True, return_tensors="pt")
+        features: dict[str, Any] = dict(self.text_tokenizer.pad({"input_ids": rows}, padding=True, return_tensors="pt"))
         if self.position_ids_from_mask:
             mask = features["attention_mask"]
             features["position_ids"] = (mask.long().cumsum(dim=-1) - 1).clamp(min=0)
-        features = dict(features)
         features["modality"] = "text"
         return features
 
     def __repr__(self) -> str:
         return f"TemplateTransformer(template={self.template!r}, architecture={self.model.__class__.__name__})"
 
+
+def input_module(model: SentenceTransformer) -> TemplateTransformer:
+    """The first module of ``model``: pcctune's input module, or sentence-transformers' ``Transformer``
+    (its base class, with the same ``model``/``tokenizer``; read ``template`` with ``getattr``)."""
+    return cast(TemplateTransformer, model[0])

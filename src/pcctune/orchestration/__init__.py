@@ -1,1 +1,1 @@
-"""Orchestration: the workflows that combine training and evaluation (the pipeline, the eval runner, bound, report, demonstration search)."""
+"""Orchestration: workflows that combine the layers below (pipeline, eval runner, bound, report, icl, stage-2 data)."""

@@ -33,7 +33,9 @@ def bounds_for_n(ns: list[int]) -> dict[str, dict[str, Any]]:
 
 
 def n_table(rows: dict[str, dict[str, Any]]) -> ScoreTable:
-    table = ScoreTable(N_TITLE, ["paper", "paper_k", "exact", "exact_k"], list(rows.items()), first_column="n", digits=6)
+    table = ScoreTable(
+        N_TITLE, ["paper", "paper_k", "exact", "exact_k"], list(rows.items()), first_column="n", digits=6
+    )
     return table
 
 
@@ -42,8 +44,15 @@ def sts_table(ceilings: dict[str, dict[str, Any]]) -> ScoreTable:
     return ScoreTable(STS_TITLE, columns, list(ceilings.items()), first_column="task")
 
 
-def run_bound(ns: list[int], sts: bool, senteval: Path | None, results: Path | None, plot: Path | None,
-              output: Path | None, console: Console) -> dict[str, Any]:
+def run_bound(
+    ns: list[int],
+    sts: bool,
+    senteval: Path | None,
+    results: Path | None,
+    plot: Path | None,
+    output: Path | None,
+    console: Console,
+) -> dict[str, Any]:
     """Print the requested ceilings; save the plot and the numbers where asked. Inputs are checked first."""
     if not ns and not sts:
         raise PcctuneError("give --n N (one or more) and/or --data sts")

@@ -53,10 +53,18 @@ def run_eval(
     sts = evaluate_sts(model, sts_tasks, batch_size=batch_size) if sts_tasks else None
     transfer = evaluate_transfer(model, transfer_tasks, batch_size=batch_size) if transfer_tasks else None
     result = EvalResult(
-        protocol=PROTOCOL, model=model_spec, template=model_template(model),
-        pooling=getattr(model[1], "pooling_mode", None), dtype=dtype, seed=seed, data_dir=str(senteval),
-        data_files_sha256=file_hashes([f for t in sts_tasks for f in t.files] + [f for t in transfer_tasks for f in t.files]),
-        versions=library_versions(), wall_time_s=round(time.perf_counter() - started, 2),
+        protocol=PROTOCOL,
+        model=model_spec,
+        template=model_template(model),
+        pooling=getattr(model[1], "pooling_mode", None),
+        dtype=dtype,
+        seed=seed,
+        data_dir=str(senteval),
+        data_files_sha256=file_hashes(
+            [f for t in sts_tasks for f in t.files] + [f for t in transfer_tasks for f in t.files]
+        ),
+        versions=library_versions(),
+        wall_time_s=round(time.perf_counter() - started, 2),
     )
     if sts is not None:
         scores, avg = sts
@@ -67,8 +75,9 @@ def run_eval(
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
         result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
         result.transfer_detail = transfer
-        ScoreTable.from_rows({model_spec: result.transfer},
-                             title="Transfer tasks (accuracy, logistic-regression probe)").print()
+        ScoreTable.from_rows(
+            {model_spec: result.transfer}, title="Transfer tasks (accuracy, logistic-regression probe)"
+        ).print()
     if output is not None:
         result.to_disk(output)
         (console or Console()).print(f"results -> {output}")

@@ -11,6 +11,7 @@ from pcctune.data.dev import dev_pairs
 from pcctune.evaluation.demonstrations import CandidateScore, rank_demonstrations
 from pcctune.io import atomic_folder, check_output_folder, write_json
 from pcctune.modeling.build import build_model
+from pcctune.modeling.template import input_module
 from pcctune.paths import resolve_senteval_dir
 
 
@@ -19,13 +20,23 @@ def candidates_table(results: list[CandidateScore], title: str) -> Table:
     for column in ("rank", "sentence", "word", "dev"):
         table.add_column(column)
     for rank, r in enumerate(results, start=1):
-        table.add_row(str(rank), r.demonstration.sentence or "(no demonstration)", r.demonstration.word,
-                      f"{r.dev_spearman:.2f}")
+        table.add_row(
+            str(rank), r.demonstration.sentence or "(no demonstration)", r.demonstration.word, f"{r.dev_spearman:.2f}"
+        )
     return table
 
 
-def run_icl(model: str, template: str, candidates: int, dev: str, dtype: str, seed: int, data: Path | None,
-            output: Path | None, console: Console) -> list[CandidateScore]:
+def run_icl(
+    model: str,
+    template: str,
+    candidates: int,
+    dev: str,
+    dtype: str,
+    seed: int,
+    data: Path | None,
+    output: Path | None,
+    console: Console,
+) -> list[CandidateScore]:
     """Score ``candidates`` demonstrations (and none) on ``dev``; save the best with the model to ``output``."""
     if output is not None:
         check_output_folder(output)
@@ -35,11 +46,24 @@ def run_icl(model: str, template: str, candidates: int, dev: str, dtype: str, se
     results = rank_demonstrations(encoder, senteval, candidates, seed, pairs)
     console.print(candidates_table(results, f"demonstrations for {model} on {dev} (Spearman × 100, dev only)"))
     if output is not None:
-        encoder[0].template = results[0].template
+        input_module(encoder).template = results[0].template
         with atomic_folder(output) as staging:
             encoder.save(str(staging))
-            write_json({"model": model, "dev": dev, "chosen_template": results[0].template, "candidates": [
-                {"sentence": r.demonstration.sentence, "word": r.demonstration.word, "dev_spearman": r.dev_spearman}
-                for r in results]}, staging / "demonstration_search.json")
+            write_json(
+                {
+                    "model": model,
+                    "dev": dev,
+                    "chosen_template": results[0].template,
+                    "candidates": [
+                        {
+                            "sentence": r.demonstration.sentence,
+                            "word": r.demonstration.word,
+                            "dev_spearman": r.dev_spearman,
+                        }
+                        for r in results
+                    ],
+                },
+                staging / "demonstration_search.json",
+            )
         console.print(f"model with the best demonstration -> {output}")
     return results

@@ -37,8 +37,14 @@ from pcctune.training.stage import run_stage
 def load_for_training(config: RunConfig, source: str | None) -> SentenceTransformer:
     """The base model (``source=None``) or a finished stage's saved model, ready to train."""
     if source is None:
-        model = build_model(config.model, template=config.template, pooling=config.pooling, dtype=config.dtype,
-                            model_kwargs=quantization_kwargs(config.adapter), prompt=config.adapter.prompt_kwargs())
+        model = build_model(
+            config.model,
+            template=config.template,
+            pooling=config.pooling,
+            dtype=config.dtype,
+            model_kwargs=quantization_kwargs(config.adapter),
+            prompt=config.adapter.prompt_kwargs(),
+        )
     else:
         model = build_model(source)
     attach_adapter(model, config.adapter)
@@ -59,9 +65,18 @@ def validate_run(config: RunConfig, senteval: Path, resume_from: str | None) -> 
 class Pipeline:
     """One run of ``config``: the stages in order, an STS evaluation after each, one :class:`RunResult`."""
 
-    def __init__(self, config: RunConfig, *, resume: bool, compare: list[str] | None, console: Console,
-                 callbacks: list[Any] | None, resume_from: str | None, tasks: list[STSTask] | None,
-                 senteval: Path) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        resume: bool,
+        compare: list[str] | None,
+        console: Console,
+        callbacks: list[Any] | None,
+        resume_from: str | None,
+        tasks: list[STSTask] | None,
+        senteval: Path,
+    ) -> None:
         self.config = config
         self.resume = resume or resume_from is not None
         self.compare = compare
@@ -71,8 +86,13 @@ class Pipeline:
         self.senteval = senteval
         self.tasks = tasks if tasks is not None else load_test_tasks(senteval)
         self.main = is_main_process()
-        self.result = RunResult(protocol=PROTOCOL, data_dir=str(senteval), seed=config.seed,
-                                versions=library_versions(), config=config.model_dump(mode="json"))
+        self.result = RunResult(
+            protocol=PROTOCOL,
+            data_dir=str(senteval),
+            seed=config.seed,
+            versions=library_versions(),
+            config=config.model_dump(mode="json"),
+        )
 
     def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
         return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
@@ -94,16 +114,33 @@ class Pipeline:
             return stage_dir / "final"
         model = load_for_training(self.config, source)
         started = time.perf_counter()
-        result = run_stage(model, stage, self.config, stage_dir, self.senteval, resume=self.resume,
-                           callbacks=self.callbacks, checkpoint=from_here)
-        self.result.stages.append(StageRecord(
-            stage=stage.name + suffix, loss=stage.loss, train_examples=result.examples,
-            trainable_fraction=round(trainable_fraction(model), 6), best_checkpoint=result.best_checkpoint,
-            best_dev_spearman=result.best_dev, final_dir=str(result.final_dir), plot=str(result.plot),
-            wall_time_s=round(time.perf_counter() - started, 1),
-        ))
-        self.console.print(f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
-                           f"best dev {result.best_dev} at {result.best_checkpoint}")
+        result = run_stage(
+            model,
+            stage,
+            self.config,
+            stage_dir,
+            self.senteval,
+            resume=self.resume,
+            callbacks=self.callbacks,
+            checkpoint=from_here,
+        )
+        self.result.stages.append(
+            StageRecord(
+                stage=stage.name + suffix,
+                loss=stage.loss,
+                train_examples=result.examples,
+                trainable_fraction=round(trainable_fraction(model), 6),
+                best_checkpoint=result.best_checkpoint,
+                best_dev_spearman=result.best_dev,
+                final_dir=str(result.final_dir),
+                plot=str(result.plot),
+                wall_time_s=round(time.perf_counter() - started, 1),
+            )
+        )
+        self.console.print(
+            f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
+            f"best dev {result.best_dev} at {result.best_checkpoint}"
+        )
         return result.final_dir
 
     def run(self) -> RunResult:
@@ -150,8 +187,16 @@ def run_pipeline(
         console.print(f"{out} is finished; its results are unchanged")
         return RunResult.from_disk(out / RESULTS)
     senteval = resolve_senteval_dir(config.data_dir)
-    pipeline = Pipeline(config, resume=resume, compare=compare, console=console, callbacks=callbacks,
-                        resume_from=resume_from, tasks=tasks, senteval=senteval)
+    pipeline = Pipeline(
+        config,
+        resume=resume,
+        compare=compare,
+        console=console,
+        callbacks=callbacks,
+        resume_from=resume_from,
+        tasks=tasks,
+        senteval=senteval,
+    )
     validate_run(config, senteval, resume_from)
     if main:
         start_run_folder(config, overwrite)

@@ -24,8 +24,9 @@ def leakage_table(result: Stage2Set, title: str) -> Table:
     return table
 
 
-def run_stage2(data: Path | None, normalization: Normalization, rescale_sick: bool, output: Path, report: Path,
-               console: Console) -> Stage2Set:
+def run_stage2(
+    data: Path | None, normalization: Normalization, rescale_sick: bool, output: Path, report: Path, console: Console
+) -> Stage2Set:
     """Filter STS-B + SICK-R train against the test sets; write the pairs (jsonl) and the report (json)."""
     for path in (output, report):
         check_output_file(path)

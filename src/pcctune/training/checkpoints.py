@@ -30,8 +30,11 @@ def checkpoints(folder: Path) -> list[Path]:
     """``checkpoint-N`` folders of ``folder``, by step."""
     if not folder.is_dir():
         return []
-    found = [(int(match.group(1)), path) for path in folder.iterdir()
-             if path.is_dir() and (match := CHECKPOINT.match(path.name))]
+    found = [
+        (int(match.group(1)), path)
+        for path in folder.iterdir()
+        if path.is_dir() and (match := CHECKPOINT.match(path.name))
+    ]
     return [path for _, path in sorted(found)]
 
 

@@ -79,8 +79,11 @@ def _columns(stage: StageConfig, senteval_dir: Path) -> dict[str, list]:
         pairs = contrastive_pairs(pairs, stage.contrastive_threshold)[:limit]
         return {"anchor": [p.sentence1 for p in pairs], "positive": [p.sentence2 for p in pairs]}
     pairs = pairs[:limit]
-    return {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs],
-            "score": scale_labels([p.score for p in pairs], spec.labels)}
+    return {
+        "sentence1": [p.sentence1 for p in pairs],
+        "sentence2": [p.sentence2 for p in pairs],
+        "score": scale_labels([p.score for p in pairs], spec.labels),
+    }
 
 
 def train_dataset(stage: StageConfig, senteval_dir: Path, stage_dir: Path | None = None, seed: int = 42) -> Dataset:

@@ -15,8 +15,13 @@ def dev_evaluator(kind: str, senteval_dir: Path) -> EmbeddingSimilarityEvaluator
         return None
     pairs = dev_pairs(kind, senteval_dir)
     return EmbeddingSimilarityEvaluator(
-        [p.sentence1 for p in pairs], [p.sentence2 for p in pairs], [p.score for p in pairs],
-        batch_size=64, main_similarity="cosine", name=kind, write_csv=False,
+        [p.sentence1 for p in pairs],
+        [p.sentence2 for p in pairs],
+        [p.score for p in pairs],
+        batch_size=64,
+        main_similarity="cosine",
+        name=kind,
+        write_csv=False,
     )
 
 

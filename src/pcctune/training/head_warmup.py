@@ -16,7 +16,11 @@ from pcctune.losses.regression import RegressionLoss, penalty
 
 
 def warm_up_head(
-    loss: RegressionLoss, pairs: list[STSPair], epochs: int = 1, lr: float = 1e-3, batch_size: int = 64,
+    loss: RegressionLoss,
+    pairs: list[STSPair],
+    epochs: int = 1,
+    lr: float = 1e-3,
+    batch_size: int = 64,
     seed: int = 42,
 ) -> float:
     """Train ``loss.head`` on ``pairs`` with the encoder frozen; return the last epoch's mean loss."""

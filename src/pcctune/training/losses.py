@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
@@ -11,6 +13,7 @@ from pcctune.losses.mlm import AuxiliaryMLMLoss, load_mlm_head
 from pcctune.losses.pearson import PearsonLoss
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
+from pcctune.modeling.template import input_module
 from pcctune.training.config import StageConfig
 
 
@@ -22,11 +25,12 @@ def build_loss(
     if not stage.mlm.enabled:
         return loss
     mlm = stage.mlm
-    backbone = model[0].model
+    backbone: Any = input_module(model).model
     base = backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone
     head = load_mlm_head(base.config._name_or_path, mlm.train_head)
-    return AuxiliaryMLMLoss(loss, model, head, mlm.initial_weight, mlm.decay_rate, mlm.decay_steps,
-                            mlm.mask_probability)
+    return AuxiliaryMLMLoss(
+        loss, model, head, mlm.initial_weight, mlm.decay_rate, mlm.decay_steps, mlm.mask_probability
+    )
 
 
 def _main_loss(
@@ -40,8 +44,16 @@ def _main_loss(
     if cls is RegressionLoss:
         reg = stage.regression
         label_range = (reg.label_range[0], reg.label_range[1]) if reg.label_range else None
-        return RegressionLoss(model, model.get_embedding_dimension() or 0, stage.loss, reg.k, reg.x0, reg.concat,
-                              label_range, mini_batch_size)
+        return RegressionLoss(
+            model,
+            model.get_embedding_dimension() or 0,
+            stage.loss,
+            reg.k,
+            reg.x0,
+            reg.concat,
+            label_range,
+            mini_batch_size,
+        )
     if cls is EmbeddingDPOLoss:
         return EmbeddingDPOLoss(model, stage.dpo.beta, mini_batch_size=mini_batch_size)
     if stage.loss == "ce":

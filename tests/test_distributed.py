@@ -51,21 +51,28 @@ def _loss_and_grads(model_path: str, kind: str, mini_batch: int | None, begin: i
     return loss.detach(), grads
 
 
-def _worker(rank: int, world: int, port: int, model_path: str, kind: str, mini_batch: int | None, out: str):
+CASES = [(kind, mini_batch) for kind in ("pearson", "infonce") for mini_batch in (None, 2)]
+
+
+def _worker(rank: int, world: int, port: int, model_path: str, out: str):
+    """Every case in one process group (one spawn for all of them): rank 0 pickles {case: (loss, grads)}."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
+    results = {}
     try:
         half = GLOBAL // world
-        loss, grads = _loss_and_grads(model_path, kind, mini_batch, rank * half, (rank + 1) * half)
-        # What DDP does: average the loss for logging and every gradient across ranks.
-        dist.all_reduce(loss)
-        loss /= world
-        for grad in grads.values():
-            dist.all_reduce(grad)
-            grad /= world
+        for kind, mini_batch in CASES:
+            loss, grads = _loss_and_grads(model_path, kind, mini_batch, rank * half, (rank + 1) * half)
+            # What DDP does: average the loss for logging and every gradient across ranks.
+            dist.all_reduce(loss)
+            loss /= world
+            for grad in grads.values():
+                dist.all_reduce(grad)
+                grad /= world
+            results[(kind, mini_batch)] = (loss, grads)
         if rank == 0:
             with open(out, "wb") as handle:
-                pickle.dump((loss, grads), handle)
+                pickle.dump(results, handle)
     finally:
         dist.destroy_process_group()
 
@@ -76,14 +83,18 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.parametrize("kind", ["pearson", "infonce"])
-@pytest.mark.parametrize("mini_batch", [None, 2])
-def test_two_processes_equal_one(tiny_bert, tmp_path, kind, mini_batch):
-    single_loss, single_grads = _loss_and_grads(str(tiny_bert), kind, mini_batch, 0, GLOBAL)
-    out = str(tmp_path / "rank0.pkl")
-    mp.spawn(_worker, args=(2, _free_port(), str(tiny_bert), kind, mini_batch, out), nprocs=2, join=True)
+@pytest.fixture(scope="module")
+def two_process_results(tiny_bert, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("ddp") / "rank0.pkl")
+    mp.spawn(_worker, args=(2, _free_port(), str(tiny_bert), out), nprocs=2, join=True)
     with open(out, "rb") as handle:
-        loss, grads = pickle.load(handle)
+        return pickle.load(handle)
+
+
+@pytest.mark.parametrize(("kind", "mini_batch"), CASES)
+def test_two_processes_equal_one(tiny_bert, two_process_results, kind, mini_batch):
+    single_loss, single_grads = _loss_and_grads(str(tiny_bert), kind, mini_batch, 0, GLOBAL)
+    loss, grads = two_process_results[(kind, mini_batch)]
     assert torch.allclose(loss, single_loss, atol=1e-6), (loss, single_loss)
     assert grads.keys() == single_grads.keys()
     for name, grad in grads.items():

@@ -61,18 +61,26 @@ class KillAt(TrainerCallback):
             raise KeyboardInterrupt("simulated kill")
 
 
-def _whole_and_killed(model, senteval, tmp_path, kill_at: int):
-    """An uninterrupted run's record, and the config of the same run killed after step ``kill_at``."""
-    pairs = _pairs_file(tmp_path)
-    whole = run_pipeline(_config(model, senteval, pairs, tmp_path / "whole"))
-    config = _config(model, senteval, pairs, tmp_path / "killed")
+@pytest.fixture(scope="module")
+def whole(tiny_bert, shared_senteval, tmp_path_factory):
+    """One uninterrupted tiny run, shared by the tests that compare against it or inspect its folder."""
+    folder = tmp_path_factory.mktemp("whole")
+    pairs = _pairs_file(folder)
+    record = run_pipeline(_config(tiny_bert, shared_senteval, pairs, folder / "run"))
+    return record, folder / "run", pairs
+
+
+def _killed(model, senteval, pairs, out, kill_at: int):
+    """The config of the whole run, killed after step ``kill_at`` into ``out``."""
+    config = _config(model, senteval, pairs, out)
     with pytest.raises(KeyboardInterrupt):
         run_pipeline(config, callbacks=[KillAt(kill_at)])
-    return whole, config
+    return config
 
 
-def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, mini_senteval, tmp_path):
-    whole, config = _whole_and_killed(tiny_bert, mini_senteval, tmp_path, kill_at=3)
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, shared_senteval, tmp_path, whole):
+    whole, _, pairs = whole
+    config = _killed(tiny_bert, shared_senteval, pairs, tmp_path / "killed", kill_at=3)
     assert (tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2").is_dir()
     assert not (tmp_path / "killed" / "stage1-pcc" / "final").exists()
     resumed = run_pipeline(config, resume=True)
@@ -85,17 +93,17 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, mini_sent
     assert again == resumed and (tmp_path / "killed" / "results.json").read_bytes() == saved
 
 
-def test_stage_writes_final_model_curves_and_selects_on_dev(tiny_bert, mini_senteval, tmp_path):
-    record = run_pipeline(_config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / "run"))
-    stage_dir = tmp_path / "run" / "stage1-pcc"
+def test_stage_writes_final_model_curves_and_selects_on_dev(whole):
+    record, run, _ = whole
+    stage_dir = run / "stage1-pcc"
     assert (stage_dir / "final" / "modules.json").is_file()
     assert (stage_dir / "curves.png").stat().st_size > 1000
     history = json.loads((stage_dir / "log_history.json").read_text())
     dev = [e["eval_sick-trial_spearman_cosine"] for e in history if "eval_sick-trial_spearman_cosine" in e]
     assert record.stages[0].best_dev_spearman == pytest.approx(max(dev))
-    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    saved = json.loads((run / "results.json").read_text())
     assert set(saved["sts"]["pcc"]) >= {"STS12", "SICKRelatedness", "avg"}
-    assert (tmp_path / "run" / "config.yaml").is_file()
+    assert (run / "config.yaml").is_file()
 
 
 def test_compare_runs_the_last_stage_once_per_loss(tiny_bert, mini_senteval, tmp_path):
@@ -180,13 +188,6 @@ def test_config_errors_are_one_line(tmp_path):
         load_config(tmp_path / "nope.yaml")
 
 
-def test_shipped_configs_validate():
-    from pathlib import Path
-
-    for path in sorted(Path("configs").glob("*.yaml")):
-        load_config(path)
-
-
 def test_dev_sets_never_contain_a_test_pair(mini_senteval):
     from pcctune.data.dev import dev_pairs
     from pcctune.data.leakage import LeakageFilter
@@ -200,8 +201,9 @@ def test_dev_sets_never_contain_a_test_pair(mini_senteval):
         assert not any(leakage.matches(p) for p in dev_pairs(kind, mini_senteval))
 
 
-def test_resume_from_any_checkpoint(tiny_bert, mini_senteval, tmp_path):
-    whole, config = _whole_and_killed(tiny_bert, mini_senteval, tmp_path, kill_at=5)
+def test_resume_from_any_checkpoint(tiny_bert, shared_senteval, tmp_path, whole):
+    whole, _, pairs = whole
+    config = _killed(tiny_bert, shared_senteval, pairs, tmp_path / "killed", kill_at=5)
     early = tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2"  # not the last one (checkpoint-4)
     assert early.is_dir() and (early.parent / "checkpoint-4").is_dir()
     resumed = run_pipeline(config, resume_from=str(early))

@@ -41,7 +41,7 @@ _SPECS = (
     LossSpec("pearson", PearsonLoss, "scored", "raw", "1 − Pearson(cos, gold) over the global batch (eq. 8)"),
     LossSpec("contrastive", InfoNCELoss, "positives", "none", "stage-2 contrastive baseline: pairs above a threshold"),
     *(
-        LossSpec(name, RegressionLoss, "scored", "raw", f"(u, v, |u−v|) regression head, {name} penalty")
+        LossSpec(name, RegressionLoss, "scored", "raw", f"regression head on u, v, abs(u−v); {name} penalty")
         for name in PENALTIES
     ),
     LossSpec("cosent", st_losses.CoSENTLoss, "scored", "raw", "sentence-transformers' CoSENTLoss"),
@@ -59,3 +59,10 @@ def loss_spec(name: str) -> LossSpec:
     if name not in LOSSES:
         raise ValueError(f"unknown loss {name!r}; choose from {', '.join(LOSSES)}")
     return LOSSES[name]
+
+
+def losses_markdown() -> str:
+    """The registry as the markdown table in README.md (a test keeps the two equal)."""
+    lines = ["| loss | trains on | labels | what it is |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{s.name}` | {s.data} | {s.labels} | {s.summary} |" for s in LOSSES.values()]
+    return "\n".join(lines)

@@ -131,29 +131,45 @@ def build_model(
         raise PcctuneError(f"unknown pooling {pooling!r}; choose from mean, cls, lasttoken")
     template_text = Template.parse(template).text if template is not None else None
     source = resolve_source(spec)
-    folder = Path(source.path)
     try:
-        saved_as_is = (folder / "modules.json").is_file() or source.kind == "hub"
-        if saved_as_is and template_text is None and pooling is None and not model_kwargs and not prompt:
-            # pcctune's own TemplateTransformer is imported from this installed package.
-            model = SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
-        else:
-            model = _assemble(
-                source, template_text, pooling or _saved_pooling(folder), device, model_kwargs or {}, prompt
-            )
-    except (OSError, ValueError, RuntimeError) as error:
-        hint = ""
-        if source.kind == "hub" and "connect" in str(error):
-            hint = (
-                " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name; "
-                "HF_HUB_OFFLINE=1 fails fast)"
-            )
-        raise PcctuneError(f"could not load model {spec!r}: {str(error).splitlines()[0]}{hint}") from None
+        model = _load(source, template_text, pooling, device, model_kwargs or {}, prompt)
+    except PcctuneError:
+        raise
+    except Exception as error:  # a damaged or foreign file, an unreachable Hub: one line for the user
+        raise load_error(spec, source, error) from None
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
     if dtype != "fp32":
         model.to(DTYPES[dtype])
     return model
+
+
+def _load(
+    source: ModelSource,
+    template: str | None,
+    pooling: PoolingName | None,
+    device: str | None,
+    model_kwargs: dict[str, Any],
+    prompt: dict[str, Any] | None,
+) -> SentenceTransformer:
+    folder = Path(source.path)
+    saved_as_is = (folder / "modules.json").is_file() or source.kind == "hub"
+    if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt:
+        # pcctune's own TemplateTransformer is imported from this installed package.
+        return SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
+    return _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt)
+
+
+def load_error(spec: str, source: ModelSource, error: Exception) -> PcctuneError:
+    """The one-line error for a model that would not load, with a hint for an unreachable Hub."""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    hint = ""
+    if source.kind == "hub" and "connect" in str(error):
+        hint = " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name; "
+        hint += "HF_HUB_OFFLINE=1 fails fast)"
+    elif source.kind != "hub":
+        hint = f" (is {source.path} complete and not damaged?)"
+    return PcctuneError(f"could not load model {spec!r}: {detail}{hint}")
 
 
 def _assemble(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pcctune.errors import PcctuneError
+from pcctune.io import atomic_folder
 from pcctune.provenance import file_sha256
 
 CACHE_ENV = "PCCTUNE_CACHE"
@@ -22,16 +23,35 @@ def cache_root() -> Path:
     return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "pcctune"))
 
 
+GGUF_MAGIC = b"GGUF"
+
+
 def gguf_to_folder(gguf_path: str | Path) -> Path:
     """Return a cached Hugging Face folder with the dequantized weights of ``gguf_path``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     gguf_path = Path(gguf_path)
     if not gguf_path.is_file():
         raise PcctuneError(f"missing GGUF file: {gguf_path}")
+    with gguf_path.open("rb") as handle:
+        if handle.read(4) != GGUF_MAGIC:
+            raise PcctuneError(f"{gguf_path} is not a GGUF file (it does not start with 'GGUF')")
     folder = cache_root() / "gguf" / f"{gguf_path.stem}-{file_sha256(gguf_path)[:16]}"
     if (folder / "config.json").is_file():
         return folder
+    try:
+        with atomic_folder(folder) as staging:
+            _dequantize(gguf_path, staging)
+    except PcctuneError:
+        raise
+    except Exception as error:  # a truncated or unsupported GGUF file
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PcctuneError(f"could not read GGUF file {gguf_path}: {detail}") from None
+    return folder
+
+
+def _dequantize(gguf_path: Path, folder: Path) -> None:
+    """Load ``gguf_path`` with transformers (which dequantizes it) and save it as a plain float model."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     kwargs = {"gguf_file": gguf_path.name}
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, **kwargs)
     model: Any = AutoModelForCausalLM.from_pretrained(gguf_path.parent, **kwargs)
@@ -42,8 +62,5 @@ def gguf_to_folder(gguf_path: str | Path) -> Path:
         del model.config.quantization_config
     model.hf_quantizer = None
     model.is_quantized = False
-    tmp = folder.with_name(folder.name + ".tmp")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    tmp.rename(folder)
-    return folder
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)

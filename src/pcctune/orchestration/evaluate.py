@@ -18,9 +18,26 @@ from pcctune.io import check_output_file
 from pcctune.modeling.build import PoolingName, build_model, model_template
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import file_hashes, library_versions
-from pcctune.results import EvalResult
+from pcctune.results import EvalResult, TaskScore, TransferScore
 
 TaskGroup = Literal["sts", "transfer", "all"]
+
+
+def add_scores(
+    result: EvalResult, sts: tuple[list[TaskScore], float] | None, transfer: list[TransferScore] | None
+) -> None:
+    """Put the scores (rounded headline numbers and full detail) into ``result`` and print their tables."""
+    if sts is not None:
+        scores, avg = sts
+        result.sts = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
+        result.sts_detail = scores
+        ScoreTable.from_rows({result.model: result.sts}, title=f"STS, {PROTOCOL} protocol (Spearman × 100)").print()
+    if transfer is not None:
+        result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
+        result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
+        result.transfer_detail = transfer
+        title = "Transfer tasks (accuracy, logistic-regression probe)"
+        ScoreTable.from_rows({result.model: result.transfer}, title=title).print()
 
 
 def run_eval(
@@ -60,24 +77,11 @@ def run_eval(
         dtype=dtype,
         seed=seed,
         data_dir=str(senteval),
-        data_files_sha256=file_hashes(
-            [f for t in sts_tasks for f in t.files] + [f for t in transfer_tasks for f in t.files]
-        ),
+        data_files_sha256=file_hashes([f for t in [*sts_tasks, *transfer_tasks] for f in t.files]),
         versions=library_versions(),
         wall_time_s=round(time.perf_counter() - started, 2),
     )
-    if sts is not None:
-        scores, avg = sts
-        result.sts = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
-        result.sts_detail = scores
-        ScoreTable.from_rows({model_spec: result.sts}, title=f"STS, {PROTOCOL} protocol (Spearman × 100)").print()
-    if transfer is not None:
-        result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
-        result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
-        result.transfer_detail = transfer
-        ScoreTable.from_rows(
-            {model_spec: result.transfer}, title="Transfer tasks (accuracy, logistic-regression probe)"
-        ).print()
+    add_scores(result, sts, transfer)
     if output is not None:
         result.to_disk(output)
         (console or Console()).print(f"results -> {output}")

@@ -1,0 +1,103 @@
+"""The shape of the code: imports point down the layers, functions fit a page, one owner per fact."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "pcctune"
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def _lint_imports(src_root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(src_root), "PATH": ""},
+        timeout=120,
+    )
+
+
+@pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is installed by `make lint` / the lint extra")
+def test_layers_contract_holds_and_catches_an_upward_import(tmp_path):
+    kept = _lint_imports(ROOT / "src")
+    assert kept.returncode == 0, kept.stdout[-2000:]
+    shutil.copytree(SRC, tmp_path / "pcctune")
+    bottom = tmp_path / "pcctune" / "data" / "sts.py"
+    bottom.write_text(bottom.read_text() + "\n\ndef _upward():\n    import pcctune.orchestration.pipeline  # noqa\n")
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0 and "pcctune.data.sts" in broken.stdout
+
+
+def test_no_function_is_longer_than_fifty_lines():
+    long = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > 50:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)")
+    assert not long, long
+
+
+SHIPPED_CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+
+
+def test_configs_folder_is_found():
+    assert len(SHIPPED_CONFIGS) >= 5
+
+
+@pytest.mark.parametrize("path", SHIPPED_CONFIGS, ids=lambda p: p.name)
+def test_every_shipped_config_validates(path):
+    from pcctune.losses.registry import LOSSES
+    from pcctune.training.config import load_config
+
+    config = load_config(path)
+    assert config.stages and all(stage.loss in LOSSES for stage in config.stages)
+
+
+def test_readme_lists_the_loss_registry():
+    from pcctune.losses.registry import losses_markdown
+
+    assert losses_markdown() in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_unknown_loss_in_a_config_names_the_registry(tmp_path):
+    from pcctune.errors import PcctuneError
+    from pcctune.training.config import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("model: m\nstages: [{name: s, loss: nope, data: {source: stage2}}]\n")
+    with pytest.raises(PcctuneError, match="unknown loss 'nope'; choose from infonce, pearson"):
+        load_config(path)
+
+
+COMMITTED_RESULTS = sorted(p for p in (ROOT / "docs" / "results").rglob("*.json") if p.name != "bound_sts.json")
+
+
+@pytest.mark.parametrize("path", COMMITTED_RESULTS, ids=lambda p: str(p.relative_to(ROOT / "docs" / "results")))
+def test_committed_results_load_through_the_typed_records(path):
+    from pcctune.results import BenchmarkResult, EvalResult, RunResult, load_result
+
+    record = load_result(path)
+    if isinstance(record, EvalResult):
+        assert record.sections()
+    elif isinstance(record, RunResult):
+        assert record.sts and all("avg" in row for row in record.sts.values())
+    else:
+        assert isinstance(record, BenchmarkResult) and record.rows
+
+
+def test_the_minilm_reference_result_is_78_87():
+    from pcctune.results import EvalResult
+
+    record = EvalResult.from_disk(ROOT / "docs" / "results" / "minilm_sts_simcse.json")
+    assert record.sts is not None and round(record.sts["avg"], 2) == 78.87

@@ -77,7 +77,9 @@ def run_eval(
         dtype=dtype,
         seed=seed,
         data_dir=str(senteval),
-        data_files_sha256=file_hashes([f for t in [*sts_tasks, *transfer_tasks] for f in t.files]),
+        data_files_sha256=file_hashes(
+            [*(f for t in sts_tasks for f in t.files), *(f for t in transfer_tasks for f in t.files)]
+        ),
         versions=library_versions(),
         wall_time_s=round(time.perf_counter() - started, 2),
     )

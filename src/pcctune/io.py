@@ -24,17 +24,23 @@ from pcctune.errors import PcctuneError
 
 def _atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    except OSError as error:
+        raise PcctuneError(f"could not write {path}: {error.strerror or error}") from None
     try:
         with handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(handle.name, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(handle.name)
+        if isinstance(error, OSError):
+            kept = "the previous file is unchanged" if path.exists() else "nothing was written"
+            raise PcctuneError(f"could not write {path}: {error.strerror or error}; {kept}") from None
         raise
     return path
 

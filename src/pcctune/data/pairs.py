@@ -9,12 +9,13 @@ holding the chosen keys. Scores must be finite numbers.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcctune.data.sts import STSPair, parse_score, read_lines
+from pcctune.data.sts import STSPair, parse_score, read_lines, read_text
 from pcctune.errors import PcctuneError
 
 SENTENCE1_KEYS = ("sentence1", "sentence_A", "sent1", "text1")
@@ -71,19 +72,25 @@ def read_table(path: Path, delimiter: str) -> tuple[list[dict[str, Any]], list[s
 
     A row whose field count differs from the header's is an error naming its line.
     """
-    lines = read_lines(path)  # decodes (one clear error for non-UTF-8) before csv sees the text
+    text = read_text(path)  # decodes (one clear error for non-UTF-8) before csv sees the text
     if delimiter == "\t":
+        lines = text.splitlines()
         table = [line.split("\t") for line in lines]
         numbers = list(range(1, len(lines) + 1))
     else:
-        reader = csv.reader(lines, strict=True)
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
         table, numbers = [], []
         try:
             for row in reader:
+                if any("\n" in cell for cell in row):
+                    start = reader.line_num - sum(cell.count("\n") for cell in row)
+                    raise PcctuneError(f"{path}:{start}: a field runs over several lines (an unbalanced quote?)")
                 table.append(row)
                 numbers.append(reader.line_num)
         except csv.Error as error:
-            raise PcctuneError(f"{path}:{reader.line_num}: unreadable csv ({error})") from None
+            raise PcctuneError(
+                f"{path}:{reader.line_num}: unreadable csv ({error}; an unbalanced quote or an oversized field?)"
+            ) from None
     kept = [(n, row) for n, row in zip(numbers, table, strict=True) if any(cell.strip() for cell in row)]
     if not kept:
         return [], []

@@ -62,18 +62,23 @@ def parse_score(text: str, where: str) -> float:
     return value
 
 
-def read_lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 text file; a missing file or a byte that is not UTF-8 is one clear error."""
+def read_text(path: Path) -> str:
+    """A UTF-8 text file; a missing file or a byte that is not UTF-8 is one clear error naming the line."""
     if not path.is_file():
         raise PcctuneError(f"missing file: {path}")
     data = path.read_bytes()
     try:
-        return data.decode("utf-8").splitlines()
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise PcctuneError(
-            f"{path}:{line}: not UTF-8 text (byte {data[error.start]:#04x}); re-save the file as UTF-8"
+            f"{path}:{line}: not UTF-8 text (byte {data[error.start]:#04x}); re-save it as UTF-8"
         ) from None
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file (see :func:`read_text`)."""
+    return read_text(path).splitlines()
 
 
 def read_senteval_sts_subset(folder: Path, subset: str) -> STSSubset:

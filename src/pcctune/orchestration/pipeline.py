@@ -25,7 +25,7 @@ from pcctune.evaluation.sts import PROTOCOL, evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.modeling.adapters import attach_adapter, quantization_kwargs, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
-from pcctune.orchestration.run_folder import RESULTS, check_run_folder, start_run_folder
+from pcctune.orchestration.run_folder import RESULTS, check_run_folder, discard_if_nothing_to_resume, start_run_folder
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import library_versions
 from pcctune.results import RunResult, StageRecord
@@ -198,10 +198,16 @@ def run_pipeline(
         senteval=senteval,
     )
     validate_run(config, senteval, resume_from)
+    fresh = overwrite or not out.exists() or not any(out.iterdir())
     if main:
         start_run_folder(config, overwrite)
     set_seed(config.seed)
-    result = pipeline.run()
+    try:
+        result = pipeline.run()
+    except Exception:
+        if main and fresh:
+            discard_if_nothing_to_resume(out)
+        raise
     if main:
         result.to_disk(out / RESULTS)
         title = f"{config.model}: STS, {PROTOCOL} protocol (Spearman × 100)"

@@ -69,3 +69,10 @@ def start_run_folder(config: RunConfig, overwrite: bool) -> Path:
         write_json({"fingerprint": config_fingerprint(config)}, out / MARKER)
         dump_config(config, out / "config.yaml")
     return out
+
+
+def discard_if_nothing_to_resume(out: Path) -> None:
+    """Remove a run folder this command created when it failed before any checkpoint or stage was saved."""
+    saved = any(out.glob("stage*/checkpoints/checkpoint-*")) or any(out.glob("stage*/final"))
+    if not saved:
+        shutil.rmtree(out, ignore_errors=True)

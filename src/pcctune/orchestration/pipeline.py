@@ -198,19 +198,25 @@ def run_pipeline(
         senteval=senteval,
     )
     validate_run(config, senteval, resume_from)
-    fresh = overwrite or not out.exists() or not any(out.iterdir())
-    if main:
-        start_run_folder(config, overwrite)
-    set_seed(config.seed)
-    try:
-        result = pipeline.run()
-    except Exception:
-        if main and fresh:
-            discard_if_nothing_to_resume(out)
-        raise
+    result = _run_in_folder(pipeline, overwrite)
     if main:
         result.to_disk(out / RESULTS)
         title = f"{config.model}: STS, {PROTOCOL} protocol (Spearman × 100)"
         ScoreTable.from_rows(result.sts, title=title).print()
         console.print(f"results -> {out / RESULTS}")
     return result
+
+
+def _run_in_folder(pipeline: Pipeline, overwrite: bool) -> RunResult:
+    """Start the run folder (rank 0) and run; a fresh folder that failed before saving anything is removed."""
+    out = Path(pipeline.config.output_dir)
+    fresh = overwrite or not out.exists() or not any(out.iterdir())
+    if pipeline.main:
+        start_run_folder(pipeline.config, overwrite)
+    set_seed(pipeline.config.seed)
+    try:
+        return pipeline.run()
+    except Exception:
+        if pipeline.main and fresh:
+            discard_if_nothing_to_resume(out)
+        raise

@@ -1,0 +1,229 @@
+"""Interrupts, partial checkpoints, failed writes and run-folder rules, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from transformers import TrainerCallback
+
+from tests.conftest import SENTENCES, run_cli
+
+
+def _write_config(folder: Path, model: Path, senteval: Path, out: Path, **stage) -> Path:
+    rows = [
+        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
+        for i in range(48)
+    ]
+    pairs = folder / "pairs.jsonl"
+    pairs.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    config = {
+        "model": str(model),
+        "data_dir": str(senteval),
+        "output_dir": str(out),
+        "seed": 3,
+        "evaluate_before": False,
+        "stages": [
+            {
+                "name": "pcc",
+                "loss": "pearson",
+                "data": {"source": "pairs", "path": str(pairs)},
+                "batch_size": 8,
+                "max_steps": 6,
+                "eval_steps": 2,
+                "logging_steps": 1,
+                "learning_rate": 1e-3,
+                "dev": "sick-trial",
+                **stage,
+            }
+        ],
+    }
+    path = folder / f"{out.name}.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+class SigintAt(TrainerCallback):
+    """Sends the process a real SIGINT (what Ctrl-C sends) after step ``step``."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def _interrupt_training_at(monkeypatch, step: int) -> None:
+    import pcctune.orchestration.pipeline as pipeline
+
+    real = pipeline.run_stage
+
+    def with_sigint(*args, **kwargs):
+        kwargs["callbacks"] = [SigintAt(step)]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "run_stage", with_sigint)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_bert, shared_senteval, tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    config = _write_config(folder, tiny_bert, shared_senteval, folder / "whole")
+    done = subprocess.run(
+        [sys.executable, "-m", "pcctune.cli", "train", str(config)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((folder / "whole" / "results.json").read_text())
+
+
+def test_sigint_during_train_exits_130_and_resume_finishes_identically(
+    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, uninterrupted
+):
+    config = _write_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
+    with monkeypatch.context() as patch:
+        _interrupt_training_at(patch, 3)
+        code, output = run_cli(["train", str(config)], capsys)
+    assert code == 130, output
+    assert "Traceback" not in output
+    assert f"continue with: pcctune train {config} --resume" in output
+    assert (tmp_path / "run" / "stage1-pcc" / "checkpoints" / "checkpoint-2").is_dir()
+    assert not (tmp_path / "run" / "results.json").exists()
+    code, output = run_cli(["train", str(config), "--resume"], capsys)
+    assert code == 0, output
+    resumed = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert resumed["sts"] == uninterrupted["sts"]
+    assert resumed["stages"][0]["best_dev_spearman"] == pytest.approx(uninterrupted["stages"][0]["best_dev_spearman"])
+
+
+def test_a_partial_checkpoint_is_skipped_on_resume(
+    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, uninterrupted, caplog
+):
+    config = _write_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
+    with monkeypatch.context() as patch:
+        _interrupt_training_at(patch, 3)
+        assert run_cli(["train", str(config)], capsys)[0] == 130
+    # A kill while checkpoint-4 was being written: a folder with some of its files, one of them cut short.
+    partial = tmp_path / "run" / "stage1-pcc" / "checkpoints" / "checkpoint-4"
+    partial.mkdir()
+    (partial / "trainer_state.json").write_text('{"global_step": 4, "log_hist')
+    (partial / "model.safetensors").write_bytes(b"\x00" * 10)
+    from pcctune.training.checkpoints import is_complete, last_complete_checkpoint
+
+    assert not is_complete(partial)
+    assert last_complete_checkpoint(partial.parent).endswith("checkpoint-2")
+    code, output = run_cli(["train", str(config), "--resume"], capsys)
+    assert code == 0, output
+    assert "skipping incomplete checkpoint" in caplog.text
+    resumed = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert resumed["sts"] == uninterrupted["sts"]
+
+
+def test_sigint_during_eval_exits_130_and_writes_nothing(tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys):
+    import pcctune.orchestration.evaluate as evaluate
+
+    def interrupted(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        raise AssertionError("SIGINT did not interrupt")
+
+    monkeypatch.setattr(evaluate, "evaluate_sts", interrupted)
+    monkeypatch.chdir(tmp_path)
+    code, output = run_cli(["eval", str(tiny_bert), "--data", str(shared_senteval), "--output", "r.json"], capsys)
+    assert code == 130, output
+    assert "interrupted; nothing was written" in output and "Traceback" not in output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_results_file_survives_a_failed_write(tiny_bert, shared_senteval, tmp_path):
+    """A size limit makes the new write fail half-way: the old file stays byte-for-byte, no temp file is left."""
+    target = tmp_path / "results.json"
+    target.write_text('{"old": "and good"}\n')
+    limit = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000)); "
+        "from pcctune.cli import main; sys.argv = ['pcctune'] + sys.argv[1:]; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", limit, "eval", str(tiny_bert), "--data", str(shared_senteval), "--output", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert f"could not write {target}" in done.stderr and "the previous file is unchanged" in done.stderr
+    assert target.read_text() == '{"old": "and good"}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_atomic_write_keeps_the_old_file_when_the_writer_fails(tmp_path):
+    from pcctune.io import write_with
+
+    target = tmp_path / "plot.png"
+    target.write_bytes(b"old")
+
+    def half_then_fail(handle):
+        handle.write(b"new but incomplete")
+        raise RuntimeError("renderer crashed")
+
+    with pytest.raises(RuntimeError):
+        write_with(target, half_then_fail)
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["plot.png"]
+
+
+def test_json_refuses_non_finite_numbers_instead_of_writing_nan(tmp_path):
+    from pydantic import ValidationError
+
+    from pcctune.errors import PcctuneError
+    from pcctune.results import EvalResult, parse_result
+
+    payload = {"kind": "eval", "protocol": "p", "model": "m", "data_dir": "d", "sts": {"STS12": float("nan")}}
+    with pytest.raises(ValidationError, match="not a finite number"):
+        EvalResult.model_validate({k: v for k, v in payload.items() if k != "kind"})
+    with pytest.raises(PcctuneError, match="not a pcctune result .*not a finite number"):
+        parse_result(payload)
+    with pytest.raises(ValueError):
+        from pcctune.io import write_json
+
+        write_json({"x": float("inf")}, tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_overwrite_replaces_a_finished_run(tiny_bert, shared_senteval, tmp_path, capsys):
+    config = _write_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
+    assert run_cli(["train", str(config)], capsys)[0] == 0
+    marker = tmp_path / "run" / "stale.txt"
+    marker.write_text("from the old run")
+    code, output = run_cli(["train", str(config), "--overwrite"], capsys)
+    assert code == 0, output
+    assert not marker.exists() and (tmp_path / "run" / "results.json").is_file()
+
+
+def test_resume_ignores_settings_that_do_not_change_results(tiny_bert, shared_senteval, tmp_path, capsys):
+    config = _write_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
+    assert run_cli(["train", str(config)], capsys)[0] == 0
+    before = (tmp_path / "run" / "results.json").read_bytes()
+    code, output = run_cli(["train", str(config), "--resume", "--set", "stages.0.logging_steps=5"], capsys)
+    assert code == 0 and "its results are unchanged" in output
+    assert (tmp_path / "run" / "results.json").read_bytes() == before
+
+
+def test_an_unexpected_error_is_one_line_with_a_pointer_to_debug(monkeypatch, capsys):
+    import pcctune.orchestration.bound as bound
+
+    def broken(ns):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(bound, "bounds_for_n", broken)
+    code, output = run_cli(["bound", "--n", "5"], capsys)
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and "internal error (ZeroDivisionError: a bug)" in lines[0], output
+    assert "--debug" in lines[0] and "Traceback" not in output
+    code, output = run_cli(["bound", "--n", "5", "--debug"], capsys)
+    assert code == 1 and "Traceback" in output and "ZeroDivisionError" in output

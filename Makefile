@@ -30,7 +30,7 @@ test: install
 	$(PY) -m pytest
 
 test-slow: install-decoders
-	$(PY) -m pytest -m slow -p no:xdist
+	$(PY) -m pytest -m slow -n 0
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks

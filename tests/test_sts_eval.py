@@ -9,7 +9,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from pcctune.data.tasks import load_test_tasks
-from pcctune.evaluation.sts import evaluate_sts, senteval_text
+from pcctune.evaluation.protocols import senteval_text
+from pcctune.evaluation.sts import evaluate_sts
 from pcctune.modeling.build import build_model
 from pcctune.orchestration.evaluate import run_eval
 from pcctune.results import EvalResult

@@ -162,15 +162,6 @@ def test_eval_dtype_bf16_encodes_the_test_sets_in_bf16(tiny_bert, mini_senteval,
     assert seen == [torch.bfloat16, torch.bfloat16]
 
 
-def test_qlora_without_cuda_is_a_clear_error(tiny_llama, mini_senteval, tmp_path):
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA; the error path is for CPU-only machines")
-    config = _config(tiny_llama, mini_senteval, _pairs_file(tmp_path), tmp_path / "q")
-    config = config.model_copy(update={"adapter": config.adapter.model_copy(update={"kind": "qlora"})})
-    with pytest.raises(PcctuneError, match="QLoRA needs a CUDA GPU"):
-        run_pipeline(config)
-
-
 def test_contrastive_baseline_keeps_pairs_above_four():
     pairs = [STSPair("a", "b", 4.0), STSPair("c", "d", 4.2), STSPair("e", "f", 5.0), STSPair("g", "h", 1.0)]
     assert [p.sentence1 for p in contrastive_pairs(pairs, 4.0)] == ["c", "e"]

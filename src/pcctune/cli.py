@@ -23,6 +23,7 @@ from typer._click.exceptions import ClickException, UsageError
 
 from pcctune.data.leakage import Normalization
 from pcctune.errors import Interrupted, PcctuneError
+from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 
 app = typer.Typer(
     add_completion=False,
@@ -70,8 +71,9 @@ def eval_command(
     max_seq_length: Annotated[int | None, typer.Option(min=1, help="token budget (only the sentence is cut)")] = None,
     seed: Annotated[int, typer.Option(help="recorded in the results; seeds torch")] = 42,
     output: Annotated[Path | None, typer.Option(help="write the results JSON here")] = None,
+    protocol: Annotated[str, typer.Option(help=" | ".join(PROTOCOLS) + " (docs/evaluation.md)")] = DEFAULT_PROTOCOL,
 ) -> None:
-    """Evaluate MODEL on the seven STS tasks (SimCSE/SentEval protocol) and/or the transfer tasks."""
+    """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks."""
     from pcctune.orchestration.evaluate import run_eval
 
     try:
@@ -87,6 +89,7 @@ def eval_command(
             seed=seed,
             output=output,
             console=console,
+            protocol=protocol,
         )
     except KeyboardInterrupt:
         raise Interrupted("interrupted; nothing was written") from None

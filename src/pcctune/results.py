@@ -119,6 +119,8 @@ class StageRecord(BaseModel):
     final_dir: str
     plot: str
     wall_time_s: float
+    peak_memory_mb: float | None = None
+    memory_kind: str | None = None
 
 
 class RunResult(Record):

@@ -36,6 +36,25 @@ def sick_dir(senteval_dir: Path) -> Path:
     raise PcctuneError(f"missing folder: {own}")
 
 
+TOKENIZED = "senteval-tokenized"
+
+
+def tokenized_dir(senteval_dir: Path) -> Path:
+    """The Moses-tokenized, lowercased copy of the STS text that SentEval's download script leaves.
+
+    ``senteval_dir`` may be that copy itself, or the raw ``senteval`` folder with the copy beside it.
+    """
+    if senteval_dir.name == TOKENIZED:
+        return senteval_dir
+    sibling = senteval_dir.parent / TOKENIZED
+    if (sibling / "downstream" / "STS").is_dir():
+        return sibling
+    raise PcctuneError(
+        f"no {TOKENIZED}/ beside {senteval_dir}: the paper protocol reads the Moses-tokenized STS text "
+        f"(SentEval's download script); pass --data pointing at a folder holding both senteval/ and {TOKENIZED}/"
+    )
+
+
 def load_stsb(senteval_dir: Path, split: str) -> STSTask:
     path = sts_dir(senteval_dir) / "STSBenchmark" / STSB_SPLITS[split]
     return STSTask("STSBenchmark", [STSSubset(split, read_stsb_csv(path), [path])])

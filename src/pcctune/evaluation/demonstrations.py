@@ -20,7 +20,8 @@ from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.sts import cosine_rows, encode_unique, senteval_text
+from pcctune.evaluation.protocols import senteval_text
+from pcctune.evaluation.sts import cosine_rows, encode_unique
 from pcctune.modeling.demonstrations import Demonstration, demonstration_template, predict_words
 from pcctune.modeling.template import Template, input_module
 

@@ -1,9 +1,9 @@
-"""STS evaluation under the SimCSE/SentEval protocol.
+"""STS evaluation as the SimCSE fork of SentEval computes it, under a named protocol.
 
 What the SimCSE fork of SentEval computes, and so what the Pcc-tuning and PromptEOL papers
-report: sentences are whitespace-tokenized and re-joined with single spaces (SentEval splits
-each line into words and the SimCSE batcher joins them), each pair is scored by cosine
-similarity, and the metric is Spearman's ρ × 100 (``scipy.stats.spearmanr``, ties averaged):
+report: each sentence is prepared by the protocol (:mod:`pcctune.evaluation.protocols`), each
+pair is scored by cosine similarity, and the metric is Spearman's ρ × 100
+(``scipy.stats.spearmanr``, ties averaged):
 
 - STS12–16: ρ on the concatenation of all subsets (``all``); per-subset ρ, their mean and
   their pair-count-weighted mean (``wmean``) are recorded too;
@@ -13,21 +13,15 @@ similarity, and the metric is Spearman's ρ × 100 (``scipy.stats.spearmanr``, t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 from sentence_transformers import SentenceTransformer
 
 from pcctune.data.sts import STSTask
+from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, senteval_text
 from pcctune.results import SubsetScore, TaskScore
-
-PROTOCOL = "simcse-senteval"
-
-
-def senteval_text(sentence: str) -> str:
-    """SentEval's view of a sentence: split on whitespace, joined by single spaces."""
-    return " ".join(sentence.split())
 
 
 def _correlations(cosines: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
@@ -50,13 +44,15 @@ def encode_unique(
     return dict(zip(unique, vectors.astype(np.float32), strict=True))
 
 
-def score_task(task: STSTask, vectors: dict[str, np.ndarray], all_subsets: bool) -> TaskScore:
-    """Score one task from precomputed vectors; ``all_subsets`` selects the STS12–16 'all' rule."""
+def score_task(
+    task: STSTask, vectors: dict[str, np.ndarray], all_subsets: bool, text_of: Callable[[str], str] = senteval_text
+) -> TaskScore:
+    """Score one task from precomputed vectors (keyed by ``text_of(sentence)``); ``all_subsets``: the STS12–16 rule."""
     subset_scores: list[SubsetScore] = []
     all_cos, all_gold = [], []
     for subset in task.subsets:
-        a = np.stack([vectors[senteval_text(p.sentence1)] for p in subset.pairs])
-        b = np.stack([vectors[senteval_text(p.sentence2)] for p in subset.pairs])
+        a = np.stack([vectors[text_of(p.sentence1)] for p in subset.pairs])
+        b = np.stack([vectors[text_of(p.sentence2)] for p in subset.pairs])
         cos = cosine_rows(a, b)
         gold = np.array([p.score for p in subset.pairs], dtype=np.float64)
         spearman, pearson = _correlations(cos, gold)
@@ -77,9 +73,16 @@ def evaluate_sts(
     tasks: Sequence[STSTask],
     batch_size: int = 64,
     show_progress: bool = True,
+    protocol: str = DEFAULT_PROTOCOL,
 ) -> tuple[list[TaskScore], float]:
-    """Evaluate ``tasks`` under the SimCSE protocol; returns per-task scores and their plain mean."""
-    sentences = [senteval_text(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
+    """Evaluate ``tasks`` under ``protocol``; returns per-task scores and their plain mean."""
+    templated = getattr(model[0], "template", None) is not None
+    spec = get_protocol(protocol)
+
+    def text_of(sentence: str) -> str:
+        return spec.prepare(sentence, templated)
+
+    sentences = [text_of(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
     vectors = encode_unique(model, sentences, batch_size, show_progress)
-    scores = [score_task(task, vectors, all_subsets=len(task.subsets) > 1) for task in tasks]
+    scores = [score_task(task, vectors, len(task.subsets) > 1, text_of) for task in tasks]
     return scores, float(np.mean([s.spearman for s in scores]))

@@ -16,7 +16,8 @@ from sklearn.metrics import accuracy_score, f1_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 from pcctune.data.transfer import TransferTask
-from pcctune.evaluation.sts import encode_unique, senteval_text
+from pcctune.evaluation.protocols import senteval_text
+from pcctune.evaluation.sts import encode_unique
 from pcctune.results import TransferScore
 
 REGULARIZATION_GRID = [2.0**t for t in range(-2, 4)]

@@ -112,7 +112,7 @@ class RegressionLoss(EmbeddingLoss):
     def predict(self, u: Tensor, v: Tensor) -> Tensor:
         """The head's score for each pair (before any clipping)."""
         features = pair_features(at_least_fp32(u), at_least_fp32(v), self.concat)
-        return self.head(features.to(self.head.weight.dtype)).squeeze(-1)
+        return self.head(features.to(self.head.weight.device, self.head.weight.dtype)).squeeze(-1)
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) != 2 or labels is None:
@@ -120,7 +120,7 @@ class RegressionLoss(EmbeddingLoss):
         prediction = self.predict(*columns)
         if self.label_range is not None:
             prediction = clip_straight_through(prediction, *self.label_range)
-        x = (prediction - labels.to(prediction.dtype)).abs()
+        x = (prediction - labels.to(prediction.device, prediction.dtype)).abs()
         return penalty(self.penalty_name, x, self.k, self.x0).mean()
 
     def get_config_dict(self) -> dict:

@@ -1,23 +1,23 @@
 """LoRA and QLoRA adapters through peft, on the backbone inside a SentenceTransformer.
 
-Pcc-tuning (§4.1) and PromptEOL (§3.2) train 7B models with QLoRA: the base in 4-bit
-(bitsandbytes, CUDA only), LoRA r=64, α=16, dropout 0.05 on every linear layer. The adapter is
-added once, before stage 1, and stage 2 keeps training the same adapter.
+Pcc-tuning (§4.1) and PromptEOL (§3.2) train 7B models with QLoRA: the base in 4-bit NF4
+(bitsandbytes, on GPU or CPU; :mod:`pcctune.modeling.quantization`), LoRA r=64, α=16, dropout
+0.05 on every linear layer. The adapter is added once, before stage 1, and stage 2 keeps
+training the same adapter.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict
 from sentence_transformers import SentenceTransformer
 
-from pcctune.errors import PcctuneError
+from pcctune.modeling.quantization import QuantizationConfig, bitsandbytes_config
 
 
 class AdapterConfig(BaseModel):
-    """LoRA / QLoRA (QLoRA needs CUDA and bitsandbytes), or DCPCSE's continuous prompts on a frozen backbone."""
+    """LoRA / QLoRA (a 4-bit base: bitsandbytes), or DCPCSE's continuous prompts on a frozen backbone."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -30,6 +30,7 @@ class AdapterConfig(BaseModel):
     prompt_projection: bool = False
     offset_positions: bool = True
     prompt_init_text: str = "This sentence means"
+    quantization: QuantizationConfig = QuantizationConfig()
 
     def prompt_kwargs(self) -> dict[str, Any] | None:
         """Arguments of :class:`~pcctune.modeling.prefix.PromptedTransformer`, or ``None`` for other kinds."""
@@ -44,26 +45,13 @@ class AdapterConfig(BaseModel):
         }
 
 
-def quantization_kwargs(adapter: AdapterConfig) -> dict[str, Any]:
-    """``model_kwargs`` that load the base in 4-bit NF4 for QLoRA (CUDA + bitsandbytes only)."""
+def quantization_settings(adapter: AdapterConfig) -> dict[str, Any] | None:
+    """The 4-bit settings the backbone loads with (``kind: qlora``), or ``None`` for full precision."""
     if adapter.kind != "qlora":
-        return {}
-    if not torch.cuda.is_available():
-        raise PcctuneError("QLoRA needs a CUDA GPU and bitsandbytes; use adapter.kind: lora on this machine")
-    try:
-        import bitsandbytes  # noqa: F401
-    except ImportError:
-        raise PcctuneError("QLoRA needs bitsandbytes: pip install bitsandbytes") from None
-    from transformers import BitsAndBytesConfig
-
-    return {
-        "quantization_config": BitsAndBytesConfig(
-            load_in_4bit=True,
-            bnb_4bit_quant_type="nf4",
-            bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=torch.bfloat16,
-        )
-    }
+        return None
+    settings = adapter.quantization.model_dump()
+    bitsandbytes_config(settings)  # fails early, with the install hint, when bitsandbytes is missing
+    return settings
 
 
 def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
@@ -82,6 +70,12 @@ def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
         return
     from peft import LoraConfig, TaskType
 
+    if adapter.kind == "qlora":
+        from peft import prepare_model_for_kbit_training
+
+        # Freeze the base and keep its non-quantized weights (norms, embeddings) in fp32, as the authors do;
+        # gradient checkpointing is a stage option of the trainer, not switched on here.
+        prepare_model_for_kbit_training(model[0].model, use_gradient_checkpointing=False)
     model.add_adapter(
         LoraConfig(
             r=adapter.r,

@@ -23,6 +23,7 @@ from transformers.models.auto.modeling_auto import (
 
 from pcctune.errors import PcctuneError
 from pcctune.modeling.gguf import gguf_to_folder
+from pcctune.modeling.quantization import linear_4bit_layers
 from pcctune.modeling.registry import locate_packaged, packaged_key
 from pcctune.modeling.template import Template, TemplateTransformer
 
@@ -110,6 +111,7 @@ def build_model(
     device: str | None = None,
     model_kwargs: dict[str, Any] | None = None,
     prompt: dict[str, Any] | None = None,
+    quantization: dict[str, Any] | None = None,
 ) -> SentenceTransformer:
     """Load or assemble a SentenceTransformer.
 
@@ -124,6 +126,7 @@ def build_model(
         model_kwargs: passed to ``from_pretrained`` of the backbone (e.g. a 4-bit quantization config).
         prompt: continuous prompts on a frozen backbone, e.g. ``{"prompt_kind": "deep", "prompt_length": 16}``
             (see :class:`~pcctune.modeling.prefix.PromptedTransformer`).
+        quantization: load the backbone in 4-bit with these settings (QLoRA; saved with the model).
     """
     if dtype not in DTYPES:
         raise PcctuneError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
@@ -132,14 +135,14 @@ def build_model(
     template_text = Template.parse(template).text if template is not None else None
     source = resolve_source(spec)
     try:
-        model = _load(source, template_text, pooling, device, model_kwargs or {}, prompt)
+        model = _load(source, template_text, pooling, device, model_kwargs or {}, prompt, quantization)
     except PcctuneError:
         raise
     except Exception as error:  # a damaged or foreign file, an unreachable Hub: one line for the user
         raise load_error(spec, source, error) from None
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
-    if dtype != "fp32":
+    if dtype != "fp32" and not linear_4bit_layers(model):  # a 4-bit backbone computes in its compute dtype
         model.to(DTYPES[dtype])
     return model
 
@@ -151,13 +154,15 @@ def _load(
     device: str | None,
     model_kwargs: dict[str, Any],
     prompt: dict[str, Any] | None,
+    quantization: dict[str, Any] | None,
 ) -> SentenceTransformer:
     folder = Path(source.path)
     saved_as_is = (folder / "modules.json").is_file() or source.kind == "hub"
-    if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt:
-        # pcctune's own TemplateTransformer is imported from this installed package.
+    if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt and not quantization:
+        # pcctune's own TemplateTransformer is imported from this installed package; a saved module
+        # restores its own settings (template, 4-bit quantization) from its config.
         return SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
-    return _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt)
+    return _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt, quantization)
 
 
 def load_error(spec: str, source: ModelSource, error: Exception) -> PcctuneError:
@@ -179,10 +184,16 @@ def _assemble(
     device: str | None,
     model_kwargs: dict[str, Any],
     prompt: dict[str, Any] | None = None,
+    quantization: dict[str, Any] | None = None,
 ) -> SentenceTransformer:
     config = AutoConfig.from_pretrained(source.path)
     decoder = is_decoder_only(config)
-    kwargs: dict[str, Any] = {"template": template, "position_ids_from_mask": decoder, "model_kwargs": model_kwargs}
+    kwargs: dict[str, Any] = {
+        "template": template,
+        "position_ids_from_mask": decoder,
+        "model_kwargs": model_kwargs,
+        "quantization": quantization,
+    }
     module: TemplateTransformer
     if prompt:
         from pcctune.modeling.prefix import PromptedTransformer

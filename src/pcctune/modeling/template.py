@@ -8,6 +8,10 @@ prefixes, so :class:`TemplateTransformer` extends its ``Transformer`` module:
 - the template is part of the module config, so it is saved with the model and applied by
   ``encode``, the trainer's collator and evaluation alike;
 - only the sentence is truncated: the template's head and tail always survive ``max_length``;
+- ``sentence_max_tokens`` cuts the sentence alone before it fills the template, as the authors'
+  ``cutoff_len`` does (32 tokens in stage 1, 64 in stage 2: tokenize the sentence without special
+  tokens, keep the first N, decode);
+- ``quantization`` (4-bit settings) is saved with the module, so the backbone reloads in 4-bit;
 - for decoders, position ids are derived from the attention mask, so a left-padded batch and a
   right-padded batch give the same embeddings.
 """
@@ -23,6 +27,7 @@ from sentence_transformers.base.modules import Transformer
 from transformers import PreTrainedTokenizerBase
 
 from pcctune.errors import PcctuneError
+from pcctune.modeling.quantization import bitsandbytes_config, keep_4bit_layout
 
 SLOT = "{text}"
 
@@ -71,10 +76,18 @@ class TemplateTransformer(Transformer):
         template: a string with one ``{text}`` slot (or ``None`` for plain text).
         position_ids_from_mask: give the backbone ``position_ids = cumsum(mask) − 1`` so that
             decoder outputs do not depend on the padding side. Set for decoder-only models.
+        sentence_max_tokens: cut the sentence alone to this many tokens before filling the template.
+        quantization: 4-bit settings (:class:`~pcctune.modeling.quantization.QuantizationConfig`) of the backbone.
         **kwargs: everything ``sentence_transformers.base.modules.Transformer`` accepts.
     """
 
-    config_keys: list[str] = [*Transformer.config_keys, "template", "position_ids_from_mask"]
+    config_keys: list[str] = [
+        *Transformer.config_keys,
+        "template",
+        "position_ids_from_mask",
+        "sentence_max_tokens",
+        "quantization",
+    ]
 
     def __init__(
         self,
@@ -82,11 +95,21 @@ class TemplateTransformer(Transformer):
         *,
         template: str | None = None,
         position_ids_from_mask: bool = False,
+        sentence_max_tokens: int | None = None,
+        quantization: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        if quantization:
+            model_kwargs = dict(kwargs.get("model_kwargs") or {})
+            model_kwargs["quantization_config"] = bitsandbytes_config(quantization)
+            kwargs["model_kwargs"] = model_kwargs
         super().__init__(model_name_or_path, **kwargs)
+        if quantization:
+            keep_4bit_layout(self.model)
         self.template = Template(template).text if template is not None else None
         self.position_ids_from_mask = position_ids_from_mask
+        self.sentence_max_tokens = sentence_max_tokens
+        self.quantization = quantization
 
     # --- tokenization ------------------------------------------------------------------------
 
@@ -104,8 +127,18 @@ class TemplateTransformer(Transformer):
     def _token_count(self, text: str) -> int:
         return len(self._ids(text))
 
+    def cut_sentence(self, sentence: str) -> str:
+        """The sentence cut to ``sentence_max_tokens`` tokens (as the authors' ``cutoff_len``), else unchanged."""
+        limit = self.sentence_max_tokens
+        if limit is None or len(ids := self._ids(sentence, special=False)) <= limit:
+            return sentence
+        cut = str(self.text_tokenizer.decode(ids[:limit]))
+        again = self._ids(cut, special=False)  # some tokenizers (OPT's) re-encode a cut into more tokens
+        return str(self.text_tokenizer.decode(again[:limit])) if len(again) > limit else cut
+
     def _fit(self, template: Template, sentence: str, max_length: int) -> list[int]:
         """Token ids of ``template.fill(sentence)``, cutting only the sentence to fit ``max_length``."""
+        sentence = self.cut_sentence(sentence)
         ids = self._ids(template.fill(sentence))
         if len(ids) <= max_length:
             return ids
@@ -130,7 +163,7 @@ class TemplateTransformer(Transformer):
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Tokenize text through the template; defer anything else to sentence-transformers."""
-        handles = (self.template is not None or self.position_ids_from_mask) and inputs
+        handles = (self.template is not None or self.position_ids_from_mask or self.sentence_max_tokens) and inputs
         if not handles or not all(isinstance(item, str) for item in inputs):
             return super().preprocess(inputs, prompt=prompt, processing_kwargs=processing_kwargs, **kwargs)
         template = Template(self.template or SLOT)

@@ -9,9 +9,11 @@ from typing import Literal
 from rich.console import Console
 from transformers import set_seed
 
+from pcctune.data.sts import STSTask
 from pcctune.data.tasks import load_test_tasks
-from pcctune.data.transfer import TRANSFER_TASKS, load_transfer_task
-from pcctune.evaluation.sts import PROTOCOL, evaluate_sts
+from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_task
+from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, protocol_data_dir
+from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.evaluation.transfer import evaluate_transfer
 from pcctune.io import check_output_file
@@ -31,13 +33,22 @@ def add_scores(
         scores, avg = sts
         result.sts = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
         result.sts_detail = scores
-        ScoreTable.from_rows({result.model: result.sts}, title=f"STS, {PROTOCOL} protocol (Spearman × 100)").print()
+        title = f"STS, {result.protocol} protocol (Spearman × 100)"
+        ScoreTable.from_rows({result.model: result.sts}, title=title).print()
     if transfer is not None:
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
         result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
         result.transfer_detail = transfer
         title = "Transfer tasks (accuracy, logistic-regression probe)"
         ScoreTable.from_rows({result.model: result.transfer}, title=title).print()
+
+
+def load_tasks(senteval: Path, tasks: TaskGroup, protocol: str) -> tuple[list[STSTask], list[TransferTask]]:
+    """The STS tasks (in the protocol's text form) and the transfer tasks of a task group."""
+    get_protocol(protocol)
+    sts = load_test_tasks(protocol_data_dir(senteval, protocol)) if tasks in ("sts", "all") else []
+    transfer = [load_transfer_task(senteval, n) for n in TRANSFER_TASKS] if tasks in ("transfer", "all") else []
+    return sts, transfer
 
 
 def run_eval(
@@ -53,6 +64,7 @@ def run_eval(
     seed: int = 42,
     output: Path | None = None,
     console: Console | None = None,
+    protocol: str = DEFAULT_PROTOCOL,
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``.
 
@@ -63,14 +75,13 @@ def run_eval(
     if output is not None:
         check_output_file(output)
     senteval = resolve_senteval_dir(data)
-    sts_tasks = load_test_tasks(senteval) if tasks in ("sts", "all") else []
-    transfer_tasks = [load_transfer_task(senteval, n) for n in TRANSFER_TASKS] if tasks in ("transfer", "all") else []
+    sts_tasks, transfer_tasks = load_tasks(senteval, tasks, protocol)
     set_seed(seed)
     model = build_model(model_spec, template=template, pooling=pooling, max_seq_length=max_seq_length, dtype=dtype)
-    sts = evaluate_sts(model, sts_tasks, batch_size=batch_size) if sts_tasks else None
+    sts = evaluate_sts(model, sts_tasks, batch_size=batch_size, protocol=protocol) if sts_tasks else None
     transfer = evaluate_transfer(model, transfer_tasks, batch_size=batch_size) if transfer_tasks else None
     result = EvalResult(
-        protocol=PROTOCOL,
+        protocol=protocol,
         model=model_spec,
         template=model_template(model),
         pooling=getattr(model[1], "pooling_mode", None),

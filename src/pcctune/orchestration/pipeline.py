@@ -18,12 +18,12 @@ from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
 from pcctune.data.sts import STSTask
-from pcctune.data.tasks import load_test_tasks
 from pcctune.distributed import is_main_process
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.sts import PROTOCOL, evaluate_sts
+from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks
+from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.modeling.adapters import attach_adapter, quantization_kwargs, trainable_fraction
+from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
 from pcctune.orchestration.run_folder import RESULTS, check_run_folder, discard_if_nothing_to_resume, start_run_folder
 from pcctune.paths import resolve_senteval_dir
@@ -42,7 +42,7 @@ def load_for_training(config: RunConfig, source: str | None) -> SentenceTransfor
             template=config.template,
             pooling=config.pooling,
             dtype=config.dtype,
-            model_kwargs=quantization_kwargs(config.adapter),
+            quantization=quantization_settings(config.adapter),
             prompt=config.adapter.prompt_kwargs(),
         )
     else:
@@ -55,8 +55,9 @@ def validate_run(config: RunConfig, senteval: Path, resume_from: str | None) -> 
     """Everything that can fail before training, checked before any file is written."""
     if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
         raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
+    get_protocol(config.eval_protocol)
     resolve_source(config.model)
-    quantization_kwargs(config.adapter)
+    quantization_settings(config.adapter)
     for stage in config.stages:
         if stage.loss != "dpo":  # DPO's data needs a trained cross-encoder; it is built in its stage
             train_dataset(stage, senteval)
@@ -84,10 +85,10 @@ class Pipeline:
         self.callbacks = callbacks
         self.resume_from = resume_from
         self.senteval = senteval
-        self.tasks = tasks if tasks is not None else load_test_tasks(senteval)
+        self.tasks = tasks if tasks is not None else load_protocol_tasks(senteval, config.eval_protocol)
         self.main = is_main_process()
         self.result = RunResult(
-            protocol=PROTOCOL,
+            protocol=config.eval_protocol,
             data_dir=str(senteval),
             seed=config.seed,
             versions=library_versions(),
@@ -102,7 +103,7 @@ class Pipeline:
             return
         if self.config.eval_dtype == "bf16":
             model.to(torch.bfloat16)
-        scores, avg = evaluate_sts(model, self.tasks)
+        scores, avg = evaluate_sts(model, self.tasks, protocol=self.config.eval_protocol)
         self.result.sts[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
 
     def train(self, index: int, stage: StageConfig, source: str | None, suffix: str) -> Path:
@@ -135,6 +136,8 @@ class Pipeline:
                 final_dir=str(result.final_dir),
                 plot=str(result.plot),
                 wall_time_s=round(time.perf_counter() - started, 1),
+                peak_memory_mb=round(result.peak_memory_mb, 1),
+                memory_kind=result.memory_kind,
             )
         )
         self.console.print(
@@ -201,7 +204,7 @@ def run_pipeline(
     result = _run_in_folder(pipeline, overwrite)
     if main:
         result.to_disk(out / RESULTS)
-        title = f"{config.model}: STS, {PROTOCOL} protocol (Spearman × 100)"
+        title = f"{config.model}: STS, {config.eval_protocol} protocol (Spearman × 100)"
         ScoreTable.from_rows(result.sts, title=title).print()
         console.print(f"results -> {out / RESULTS}")
     return result

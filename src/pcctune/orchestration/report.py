@@ -8,8 +8,9 @@ import numpy as np
 
 from pcctune.data.tasks import load_task
 from pcctune.errors import PcctuneError
+from pcctune.evaluation.protocols import senteval_text
 from pcctune.evaluation.report import bar_plot, scatter_plot
-from pcctune.evaluation.sts import cosine_rows, encode_unique, senteval_text
+from pcctune.evaluation.sts import cosine_rows, encode_unique
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_folder, write_text
 from pcctune.modeling.build import build_model

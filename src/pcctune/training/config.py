@@ -99,6 +99,10 @@ class StageConfig(Strict):
     temperature: float = Field(0.05, gt=0)
     contrastive_threshold: float = Field(4.0, description="score above which a pair is a positive (loss=contrastive)")
     max_seq_length: int | None = Field(None, ge=1)
+    sentence_max_tokens: int | None = Field(
+        None, ge=1, description="cut the sentence alone to N tokens before it fills the template (authors' cutoff_len)"
+    )
+    gradient_checkpointing: bool = Field(False, description="recompute activations in backward: less memory, slower")
     dev: str = Field("sick-trial", description="a dev set of pcctune.data.dev.DEV_SETS, or none")
     eval_steps: int = Field(50, ge=1)
     logging_steps: int = Field(10, ge=1)
@@ -132,6 +136,9 @@ class RunConfig(Strict):
     dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
     eval_dtype: Literal["fp32", "bf16"] = Field(
         "fp32", description="weights of the STS evaluations (see docs/training.md for when bf16 is faster)"
+    )
+    eval_protocol: str = Field(
+        "simcse-senteval", description="STS protocol of the evaluations (pcctune.evaluation.protocols)"
     )
     adapter: AdapterConfig = AdapterConfig()
     seed: int = 42

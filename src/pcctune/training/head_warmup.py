@@ -28,15 +28,19 @@ def warm_up_head(
     sentences = sorted({s for p in pairs for s in (p.sentence1, p.sentence2)})
     with torch.no_grad():
         vectors = model.encode(sentences, convert_to_tensor=True, batch_size=64, show_progress_bar=True)
+    # Everything on the device the embeddings came back on (the model's): on a GPU the head, built on
+    # the CPU with the loss, would otherwise meet CUDA tensors.
+    device = vectors.device
+    loss.head.to(device)
     index = {s: i for i, s in enumerate(sentences)}
     u = vectors[[index[p.sentence1] for p in pairs]]
     v = vectors[[index[p.sentence2] for p in pairs]]
-    labels = torch.tensor([p.score for p in pairs], dtype=torch.float32)
+    labels = torch.tensor([p.score for p in pairs], dtype=torch.float32, device=device)
     optimizer = torch.optim.AdamW(loss.head.parameters(), lr=lr)
     generator = torch.Generator().manual_seed(seed)
     mean = float("nan")
     for _ in range(epochs):
-        order = torch.randperm(len(pairs), generator=generator)
+        order = torch.randperm(len(pairs), generator=generator).to(device)
         total = 0.0
         for start in range(0, len(pairs), batch_size):
             batch = order[start : start + batch_size]
@@ -45,6 +49,6 @@ def warm_up_head(
             optimizer.zero_grad()
             value.backward()
             optimizer.step()
-            total += float(value) * len(batch)
+            total += float(value.detach()) * len(batch)
         mean = total / len(pairs)
     return mean

@@ -8,34 +8,67 @@ the final save and a plot of the curves.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.sampler import BatchSamplers
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 from torch import nn
+from transformers import TrainerCallback
 
 from pcctune.data.nli import read_snli_regression_pairs
 from pcctune.data.senteval import snli_dir
 from pcctune.distributed import barrier, is_main_process
+from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
+from pcctune.modeling.template import TemplateTransformer
 from pcctune.training.batching import BatchPlan, plan_batches
+from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
 from pcctune.training.checkpoints import last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
 from pcctune.training.dev import dev_evaluator, dev_metric
 from pcctune.training.head_warmup import warm_up_head
 from pcctune.training.losses import build_loss
+from pcctune.training.memory import PeakMemory
 from pcctune.training.plots import plot_training
+from pcctune.training.trainer import PcctuneTrainer
+
+
+@contextmanager
+def training_lengths(model: SentenceTransformer, stage: StageConfig) -> Iterator[None]:
+    """The stage's ``max_seq_length`` and ``sentence_max_tokens`` cut training inputs (and the dev
+    evaluations during training); the saved model and the STS evaluations keep the model's own."""
+    module = model[0]
+    if stage.sentence_max_tokens is not None and not isinstance(module, TemplateTransformer):
+        raise PcctuneError(
+            f"stage {stage.name!r}: sentence_max_tokens needs pcctune's input module (give the run a template); "
+            "use max_seq_length for a plain model"
+        )
+    saved = (model.max_seq_length, getattr(module, "sentence_max_tokens", None))
+    if stage.max_seq_length is not None:
+        model.max_seq_length = stage.max_seq_length
+    if stage.sentence_max_tokens is not None and isinstance(module, TemplateTransformer):
+        module.sentence_max_tokens = stage.sentence_max_tokens
+    try:
+        yield
+    finally:
+        model.max_seq_length = saved[0]
+        if isinstance(module, TemplateTransformer):
+            module.sentence_max_tokens = saved[1]
 
 
 @dataclass
 class StageResult:
+    peak_memory_mb: float
+    memory_kind: str
     name: str
     examples: int
     final_dir: Path
@@ -81,6 +114,7 @@ def training_arguments(
         report_to="none",
         # In-batch negatives must not repeat a sentence; Pearson groups are plain random batches.
         batch_sampler=BatchSamplers.NO_DUPLICATES if in_batch_negatives else BatchSamplers.BATCH_SAMPLER,
+        activation_checkpointing=stage.gradient_checkpointing,
     )
 
 
@@ -97,6 +131,16 @@ def stage_loss(
     if stage.regression.head_warmup == "nli" and isinstance(loss, RegressionLoss):
         warm_up_head(loss, read_snli_regression_pairs(snli_dir(senteval_dir)), seed=seed)
     return loss
+
+
+def loss_callbacks(loss: nn.Module, model: SentenceTransformer) -> list[TrainerCallback]:
+    """Keep a loss's own state right: its parameters synchronised across processes, its step resumed."""
+    found: list[TrainerCallback] = []
+    if owned := loss_owned_parameters(loss, model):
+        found.append(SyncLossParameters(owned))
+    if hasattr(loss, "step"):
+        found.append(StepToLoss(loss))
+    return found
 
 
 def save_stage(
@@ -131,30 +175,26 @@ def run_stage(
     """
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
-    # The stage's max_seq_length cuts training inputs (and the dev evaluations during training);
-    # the saved model and the STS evaluation after the stage keep the model's own.
-    own_length = model.max_seq_length
-    if stage.max_seq_length is not None:
-        model.max_seq_length = stage.max_seq_length
     num_classes = max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
     args = training_arguments(stage, run, stage_dir, plan)
-    trainer = SentenceTransformerTrainer(
+    loss = stage_loss(stage, model, plan, num_classes, senteval_dir, run.seed)
+    trainer = PcctuneTrainer(
         model=model,
         args=args,
         train_dataset=dataset,
-        callbacks=callbacks,
-        loss=stage_loss(stage, model, plan, num_classes, senteval_dir, run.seed),
+        callbacks=[*loss_callbacks(loss, model), *(callbacks or [])],
+        loss=loss,
         evaluator=dev_evaluator(stage.dev, senteval_dir),
     )
     if checkpoint is None and resume:
         checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
-    try:
+    with training_lengths(model, stage), PeakMemory() as memory:
         trainer.train(resume_from_checkpoint=checkpoint)
-    finally:
-        model.max_seq_length = own_length
     history = trainer.state.log_history
     final_dir = save_stage(model, history, stage, run, stage_dir)
     return StageResult(
+        memory.peak_mb,
+        memory.kind,
         stage.name,
         len(dataset),
         final_dir,

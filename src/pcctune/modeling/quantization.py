@@ -1,0 +1,69 @@
+"""4-bit NF4 loading for QLoRA (Dettmers et al. 2023; Pcc-tuning §4.1, PromptEOL §3.2) on CPU and GPU.
+
+The settings are a plain, JSON-able :class:`QuantizationConfig`. A model's input module keeps them
+in its saved config (``sentence_bert_config.json``), so a stage's saved model, its checkpoints
+and every evaluation reload the backbone in the same 4-bit precision it trained in.
+
+bitsandbytes ≥ 0.50 runs NF4 on CPU. On CPUs with AVX512-BF16 its ``Linear4bit`` repacks the
+weight into a CPU-only layout (bf16 scales) the first time it runs in eval mode without
+gradients, and later forwards use a kernel with no backward: after one dev evaluation, training
+would silently stop propagating gradients through the frozen 4-bit layers to the LoRA weights
+of earlier layers. :func:`keep_4bit_layout` turns that repacking off, so training and evaluation
+use the same NF4 weights and the same kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict
+from torch import nn
+
+from pcctune.errors import PcctuneError
+
+COMPUTE_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class QuantizationConfig(BaseModel):
+    """4-bit settings: NF4 with double quantisation and an fp32 compute dtype, as the authors' scripts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quant_type: Literal["nf4", "fp4"] = "nf4"
+    double_quant: bool = True
+    compute_dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
+
+
+def bitsandbytes_config(settings: dict[str, Any]) -> Any:
+    """transformers' ``BitsAndBytesConfig`` for saved ``settings``; a clear error without bitsandbytes."""
+    try:
+        import bitsandbytes  # noqa: F401  (transformers needs it to load 4-bit weights)
+    except ImportError:
+        raise PcctuneError("4-bit (QLoRA) models need bitsandbytes: pip install 'pcctune[qlora]'") from None
+    from transformers import BitsAndBytesConfig
+
+    config = QuantizationConfig.model_validate(settings)
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type=config.quant_type,
+        bnb_4bit_use_double_quant=config.double_quant,
+        bnb_4bit_compute_dtype=COMPUTE_DTYPES[config.compute_dtype],
+    )
+
+
+def linear_4bit_layers(model: nn.Module) -> list[nn.Module]:
+    """The bitsandbytes ``Linear4bit`` layers of ``model`` (none when bitsandbytes is not installed)."""
+    try:
+        from bitsandbytes.nn import Linear4bit
+    except ImportError:
+        return []
+    return [module for module in model.modules() if isinstance(module, Linear4bit)]
+
+
+def keep_4bit_layout(model: nn.Module) -> int:
+    """Turn off the CPU repacking of every ``Linear4bit`` (see the module docstring); return how many."""
+    layers = linear_4bit_layers(model)
+    for layer in layers:
+        setattr(layer, "support_avx512bf16_for_cpu", False)  # noqa: B010  (a plain attribute of Linear4bit)
+    return len(layers)

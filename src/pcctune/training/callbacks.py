@@ -1,0 +1,56 @@
+"""Trainer callbacks for state that lives in a loss rather than in the model.
+
+- :class:`SyncLossParameters`: parameters owned by a loss (the regression head, a trainable MLM
+  head) are outside the DDP-wrapped model, so nothing averages their gradients across processes
+  and each rank's copy drifts apart. This callback broadcasts them from rank 0 when training
+  starts and averages their gradients before every optimizer step, which is what DDP does for
+  the model's own parameters.
+- :class:`StepToLoss`: a loss whose schedule depends on the step (DCPCSE's MLM weight
+  λ = 0.1 · 0.95^(step/100)) reads the trainer's global step, so the schedule continues where it
+  was after ``--resume`` instead of restarting at step 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.distributed as dist
+from torch import nn
+from transformers import TrainerCallback
+
+from pcctune.distributed import get_world_size, is_distributed
+
+
+def loss_owned_parameters(loss: nn.Module, model: nn.Module) -> list[nn.Parameter]:
+    """Trainable parameters of ``loss`` that are not parameters of ``model``."""
+    owned_by_model = {id(p) for p in model.parameters()}
+    return [p for p in loss.parameters() if p.requires_grad and id(p) not in owned_by_model]
+
+
+class SyncLossParameters(TrainerCallback):
+    def __init__(self, parameters: list[nn.Parameter]) -> None:
+        self.parameters = parameters
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if is_distributed():
+            for parameter in self.parameters:
+                dist.broadcast(parameter.data, src=0)
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not is_distributed():
+            return
+        world = get_world_size()
+        for parameter in self.parameters:
+            if parameter.grad is not None:
+                dist.all_reduce(parameter.grad)
+                parameter.grad /= world
+
+
+class StepToLoss(TrainerCallback):
+    """Sets ``loss.step`` to the trainer's global step before every step (also right after a resume)."""
+
+    def __init__(self, loss: nn.Module) -> None:
+        self.loss = loss
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.loss.step = state.global_step

@@ -1,0 +1,48 @@
+"""sentence-transformers' trainer, with two behaviours changed for pcctune's runs.
+
+- A failed reload of the best dev checkpoint is an error. ``SentenceTransformerTrainer._load_best_model``
+  catches any exception and only logs it, so a run whose best checkpoint could not be loaded
+  would keep the last weights while ``results.json`` names the best checkpoint.
+- A model with a 4-bit backbone reloads a checkpoint's *trainable* weights only (the LoRA
+  adapter). Its frozen NF4 weights never change during training, and their state-dict form
+  (quantisation statistics stored beside each packed weight) does not load back into a model
+  whose layers are already quantised. Every trainable weight must be in the checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentence_transformers import SentenceTransformerTrainer
+from sentence_transformers.base.modules import Module
+from sentence_transformers.util import fullname
+
+from pcctune.errors import PcctuneError
+from pcctune.modeling.quantization import linear_4bit_layers
+
+
+class PcctuneTrainer(SentenceTransformerTrainer):
+    def _load_best_model(self) -> None:
+        checkpoint = self.state.best_model_checkpoint
+        if not checkpoint:
+            return
+        try:
+            self._load_from_checkpoint(checkpoint)
+        except Exception as error:
+            raise PcctuneError(f"could not load the best dev checkpoint {checkpoint}: {error}") from error
+
+    def _load_from_checkpoint(self, checkpoint_path: str, model: Any = None) -> None:
+        model = getattr(self.model, "_orig_mod", self.model) if model is None else model
+        if not linear_4bit_layers(model):
+            super()._load_from_checkpoint(checkpoint_path)
+            return
+        classes = {fullname(module): type(module) for module in model.modules() if isinstance(module, Module)}
+        saved = model.__class__._load_with_module_classes(
+            checkpoint_path, classes, trust_remote_code=model.trust_remote_code
+        )
+        state = saved.state_dict()
+        trainable = [name for name, parameter in model.named_parameters() if parameter.requires_grad]
+        missing = [name for name in trainable if name not in state]
+        if missing:
+            raise PcctuneError(f"{checkpoint_path} lacks trainable weights ({missing[0]} …)")
+        model.load_state_dict({name: state[name] for name in trainable}, strict=False)

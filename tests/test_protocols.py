@@ -1,0 +1,195 @@
+"""The papers' evaluation protocol (sentence edits, tokenized text form) and the sentence-only cut-off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from pcctune.errors import PcctuneError
+from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks, paper_sentence
+from pcctune.evaluation.sts import evaluate_sts
+from pcctune.modeling.build import build_model
+from pcctune.modeling.template import Template
+from tests.conftest import make_mini_senteval, write_lines
+
+
+@pytest.mark.parametrize(
+    ("sentence", "edited"),
+    [
+        ('He said "stop" to me', "He said 'stop' to me."),  # quotes cannot close the template's quote
+        ('He said "stop"', "He said 'stop'"),  # ends in a quote: no period added, the quote still becomes '
+        ("A man is playing a guitar", "A man is playing a guitar."),  # missing final punctuation
+        ("Is the man playing a guitar?", "Is the man playing a guitar."),  # a final ? becomes .
+        ("Is it 'true'", "Is it 'true'"),  # ends in ': kept as it is
+        ("Done.", "Done."),
+        ("", ""),
+    ],
+)
+def test_paper_sentence_edits(sentence, edited):
+    assert paper_sentence(sentence) == edited
+
+
+def test_paper_protocol_edits_only_templated_sentences():
+    paper, simcse = get_protocol("paper"), get_protocol("simcse-senteval")
+    assert paper.prepare('  Is  he "ok"? ', templated=True) == "Is he 'ok'."
+    assert paper.prepare('  Is  he "ok"? ', templated=False) == 'Is he "ok"?'
+    assert simcse.prepare('  Is  he "ok"? ', templated=True) == 'Is he "ok"?'
+    with pytest.raises(PcctuneError, match="unknown protocol 'mteb'; choose from simcse-senteval, paper"):
+        get_protocol("mteb")
+
+
+def _tokenized_copy(root):
+    """A senteval-tokenized/ beside the mini senteval/: its STS text lowercased (as SentEval's script leaves it)."""
+    tokenized = root.parent / "senteval-tokenized"
+    for path in (root / "downstream" / "STS").rglob("*"):
+        if path.is_file():
+            target = tokenized / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            text = path.read_text(encoding="utf-8")
+            target.write_text(text.lower() if "input" in path.name or path.suffix == ".csv" else text, encoding="utf-8")
+    return tokenized
+
+
+def test_paper_protocol_reads_the_tokenized_text_and_sick_from_the_raw_folder(tmp_path):
+    root = make_mini_senteval(tmp_path / "senteval")
+    with pytest.raises(PcctuneError, match="no senteval-tokenized/ beside"):
+        load_protocol_tasks(root, "paper")
+    _tokenized_copy(root)
+    tasks = {t.name: t for t in load_protocol_tasks(root, "paper")}
+    assert tasks["STS12"].pairs[0].sentence1 == tasks["STS12"].pairs[0].sentence1.lower()
+    assert tasks["SICKRelatedness"].pairs[0].sentence1[0].isupper()  # SICK stays raw, as the SimCSE fork read it
+    raw = {t.name: t for t in load_protocol_tasks(root, "simcse-senteval")}
+    assert raw["STS12"].pairs[0].sentence1[0].isupper()
+
+
+def test_paper_protocol_scores_the_edited_sentences(tiny_llama, tmp_path):
+    root = make_mini_senteval(tmp_path / "senteval")
+    write_lines(
+        root / "downstream" / "STS" / "STS12-en-test" / "STS.input.alpha.txt",
+        [
+            'A man "plays" guitar?\tA woman plays piano',
+            "A dog runs\tA cat is eating?",
+            'Two kids "are" eating\tA boy is riding',
+            "People are sitting\tA girl is sitting?",
+        ],
+    )
+    model = build_model(str(tiny_llama), template="eol")
+    tasks = load_protocol_tasks(root, "simcse-senteval")[:1]
+    (score,), _ = evaluate_sts(model, tasks, protocol="paper", show_progress=False)
+    pairs = tasks[0].pairs
+    a = model.encode([paper_sentence(p.sentence1) for p in pairs])
+    b = model.encode([paper_sentence(p.sentence2) for p in pairs])
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert score.spearman == pytest.approx(spearmanr(cos, [p.score for p in pairs]).statistic * 100)
+    (plain,), _ = evaluate_sts(model, tasks, protocol="simcse-senteval", show_progress=False)
+    assert plain.spearman != pytest.approx(score.spearman)  # the edits change what the model sees
+
+
+def test_sentence_only_cut_off_keeps_the_template_tail(tiny_llama):
+    model = build_model(str(tiny_llama), template="eol")
+    module = model[0]
+    template = Template.parse("eol")
+    long = " ".join(["the man is playing a red guitar in the park"] * 4)
+    module.sentence_max_tokens = 5
+    ids = model.preprocess([long])["input_ids"][0].tolist()
+    tokenizer = module.tokenizer
+    head = tokenizer(template.prefix, add_special_tokens=True)["input_ids"]
+    tail = tokenizer(template.suffix, add_special_tokens=False)["input_ids"]
+    first_five = tokenizer(long, add_special_tokens=False)["input_ids"][:5]
+    assert ids == head + first_five + tail  # the sentence alone is cut; the template's head and tail survive
+    module.sentence_max_tokens = None
+    assert len(model.preprocess([long])["input_ids"][0]) > len(ids)
+
+
+def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_senteval, tmp_path):
+    import json
+
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import RunConfig
+    from tests.conftest import SENTENCES
+
+    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i + 3) % 12], "score": i % 5} for i in range(16)]
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    config = RunConfig.model_validate(
+        {
+            "model": str(tiny_llama),
+            "template": "eol",
+            "data_dir": str(shared_senteval),
+            "output_dir": str(tmp_path / "run"),
+            "evaluate_before": False,
+            "stages": [
+                {
+                    "name": "s",
+                    "loss": "pearson",
+                    "data": {"source": "pairs", "path": str(tmp_path / "p.jsonl")},
+                    "batch_size": 4,
+                    "max_steps": 1,
+                    "dev": "none",
+                    "sentence_max_tokens": 3,
+                    "gradient_checkpointing": True,
+                }
+            ],
+        }
+    )
+    run_pipeline(config)
+    saved = json.loads((tmp_path / "run" / "stage1-s" / "final" / "sentence_bert_config.json").read_text())
+    assert saved["sentence_max_tokens"] is None  # the saved model and its evaluations keep whole sentences
+
+
+def test_sentence_max_tokens_needs_a_template_model(tiny_bert, shared_senteval, tmp_path):
+    import json
+
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import RunConfig
+    from tests.conftest import SENTENCES
+
+    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i + 3) % 12], "score": i % 5} for i in range(16)]
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    transformer = Transformer(str(tiny_bert))  # a plain sentence-transformers model, without pcctune's module
+    SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension())]).save(
+        str(tmp_path / "plain")
+    )
+    config = RunConfig.model_validate(
+        {
+            "model": str(tmp_path / "plain"),
+            "data_dir": str(shared_senteval),
+            "output_dir": str(tmp_path / "run"),
+            "evaluate_before": False,
+            "stages": [
+                {
+                    "name": "s",
+                    "loss": "pearson",
+                    "data": {"source": "pairs", "path": str(tmp_path / "p.jsonl")},
+                    "batch_size": 4,
+                    "max_steps": 1,
+                    "dev": "none",
+                    "sentence_max_tokens": 3,
+                }
+            ],
+        }
+    )
+    with pytest.raises(PcctuneError, match="sentence_max_tokens needs pcctune's input module"):
+        run_pipeline(config)
+    assert not (tmp_path / "run").exists()
+
+
+def test_eval_command_records_the_protocol_it_ran(tiny_bert, tmp_path, capsys):
+    import json
+
+    from tests.conftest import run_cli
+
+    root = make_mini_senteval(tmp_path / "senteval")
+    _tokenized_copy(root)
+    code, output = run_cli(
+        ["eval", str(tiny_bert), "--data", str(root), "--protocol", "paper", "--output", str(tmp_path / "r.json")],
+        capsys,
+    )
+    assert code == 0, output
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["protocol"] == "paper" and "paper protocol" in output
+    assert any("senteval-tokenized" in path for path in saved["data_files_sha256"])

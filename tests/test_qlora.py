@@ -1,0 +1,220 @@
+"""The paper's main job on this CPU: two-stage QLoRA (NF4 4-bit base + LoRA) on a tiny Llama.
+
+bitsandbytes ≥ 0.50 runs NF4 on CPU, so every step of the path is tested here: stage 2 trains
+through ``Linear4bit`` layers and continues the stage-1 adapter; the best dev checkpoint is the
+one loaded; evaluations run on the 4-bit model; a kill and resume mid stage 2 changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+from transformers import TrainerCallback
+
+from pcctune.modeling.quantization import linear_4bit_layers
+from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.training.config import RunConfig
+from tests.conftest import SENTENCES
+
+pytest.importorskip("bitsandbytes")  # installed by the test extra; skip only where a user removed it
+
+# Dev scores by step (both stages): the best checkpoint is the first evaluation's (step 2), not the last (step 4).
+SCRIPTED_DEV = {2: 0.9, 4: 0.3}
+
+
+class ScriptedDev(SentenceEvaluator):
+    """A dev evaluator whose score is set per step, so which checkpoint is best is known in advance."""
+
+    def __init__(self, scores: dict[int, float]) -> None:
+        super().__init__()
+        self.scores = scores
+        self.primary_metric = "sick-trial_spearman_cosine"
+
+    def __call__(self, model, output_path=None, epoch=-1, steps=-1) -> dict[str, float]:
+        return {self.primary_metric: self.scores[steps]}
+
+
+class KillAt(TrainerCallback):
+    def __init__(self, stage_dir_name: str, step: int) -> None:
+        self.stage_dir_name, self.step = stage_dir_name, step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.stage_dir_name in args.output_dir and state.global_step == self.step:
+            raise KeyboardInterrupt("killed mid stage 2")
+
+
+def _config(model: Path, senteval: Path, folder: Path, out: str) -> RunConfig:
+    rows = [
+        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
+        for i in range(48)
+    ]
+    pairs = folder / "pairs.jsonl"
+    pairs.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    stage = {
+        "loss": "pearson",
+        "data": {"source": "pairs", "path": str(pairs)},
+        "batch_size": 8,
+        "max_steps": 4,
+        "eval_steps": 2,
+        "learning_rate": 1e-2,
+        "dev": "sick-trial",
+        "sentence_max_tokens": 6,
+    }
+    return RunConfig.model_validate(
+        {
+            "model": str(model),
+            "template": "eol",
+            "data_dir": str(senteval),
+            "output_dir": str(folder / out),
+            "seed": 5,
+            "evaluate_before": False,
+            "adapter": {"kind": "qlora", "r": 4, "alpha": 8},
+            "stages": [{"name": "one", **stage}, {"name": "two", **stage}],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def qlora(tiny_llama, shared_senteval, tmp_path_factory):
+    """One uninterrupted two-stage QLoRA run, with what each stage trained and what each evaluation saw."""
+    import pcctune.orchestration.pipeline as pipeline
+    import pcctune.training.stage as stage_module
+
+    folder = tmp_path_factory.mktemp("qlora")
+    seen: dict[str, list] = {"trained": [], "evaluated": []}
+    real_run_stage, real_evaluate = pipeline.run_stage, pipeline.evaluate_sts
+
+    def spy_run_stage(model, stage, *args, **kwargs):
+        lora = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+        seen["trained"].append(
+            {
+                "stage": stage.name,
+                "linear4bit": len(linear_4bit_layers(model)),
+                "lora_before": lora,
+                "lora_trainable": all(p.requires_grad for n, p in model.named_parameters() if "lora_" in n),
+                "model": model,
+            }
+        )
+        return real_run_stage(model, stage, *args, **kwargs)
+
+    def spy_evaluate(model, tasks, *args, **kwargs):
+        seen["evaluated"].append(len(linear_4bit_layers(model)))
+        return real_evaluate(model, tasks, *args, **kwargs)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(pipeline, "run_stage", spy_run_stage)
+    patch.setattr(pipeline, "evaluate_sts", spy_evaluate)
+    patch.setattr(stage_module, "dev_evaluator", lambda kind, senteval: ScriptedDev(SCRIPTED_DEV))
+    try:
+        record = run_pipeline(_config(tiny_llama, shared_senteval, folder, "run"))
+    finally:
+        patch.undo()
+    return record, folder / "run", seen, folder
+
+
+def test_stage_two_trains_4bit_layers_and_continues_the_stage_one_adapter(qlora):
+    record, run, seen, _ = qlora
+    one, two = seen["trained"]
+    assert one["linear4bit"] > 0 and two["linear4bit"] == one["linear4bit"]
+    assert two["lora_trainable"]
+    stage_one = load_file(run / "stage1-one" / "final" / "adapter_model.safetensors")
+    started = two["lora_before"]
+    assert len(started) == len(stage_one) > 0
+    # stage 2 starts from exactly the stage-1 adapter (same values, key for key) …
+    by_suffix = {k.split("layers.", 1)[1].replace(".weight", ""): v for k, v in stage_one.items()}
+    for name, value in started.items():
+        key = name.split("layers.", 1)[1].replace(".default.weight", "")
+        assert torch.equal(value, by_suffix[key]), name
+    # … and changes it
+    after = {n: p for n, p in two["model"].named_parameters() if "lora_" in n}
+    assert any(not torch.equal(after[n].detach(), started[n]) for n in started)
+    assert record.stages[1].trainable_fraction < 0.5
+
+
+def test_the_best_dev_checkpoint_is_the_one_loaded(qlora):
+    record, run, _, _ = qlora
+    stage = run / "stage2-two"
+    assert record.stages[1].best_checkpoint.endswith("checkpoint-2")
+    final = load_file(stage / "final" / "adapter_model.safetensors")
+    best = load_file(stage / "checkpoints" / "checkpoint-2" / "adapter_model.safetensors")
+    last = load_file(stage / "checkpoints" / "checkpoint-4" / "adapter_model.safetensors")
+    assert all(torch.equal(final[k], best[k]) for k in final)
+    assert not all(torch.equal(final[k], last[k]) for k in final)
+
+
+def test_evaluations_run_on_the_4bit_model_and_the_saved_model_reloads_in_4bit(qlora):
+    from pcctune.modeling.build import build_model
+
+    record, run, seen, _ = qlora
+    assert seen["evaluated"] and all(count > 0 for count in seen["evaluated"])
+    saved = json.loads((run / "stage2-two" / "final" / "sentence_bert_config.json").read_text())
+    assert saved["quantization"] == {"quant_type": "nf4", "double_quant": True, "compute_dtype": "fp32"}
+    assert linear_4bit_layers(build_model(str(run / "stage2-two" / "final")))
+    assert record.stages[1].peak_memory_mb and record.stages[1].memory_kind.startswith("cpu_peak_rss")
+
+
+def test_kill_and_resume_mid_stage_two_gives_identical_metrics(qlora, tiny_llama, shared_senteval):
+    import pcctune.training.stage as stage_module
+
+    record, _, _, folder = qlora
+    config = _config(tiny_llama, shared_senteval, folder, "killed")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stage_module, "dev_evaluator", lambda kind, senteval: ScriptedDev(SCRIPTED_DEV))
+        with pytest.raises(KeyboardInterrupt):
+            run_pipeline(config, callbacks=[KillAt("stage2-two", 3)])
+        assert (folder / "killed" / "stage2-two" / "checkpoints" / "checkpoint-2").is_dir()
+        resumed = run_pipeline(config, resume=True)
+    assert resumed.sts == record.sts
+    assert resumed.stages[-1].best_checkpoint.endswith("checkpoint-2")
+
+
+def test_qlora_without_bitsandbytes_is_a_clear_error(monkeypatch):
+    import builtins
+
+    from pcctune.errors import PcctuneError
+    from pcctune.modeling.adapters import AdapterConfig, quantization_settings
+
+    real_import = builtins.__import__
+
+    def no_bitsandbytes(name, *args, **kwargs):
+        if name == "bitsandbytes":
+            raise ImportError("no bitsandbytes")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_bitsandbytes)
+    with pytest.raises(PcctuneError, match=r"pip install 'pcctune\[qlora\]'"):
+        quantization_settings(AdapterConfig(kind="qlora"))
+
+
+def test_an_eval_pass_does_not_change_4bit_gradients(tiny_llama):
+    """bitsandbytes repacks NF4 weights for CPU inference, after which backward is silently wrong; pcctune
+    keeps the training layout, so a LoRA gradient is the same before and after an evaluation."""
+    from peft import LoraConfig, TaskType
+
+    from pcctune.modeling.build import build_model
+
+    def first_layer_grad(evaluate_first: bool) -> torch.Tensor:
+        torch.manual_seed(0)
+        model = build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"})
+        torch.manual_seed(1)
+        model.add_adapter(
+            LoraConfig(
+                r=4,
+                lora_alpha=8,
+                target_modules="all-linear",
+                init_lora_weights=False,
+                task_type=TaskType.FEATURE_EXTRACTION,
+            )
+        )
+        if evaluate_first:
+            model.encode(SENTENCES[:4])
+        model.train()
+        model(model.preprocess(SENTENCES[:4]))["sentence_embedding"].pow(2).sum().backward()
+        return next(p.grad for n, p in model.named_parameters() if "layers.0.self_attn.q_proj.lora_A" in n)
+
+    assert torch.allclose(first_layer_grad(False), first_layer_grad(True))

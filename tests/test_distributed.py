@@ -70,11 +70,46 @@ def _worker(rank: int, world: int, port: int, model_path: str, out: str):
                 dist.all_reduce(grad)
                 grad /= world
             results[(kind, mini_batch)] = (loss, grads)
+        results["head_sync"] = {synced: _heads_after_steps(model_path, rank, synced) for synced in (True, False)}
         if rank == 0:
             with open(out, "wb") as handle:
                 pickle.dump(results, handle)
     finally:
         dist.destroy_process_group()
+
+
+def _heads_after_steps(model_path: str, rank: int, synced: bool) -> bool:
+    """Three optimizer steps of a regression head on each rank's own pairs; True when both ranks' heads agree.
+
+    The head belongs to the loss, outside the DDP-wrapped model: without :class:`SyncLossParameters` its
+    gradients are never averaged and each rank's copy drifts apart.
+    """
+    from pcctune.losses.regression import RegressionLoss
+    from pcctune.training.callbacks import SyncLossParameters
+
+    torch.manual_seed(rank)  # different initial heads too: the callback's broadcast must align them
+    model = build_model(model_path)
+    loss_fn = RegressionLoss(model, model.get_embedding_dimension(), "mse")
+    head = list(loss_fn.head.parameters())
+    callback = SyncLossParameters(head)
+    optimizer = torch.optim.SGD(head, lr=0.5)
+    if synced:
+        callback.on_train_begin(None, None, None)
+    for step in range(3):
+        begin = (rank * 3 + step) % len(SENTENCES)
+        columns = [
+            _features(model, [SENTENCES[(begin + i) % 12] for i in range(4)]),
+            _features(model, [SENTENCES[(begin + i + 5) % 12] for i in range(4)]),
+        ]
+        optimizer.zero_grad()
+        loss_fn(columns, torch.tensor([rank + 0.5, 1.0, 2.0, 4.0 - rank])).backward()
+        if synced:
+            callback.on_pre_optimizer_step(None, None, None)
+        optimizer.step()
+    weights = loss_fn.head.weight.detach().clone()
+    gathered = [torch.empty_like(weights) for _ in range(2)]
+    dist.all_gather(gathered, weights)
+    return bool(torch.equal(gathered[0], gathered[1]))
 
 
 def _free_port() -> int:
@@ -100,6 +135,11 @@ def test_two_processes_equal_one(tiny_bert, two_process_results, kind, mini_batc
     for name, grad in grads.items():
         assert torch.allclose(grad, single_grads[name], atol=1e-6), (name, (grad - single_grads[name]).abs().max())
     assert any(g.abs().sum() > 0 for g in grads.values())
+
+
+def test_loss_owned_parameters_stay_equal_across_processes(two_process_results):
+    """The regression head (a loss's own parameter) is synchronised by the callback, and drifts without it."""
+    assert two_process_results["head_sync"] == {True: True, False: False}
 
 
 def test_pipeline_under_torchrun_with_two_processes(tiny_bert, mini_senteval, tmp_path):

@@ -52,3 +52,16 @@ def test_stage2_set_on_mini_senteval(mini_senteval, tmp_path):
 
 def test_sick_rescale():
     assert rescale_sick_score(1.0) == 0.0 and rescale_sick_score(5.0) == 5.0 and rescale_sick_score(3.0) == 2.5
+
+
+def test_real_stage2_set_and_the_papers_1543_contrastive_pairs():
+    """On the shared SentEval data: 5,398 filtered pairs; SICK rescaled to 0–5 and ≥ 4 give the paper's 1,543."""
+    from pcctune.paths import resolve_senteval_dir
+    from pcctune.training.datasets import contrastive_pairs
+
+    senteval = resolve_senteval_dir(None)
+    assert len(build_stage2_set(senteval).pairs) == 5398
+    rescaled = build_stage2_set(senteval, rescale_sick=True).pairs
+    as_pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in rescaled]
+    assert len(contrastive_pairs(as_pairs, 4.0, inclusive=True)) == 1543
+    assert len(contrastive_pairs(as_pairs, 4.0)) == 1328

@@ -123,3 +123,79 @@ def test_prompts_leave_room_in_the_position_table(tiny_bert, prompt):
     model = build_model(str(tiny_bert), prompt=prompt)
     assert model.max_seq_length == model[0].model.config.max_position_embeddings - prompt["prompt_length"]
     assert model.encode(["the man plays guitar in the park " * 20]).shape == (1, 32)
+
+
+def test_mlm_weight_continues_across_resume(tiny_bert, shared_senteval, tmp_path, monkeypatch):
+    """λ = 0.1 · 0.95^(step/100) reads the trainer's step: resumed from checkpoint-2, the run uses λ(2), λ(3)."""
+    import json
+
+    from transformers import TrainerCallback
+
+    import pcctune.losses.mlm as mlm
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import RunConfig
+
+    class KillAt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 3:  # after checkpoint-2 was saved
+                raise KeyboardInterrupt
+
+    steps: list[int] = []
+    real_weight = mlm.mlm_weight
+    monkeypatch.setattr(mlm, "mlm_weight", lambda step, *a: steps.append(step) or real_weight(step, *a))
+    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i + 3) % 12], "score": i % 5} for i in range(32)]
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    config = RunConfig.model_validate(
+        {
+            "model": str(tiny_bert),
+            "data_dir": str(shared_senteval),
+            "output_dir": str(tmp_path / "run"),
+            "evaluate_before": False,
+            "evaluate_after_each_stage": False,
+            "adapter": {"kind": "deep_prompt", "prompt_length": 2},
+            "stages": [
+                {
+                    "name": "s",
+                    "loss": "pearson",
+                    "data": {"source": "pairs", "path": str(tmp_path / "p.jsonl")},
+                    "batch_size": 4,
+                    "max_steps": 4,
+                    "eval_steps": 2,
+                    "dev": "none",
+                    "mlm": {"enabled": True, "train_head": True},
+                }
+            ],
+        }
+    )
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(config, callbacks=[KillAt()])
+    assert steps == [0, 1, 2]
+    steps.clear()
+    run_pipeline(config, resume=True)
+    assert steps == [2, 3]
+
+
+def test_head_warm_up_runs_on_the_embeddings_device(tiny_bert, monkeypatch):
+    """On a GPU the head is built on the CPU while embeddings come back on CUDA: warm-up moves the head to them."""
+    from pcctune.data.sts import STSPair
+    from pcctune.losses.regression import RegressionLoss
+    from pcctune.training.head_warmup import warm_up_head
+
+    model = build_model(str(tiny_bert))
+    loss = RegressionLoss(model, model.get_embedding_dimension(), "smooth_k2")
+    moved_to: list[torch.device] = []
+    real_to = loss.head.to
+
+    def recording_to(*args, **kwargs):
+        moved_to.append(torch.device(args[0]))
+        return real_to(*args, **kwargs)
+
+    monkeypatch.setattr(loss.head, "to", recording_to)
+    pairs = [STSPair(SENTENCES[i], SENTENCES[(i + 1) % 12], float(i % 3)) for i in range(8)]
+    warm_up_head(loss, pairs, batch_size=4)
+    embeddings_device = model.encode(SENTENCES[:1], convert_to_tensor=True).device
+    assert moved_to == [embeddings_device]
+    prediction = loss.predict(
+        torch.zeros(2, model.get_embedding_dimension()), torch.ones(2, model.get_embedding_dimension())
+    )
+    assert prediction.device == loss.head.weight.device

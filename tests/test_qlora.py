@@ -218,3 +218,32 @@ def test_an_eval_pass_does_not_change_4bit_gradients(tiny_llama):
         return next(p.grad for n, p in model.named_parameters() if "layers.0.self_attn.q_proj.lora_A" in n)
 
     assert torch.allclose(first_layer_grad(False), first_layer_grad(True))
+
+
+def test_export_merge_writes_one_full_precision_model_equal_to_the_adapter_on_its_base(qlora, tmp_path, capsys):
+    import shutil
+
+    from pcctune.modeling.build import build_model
+    from tests.conftest import run_cli
+
+    _, run, _, _ = qlora
+    final = run / "stage2-two" / "final"
+    code, output = run_cli(["export", str(final), "--merge", "--output", str(tmp_path / "merged")], capsys)
+    assert code == 0, output
+    files = {p.name for p in (tmp_path / "merged").iterdir()}
+    assert "model.safetensors" in files and not files & {"adapter_config.json", "adapter_model.safetensors"}
+    merged = build_model(str(tmp_path / "merged"))
+    assert not linear_4bit_layers(merged)
+    # the reference: the same adapter, unmerged, on the full-precision base
+    unmerged = tmp_path / "unmerged"
+    shutil.copytree(final, unmerged)
+    config = json.loads((unmerged / "sentence_bert_config.json").read_text())
+    (unmerged / "sentence_bert_config.json").write_text(json.dumps({**config, "quantization": None}))
+    reference = build_model(str(unmerged))
+    assert torch.allclose(
+        merged.encode(SENTENCES[:4], convert_to_tensor=True),
+        reference.encode(SENTENCES[:4], convert_to_tensor=True),
+        atol=1e-5,
+    )
+    code, output = run_cli(["export", str(run / "stage2-two" / "final"), "--output", str(tmp_path / "x")], capsys)
+    assert code == 2 and "--merge" in output

@@ -227,6 +227,22 @@ def bound_command(
     run_bound(n or [], data is not None, senteval, results, plot, output, console)
 
 
+@app.command("export")
+def export_command(
+    model: Annotated[Path, typer.Argument(help="a saved pcctune model folder (e.g. RUN/stage2-pcc/final)")],
+    output: Annotated[Path, typer.Option(help="folder for the exported model")],
+    merge: Annotated[bool, typer.Option(help="fold the LoRA adapter into full-precision weights")] = False,
+) -> None:
+    """Export a trained model for sharing: --merge writes one full-precision model with the adapter folded in."""
+    from pcctune.io import check_output_folder
+    from pcctune.modeling.export import merge_adapter
+
+    if not merge:
+        raise PcctuneError("say what to export: --merge (a full-precision model with the LoRA adapter folded in)")
+    check_output_folder(output)
+    console.print(f"merged model -> {merge_adapter(model, output)}")
+
+
 @app.command("report")
 def report_command(
     runs: Annotated[list[Path], typer.Argument(help="result JSON files or run folders")],

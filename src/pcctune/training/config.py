@@ -97,7 +97,10 @@ class StageConfig(Strict):
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
     temperature: float = Field(0.05, gt=0)
-    contrastive_threshold: float = Field(4.0, description="score above which a pair is a positive (loss=contrastive)")
+    contrastive_threshold: float = Field(4.0, description="score that makes a pair a positive (loss=contrastive)")
+    contrastive_rule: Literal[">", ">="] = Field(
+        ">", description="'>': above the threshold (the paper's words); '>=': the rule that gives its 1,543 pairs"
+    )
     max_seq_length: int | None = Field(None, ge=1)
     sentence_max_tokens: int | None = Field(
         None, ge=1, description="cut the sentence alone to N tokens before it fills the template (authors' cutoff_len)"

@@ -50,9 +50,13 @@ def triplets(data: DataConfig, senteval_dir: Path) -> list[Triplet]:
     raise PcctuneError(f"this loss needs triplets (source simcse_csv or snli), not {data.source!r}")
 
 
-def contrastive_pairs(pairs: list[STSPair], threshold: float) -> list[STSPair]:
-    """Pcc-tuning §4.3 baseline: pairs scored above ``threshold`` become positives."""
-    return [pair for pair in pairs if pair.score > threshold]
+def contrastive_pairs(pairs: list[STSPair], threshold: float, inclusive: bool = False) -> list[STSPair]:
+    """Pcc-tuning §4.3 baseline: pairs scored above ``threshold`` (or at it, ``inclusive``) become positives.
+
+    The paper says "greater than 4.0" and 1,543 pairs; on the filtered 5,398 pairs with SICK rescaled
+    to 0–5 that count comes from ``≥ 4`` (``> 4`` gives 1,328; unscaled, 1,623 and 1,862).
+    """
+    return [pair for pair in pairs if pair.score > threshold or (inclusive and pair.score == threshold)]
 
 
 def scale_labels(scores: Sequence[float], scale: LabelScale) -> list[float] | list[int]:
@@ -76,7 +80,7 @@ def _columns(stage: StageConfig, senteval_dir: Path) -> dict[str, list]:
         return columns
     pairs = scored_pairs(stage.data, senteval_dir)
     if spec.data == "positives":
-        pairs = contrastive_pairs(pairs, stage.contrastive_threshold)[:limit]
+        pairs = contrastive_pairs(pairs, stage.contrastive_threshold, stage.contrastive_rule == ">=")[:limit]
         return {"anchor": [p.sentence1 for p in pairs], "positive": [p.sentence2 for p in pairs]}
     pairs = pairs[:limit]
     return {

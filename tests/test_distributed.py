@@ -71,6 +71,7 @@ def _worker(rank: int, world: int, port: int, model_path: str, out: str):
                 grad /= world
             results[(kind, mini_batch)] = (loss, grads)
         results["head_sync"] = {synced: _heads_after_steps(model_path, rank, synced) for synced in (True, False)}
+        results["sharded"] = _sharded_encoding(model_path)
         if rank == 0:
             with open(out, "wb") as handle:
                 pickle.dump(results, handle)
@@ -112,6 +113,27 @@ def _heads_after_steps(model_path: str, rank: int, synced: bool) -> bool:
     return bool(torch.equal(gathered[0], gathered[1]))
 
 
+def _sharded_encoding(model_path: str) -> dict:
+    """encode_unique under DDP: every rank encodes its shard; rank 0's gathered vectors and shard size."""
+    import pcctune.modeling.encoding as encoding
+
+    encoded: list[int] = []
+    real = encoding.encode_texts
+
+    def counting(model, texts, *args, **kwargs):
+        encoded.append(len(texts))
+        return real(model, texts, *args, **kwargs)
+
+    encoding.encode_texts = counting
+    try:
+        vectors = encoding.encode_unique(build_model(model_path), [*SENTENCES, *SENTENCES[:5]], show_progress=False)
+    finally:
+        encoding.encode_texts = real
+    counts = [None, None]
+    dist.all_gather_object(counts, sum(encoded))
+    return {"vectors": vectors, "counts": counts}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -140,6 +162,18 @@ def test_two_processes_equal_one(tiny_bert, two_process_results, kind, mini_batc
 def test_loss_owned_parameters_stay_equal_across_processes(two_process_results):
     """The regression head (a loss's own parameter) is synchronised by the callback, and drifts without it."""
     assert two_process_results["head_sync"] == {True: True, False: False}
+
+
+def test_sharded_encoding_equals_one_process_and_splits_the_work(tiny_bert, two_process_results):
+    import numpy as np
+
+    from pcctune.modeling.encoding import encode_unique
+
+    sharded = two_process_results["sharded"]
+    single = encode_unique(build_model(str(tiny_bert)), SENTENCES, show_progress=False)
+    assert set(sharded["vectors"]) == set(single) and sharded["counts"] == [6, 6]  # 12 distinct texts, half each
+    for text, vector in single.items():
+        np.testing.assert_allclose(sharded["vectors"][text], vector, atol=1e-6)
 
 
 def test_pipeline_under_torchrun_with_two_processes(tiny_bert, mini_senteval, tmp_path):

@@ -67,7 +67,9 @@ def eval_command(
     template: TemplateOption = None,
     pooling: PoolingOption = None,
     dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16")] = "fp32",
-    batch_size: Annotated[int, typer.Option(min=1, help="sentences per encoding batch")] = 64,
+    token_budget: Annotated[
+        int | None, typer.Option(min=16, help="padded tokens per encoding batch, texts sorted by token length")
+    ] = None,
     max_seq_length: Annotated[int | None, typer.Option(min=1, help="token budget (only the sentence is cut)")] = None,
     seed: Annotated[int, typer.Option(help="recorded in the results; seeds torch")] = 42,
     output: Annotated[Path | None, typer.Option(help="write the results JSON here")] = None,
@@ -84,7 +86,7 @@ def eval_command(
             template=template,
             pooling=_pooling(pooling),
             dtype=dtype,
-            batch_size=batch_size,
+            **({"token_budget": token_budget} if token_budget else {}),
             max_seq_length=max_seq_length,
             seed=seed,
             output=output,
@@ -109,11 +111,12 @@ def encode_command(
 
     from pcctune.io import check_output_file, write_with
     from pcctune.modeling.build import build_model
+    from pcctune.modeling.encoding import encode_texts
 
     if output is not None:
         check_output_file(output)
     encoder = build_model(model, template=template, pooling=_pooling(pooling), dtype=dtype)
-    vectors = encoder.encode(sentences, convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+    vectors = encode_texts(encoder, sentences)
     if output is not None:
         write_with(output, lambda handle: np.save(handle, vectors))
         console.print(f"saved {vectors.shape} to {output}")

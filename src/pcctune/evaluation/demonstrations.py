@@ -21,8 +21,9 @@ from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import senteval_text
-from pcctune.evaluation.sts import cosine_rows, encode_unique
+from pcctune.evaluation.sts import cosine_rows
 from pcctune.modeling.demonstrations import Demonstration, demonstration_template, predict_words
+from pcctune.modeling.encoding import encode_unique
 from pcctune.modeling.template import Template, input_module
 
 
@@ -46,10 +47,10 @@ class CandidateScore:
     dev_spearman: float
 
 
-def dev_spearman(model: SentenceTransformer, pairs: list[STSPair], batch_size: int = 64) -> float:
+def dev_spearman(model: SentenceTransformer, pairs: list[STSPair]) -> float:
     """Spearman × 100 of cosine similarity on ``pairs`` (the dev set only)."""
     vectors = encode_unique(
-        model, [senteval_text(s) for p in pairs for s in (p.sentence1, p.sentence2)], batch_size, show_progress=False
+        model, [senteval_text(s) for p in pairs for s in (p.sentence1, p.sentence2)], show_progress=False
     )
     a = np.stack([vectors[senteval_text(p.sentence1)] for p in pairs])
     b = np.stack([vectors[senteval_text(p.sentence2)] for p in pairs])

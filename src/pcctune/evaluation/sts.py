@@ -21,6 +21,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.data.sts import STSTask
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, senteval_text
+from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, encode_unique
 from pcctune.results import SubsetScore, TaskScore
 
 
@@ -33,15 +34,6 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = a.astype(np.float64)
     b = b.astype(np.float64)
     return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-
-
-def encode_unique(
-    model: SentenceTransformer, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = True
-) -> dict[str, np.ndarray]:
-    """Encode each distinct sentence once (sentence-transformers sorts by length into batches)."""
-    unique = sorted(set(sentences))
-    vectors = model.encode(unique, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True)
-    return dict(zip(unique, vectors.astype(np.float32), strict=True))
 
 
 def score_task(
@@ -71,7 +63,7 @@ def score_task(
 def evaluate_sts(
     model: SentenceTransformer,
     tasks: Sequence[STSTask],
-    batch_size: int = 64,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
     show_progress: bool = True,
     protocol: str = DEFAULT_PROTOCOL,
 ) -> tuple[list[TaskScore], float]:
@@ -83,6 +75,6 @@ def evaluate_sts(
         return spec.prepare(sentence, templated)
 
     sentences = [text_of(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
-    vectors = encode_unique(model, sentences, batch_size, show_progress)
+    vectors = encode_unique(model, sentences, token_budget, show_progress)
     scores = [score_task(task, vectors, len(task.subsets) > 1, text_of) for task in tasks]
     return scores, float(np.mean([s.spearman for s in scores]))

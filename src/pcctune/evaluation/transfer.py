@@ -17,7 +17,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 from pcctune.data.transfer import TransferTask
 from pcctune.evaluation.protocols import senteval_text
-from pcctune.evaluation.sts import encode_unique
+from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, encode_unique
 from pcctune.results import TransferScore
 
 REGULARIZATION_GRID = [2.0**t for t in range(-2, 4)]
@@ -86,13 +86,13 @@ def score_transfer_task(task: TransferTask, vectors: dict[str, np.ndarray], seed
 def evaluate_transfer(
     model: SentenceTransformer,
     tasks: list[TransferTask],
-    batch_size: int = 64,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
     seed: int = 1111,
     show_progress: bool = True,
 ) -> list[TransferScore]:
     """Encode each task's unique sentences once and probe them."""
     scores = []
     for task in tasks:
-        vectors = encode_unique(model, _sentences(task), batch_size, show_progress)
+        vectors = encode_unique(model, _sentences(task), token_budget, show_progress)
         scores.append(score_transfer_task(task, vectors, seed))
     return scores

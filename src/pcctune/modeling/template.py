@@ -155,6 +155,15 @@ class TemplateTransformer(Transformer):
             budget -= 1
         return self._ids(template.fill(""))
 
+    def _tokenize_batch(self, template: Template, sentences: list[str], max_length: int) -> list[list[int]]:
+        """Token ids of every filled template in one tokenizer call; only rows over ``max_length`` are refitted."""
+        filled = [template.fill(self.cut_sentence(sentence)) for sentence in sentences]
+        rows = [list(ids) for ids in self.text_tokenizer(filled, add_special_tokens=True, verbose=False)["input_ids"]]
+        for index, ids in enumerate(rows):
+            if len(ids) > max_length:
+                rows[index] = self._fit(template, sentences[index], max_length)
+        return rows
+
     def preprocess(
         self,
         inputs: Sequence[Any],
@@ -170,7 +179,7 @@ class TemplateTransformer(Transformer):
         if prompt:
             template = Template(prompt + template.text)
         max_length = kwargs.get("max_length") or self.max_seq_length or self.text_tokenizer.model_max_length
-        rows = [self._fit(template, sentence, max_length) for sentence in inputs]
+        rows = self._tokenize_batch(template, list(inputs), max_length)
         features: dict[str, Any] = dict(self.text_tokenizer.pad({"input_ids": rows}, padding=True, return_tensors="pt"))
         if self.position_ids_from_mask:
             mask = features["attention_mask"]

@@ -18,6 +18,7 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.evaluation.transfer import evaluate_transfer
 from pcctune.io import check_output_file
 from pcctune.modeling.build import PoolingName, build_model, model_template
+from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
@@ -59,7 +60,7 @@ def run_eval(
     template: str | None = None,
     pooling: PoolingName | None = None,
     dtype: str = "fp32",
-    batch_size: int = 64,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
     max_seq_length: int | None = None,
     seed: int = 42,
     output: Path | None = None,
@@ -78,8 +79,8 @@ def run_eval(
     sts_tasks, transfer_tasks = load_tasks(senteval, tasks, protocol)
     set_seed(seed)
     model = build_model(model_spec, template=template, pooling=pooling, max_seq_length=max_seq_length, dtype=dtype)
-    sts = evaluate_sts(model, sts_tasks, batch_size=batch_size, protocol=protocol) if sts_tasks else None
-    transfer = evaluate_transfer(model, transfer_tasks, batch_size=batch_size) if transfer_tasks else None
+    sts = evaluate_sts(model, sts_tasks, token_budget=token_budget, protocol=protocol) if sts_tasks else None
+    transfer = evaluate_transfer(model, transfer_tasks, token_budget=token_budget) if transfer_tasks else None
     result = EvalResult(
         protocol=protocol,
         model=model_spec,

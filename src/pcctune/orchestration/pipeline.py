@@ -18,7 +18,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
 from pcctune.data.sts import STSTask
-from pcctune.distributed import is_main_process
+from pcctune.distributed import is_distributed, is_main_process
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks
 from pcctune.evaluation.sts import evaluate_sts
@@ -99,11 +99,14 @@ class Pipeline:
         return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
 
     def evaluate(self, label: str, model: SentenceTransformer) -> None:
-        if not self.main:  # one process evaluates; the others only train
+        """Score ``model`` on the test tasks: every process encodes a shard (when distributed), rank 0 records."""
+        if not self.main and not is_distributed():
             return
         if self.config.eval_dtype == "bf16":
             model.to(torch.bfloat16)
-        scores, avg = evaluate_sts(model, self.tasks, protocol=self.config.eval_protocol)
+        scores, avg = evaluate_sts(model, self.tasks, protocol=self.config.eval_protocol, show_progress=self.main)
+        if not self.main:
+            return
         self.result.sts[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
 
     def train(self, index: int, stage: StageConfig, source: str | None, suffix: str) -> Path:
@@ -147,7 +150,7 @@ class Pipeline:
         return result.final_dir
 
     def run(self) -> RunResult:
-        if self.config.evaluate_before and self.main:
+        if self.config.evaluate_before and self.main:  # before any trainer: no process group yet
             self.evaluate("before", load_for_training(self.config, None))
         source: str | None = None
         last = len(self.config.stages) - 1
@@ -156,7 +159,7 @@ class Pipeline:
             for loss in variants:
                 suffix = f"-{loss}" if self.compare and index == last else ""
                 final = self.train(index, stage.model_copy(update={"loss": loss}), source, suffix)
-                if self.main and (self.config.evaluate_after_each_stage or index == last):
+                if self.config.evaluate_after_each_stage or index == last:
                     self.evaluate(f"{stage.name}{suffix}", build_model(str(final)))
                 if index < last:
                     source = str(final)

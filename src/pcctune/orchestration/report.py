@@ -10,10 +10,11 @@ from pcctune.data.tasks import load_task
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import senteval_text
 from pcctune.evaluation.report import bar_plot, scatter_plot
-from pcctune.evaluation.sts import cosine_rows, encode_unique
+from pcctune.evaluation.sts import cosine_rows
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_folder, write_text
 from pcctune.modeling.build import build_model
+from pcctune.modeling.encoding import encode_unique
 from pcctune.results import EvalResult, RunResult, load_result
 
 Section = dict[str, dict[str, float]]

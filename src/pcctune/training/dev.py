@@ -1,28 +1,56 @@
-"""The dev evaluator that selects a stage's checkpoints (a filtered dev set, never a test set)."""
+"""The dev evaluator that selects a stage's checkpoints (a filtered dev set, never a test set).
+
+It scores like sentence-transformers' ``EmbeddingSimilarityEvaluator`` (Spearman and Pearson of
+the cosine similarity, metric names ``{name}_spearman_cosine`` …) but encodes through pcctune's
+fast path (:mod:`pcctune.modeling.encoding`): each distinct sentence once, batched by token
+length, sharded across processes under DDP.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from pcctune.data.dev import dev_pairs
+from pcctune.data.sts import STSPair
+from pcctune.modeling.encoding import encode_unique
 
 
-def dev_evaluator(kind: str, senteval_dir: Path) -> EmbeddingSimilarityEvaluator | None:
-    """sentence-transformers' evaluator on dev set ``kind`` (test pairs removed), or ``None`` for ``none``."""
+class DevSTSEvaluator(SentenceEvaluator):
+    """Cosine-similarity correlations with the gold scores of ``pairs``."""
+
+    def __init__(self, pairs: list[STSPair], name: str) -> None:
+        super().__init__()
+        self.pairs = pairs
+        self.name = name
+        self.primary_metric = f"{name}_spearman_cosine"
+
+    def __call__(
+        self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
+    ) -> dict[str, float]:
+        texts = [s for p in self.pairs for s in (p.sentence1, p.sentence2)]
+        vectors = encode_unique(model, texts, show_progress=False, shard=False)  # only rank 0 runs an evaluator
+        a = np.stack([vectors[p.sentence1] for p in self.pairs]).astype(np.float64)
+        b = np.stack([vectors[p.sentence2] for p in self.pairs]).astype(np.float64)
+        cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+        gold = np.array([p.score for p in self.pairs])
+        metrics = {
+            f"{self.name}_pearson_cosine": float(pearsonr(cosine, gold).statistic),
+            f"{self.name}_spearman_cosine": float(spearmanr(cosine, gold).statistic),
+        }
+        self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
+        return metrics
+
+
+def dev_evaluator(kind: str, senteval_dir: Path) -> DevSTSEvaluator | None:
+    """The evaluator of dev set ``kind`` (test pairs removed), or ``None`` for ``none``."""
     if kind == "none":
         return None
-    pairs = dev_pairs(kind, senteval_dir)
-    return EmbeddingSimilarityEvaluator(
-        [p.sentence1 for p in pairs],
-        [p.sentence2 for p in pairs],
-        [p.score for p in pairs],
-        batch_size=64,
-        main_similarity="cosine",
-        name=kind,
-        write_csv=False,
-    )
+    return DevSTSEvaluator(dev_pairs(kind, senteval_dir), kind)
 
 
 def dev_metric(kind: str) -> str | None:

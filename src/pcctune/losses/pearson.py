@@ -88,7 +88,8 @@ class PearsonLoss(EmbeddingLoss):
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) != 2 or labels is None:
             raise ValueError("Pearson loss expects (sentence1, sentence2) columns and a score label")
-        return pearson_loss(columns[0], columns[1], labels, self.eps)
+        gold = labels[:, 0] if labels.ndim == 2 else labels  # a second column carries the source (group_by_source)
+        return pearson_loss(columns[0], columns[1], gold, self.eps)
 
     def get_config_dict(self) -> dict:
         return {"mini_batch_size": self.mini_batch_size, "eps": self.eps}

@@ -97,6 +97,9 @@ class StageConfig(Strict):
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
     temperature: float = Field(0.05, gt=0)
+    loss_weight: float = Field(0.1, ge=0, description="λ of the second term of pearson_mse / pearson_cosent")
+    soft_rank_regularization: float = Field(0.1, gt=0, description="ε of soft_spearman's soft ranks")
+    group_by_source: bool = Field(False, description="every group from one source (STS-B or SICK) of stage2 data")
     contrastive_threshold: float = Field(4.0, description="score that makes a pair a positive (loss=contrastive)")
     contrastive_rule: Literal[">", ">="] = Field(
         ">", description="'>': above the threshold (the paper's words); '>=': the rule that gives its 1,543 pairs"
@@ -124,6 +127,12 @@ class StageConfig(Strict):
         if value != "none" and value not in DEV_SETS:
             raise ValueError(f"unknown dev set {value!r}; choose from {', '.join([*DEV_SETS, 'none'])}")
         return value
+
+    @model_validator(mode="after")
+    def _groups_by_source_only_for_pearson(self) -> StageConfig:
+        if self.group_by_source and self.loss not in ("pearson", "pearson_by_source"):
+            raise ValueError(f"group_by_source works with the pearson and pearson_by_source losses, not {self.loss!r}")
+        return self
 
     @model_validator(mode="after")
     def _trains_something(self) -> StageConfig:

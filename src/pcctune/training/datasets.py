@@ -14,30 +14,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from datasets import Dataset
 
 from pcctune.data.nli import Triplet, read_simcse_csv, read_snli_folder, read_snli_regression_pairs
 from pcctune.data.pairs import read_pairs_file
 from pcctune.data.senteval import snli_dir
-from pcctune.data.stage2 import build_stage2_set
+from pcctune.data.stage2 import SourcedPair, build_stage2_set
 from pcctune.data.sts import STSPair
 from pcctune.errors import PcctuneError
 from pcctune.losses.registry import LabelScale, loss_spec
 from pcctune.training.config import DataConfig, StageConfig
 
+Scored = TypeVar("Scored", STSPair, SourcedPair)
+SOURCE_IDS = {"sick": 1}  # label id of a pair's source for per-source losses; every other source is 0
 
-def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[STSPair]:
-    """The scored pairs of a ``stage2``, ``pairs`` or ``snli_regression`` source."""
+
+def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
+    """The scored pairs of a ``stage2``, ``pairs`` or ``snli_regression`` source, each with its source."""
     if data.source == "stage2":
-        result = build_stage2_set(senteval_dir, data.normalization, data.rescale_sick)
-        return [STSPair(p.sentence1, p.sentence2, p.score) for p in result.pairs]
+        return build_stage2_set(senteval_dir, data.normalization, data.rescale_sick).pairs
     if data.source == "pairs":
         if not data.path:
             raise PcctuneError("data.path is required for source 'pairs'")
-        return read_pairs_file(data.path)
+        return [SourcedPair(p.sentence1, p.sentence2, p.score, "pairs") for p in read_pairs_file(data.path)]
     if data.source == "snli_regression":
-        return read_snli_regression_pairs(data.path or snli_dir(senteval_dir), tuple(data.splits))
+        pairs = read_snli_regression_pairs(data.path or snli_dir(senteval_dir), tuple(data.splits))
+        return [SourcedPair(p.sentence1, p.sentence2, p.score, "snli") for p in pairs]
     raise PcctuneError(f"source {data.source!r} has no scores; use stage2, pairs or snli_regression for this loss")
 
 
@@ -50,7 +54,7 @@ def triplets(data: DataConfig, senteval_dir: Path) -> list[Triplet]:
     raise PcctuneError(f"this loss needs triplets (source simcse_csv or snli), not {data.source!r}")
 
 
-def contrastive_pairs(pairs: list[STSPair], threshold: float, inclusive: bool = False) -> list[STSPair]:
+def contrastive_pairs(pairs: Sequence[Scored], threshold: float, inclusive: bool = False) -> list[Scored]:
     """Pcc-tuning §4.3 baseline: pairs scored above ``threshold`` (or at it, ``inclusive``) become positives.
 
     The paper says "greater than 4.0" and 1,543 pairs; on the filtered 5,398 pairs with SICK rescaled
@@ -83,11 +87,10 @@ def _columns(stage: StageConfig, senteval_dir: Path) -> dict[str, list]:
         pairs = contrastive_pairs(pairs, stage.contrastive_threshold, stage.contrastive_rule == ">=")[:limit]
         return {"anchor": [p.sentence1 for p in pairs], "positive": [p.sentence2 for p in pairs]}
     pairs = pairs[:limit]
-    return {
-        "sentence1": [p.sentence1 for p in pairs],
-        "sentence2": [p.sentence2 for p in pairs],
-        "score": scale_labels([p.score for p in pairs], spec.labels),
-    }
+    scores: list[Any] = list(scale_labels([p.score for p in pairs], spec.labels))
+    if spec.labels == "raw_source" or stage.group_by_source:
+        scores = [[score, float(SOURCE_IDS.get(p.source, 0))] for score, p in zip(scores, pairs, strict=True)]
+    return {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs], "score": scores}
 
 
 def train_dataset(stage: StageConfig, senteval_dir: Path, stage_dir: Path | None = None, seed: int = 42) -> Dataset:

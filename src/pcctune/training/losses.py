@@ -11,8 +11,11 @@ from pcctune.losses.dpo import EmbeddingDPOLoss
 from pcctune.losses.infonce import InfoNCELoss
 from pcctune.losses.mlm import AuxiliaryMLMLoss, load_mlm_head
 from pcctune.losses.pearson import PearsonLoss
+from pcctune.losses.pearson_by_source import SourcePearsonLoss
+from pcctune.losses.pearson_plus import PearsonPlusLoss
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
+from pcctune.losses.soft_spearman import SoftSpearmanLoss
 from pcctune.modeling.template import input_module
 from pcctune.training.config import StageConfig
 
@@ -39,6 +42,17 @@ def _main_loss(
     cls = loss_spec(stage.loss).cls
     if cls is PearsonLoss:
         return PearsonLoss(model, mini_batch_size)
+    if cls is SourcePearsonLoss:
+        return SourcePearsonLoss(model, mini_batch_size)
+    if cls is PearsonPlusLoss:
+        return PearsonPlusLoss(
+            model,
+            "mse" if stage.loss == "pearson_mse" else "cosent",
+            stage.loss_weight,
+            mini_batch_size=mini_batch_size,
+        )
+    if cls is SoftSpearmanLoss:
+        return SoftSpearmanLoss(model, stage.soft_rank_regularization, mini_batch_size)
     if cls is InfoNCELoss:
         return InfoNCELoss(model, stage.temperature, mini_batch_size)
     if cls is RegressionLoss:

@@ -39,6 +39,7 @@ from pcctune.training.head_warmup import warm_up_head
 from pcctune.training.losses import build_loss
 from pcctune.training.memory import PeakMemory
 from pcctune.training.plots import plot_training
+from pcctune.training.sampling import SourceBatchSampler
 from pcctune.training.trainer import PcctuneTrainer
 
 
@@ -88,6 +89,9 @@ def training_arguments(
     """The trainer's arguments for ``stage``: no accumulation (see ``batching``), dev selection when set."""
     metric = dev_metric(stage.dev)
     in_batch_negatives = loss_spec(stage.loss).data in ("triplets", "positives")
+    sampler: Any = BatchSamplers.NO_DUPLICATES if in_batch_negatives else BatchSamplers.BATCH_SAMPLER
+    if stage.group_by_source:
+        sampler = SourceBatchSampler
     return SentenceTransformerTrainingArguments(
         output_dir=str(stage_dir / "checkpoints"),
         num_train_epochs=stage.epochs,
@@ -113,7 +117,7 @@ def training_arguments(
         dataloader_pin_memory=torch.cuda.is_available(),
         report_to="none",
         # In-batch negatives must not repeat a sentence; Pearson groups are plain random batches.
-        batch_sampler=BatchSamplers.NO_DUPLICATES if in_batch_negatives else BatchSamplers.BATCH_SAMPLER,
+        batch_sampler=sampler,
         activation_checkpointing=stage.gradient_checkpointing,
     )
 

@@ -1,0 +1,68 @@
+"""Pearson plus a calibration term: ℓ = (1 − r(cos, gold)) + λ · ℓ₂.
+
+Pearson's r (eq. 8) is invariant to any affine map of the cosines, so it never asks a similarity
+to *be* anything in particular: a batch may be perfectly correlated and still compress all
+cosines into [0.7, 0.8]. A small second term anchors the scale without giving up the
+correlation objective:
+
+- ``mse``: ℓ₂ = mean (cos − gold / max_gold)² (sentence-transformers' CosineSimilarityLoss);
+- ``cosent``: ℓ₂ = log(1 + Σ_{gold_i > gold_j} exp(s · (cos_j − cos_i))), s = 20 (CoSENT, Su 2022),
+  a pairwise ranking term that is also a smooth surrogate of Spearman's inversions.
+
+λ (``loss_weight``) is a stage option, searched like a learning rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from pcctune.distributed import gather
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32
+from pcctune.losses.pearson import check_gold, pearson_r
+
+Extra = Literal["mse", "cosent"]
+
+
+def mse_term(cos: Tensor, gold: Tensor, max_gold: float) -> Tensor:
+    return ((cos - gold / max_gold) ** 2).mean()
+
+
+def cosent_term(cos: Tensor, gold: Tensor, scale: float = 20.0) -> Tensor:
+    """log(1 + Σ_{gold_i > gold_j} exp(scale · (cos_j − cos_i)))."""
+    differences = scale * (cos[None, :] - cos[:, None])  # [i, j] = s · (cos_j − cos_i)
+    ordered = gold[:, None] > gold[None, :]
+    logits = torch.cat([differences.new_zeros(1), differences[ordered]])
+    return torch.logsumexp(logits, dim=0)
+
+
+class PearsonPlusLoss(EmbeddingLoss):
+    """1 − r(cos, gold) + λ · (MSE or CoSENT) over the global batch."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        extra: Extra = "mse",
+        weight: float = 0.1,
+        max_gold: float = 5.0,
+        mini_batch_size: int | None = None,
+    ) -> None:
+        super().__init__(model, mini_batch_size)
+        self.extra = extra
+        self.weight = weight
+        self.max_gold = max_gold
+
+    def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
+        if len(columns) != 2 or labels is None:
+            raise ValueError("Pearson plus expects (sentence1, sentence2) columns and a score label")
+        cos = gather(F.cosine_similarity(at_least_fp32(columns[0]), at_least_fp32(columns[1]), dim=-1), with_grad=True)
+        gold = gather(labels.to(cos.device, cos.dtype), with_grad=False)
+        check_gold(gold)
+        second = mse_term(cos, gold, self.max_gold) if self.extra == "mse" else cosent_term(cos, gold)
+        return 1.0 - pearson_r(cos, gold) + self.weight * second
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {"extra": self.extra, "weight": self.weight, "max_gold": self.max_gold}

@@ -1,0 +1,125 @@
+"""Differentiable Spearman: 1 − Pearson(soft ranks of the cosines, ranks of the gold scores).
+
+Spearman's ρ is the evaluation metric, but ranks are piecewise constant in the scores, so their
+gradient is zero almost everywhere. Blondel et al. (2020, "Fast Differentiable Sorting and
+Ranking", ICML) replace the rank vector by its projection onto the permutahedron, with a
+quadratic regulariser of strength ε:
+
+    r_ε(θ) = argmin_{μ ∈ P(ρ)} ½‖μ − θ/ε‖²,   ρ = (1, 2, …, n),
+
+which tends to the hard ranks (ties averaged, 1 for the smallest) as ε → 0 and to the constant
+(n + 1)/2 as ε → ∞. The projection reduces to an isotonic regression (their Prop. 3): with z = θ/ε
+sorted in decreasing order as s and w = (n, n−1, …, 1),
+
+    v = argmin_{v₁ ≥ v₂ ≥ … ≥ vₙ} ½‖v − (s − w)‖²,   r_ε(θ)_σ = s − v,
+
+solved exactly by pool-adjacent-violators in O(n log n) (the sort), and whose Jacobian is
+I − B, B averaging within each pooled block. The loss over the global batch is
+
+    ℓ = 1 − r( r_ε(cos(u, v)), rank(gold) )
+
+with r Pearson's correlation (eq. 8 of Pcc-tuning, on ranks instead of values): the stage-2
+objective that optimises the evaluation metric itself. No maintained PyPI implementation
+installs here (torchsort needs a CUDA toolchain to build), hence these few lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.stats import rankdata
+from torch import Tensor, nn
+
+from pcctune.distributed import gather
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32
+from pcctune.losses.pearson import check_gold, pearson_r
+
+
+def isotonic_decreasing(y: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The non-increasing least-squares fit of ``y`` (pool adjacent violators) and its pooled blocks."""
+    sums: list[float] = []
+    counts: list[int] = []
+    for value in y:
+        sums.append(float(value))
+        counts.append(1)
+        while len(sums) > 1 and sums[-2] / counts[-2] < sums[-1] / counts[-1]:
+            total, count = sums.pop(), counts.pop()
+            sums[-1] += total
+            counts[-1] += count
+    fit = np.repeat([s / c for s, c in zip(sums, counts, strict=True)], counts)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+    return fit, [(start, start + count) for start, count in zip(starts, counts, strict=True)]
+
+
+class _SoftRank(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, z: Tensor) -> Tensor:
+        n = z.shape[0]
+        order = torch.argsort(z, descending=True)
+        s = z[order]
+        w = torch.arange(n, 0, -1, dtype=z.dtype, device=z.device)
+        fit, blocks = isotonic_decreasing((s - w).detach().cpu().double().numpy())
+        ranks = torch.empty_like(z)
+        ranks[order] = s - torch.as_tensor(fit, dtype=z.dtype, device=z.device)
+        ctx.save_for_backward(order)
+        ctx.blocks = blocks
+        return ranks
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> Tensor:
+        (order,) = ctx.saved_tensors
+        g = grad_output[order]
+        averaged = g.clone()
+        for start, end in ctx.blocks:
+            averaged[start:end] = g[start:end].mean()
+        grad = torch.empty_like(grad_output)
+        grad[order] = g - averaged  # (I − B)ᵀ g, B symmetric block averaging
+        return grad
+
+
+def soft_rank(values: Tensor, regularization: float = 1.0) -> Tensor:
+    """Soft ranks r_ε of a 1-D tensor (1 for the smallest as ε → 0), differentiable."""
+    return _SoftRank.apply(values / regularization)
+
+
+def hard_rank(values: Tensor) -> Tensor:
+    """Ranks with ties averaged (scipy's ``rankdata``), 1 for the smallest; no gradient."""
+    return torch.as_tensor(rankdata(values.detach().cpu().numpy()), dtype=values.dtype, device=values.device)
+
+
+class SoftSpearmanLoss(EmbeddingLoss):
+    """1 − Pearson(soft ranks of cos(u, v), ranks of gold) over the global batch (GradCache-compatible).
+
+    Args:
+        model: the SentenceTransformer being trained.
+        regularization: ε of the soft ranks; smaller is closer to Spearman (and to zero gradients).
+        mini_batch_size: GradCache mini-batch size, or ``None``.
+
+    Inputs: (sentence1, sentence2) pairs with a float score label.
+    """
+
+    citation = """@inproceedings{blondel2020fast,
+    title={Fast Differentiable Sorting and Ranking},
+    author={Blondel, Mathieu and Teboul, Olivier and Berthet, Quentin and Djolonga, Josip},
+    booktitle={ICML},
+    year={2020}
+}"""
+
+    def __init__(self, model: nn.Module, regularization: float = 0.1, mini_batch_size: int | None = None) -> None:
+        super().__init__(model, mini_batch_size)
+        self.regularization = regularization
+
+    def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
+        if len(columns) != 2 or labels is None:
+            raise ValueError("soft Spearman expects (sentence1, sentence2) columns and a score label")
+        cos = F.cosine_similarity(at_least_fp32(columns[0]), at_least_fp32(columns[1]), dim=-1)
+        cos_all = gather(cos, with_grad=True)
+        gold_all = gather(labels.to(cos.device, cos.dtype), with_grad=False)
+        check_gold(gold_all)
+        return 1.0 - pearson_r(soft_rank(cos_all, self.regularization), hard_rank(gold_all))
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {"regularization": self.regularization, "mini_batch_size": self.mini_batch_size}

@@ -192,6 +192,30 @@ def train_command(
         ) from None
 
 
+@app.command("sweep")
+def sweep_command(
+    config: Annotated[Path, typer.Argument(help="YAML run config whose values the search changes")],
+    space: Annotated[Path, typer.Option(help="YAML search space: dotted config keys → distributions")],
+    output: Annotated[Path, typer.Option(help="sweep folder (study, trials, winner, seeds); rerun to continue")],
+    trials: Annotated[int, typer.Option(min=1, help="finished (or pruned) trials to search")] = 20,
+    seeds: Annotated[int, typer.Option(min=1, help="seeds the winner is trained and scored with")] = 3,
+    data: DataOption = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="fixed override for every run: stages.0.epochs=2")
+    ] = None,
+) -> None:
+    """Search CONFIG's hyperparameters on dev data (optuna), then score the winner on the test sets over seeds."""
+    from pcctune.orchestration.sweep import run_sweep
+
+    try:
+        run_sweep(config, space, trials, seeds, output, _overrides(set_, None, data), console)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted; finished trials are kept in {output}; continue with: "
+            f"{shlex.join(['pcctune', *sys.argv[1:]])}"
+        ) from None
+
+
 @app.command("icl")
 def icl_command(
     model: Annotated[str, typer.Argument(help="a causal LM: packaged short name, folder, .gguf file or Hub id")],

@@ -86,6 +86,7 @@ class Pipeline:
         self.resume_from = resume_from
         self.senteval = senteval
         self.tasks = tasks if tasks is not None else load_protocol_tasks(senteval, config.eval_protocol)
+        self.evaluate_tests = bool(self.tasks)
         self.main = is_main_process()
         self.result = RunResult(
             protocol=config.eval_protocol,
@@ -100,7 +101,7 @@ class Pipeline:
 
     def evaluate(self, label: str, model: SentenceTransformer) -> None:
         """Score ``model`` on the test tasks: every process encodes a shard (when distributed), rank 0 records."""
-        if not self.main and not is_distributed():
+        if not self.evaluate_tests or (not self.main and not is_distributed()):
             return
         if self.config.eval_dtype == "bf16":
             model.to(torch.bfloat16)
@@ -180,7 +181,8 @@ def run_pipeline(
 
     ``resume_from`` names any checkpoint (``…/stageN-NAME/checkpoints/checkpoint-S``): earlier
     stages are taken as finished, and that stage continues from that step. ``tasks`` replaces
-    the seven STS test tasks of the evaluations (e.g. subsamples for a quick benchmark).
+    the seven STS test tasks of the evaluations (e.g. subsamples for a quick benchmark); ``tasks=[]``
+    reads no test set at all (sweep trials, which select on dev data only).
     A finished run resumed again is returned as it was saved, and nothing is rewritten.
     """
     console = console or Console(width=160)

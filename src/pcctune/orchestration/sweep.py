@@ -1,0 +1,245 @@
+"""``pcctune sweep``: search a run's hyperparameters on dev data, then score the winner over several seeds.
+
+1. **Search** (optuna's TPE sampler, median pruning, a SQLite study in ``OUTPUT/study.db``): each
+   trial is an ordinary run folder (``OUTPUT/trials/trial-NNN``) of CONFIG with the trial's values
+   set by dotted keys (as ``--set``). Its objective is the last stage's best dev score; the dev
+   evaluations during training are reported to the pruner. Trials read **no test set**: they run
+   with ``tasks=[]``, so the seven STS test sets are never loaded before the winner is fixed (the
+   leakage filter reads the test pairs only to remove them from the training and dev data).
+2. **Winner**: the best trial's full config is written to ``OUTPUT/best_config.yaml``, ready to train.
+3. **Seeds**: the winner runs once per seed (``OUTPUT/seeds/seed-S``) with the test evaluation, and
+   the seven tasks + avg are summarised as mean ± std (``OUTPUT/summary.md``, ``OUTPUT/sweep.json``).
+
+Interrupted anywhere, the same command continues: finished trials are in the study, a trial that
+was running when the process died is marked failed and replaced, and finished seed runs are kept.
+
+The search space is a YAML mapping of dotted keys to distributions::
+
+    stages.0.learning_rate: {type: float, low: 1.0e-6, high: 1.0e-4, log: true}
+    stages.0.epochs: {type: categorical, choices: [1, 2, 3]}
+    stages.0.data.rescale_sick: {type: categorical, choices: [false, true]}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+from rich.console import Console
+from transformers import TrainerCallback
+
+from pcctune.errors import PcctuneError
+from pcctune.evaluation.tables import ScoreTable, mean_std_cell
+from pcctune.io import check_output_folder, write_text
+from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.orchestration.run_folder import RESULTS, holds_a_run
+from pcctune.provenance import library_versions
+from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
+from pcctune.training.config import RunConfig, dump_config, load_config
+from pcctune.training.dev import dev_metric
+
+
+class Distribution(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["float", "int", "categorical"]
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: list[Any] | None = None
+
+
+def load_space(path: Path) -> dict[str, Distribution]:
+    """The search space: dotted config keys → distributions (one clear error for a bad file)."""
+    if not path.is_file():
+        raise PcctuneError(f"missing search space file: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(raw, dict) or not raw:
+            raise PcctuneError(f"{path}: a search space is a YAML mapping of dotted keys to distributions")
+        space = {key: Distribution.model_validate(value) for key, value in raw.items()}
+    except (yaml.YAMLError, ValidationError) as error:
+        raise PcctuneError(f"{path}: invalid search space ({str(error).splitlines()[0]})") from None
+    for key, spec in space.items():
+        if spec.type == "categorical" and not spec.choices:
+            raise PcctuneError(f"{path}: {key}: a categorical distribution needs choices")
+        if spec.type != "categorical" and (spec.low is None or spec.high is None or spec.low >= spec.high):
+            raise PcctuneError(f"{path}: {key}: a {spec.type} distribution needs low < high")
+    return space
+
+
+def suggest(trial: Any, space: dict[str, Distribution]) -> dict[str, Any]:
+    """The trial's value for every key of the space (as ``--set`` overrides)."""
+    values: dict[str, Any] = {}
+    for key, spec in space.items():
+        if spec.type == "categorical":
+            values[key] = trial.suggest_categorical(key, spec.choices)
+        elif spec.type == "int":
+            values[key] = trial.suggest_int(key, int(spec.low or 0), int(spec.high or 0), log=spec.log)
+        else:
+            values[key] = trial.suggest_float(key, float(spec.low or 0), float(spec.high or 0), log=spec.log)
+    return values
+
+
+class ReportToPruner(TrainerCallback):
+    """Reports each dev evaluation to the optuna trial and stops a trial the pruner gives up on."""
+
+    def __init__(self, trial: Any, metric: str) -> None:
+        self.trial = trial
+        self.metric = metric
+
+    def on_evaluate(
+        self, args: Any, state: Any, control: Any, metrics: dict[str, float] | None = None, **kwargs: Any
+    ) -> None:
+        import optuna
+
+        if metrics and self.metric in metrics:
+            self.trial.report(metrics[self.metric], state.global_step)
+            if self.trial.should_prune():
+                raise optuna.TrialPruned()
+
+
+class Sweep:
+    """One sweep folder: the study, the trials, the winner and its seeds."""
+
+    def __init__(
+        self,
+        config_path: Path,
+        space: dict[str, Distribution],
+        output: Path,
+        overrides: dict[str, Any],
+        console: Console,
+    ) -> None:
+        self.config_path, self.space, self.output = config_path, space, output
+        self.overrides, self.console = overrides, console
+        base = load_config(config_path, overrides)
+        self.metric = dev_metric(base.stages[-1].dev)
+        if self.metric is None:
+            raise PcctuneError("a sweep selects on dev data: give the last stage a dev set (not none)")
+        self.seed = base.seed
+
+    def config(self, values: dict[str, Any], output_dir: Path, **extra: Any) -> RunConfig:
+        overrides = {**self.overrides, **values, "output_dir": str(output_dir), **extra}
+        return load_config(self.config_path, overrides)
+
+    def study(self) -> Any:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.output.mkdir(parents=True, exist_ok=True)
+        study = optuna.create_study(
+            study_name="pcctune",
+            storage=f"sqlite:///{self.output / 'study.db'}",
+            load_if_exists=True,
+            direction="maximize",
+            sampler=optuna.samplers.TPESampler(seed=self.seed),
+            pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
+        )
+        for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            study.tell(stale.number, state=optuna.trial.TrialState.FAIL)  # died with the last process
+        return study
+
+    def search(self, trials: int) -> Any:
+        import optuna
+
+        study = self.study()
+        done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+        while len(study.get_trials(deepcopy=False, states=done)) < trials:
+            trial = study.ask()
+            values = suggest(trial, self.space)
+            config = self.config(
+                values,
+                self.output / "trials" / f"trial-{trial.number:03d}",
+                evaluate_before=False,
+                evaluate_after_each_stage=False,
+            )
+            try:
+                record = run_pipeline(
+                    config, tasks=[], callbacks=[ReportToPruner(trial, str(self.metric))], console=self.console
+                )
+            except optuna.TrialPruned:
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                self.console.print(f"trial {trial.number}: pruned")
+                continue
+            value = record.stages[-1].best_dev_spearman if record.stages else None
+            if value is None:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                continue
+            study.tell(trial, value)
+            self.console.print(f"trial {trial.number}: dev {value} with {values}")
+        return study
+
+    def winner(self, study: Any) -> dict[str, Any]:
+        best = study.best_trial
+        config = self.config(best.params, self.output / "winner")
+        header = (
+            f"# Chosen by `pcctune sweep {self.config_path}` over {len(study.trials)} trials on dev data "
+            f"({self.metric} = {best.value:.4f}, trial {best.number}); values: {best.params}\n"
+        )
+        dump_config(config, self.output / "best_config.yaml")
+        path = self.output / "best_config.yaml"
+        write_text(path, header + path.read_text(encoding="utf-8"))
+        return dict(best.params)
+
+    def seed_runs(self, params: dict[str, Any], seeds: int) -> list[RunResult]:
+        results = []
+        for seed in range(1, seeds + 1):
+            folder = self.output / "seeds" / f"seed-{seed}"
+            config = self.config(params, folder, seed=seed, evaluate_before=False)
+            if (folder / RESULTS).is_file():
+                results.append(RunResult.from_disk(folder / RESULTS))
+                continue
+            results.append(run_pipeline(config, resume=holds_a_run(folder), console=self.console))
+        return results
+
+
+def summarise(results: list[RunResult], params: dict[str, Any], dev: float) -> BenchmarkResult:
+    """The winner's last-stage scores over seeds: one row per seed and their mean ± std."""
+    rows = []
+    for index, result in enumerate(results, start=1):
+        scores = list(result.sts.values())[-1]
+        rows.append(
+            BenchmarkRow(
+                label=f"seed {index}",
+                sts=scores,
+                details={"best_dev": result.stages[-1].best_dev_spearman if result.stages else None},
+            )
+        )
+    return BenchmarkResult(
+        name="sweep",
+        settings=f"winner {params} (dev {dev:.4f})",
+        versions=library_versions(),
+        rows=rows,
+        details={"params": params, "dev": dev},
+    )
+
+
+def run_sweep(
+    config_path: Path,
+    space_path: Path,
+    trials: int,
+    seeds: int,
+    output: Path,
+    overrides: dict[str, Any],
+    console: Console,
+) -> BenchmarkResult:
+    """Search ``trials`` trials on dev data, write the winner's config, score it over ``seeds`` seeds."""
+    if trials < 1 or seeds < 1:
+        raise PcctuneError("--trials and --seeds must be at least 1")
+    check_output_folder(output)
+    sweep = Sweep(config_path, load_space(space_path), output, overrides, console)
+    study = sweep.search(trials)
+    params = sweep.winner(study)
+    console.print(f"winner: {params} (dev {study.best_value:.4f}) -> {output / 'best_config.yaml'}")
+    summary = summarise(sweep.seed_runs(params, seeds), params, study.best_value)
+    summary.to_disk(output / "sweep.json")
+    columns = list(summary.rows[0].sts)
+    table = ScoreTable(
+        f"winner over {seeds} seeds", columns, [(r.label, r.sts) for r in summary.rows], first_column="run"
+    )
+    table.rows.append(("mean ± std", {c: mean_std_cell([r.sts[c] for r in summary.rows]) for c in columns}))
+    write_text(output / "summary.md", table.to_markdown() + f"\n\n{summary.settings}\n")
+    table.print(console)
+    return summary

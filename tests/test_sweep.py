@@ -1,0 +1,111 @@
+"""``pcctune sweep``: dev-only search with optuna, resumable, then the winner over seeds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.conftest import SENTENCES, run_cli
+
+
+@pytest.fixture()
+def sweep_inputs(tmp_path, tiny_bert, shared_senteval):
+    rows = [
+        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
+        for i in range(32)
+    ]
+    (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    config = {
+        "model": str(tiny_bert),
+        "data_dir": str(shared_senteval),
+        "output_dir": str(tmp_path / "unused"),
+        "evaluate_before": False,
+        "stages": [
+            {
+                "name": "pcc",
+                "loss": "pearson",
+                "data": {"source": "pairs", "path": str(tmp_path / "pairs.jsonl")},
+                "batch_size": 8,
+                "max_steps": 4,
+                "eval_steps": 2,
+                "dev": "sick-trial",
+            }
+        ],
+    }
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
+    space = {
+        "stages.0.learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True},
+        "stages.0.warmup_ratio": {"type": "categorical", "choices": [0.0, 0.1]},
+    }
+    (tmp_path / "space.yaml").write_text(yaml.safe_dump(space))
+    return tmp_path
+
+
+def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_inputs, monkeypatch, capsys):
+    import pcctune.orchestration.pipeline as pipeline
+    from pcctune.results import BenchmarkResult
+
+    folder = sweep_inputs
+    events: list[str] = []
+    real_evaluate, real_train = pipeline.evaluate_sts, pipeline.Pipeline.train
+
+    def spy_evaluate(model, tasks, *args, **kwargs):
+        events.append("test-evaluation")
+        return real_evaluate(model, tasks, *args, **kwargs)
+
+    trained = {"count": 0}
+
+    def train_then_die_once(self, *args, **kwargs):
+        events.append(f"train {self.config.output_dir}")
+        trained["count"] += 1
+        if trained["count"] == 2:  # the second trial dies: the sweep must continue it on rerun
+            raise KeyboardInterrupt
+        return real_train(self, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "evaluate_sts", spy_evaluate)
+    monkeypatch.setattr(pipeline.Pipeline, "train", train_then_die_once)
+    args = [
+        "sweep",
+        str(folder / "run.yaml"),
+        "--space",
+        str(folder / "space.yaml"),
+        "--trials",
+        "2",
+        "--seeds",
+        "2",
+        "--output",
+        str(folder / "sweep"),
+    ]
+    code, output = run_cli(args, capsys)
+    assert code == 130 and "continue with: pcctune sweep" in output
+    code, output = run_cli(args, capsys)
+    assert code == 0, output
+    # the test sets were scored only after every trial was done and the winner fixed (the seed runs)
+    last_trial = max(i for i, e in enumerate(events) if "/trials/" in e)
+    assert events.index("test-evaluation") > last_trial and sum("/trials/" in e for e in events) == 3
+    assert sum("/seeds/" in e for e in events) == 2
+    import optuna
+
+    study = optuna.load_study(study_name="pcctune", storage=f"sqlite:///{folder / 'sweep' / 'study.db'}")
+    states = [t.state.name for t in study.trials]
+    assert states.count("COMPLETE") + states.count("PRUNED") == 2 and "FAIL" in states  # the killed one, replaced
+    best = yaml.safe_load((folder / "sweep" / "best_config.yaml").read_text())
+    assert best["stages"][0]["learning_rate"] == pytest.approx(study.best_params["stages.0.learning_rate"])
+    assert "Chosen by `pcctune sweep" in (folder / "sweep" / "best_config.yaml").read_text()
+    summary = BenchmarkResult.from_disk(folder / "sweep" / "sweep.json")
+    assert [r.label for r in summary.rows] == ["seed 1", "seed 2"] and "avg" in summary.rows[0].sts
+    assert "mean ± std" in (folder / "sweep" / "summary.md").read_text()
+    # trial folders are ordinary run folders
+    assert any((p / "run.json").is_file() for p in (folder / "sweep" / "trials").iterdir())
+
+
+def test_bad_search_spaces_are_one_line(sweep_inputs, capsys):
+    folder = sweep_inputs
+    (folder / "bad.yaml").write_text("stages.0.learning_rate: {type: float, low: 1.0, high: 0.1}\n")
+    code, output = run_cli(
+        ["sweep", str(folder / "run.yaml"), "--space", str(folder / "bad.yaml"), "--output", str(folder / "s")], capsys
+    )
+    assert code == 2 and "needs low < high" in output
+    assert not (folder / "s").exists()

@@ -101,3 +101,18 @@ def test_the_minilm_reference_result_is_78_87():
 
     record = EvalResult.from_disk(ROOT / "docs" / "results" / "minilm_sts_simcse.json")
     assert record.sts is not None and round(record.sts["avg"], 2) == 78.87
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_search_spaces_apply_to_the_minilm_config(path):
+    from pcctune.orchestration.sweep import load_space
+    from pcctune.training.config import load_config
+
+    space = load_space(path)
+    for pick in (0, -1):
+        values = {
+            key: (spec.choices[pick] if spec.choices else (spec.low if pick == 0 else spec.high))
+            for key, spec in space.items()
+        }
+        config = load_config(ROOT / "configs" / "minilm_stage2.yaml", values)
+        assert config.stages[0].learning_rate == values["stages.0.learning_rate"]

@@ -121,8 +121,8 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     # --- usage ---------------------------------------------------------------------------------
     ("unknown-command", lambda c: ["frobnicate"], "No such command"),
     ("unknown-flag", lambda c: _eval(c, None, "--nope"), "No such option"),
-    ("bad-int", lambda c: _eval(c, None, "--batch-size", "many"), "Invalid value"),
-    ("zero-batch", lambda c: _eval(c, None, "--batch-size", "0"), "Invalid value"),
+    ("bad-int", lambda c: _eval(c, None, "--token-budget", "many"), "Invalid value"),
+    ("zero-budget", lambda c: _eval(c, None, "--token-budget", "0"), "Invalid value"),
     ("missing-argument", lambda c: ["eval"], "Missing argument"),
     ("bad-choice", lambda c: _eval(c, None, "--tasks", "everything"), "Invalid value"),
     ("bad-pooling", lambda c: _eval(c, None, "--pooling", "max"), "unknown pooling"),

@@ -153,6 +153,9 @@ class RunConfig(Strict):
         "simcse-senteval", description="STS protocol of the evaluations (pcctune.evaluation.protocols)"
     )
     adapter: AdapterConfig = AdapterConfig()
+    report_to: Literal["none", "tensorboard", "wandb"] = Field(
+        "none", description="the trainer's logging integration (pip install tensorboard / wandb)"
+    )
     seed: int = 42
     data_dir: str | None = None
     output_dir: str = "runs/run"
@@ -213,7 +216,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
 
 # Settings that change what a run computes; the others (where it writes, how often it logs) may
 # differ between a run and its resumption.
-NOT_RUN_DEFINING = {"output_dir"}
+NOT_RUN_DEFINING = {"output_dir", "report_to"}
 STAGE_NOT_RUN_DEFINING = {"logging_steps"}
 
 

@@ -115,7 +115,7 @@ def training_arguments(
         logging_steps=stage.logging_steps,
         dataloader_drop_last=True,
         dataloader_pin_memory=torch.cuda.is_available(),
-        report_to="none",
+        report_to=run.report_to,
         # In-batch negatives must not repeat a sentence; Pearson groups are plain random batches.
         batch_sampler=sampler,
         activation_checkpointing=stage.gradient_checkpointing,

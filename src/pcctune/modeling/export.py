@@ -34,7 +34,7 @@ def merge_adapter(folder: str | Path, output: str | Path) -> Path:
     merged: Any = PeftModel.from_pretrained(AutoModel.from_pretrained(base), str(folder)).merge_and_unload()
     with atomic_folder(output) as staging:
         for item in folder.iterdir():
-            if item.name in ADAPTER_FILES or item.name == "README.md":
+            if item.name in ADAPTER_FILES:
                 continue
             (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
         merged.save_pretrained(staging)

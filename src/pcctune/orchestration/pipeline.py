@@ -17,6 +17,7 @@ from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
+from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSTask
 from pcctune.distributed import is_distributed, is_main_process
 from pcctune.errors import PcctuneError
@@ -25,6 +26,7 @@ from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
+from pcctune.orchestration.model_card import add_pcctune_section, pcctune_section
 from pcctune.orchestration.run_folder import RESULTS, check_run_folder, discard_if_nothing_to_resume, start_run_folder
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import library_versions
@@ -209,10 +211,24 @@ def run_pipeline(
     result = _run_in_folder(pipeline, overwrite)
     if main:
         result.to_disk(out / RESULTS)
+        write_model_cards(config, result, senteval)
         title = f"{config.model}: STS, {config.eval_protocol} protocol (Spearman × 100)"
         ScoreTable.from_rows(result.sts, title=title).print()
         console.print(f"results -> {out / RESULTS}")
     return result
+
+
+def write_model_cards(config: RunConfig, result: RunResult, senteval: Path) -> None:
+    """The pcctune section in the card of every stage's saved model (scores, stages, leakage, config)."""
+    leakage = None
+    stage2 = [s for s in config.stages if s.data.source == "stage2"]
+    if stage2:
+        data = stage2[0].data
+        leakage = build_stage2_set(senteval, data.normalization, data.rescale_sick).report_dict()
+    for stage in result.stages:
+        folder = Path(stage.final_dir)
+        if (folder / "modules.json").is_file():
+            add_pcctune_section(folder, pcctune_section(result, stage.stage, leakage, folder))
 
 
 def _run_in_folder(pipeline: Pipeline, overwrite: bool) -> RunResult:

@@ -1,0 +1,109 @@
+"""The pcctune section of a saved model's card (``README.md``), after sentence-transformers' own.
+
+sentence-transformers writes a model card when a model is saved; a run adds what a reader of the
+Hub page needs to trust and reuse the model: the run config and its stages, the stage-2 data and
+its leakage report (pairs removed per test set), the STS scores with the protocol named, the
+library versions, and how to load the model. The section is replaced, not appended twice, when
+a card is written again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pcctune.evaluation.tables import ScoreTable
+from pcctune.io import write_text
+from pcctune.results import RunResult
+
+MARKER = "<!-- pcctune -->"
+
+
+def _leakage_lines(report: dict[str, Any] | None) -> list[str]:
+    if report is None:
+        return ["No stage trained on the filtered STS-B + SICK-R set."]
+    lines = [
+        f"Stage-2 set: {report['total_kept']} pairs (STS-B train + SICK-R train, `{report['normalization']}` "
+        f"matching, SICK rescaled: {report['rescale_sick']}), filtered against " + ", ".join(report["test_sets"]) + ".",
+        "",
+        "| source | pairs | kept | removed | removed by test set |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for source in report["sources"]:
+        hits = ", ".join(f"{name} {count}" for name, count in source["removed_by_test_set"].items()) or "—"
+        lines.append(f"| {source['source']} | {source['total']} | {source['kept']} | {source['removed']} | {hits} |")
+    return lines
+
+
+def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any] | None, folder: Path) -> str:
+    """Markdown for the model trained up to ``stage_label`` of the run ``result``."""
+    config = result.config
+    stages = ScoreTable("stages", ["loss", "train examples", "best dev", "wall s"], first_column="stage")
+    for stage in result.stages:
+        stages.rows.append(
+            (
+                stage.stage,
+                {
+                    "loss": stage.loss,
+                    "train examples": stage.train_examples,
+                    "best dev": stage.best_dev_spearman,
+                    "wall s": stage.wall_time_s,
+                },
+            )
+        )
+    sts = {label: scores for label, scores in result.sts.items() if label in ("before", stage_label)}
+    parts = [
+        MARKER,
+        "## pcctune",
+        "",
+        f"Trained with [pcctune](https://pypi.org/project/pcctune/) (Pcc-tuning: contrastive stage 1, Pearson "
+        f"stage 2). This folder is stage `{stage_label}` of the run.",
+        "",
+        "### STS evaluation",
+        "",
+        f"Spearman × 100 of cosine similarity, protocol `{result.protocol}` (pcctune docs/evaluation.md), data "
+        f"`{result.data_dir}`.",
+        "",
+        ScoreTable.from_rows(sts).to_markdown(deltas=True) if sts else "Not evaluated.",
+        "",
+        "### Stages",
+        "",
+        stages.to_markdown() if result.stages else "Every stage finished in an earlier run.",
+        "",
+        "### Training data and leakage",
+        "",
+        *_leakage_lines(leakage),
+        "",
+        "### Run config",
+        "",
+        "```yaml",
+        yaml.safe_dump(config, sort_keys=False).strip(),
+        "```",
+        "",
+        "### Library versions",
+        "",
+        ", ".join(f"{name} {version}" for name, version in result.versions.items()),
+        "",
+        "### Loading",
+        "",
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "",
+        f'model = SentenceTransformer("{folder}", trust_remote_code=True)  # pip install pcctune',
+        "```",
+        "",
+        "A model with a prompt template or 4-bit backbone uses pcctune's input module, so pcctune must be "
+        "installed; `pcctune export --merge` writes a LoRA model as one full-precision model.",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def add_pcctune_section(folder: Path, section: str) -> Path:
+    """Write ``section`` into ``folder/README.md`` after sentence-transformers' card, replacing an earlier one."""
+    card = folder / "README.md"
+    existing = card.read_text(encoding="utf-8") if card.is_file() else ""
+    base = existing.split(MARKER)[0].rstrip()
+    return write_text(card, (base + "\n\n" if base else "") + section)

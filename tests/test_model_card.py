@@ -1,0 +1,45 @@
+"""Every saved model's card carries the run's STS table, the leakage report and how to load it."""
+
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+
+from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.training.config import RunConfig
+
+
+def test_model_card_shows_scores_leakage_config_and_loading(tiny_bert, shared_senteval, tmp_path):
+    config = RunConfig.model_validate(
+        {
+            "model": str(tiny_bert),
+            "data_dir": str(shared_senteval),
+            "output_dir": str(tmp_path / "run"),
+            "stages": [
+                {
+                    "name": "pcc",
+                    "loss": "pearson",
+                    "data": {"source": "stage2"},
+                    "batch_size": 2,
+                    "max_steps": 1,
+                    "dev": "none",
+                }
+            ],
+        }
+    )
+    record = run_pipeline(config)
+    card = (tmp_path / "run" / "stage1-pcc" / "final" / "README.md").read_text()
+    section = card.split("<!-- pcctune -->")[1]
+    assert card.count("<!-- pcctune -->") == 1 and card.index("<!-- pcctune -->") > 0  # after ST's own card
+    assert "protocol `simcse-senteval`" in section
+    assert f"| pcc | {record.sts['pcc']['STS12']:.2f}" in section and "STS-B" in section
+    assert "| STSBenchmark:train | 3 | 2 | 1 | STS12 1, STS13 1, STS14 1, STS15 1, STS16 1 |" in section
+    assert "loss: pearson" in section and "sentence-transformers" in section
+    assert 'SentenceTransformer("' in section and "trust_remote_code=True" in section
+    tokens = MarkdownIt("commonmark").enable("table").parse(card)
+    assert sum(t.type == "table_open" for t in tokens) >= 3  # scores, stages, leakage
+    # written again (a resumed or repeated save), the section is replaced, not duplicated
+    from pcctune.orchestration.model_card import add_pcctune_section
+
+    add_pcctune_section(tmp_path / "run" / "stage1-pcc" / "final", "<!-- pcctune -->\n## pcctune\nagain\n")
+    again = (tmp_path / "run" / "stage1-pcc" / "final" / "README.md").read_text()
+    assert again.count("<!-- pcctune -->") == 1 and again.endswith("again\n")

@@ -29,3 +29,43 @@ def test_mteb_encodes_through_the_saved_template(tiny_llama, tmp_path):
     plain = SentenceTransformer(str(tmp_path / "saved"), trust_remote_code=True)
     plain[0].template = None
     assert not np.allclose(plain.encode([pairs[0].sentence1]), a[:1])
+
+
+def test_mteb_command_runs_offline_on_local_datasets_and_writes_results_mteb_reads_back(tiny_llama, tmp_path, capsys):
+    from datasets import Dataset, DatasetDict
+    from mteb.cache import ResultCache
+
+    from tests.conftest import run_cli
+
+    for name, shift in (("STS12", 1), ("STSBenchmark", 3)):
+        rows = {
+            "sentence1": SENTENCES[:8],
+            "sentence2": [SENTENCES[(i + shift) % 12] for i in range(8)],
+            "score": [float(i % 5) for i in range(8)],
+        }
+        DatasetDict({"test": Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "local" / name))
+    code, output = run_cli(
+        [
+            "mteb",
+            str(tiny_llama),
+            "--template",
+            "eol",
+            "--tasks",
+            "STS12,STSBenchmark",
+            "--local-data",
+            str(tmp_path / "local"),
+            "--output",
+            str(tmp_path / "results"),
+        ],
+        capsys,
+    )
+    assert code == 0, output
+    files = sorted(p.name for p in (tmp_path / "results").rglob("*.json"))
+    assert "STS12.json" in files and "STSBenchmark.json" in files
+    loaded = ResultCache(tmp_path / "results").load_results(
+        tasks=["STS12", "STSBenchmark"], require_model_meta=False, include_remote=False
+    )
+    read_back = {task.task_name for model in loaded.model_results for task in model.task_results}
+    assert read_back == {"STS12", "STSBenchmark"}
+    code, output = run_cli(["mteb", str(tiny_llama), "--tasks", "NoSuchTask", "--output", str(tmp_path / "x")], capsys)
+    assert code == 2 and "unknown MTEB task 'NoSuchTask'" in output

@@ -270,6 +270,22 @@ def export_command(
     console.print(f"merged model -> {merge_adapter(model, output)}")
 
 
+@app.command("mteb")
+def mteb_command(
+    model: ModelArgument,
+    tasks: Annotated[str, typer.Option(help="sts | paper | MTEB task names, comma-separated")] = "sts",
+    output: Annotated[
+        Path, typer.Option(help="MTEB result cache folder (results/<model>/<revision>/<task>.json)")
+    ] = Path("runs/mteb"),
+    local_data: Annotated[Path | None, typer.Option(help="folder of datasets saved as <TaskName>/ (no Hub)")] = None,
+    template: TemplateOption = None,
+) -> None:
+    """Evaluate MODEL with MTEB itself and write MTEB's own result files."""
+    from pcctune.orchestration.mteb import run_mteb
+
+    run_mteb(model, tasks, output, local_data, template, console)
+
+
 @app.command("report")
 def report_command(
     runs: Annotated[list[Path], typer.Argument(help="result JSON files or run folders")],

@@ -21,13 +21,17 @@ def local_sts_task(name: str, pairs: list[STSPair], split: str = "test"):
     import mteb
     from datasets import Dataset, DatasetDict
 
-    task = mteb.get_task(name)
     rows = {
         "sentence1": [p.sentence1 for p in pairs],
         "sentence2": [p.sentence2 for p in pairs],
         "score": [p.score for p in pairs],
     }
-    task.dataset = {"default": DatasetDict({split: Dataset.from_dict(rows)})}
+    return use_local_data(mteb.get_task(name), DatasetDict({split: Dataset.from_dict(rows)}))
+
+
+def use_local_data(task: Any, dataset: Any) -> Any:
+    """Give an MTEB task its data (a ``DatasetDict`` of its default subset) instead of downloading it."""
+    task.dataset = {"default": dataset}
     task.data_loaded = True
     return task
 

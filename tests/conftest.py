@@ -237,3 +237,15 @@ def assert_one_line_error(code, output, pattern):
     assert len(lines) == 1, output
     assert lines[0].startswith("error:") and pattern in lines[0], output
     assert "Traceback" not in output
+
+
+def pairs_jsonl(path: Path, count: int = 48) -> Path:
+    """A jsonl file of ``count`` scored pairs of the test sentences (scores 0–5, varied), for tiny training runs."""
+    import json
+
+    rows = [
+        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
+        for i in range(count)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    return path

@@ -19,7 +19,7 @@ import torch.multiprocessing as mp
 
 from pcctune.losses import InfoNCELoss, PearsonLoss
 from pcctune.modeling.build import build_model
-from tests.conftest import SENTENCES
+from tests.conftest import SENTENCES, pairs_jsonl
 
 GLOBAL = 8
 SCORES = [0.5, 4.2, 2.0, 3.3, 1.1, 4.9, 2.7, 0.0]
@@ -182,11 +182,7 @@ def test_pipeline_under_torchrun_with_two_processes(tiny_bert, mini_senteval, tm
     import subprocess
     import sys
 
-    rows = [
-        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
-        for i in range(32)
-    ]
-    (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pairs_jsonl(tmp_path / "pairs.jsonl", 32)
     stage = {
         "data": {"source": "pairs", "path": str(tmp_path / "pairs.jsonl")},
         "batch_size": 8,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -15,7 +14,7 @@ from pcctune.losses.pearson_by_source import source_pearson_loss
 from pcctune.losses.pearson_plus import cosent_term, mse_term
 from pcctune.losses.soft_spearman import hard_rank, isotonic_decreasing, soft_rank
 from pcctune.training.sampling import SourceBatchSampler
-from tests.conftest import SENTENCES
+from tests.conftest import pairs_jsonl
 
 COS = torch.tensor([0.9, 0.1, 0.5, 0.7, 0.2, 0.8], dtype=torch.float64)
 GOLD = torch.tensor([4.5, 0.5, 3.0, 2.0, 1.0, 5.0], dtype=torch.float64)
@@ -113,8 +112,7 @@ def test_each_new_loss_trains_a_stage(tiny_bert, shared_senteval, tmp_path, stag
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.training.config import RunConfig
 
-    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i + 5) % 12], "score": i % 5} for i in range(16)]
-    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pairs_jsonl(tmp_path / "p.jsonl", 16)
     config = RunConfig.model_validate(
         {
             "model": str(tiny_bert),

@@ -9,7 +9,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.modeling.build import build_model
 from pcctune.modeling.prefix import PROMPTS_FILE
-from tests.conftest import SENTENCES
+from tests.conftest import SENTENCES, pairs_jsonl
 
 DEEP = {"prompt_kind": "deep", "prompt_length": 4}
 SHALLOW = {"prompt_kind": "shallow", "prompt_length": 3, "prompt_init_text": "this sentence means"}
@@ -127,7 +127,6 @@ def test_prompts_leave_room_in_the_position_table(tiny_bert, prompt):
 
 def test_mlm_weight_continues_across_resume(tiny_bert, shared_senteval, tmp_path, monkeypatch):
     """λ = 0.1 · 0.95^(step/100) reads the trainer's step: resumed from checkpoint-2, the run uses λ(2), λ(3)."""
-    import json
 
     from transformers import TrainerCallback
 
@@ -143,8 +142,7 @@ def test_mlm_weight_continues_across_resume(tiny_bert, shared_senteval, tmp_path
     steps: list[int] = []
     real_weight = mlm.mlm_weight
     monkeypatch.setattr(mlm, "mlm_weight", lambda step, *a: steps.append(step) or real_weight(step, *a))
-    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i + 3) % 12], "score": i % 5} for i in range(32)]
-    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pairs_jsonl(tmp_path / "p.jsonl", 32)
     config = RunConfig.model_validate(
         {
             "model": str(tiny_bert),

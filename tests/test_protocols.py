@@ -11,7 +11,7 @@ from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks, pape
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.modeling.build import build_model
 from pcctune.modeling.template import Template
-from tests.conftest import make_mini_senteval, write_lines
+from tests.conftest import make_mini_senteval, pairs_jsonl, write_lines
 
 
 @pytest.mark.parametrize(
@@ -107,10 +107,8 @@ def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_
 
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.training.config import RunConfig
-    from tests.conftest import SENTENCES
 
-    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i + 3) % 12], "score": i % 5} for i in range(16)]
-    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pairs_jsonl(tmp_path / "p.jsonl", 16)
     config = RunConfig.model_validate(
         {
             "model": str(tiny_llama),
@@ -138,14 +136,11 @@ def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_
 
 
 def test_sentence_max_tokens_needs_a_template_model(tiny_bert, shared_senteval, tmp_path):
-    import json
 
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.training.config import RunConfig
-    from tests.conftest import SENTENCES
 
-    rows = [{"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i + 3) % 12], "score": i % 5} for i in range(16)]
-    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pairs_jsonl(tmp_path / "p.jsonl", 16)
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling

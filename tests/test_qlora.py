@@ -19,7 +19,7 @@ from transformers import TrainerCallback
 from pcctune.modeling.quantization import linear_4bit_layers
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.training.config import RunConfig
-from tests.conftest import SENTENCES
+from tests.conftest import SENTENCES, pairs_jsonl
 
 pytest.importorskip("bitsandbytes")  # installed by the test extra; skip only where a user removed it
 
@@ -49,12 +49,7 @@ class KillAt(TrainerCallback):
 
 
 def _config(model: Path, senteval: Path, folder: Path, out: str) -> RunConfig:
-    rows = [
-        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
-        for i in range(48)
-    ]
-    pairs = folder / "pairs.jsonl"
-    pairs.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    pairs = pairs_jsonl(folder / "pairs.jsonl")
     stage = {
         "loss": "pearson",
         "data": {"source": "pairs", "path": str(pairs)},

@@ -13,16 +13,11 @@ import pytest
 import yaml
 from transformers import TrainerCallback
 
-from tests.conftest import SENTENCES, run_cli
+from tests.conftest import pairs_jsonl, run_cli
 
 
 def _write_config(folder: Path, model: Path, senteval: Path, out: Path, **stage) -> Path:
-    rows = [
-        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
-        for i in range(48)
-    ]
-    pairs = folder / "pairs.jsonl"
-    pairs.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    pairs = pairs_jsonl(folder / "pairs.jsonl")
     config = {
         "model": str(model),
         "data_dir": str(senteval),

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import yaml
 
-from tests.conftest import SENTENCES, run_cli
+from tests.conftest import pairs_jsonl, run_cli
 
 
 @pytest.fixture()
 def sweep_inputs(tmp_path, tiny_bert, shared_senteval):
-    rows = [
-        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
-        for i in range(32)
-    ]
-    (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pairs_jsonl(tmp_path / "pairs.jsonl", 32)
     config = {
         "model": str(tiny_bert),
         "data_dir": str(shared_senteval),

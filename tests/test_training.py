@@ -13,17 +13,11 @@ from pcctune.errors import PcctuneError
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.training.config import RunConfig, load_config
 from pcctune.training.datasets import contrastive_pairs
-from tests.conftest import SENTENCES
+from tests.conftest import pairs_jsonl
 
 
 def _pairs_file(tmp_path):
-    rows = [
-        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
-        for i in range(48)
-    ]
-    path = tmp_path / "pairs.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
-    return path
+    return pairs_jsonl(tmp_path / "pairs.jsonl")
 
 
 def _config(model, senteval, pairs, out, **stage) -> RunConfig:

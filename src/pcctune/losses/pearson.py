@@ -24,6 +24,13 @@ from torch import Tensor, nn
 from pcctune.distributed import gather
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32
 
+PCC_TUNING_CITATION = """@article{zhang2024pcctuning,
+    title={Pcc-tuning: Breaking the Contrastive Learning Ceiling in Semantic Textual Similarity},
+    author={Zhang, Bowen and Li, Chunping},
+    journal={arXiv preprint arXiv:2406.09790},
+    year={2024}
+}"""
+
 
 def pearson_r(x: Tensor, y: Tensor, eps: float = 1e-12) -> Tensor:
     """Pearson's r = Σ(x−x̄)(y−ȳ) / (√(Σ(x−x̄)² + ε) · √(Σ(y−ȳ)² + ε)), in fp32 or wider."""
@@ -74,12 +81,7 @@ class PearsonLoss(EmbeddingLoss):
         trainer = SentenceTransformerTrainer(model=model, train_dataset=pairs, loss=loss, args=args)
     """
 
-    citation = """@article{zhang2024pcctuning,
-    title={Pcc-tuning: Breaking the Contrastive Learning Ceiling in Semantic Textual Similarity},
-    author={Zhang, Bowen and Li, Chunping},
-    journal={arXiv preprint arXiv:2406.09790},
-    year={2024}
-}"""
+    citation = PCC_TUNING_CITATION
 
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = 1e-12) -> None:
         super().__init__(model, mini_batch_size)

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from pcctune.distributed import gather
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32
-from pcctune.losses.pearson import pearson_r
+from pcctune.losses.pearson import PCC_TUNING_CITATION, pearson_r
 
 
 def source_pearson_loss(cos: Tensor, gold: Tensor, sources: Tensor, eps: float = 1e-12) -> Tensor:
@@ -42,12 +42,7 @@ def source_pearson_loss(cos: Tensor, gold: Tensor, sources: Tensor, eps: float =
 class SourcePearsonLoss(EmbeddingLoss):
     """Pearson loss computed within each source of the global batch (labels: score, source id)."""
 
-    citation = """@article{zhang2024pcctuning,
-    title={Pcc-tuning: Breaking the Contrastive Learning Ceiling in Semantic Textual Similarity},
-    author={Zhang, Bowen and Li, Chunping},
-    journal={arXiv preprint arXiv:2406.09790},
-    year={2024}
-}"""
+    citation = PCC_TUNING_CITATION
 
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = 1e-12) -> None:
         super().__init__(model, mini_batch_size)

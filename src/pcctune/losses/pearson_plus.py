@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from pcctune.distributed import gather
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32
-from pcctune.losses.pearson import check_gold, pearson_r
+from pcctune.losses.pearson import PCC_TUNING_CITATION, check_gold, pearson_r
 
 Extra = Literal["mse", "cosent"]
 
@@ -41,6 +41,8 @@ def cosent_term(cos: Tensor, gold: Tensor, scale: float = 20.0) -> Tensor:
 
 class PearsonPlusLoss(EmbeddingLoss):
     """1 − r(cos, gold) + λ · (MSE or CoSENT) over the global batch."""
+
+    citation = PCC_TUNING_CITATION
 
     def __init__(
         self,

@@ -249,3 +249,27 @@ def pairs_jsonl(path: Path, count: int = 48) -> Path:
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     return path
+
+
+def tiny_run(model: Path, senteval: Path, pairs: Path, out: Path, **stage) -> dict:
+    """A one-stage Pearson run on ``pairs`` (6 steps of 8, dev on SICK trial every 2): the shared tiny config."""
+    stage = {
+        "name": "pcc",
+        "loss": "pearson",
+        "data": {"source": "pairs", "path": str(pairs)},
+        "batch_size": 8,
+        "max_steps": 6,
+        "eval_steps": 2,
+        "logging_steps": 1,
+        "learning_rate": 1e-3,
+        "dev": "sick-trial",
+        **stage,
+    }
+    return {
+        "model": str(model),
+        "data_dir": str(senteval),
+        "output_dir": str(out),
+        "seed": 3,
+        "evaluate_before": False,
+        "stages": [stage],
+    }

@@ -13,32 +13,11 @@ import pytest
 import yaml
 from transformers import TrainerCallback
 
-from tests.conftest import pairs_jsonl, run_cli
+from tests.conftest import pairs_jsonl, run_cli, tiny_run
 
 
 def _write_config(folder: Path, model: Path, senteval: Path, out: Path, **stage) -> Path:
-    pairs = pairs_jsonl(folder / "pairs.jsonl")
-    config = {
-        "model": str(model),
-        "data_dir": str(senteval),
-        "output_dir": str(out),
-        "seed": 3,
-        "evaluate_before": False,
-        "stages": [
-            {
-                "name": "pcc",
-                "loss": "pearson",
-                "data": {"source": "pairs", "path": str(pairs)},
-                "batch_size": 8,
-                "max_steps": 6,
-                "eval_steps": 2,
-                "logging_steps": 1,
-                "learning_rate": 1e-3,
-                "dev": "sick-trial",
-                **stage,
-            }
-        ],
-    }
+    config = tiny_run(model, senteval, pairs_jsonl(folder / "pairs.jsonl"), out, **stage)
     path = folder / f"{out.name}.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path

@@ -13,7 +13,7 @@ from pcctune.errors import PcctuneError
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.training.config import RunConfig, load_config
 from pcctune.training.datasets import contrastive_pairs
-from tests.conftest import pairs_jsonl
+from tests.conftest import pairs_jsonl, tiny_run
 
 
 def _pairs_file(tmp_path):
@@ -21,29 +21,7 @@ def _pairs_file(tmp_path):
 
 
 def _config(model, senteval, pairs, out, **stage) -> RunConfig:
-    return RunConfig.model_validate(
-        {
-            "model": str(model),
-            "data_dir": str(senteval),
-            "output_dir": str(out),
-            "seed": 3,
-            "evaluate_before": False,
-            "stages": [
-                {
-                    "name": "pcc",
-                    "loss": "pearson",
-                    "data": {"source": "pairs", "path": str(pairs)},
-                    "batch_size": 8,
-                    "max_steps": 6,
-                    "eval_steps": 2,
-                    "logging_steps": 1,
-                    "learning_rate": 1e-3,
-                    "dev": "sick-trial",
-                    **stage,
-                }
-            ],
-        }
-    )
+    return RunConfig.model_validate(tiny_run(model, senteval, pairs, out, **stage))
 
 
 class KillAt(TrainerCallback):

@@ -274,8 +274,9 @@ def dev_eval_rows(args) -> list[dict]:
 # --- 3. GradCache -------------------------------------------------------------------------------------
 
 
-def gradcache_step(pairs: int, mini_batch: int | None, data: str | None) -> dict:
-    """One optimizer step of the Pearson loss over ``pairs`` pairs, timed after a warm-up step; peak RSS."""
+def gradcache_step(pairs: int, mini_batch: int | None, data: str | None, max_seq_length: int) -> dict:
+    """One optimizer step of the Pearson loss over ``pairs`` pairs (sentences cut at ``max_seq_length``
+    tokens, as the stage-2 configs do), timed after a warm-up step; peak RSS."""
     import torch
 
     from pcctune.data.stage2 import build_stage2_set
@@ -285,7 +286,7 @@ def gradcache_step(pairs: int, mini_batch: int | None, data: str | None) -> dict
     from pcctune.training.memory import PeakMemory
 
     torch.manual_seed(0)
-    model = build_model("all-MiniLM-L6-v2")
+    model = build_model("all-MiniLM-L6-v2", max_seq_length=max_seq_length)
     model.train()
     rows = build_stage2_set(resolve_senteval_dir(data), rescale_sick=True).pairs
     group = [rows[i % len(rows)] for i in range(pairs)]
@@ -310,40 +311,46 @@ def gradcache_step(pairs: int, mini_batch: int | None, data: str | None) -> dict
         "seconds": seconds,
         "peak_mb": memory.peak_mb,
         "memory_kind": memory.kind,
+        "max_seq_length": max_seq_length,
     }
 
 
+def _gradcache_one(args, pairs: int, mini_batch: int | None) -> dict:
+    _, last = _python(
+        [
+            str(HERE / "speed.py"),
+            "--one",
+            "gradcache",
+            "--pairs",
+            str(pairs),
+            "--mini-batch",
+            str(mini_batch or 0),
+            "--max-seq-length",
+            str(args.max_seq_length),
+            *(["--data", args.data] if args.data else []),
+        ]
+    )
+    measured = json.loads(last)
+    print(
+        f"  {pairs} pairs, mini-batch {mini_batch}: {measured['seconds']:.1f} s, {measured['peak_mb']:.0f} MB",
+        flush=True,
+    )
+    return measured
+
+
 def gradcache_rows(args) -> list[dict]:
+    """Plain and cached steps per group size; a plain step above ``--plain-max-pairs`` would not fit in memory."""
     rows = []
     for pairs in args.pairs:
-        measured = {}
-        for mini_batch in (None, args.mini_batch):
-            _, last = _python(
-                [
-                    str(HERE / "speed.py"),
-                    "--one",
-                    "gradcache",
-                    "--pairs",
-                    str(pairs),
-                    "--mini-batch",
-                    str(mini_batch or 0),
-                    *(["--data", args.data] if args.data else []),
-                ]
-            )
-            measured[mini_batch] = json.loads(last)
-            print(
-                f"  {pairs} pairs, mini-batch {mini_batch}: {measured[mini_batch]['seconds']:.1f} s, "
-                f"{measured[mini_batch]['peak_mb']:.0f} MB",
-                flush=True,
-            )
-        plain, cached = measured[None], measured[args.mini_batch]
+        plain = _gradcache_one(args, pairs, None) if pairs <= args.plain_max_pairs else None
+        cached = _gradcache_one(args, pairs, args.mini_batch)
         rows.append(
             {
                 "label": f"{pairs} pairs",
                 "what": "gradcache",
                 "plain": plain,
                 "cached": cached,
-                "ratio": cached["seconds"] / plain["seconds"],
+                "ratio": cached["seconds"] / plain["seconds"] if plain else None,
             }
         )
     return rows
@@ -399,10 +406,10 @@ def tables(rows: list[dict]) -> str:
                 (
                     r["label"],
                     {
-                        "plain s": f"{r['plain']['seconds']:.1f}",
+                        "plain s": f"{r['plain']['seconds']:.1f}" if r["plain"] else "does not fit",
                         "cached s": f"{r['cached']['seconds']:.1f}",
-                        "cached / plain": f"{r['ratio']:.2f}",
-                        "plain MB": f"{r['plain']['peak_mb']:.0f}",
+                        "cached / plain": f"{r['ratio']:.2f}" if r["ratio"] else None,
+                        "plain MB": f"{r['plain']['peak_mb']:.0f}" if r["plain"] else None,
                         "cached MB": f"{r['cached']['peak_mb']:.0f}",
                     },
                 )
@@ -420,7 +427,7 @@ def one(args) -> None:
     elif args.one == "train-step":
         result = train_step_seconds(args.loss, args.steps, args.batch, args.data)
     else:
-        result = gradcache_step(args.pairs[0], args.mini_batch or None, args.data)
+        result = gradcache_step(args.pairs[0], args.mini_batch or None, args.data, args.max_seq_length)
     print(json.dumps(result))
 
 
@@ -437,6 +444,13 @@ def main() -> None:
     parser.add_argument("--loss", default="pearson")
     parser.add_argument("--pairs", type=int, nargs="+", default=[256, 1024, 4096])
     parser.add_argument("--mini-batch", type=int, default=32)
+    parser.add_argument("--max-seq-length", type=int, default=64, help="token cap of the GradCache measurements")
+    parser.add_argument(
+        "--plain-max-pairs",
+        type=int,
+        default=1024,
+        help="largest group a plain (uncached) step is tried at: 4,096 pairs need ~80 GB here",
+    )
     parser.add_argument("--data", default=None)
     parser.add_argument("--one", choices=["st-evaluator", "pcctune-eval", "train-step", "gradcache"], default=None)
     parser.add_argument("--output", type=Path, default=Path("runs/speed"))

@@ -177,6 +177,8 @@ def train_command(
         if loss not in LOSSES:
             raise PcctuneError(f"unknown loss {loss!r} in --compare; choose from {', '.join(LOSSES)}")
     run = load_config(config, _overrides(set_, output_dir, data))
+    from pcctune.distributed import finish
+
     try:
         run_pipeline(
             run,
@@ -186,6 +188,7 @@ def train_command(
             overwrite=overwrite,
             resume_from=str(resume_from) if resume_from else None,
         )
+        finish()
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted; checkpoints are kept in {run.output_dir}; continue with: {_resume_command()}"

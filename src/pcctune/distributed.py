@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 from sentence_transformers.util.distributed import all_gather, get_rank, get_world_size
 
-__all__ = ["barrier", "gather", "get_rank", "get_world_size", "is_distributed", "is_main_process"]
+__all__ = ["barrier", "finish", "gather", "get_rank", "get_world_size", "is_distributed", "is_main_process"]
 
 
 def is_distributed() -> bool:
@@ -38,3 +38,14 @@ def barrier() -> None:
     """Wait for every process (no-op when not distributed)."""
     if is_distributed():
         dist.barrier()
+
+
+def finish() -> None:
+    """End a distributed command cleanly: wait for every process, then close the process group.
+
+    Without it, a process that is done exits while rank 0 still writes results, and the
+    default group is torn down at interpreter exit, which can abort a process.
+    """
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from pcctune.distributed import get_rank, get_world_size, is_distributed
 from pcctune.modeling.template import Template
 
-DEFAULT_TOKEN_BUDGET = 8192
+DEFAULT_TOKEN_BUDGET = 2048  # measured best of 512–8192 for MiniLM on this CPU (docs/results/speed)
 MAX_BATCH = 512
 
 

@@ -37,12 +37,12 @@ def _leakage_lines(report: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any] | None, folder: Path) -> str:
-    """Markdown for the model trained up to ``stage_label`` of the run ``result``."""
-    config = result.config
-    stages = ScoreTable("stages", ["loss", "train examples", "best dev", "wall s"], first_column="stage")
+def _stages_table(result: RunResult) -> str:
+    if not result.stages:
+        return "Every stage finished in an earlier run."
+    table = ScoreTable("stages", ["loss", "train examples", "best dev", "wall s"], first_column="stage")
     for stage in result.stages:
-        stages.rows.append(
+        table.rows.append(
             (
                 stage.stage,
                 {
@@ -53,6 +53,24 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
                 },
             )
         )
+    return table.to_markdown()
+
+
+def _loading(folder: Path) -> list[str]:
+    return [
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "",
+        f'model = SentenceTransformer("{folder}", trust_remote_code=True)  # pip install pcctune',
+        "```",
+        "",
+        "A model with a prompt template or 4-bit backbone uses pcctune's input module, so pcctune must be "
+        "installed; `pcctune export --merge` writes a LoRA model as one full-precision model.",
+    ]
+
+
+def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any] | None, folder: Path) -> str:
+    """Markdown for the model trained up to ``stage_label`` of the run ``result``."""
     sts = {label: scores for label, scores in result.sts.items() if label in ("before", stage_label)}
     parts = [
         MARKER,
@@ -70,7 +88,7 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
         "",
         "### Stages",
         "",
-        stages.to_markdown() if result.stages else "Every stage finished in an earlier run.",
+        _stages_table(result),
         "",
         "### Training data and leakage",
         "",
@@ -79,7 +97,7 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
         "### Run config",
         "",
         "```yaml",
-        yaml.safe_dump(config, sort_keys=False).strip(),
+        yaml.safe_dump(result.config, sort_keys=False).strip(),
         "```",
         "",
         "### Library versions",
@@ -88,14 +106,7 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
         "",
         "### Loading",
         "",
-        "```python",
-        "from sentence_transformers import SentenceTransformer",
-        "",
-        f'model = SentenceTransformer("{folder}", trust_remote_code=True)  # pip install pcctune',
-        "```",
-        "",
-        "A model with a prompt template or 4-bit backbone uses pcctune's input module, so pcctune must be "
-        "installed; `pcctune export --merge` writes a LoRA model as one full-precision model.",
+        *_loading(folder),
         "",
     ]
     return "\n".join(parts)

@@ -19,7 +19,7 @@ from transformers import set_seed
 
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSTask
-from pcctune.distributed import is_distributed, is_main_process
+from pcctune.distributed import barrier, is_distributed, is_main_process
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks
 from pcctune.evaluation.sts import evaluate_sts
@@ -215,6 +215,7 @@ def run_pipeline(
         title = f"{config.model}: STS, {config.eval_protocol} protocol (Spearman × 100)"
         ScoreTable.from_rows(result.sts, title=title).print()
         console.print(f"results -> {out / RESULTS}")
+    barrier()  # every process returns once rank 0 has written the results
     return result
 
 

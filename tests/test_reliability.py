@@ -23,6 +23,15 @@ def _write_config(folder: Path, model: Path, senteval: Path, out: Path, **stage)
     return path
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises_keyboard_interrupt():
+    """Python's own SIGINT handler, as in an interactive shell: a process started in the background
+    (nohup, ``&``, some CI runners) inherits SIGINT ignored, and then Ctrl-C would do nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 class SigintAt(TrainerCallback):
     """Sends the process a real SIGINT (what Ctrl-C sends) after step ``step``."""
 

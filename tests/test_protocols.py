@@ -102,33 +102,41 @@ def test_sentence_only_cut_off_keeps_the_template_tail(tiny_llama):
     assert len(model.preprocess([long])["input_ids"][0]) > len(ids)
 
 
+def _one_step_cut_config(tmp_path, model: str, senteval, template: str | None = None, **stage_extra):
+    """A one-stage, one-step Pearson run on 16 pairs whose training inputs cut sentences to 3 tokens."""
+    from pcctune.training.config import RunConfig
+
+    pairs_jsonl(tmp_path / "p.jsonl", 16)
+    top = {"template": template} if template else {}
+    stage = {
+        "name": "s",
+        "loss": "pearson",
+        "data": {"source": "pairs", "path": str(tmp_path / "p.jsonl")},
+        "batch_size": 4,
+        "max_steps": 1,
+        "dev": "none",
+        "sentence_max_tokens": 3,
+        **stage_extra,
+    }
+    return RunConfig.model_validate(
+        {
+            "model": model,
+            **top,
+            "data_dir": str(senteval),
+            "output_dir": str(tmp_path / "run"),
+            "evaluate_before": False,
+            "stages": [stage],
+        }
+    )
+
+
 def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_senteval, tmp_path):
     import json
 
     from pcctune.orchestration.pipeline import run_pipeline
-    from pcctune.training.config import RunConfig
 
-    pairs_jsonl(tmp_path / "p.jsonl", 16)
-    config = RunConfig.model_validate(
-        {
-            "model": str(tiny_llama),
-            "template": "eol",
-            "data_dir": str(shared_senteval),
-            "output_dir": str(tmp_path / "run"),
-            "evaluate_before": False,
-            "stages": [
-                {
-                    "name": "s",
-                    "loss": "pearson",
-                    "data": {"source": "pairs", "path": str(tmp_path / "p.jsonl")},
-                    "batch_size": 4,
-                    "max_steps": 1,
-                    "dev": "none",
-                    "sentence_max_tokens": 3,
-                    "gradient_checkpointing": True,
-                }
-            ],
-        }
+    config = _one_step_cut_config(
+        tmp_path, str(tiny_llama), shared_senteval, template="eol", gradient_checkpointing=True
     )
     run_pipeline(config)
     saved = json.loads((tmp_path / "run" / "stage1-s" / "final" / "sentence_bert_config.json").read_text())
@@ -136,38 +144,17 @@ def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_
 
 
 def test_sentence_max_tokens_needs_a_template_model(tiny_bert, shared_senteval, tmp_path):
-
-    from pcctune.orchestration.pipeline import run_pipeline
-    from pcctune.training.config import RunConfig
-
-    pairs_jsonl(tmp_path / "p.jsonl", 16)
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from pcctune.orchestration.pipeline import run_pipeline
 
     transformer = Transformer(str(tiny_bert))  # a plain sentence-transformers model, without pcctune's module
     SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension())]).save(
         str(tmp_path / "plain")
     )
-    config = RunConfig.model_validate(
-        {
-            "model": str(tmp_path / "plain"),
-            "data_dir": str(shared_senteval),
-            "output_dir": str(tmp_path / "run"),
-            "evaluate_before": False,
-            "stages": [
-                {
-                    "name": "s",
-                    "loss": "pearson",
-                    "data": {"source": "pairs", "path": str(tmp_path / "p.jsonl")},
-                    "batch_size": 4,
-                    "max_steps": 1,
-                    "dev": "none",
-                    "sentence_max_tokens": 3,
-                }
-            ],
-        }
-    )
+    config = _one_step_cut_config(tmp_path, str(tmp_path / "plain"), shared_senteval)
     with pytest.raises(PcctuneError, match="sentence_max_tokens needs pcctune's input module"):
         run_pipeline(config)
     assert not (tmp_path / "run").exists()

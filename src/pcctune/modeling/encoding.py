@@ -39,7 +39,11 @@ def token_lengths(model: SentenceTransformer, texts: Sequence[str]) -> list[int]
     """The number of tokens the model's input module will give each text (its template included), capped."""
     module: Any = model[0]
     template = getattr(module, "template", None)
-    filled = [Template(template).fill(t) for t in texts] if template else list(texts)
+    if template:
+        filler = Template(template)
+        filled = [filler.fill(t) for t in texts]
+    else:
+        filled = list(texts)
     ids = module.tokenizer(filled, add_special_tokens=True, verbose=False)["input_ids"]
     cap = model.max_seq_length or max((len(row) for row in ids), default=1)
     return [min(len(row), cap) for row in ids]

@@ -81,14 +81,13 @@ class Pipeline:
         senteval: Path,
     ) -> None:
         self.config = config
-        self.resume = resume or resume_from is not None
+        self.resume = resume
         self.compare = compare
         self.console = console
         self.callbacks = callbacks
         self.resume_from = resume_from
         self.senteval = senteval
         self.tasks = tasks if tasks is not None else load_protocol_tasks(senteval, config.eval_protocol)
-        self.evaluate_tests = bool(self.tasks)
         self.main = is_main_process()
         self.result = RunResult(
             protocol=config.eval_protocol,
@@ -103,7 +102,7 @@ class Pipeline:
 
     def evaluate(self, label: str, model: SentenceTransformer) -> None:
         """Score ``model`` on the test tasks: every process encodes a shard (when distributed), rank 0 records."""
-        if not self.evaluate_tests or (not self.main and not is_distributed()):
+        if not self.tasks or (not self.main and not is_distributed()):
             return
         if self.config.eval_dtype == "bf16":
             model.to(torch.bfloat16)

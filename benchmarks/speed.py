@@ -225,7 +225,7 @@ def step_rows(args) -> list[dict]:
 def dev_eval_rows(args) -> list[dict]:
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-    from pcctune.data.dev import DEV_SETS, dev_pairs
+    from pcctune.data.dev import SINGLE_DEV_SETS, dev_pairs
     from pcctune.modeling.build import build_model
     from pcctune.paths import resolve_senteval_dir
     from pcctune.training.dev import DevSTSEvaluator
@@ -233,7 +233,7 @@ def dev_eval_rows(args) -> list[dict]:
     model = build_model("all-MiniLM-L6-v2")
     senteval = resolve_senteval_dir(args.data)
     rows = []
-    for kind in DEV_SETS:
+    for kind in SINGLE_DEV_SETS:
         pairs = dev_pairs(kind, senteval)
         evaluators = {
             "EmbeddingSimilarityEvaluator (before)": EmbeddingSimilarityEvaluator(
@@ -245,7 +245,7 @@ def dev_eval_rows(args) -> list[dict]:
                 name=kind,
                 write_csv=False,
             ),
-            "DevSTSEvaluator (now)": DevSTSEvaluator(pairs, kind),
+            "DevSTSEvaluator (now)": DevSTSEvaluator({kind: pairs}, kind),
         }
         seconds: dict[str, list[float]] = {label: [] for label in evaluators}
         scores = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from transformers import TrainerCallback
@@ -160,8 +161,31 @@ def test_dev_sets_never_contain_a_test_pair(mini_senteval):
     leakage = LeakageFilter(load_test_tasks(mini_senteval))
     trial = load_sick(mini_senteval, "dev").pairs
     assert any(leakage.matches(p) for p in trial)  # the fixture's trial split shares a pair with a test set
-    for kind in ("sick-trial", "stsb-dev-filtered"):
+    for kind in ("sick-trial", "stsb-dev-filtered", "sick-trial+stsb-dev"):
         assert not any(leakage.matches(p) for p in dev_pairs(kind, mini_senteval))
+
+
+def test_combined_dev_score_is_the_size_weighted_mean_of_each_sets_spearman(tiny_bert):
+    from scipy.stats import spearmanr
+    from sentence_transformers import SentenceTransformer
+
+    from pcctune.training.dev import DevSTSEvaluator
+
+    sentences = ["a cat sits", "a dog runs", "the sun is hot", "rain falls", "birds fly", "fish swim", "a man reads"]
+    first = [STSPair(sentences[i], sentences[i + 1], float(i)) for i in range(5)]
+    second = [STSPair(sentences[i], sentences[(i + 3) % 7], float(7 - i)) for i in range(7)]
+    model = SentenceTransformer(str(tiny_bert), device="cpu")
+    metrics = DevSTSEvaluator({"one": first, "two": second}, "both")(model)
+
+    def spearman(pairs: list[STSPair]) -> float:
+        a, b = model.encode([p.sentence1 for p in pairs]), model.encode([p.sentence2 for p in pairs])
+        cosine = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+        return float(spearmanr(cosine, [p.score for p in pairs]).statistic)
+
+    assert metrics["both_one_spearman_cosine"] == pytest.approx(spearman(first), abs=1e-6)
+    assert metrics["both_two_spearman_cosine"] == pytest.approx(spearman(second), abs=1e-6)
+    weighted = (5 * spearman(first) + 7 * spearman(second)) / 12
+    assert metrics["both_spearman_cosine"] == pytest.approx(weighted, abs=1e-6)
 
 
 def test_resume_from_any_checkpoint(tiny_bert, shared_senteval, tmp_path, whole):

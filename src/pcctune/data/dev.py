@@ -15,15 +15,27 @@ from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 
-DEV_SETS: dict[str, Callable[[Path], STSTask]] = {
+SINGLE_DEV_SETS: dict[str, Callable[[Path], STSTask]] = {
     "sick-trial": lambda root: load_sick(root, "dev"),  # 491 of 500 pairs are in no test set
     "stsb-dev-filtered": lambda root: load_stsb(root, "dev"),  # 369 of 1,500 pairs are in no test set
 }
+COMBINED_DEV = "sick-trial+stsb-dev"
+"""Both filtered dev sets, each scored on its own and averaged weighted by its size (issue 17)."""
+DEV_SETS: dict[str, tuple[str, ...]] = {
+    **{kind: (kind,) for kind in SINGLE_DEV_SETS},
+    COMBINED_DEV: tuple(SINGLE_DEV_SETS),
+}
+"""Every dev set a stage or a search can select on → the single sets it is made of."""
+
+
+def dev_parts(kind: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
+    """Each single set of dev set ``kind`` → its pairs minus every pair found in a test set (both orders)."""
+    if kind not in DEV_SETS:
+        raise PcctuneError(f"unknown dev set {kind!r}; choose from {', '.join(DEV_SETS)}")
+    leakage = LeakageFilter(load_test_tasks(senteval_dir))
+    return {part: leakage.filter(part, SINGLE_DEV_SETS[part](senteval_dir).pairs)[0] for part in DEV_SETS[kind]}
 
 
 def dev_pairs(kind: str, senteval_dir: Path) -> list[STSPair]:
-    """The pairs of dev set ``kind`` minus every pair found in a test set (both orders)."""
-    if kind not in DEV_SETS:
-        raise PcctuneError(f"unknown dev set {kind!r}; choose from {', '.join(DEV_SETS)}")
-    kept, _ = LeakageFilter(load_test_tasks(senteval_dir)).filter(kind, DEV_SETS[kind](senteval_dir).pairs)
-    return kept
+    """All pairs of dev set ``kind`` (its single sets one after the other), test pairs removed."""
+    return [pair for pairs in dev_parts(kind, senteval_dir).values() for pair in pairs]

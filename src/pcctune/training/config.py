@@ -109,7 +109,9 @@ class StageConfig(Strict):
         None, ge=1, description="cut the sentence alone to N tokens before it fills the template (authors' cutoff_len)"
     )
     gradient_checkpointing: bool = Field(False, description="recompute activations in backward: less memory, slower")
-    dev: str = Field("sick-trial", description="a dev set of pcctune.data.dev.DEV_SETS, or none")
+    dev: str = Field(
+        "sick-trial", description="a dev set of pcctune.data.dev.DEV_SETS (one, or both weighted by size), or none"
+    )
     eval_steps: int = Field(50, ge=1)
     logging_steps: int = Field(10, ge=1)
     bf16: bool = False

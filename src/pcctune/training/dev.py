@@ -15,42 +15,59 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
-from pcctune.data.dev import dev_pairs
+from pcctune.data.dev import dev_parts
 from pcctune.data.sts import STSPair
 from pcctune.modeling.encoding import encode_unique
 
 
 class DevSTSEvaluator(SentenceEvaluator):
-    """Cosine-similarity correlations with the gold scores of ``pairs``."""
+    """Cosine-similarity correlations with the gold scores of one or more dev sets.
 
-    def __init__(self, pairs: list[STSPair], name: str) -> None:
+    With one set the metrics are ``{name}_spearman_cosine`` and ``{name}_pearson_cosine``. With
+    several (``sick-trial+stsb-dev``) each set is scored on its own (``{name}_{part}_…``) and the
+    primary metric is their mean weighted by pair count: a correlation is a within-set statistic,
+    and the two sets have different score distributions, so their pairs are never pooled.
+    """
+
+    def __init__(self, parts: dict[str, list[STSPair]], name: str) -> None:
         super().__init__()
-        self.pairs = pairs
+        self.parts = parts
         self.name = name
         self.primary_metric = f"{name}_spearman_cosine"
 
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
     ) -> dict[str, float]:
-        texts = [s for p in self.pairs for s in (p.sentence1, p.sentence2)]
+        texts = [s for pairs in self.parts.values() for p in pairs for s in (p.sentence1, p.sentence2)]
         vectors = encode_unique(model, texts, show_progress=False, shard=False)  # only rank 0 runs an evaluator
-        a = np.stack([vectors[p.sentence1] for p in self.pairs]).astype(np.float64)
-        b = np.stack([vectors[p.sentence2] for p in self.pairs]).astype(np.float64)
-        cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-        gold = np.array([p.score for p in self.pairs])
-        metrics = {
-            f"{self.name}_pearson_cosine": float(pearsonr(cosine, gold).statistic),
-            f"{self.name}_spearman_cosine": float(spearmanr(cosine, gold).statistic),
-        }
+        scores = {part: _correlations(vectors, pairs) for part, pairs in self.parts.items()}
+        if len(scores) == 1:
+            (pearson, spearman), *_ = scores.values()
+            metrics = {f"{self.name}_pearson_cosine": pearson, f"{self.name}_spearman_cosine": spearman}
+        else:
+            sizes = {part: len(pairs) for part, pairs in self.parts.items()}
+            metrics = {f"{self.name}_{part}_spearman_cosine": spearman for part, (_, spearman) in scores.items()}
+            for index, kind in enumerate(("pearson", "spearman")):
+                weighted = sum(scores[part][index] * sizes[part] for part in scores) / sum(sizes.values())
+                metrics[f"{self.name}_{kind}_cosine"] = float(weighted)
         self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
         return metrics
+
+
+def _correlations(vectors: dict[str, np.ndarray], pairs: list[STSPair]) -> tuple[float, float]:
+    """Pearson and Spearman of the cosine similarity of ``pairs`` with their gold scores."""
+    a = np.stack([vectors[p.sentence1] for p in pairs]).astype(np.float64)
+    b = np.stack([vectors[p.sentence2] for p in pairs]).astype(np.float64)
+    cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    gold = np.array([p.score for p in pairs])
+    return float(pearsonr(cosine, gold).statistic), float(spearmanr(cosine, gold).statistic)
 
 
 def dev_evaluator(kind: str, senteval_dir: Path) -> DevSTSEvaluator | None:
     """The evaluator of dev set ``kind`` (test pairs removed), or ``None`` for ``none``."""
     if kind == "none":
         return None
-    return DevSTSEvaluator(dev_pairs(kind, senteval_dir), kind)
+    return DevSTSEvaluator(dev_parts(kind, senteval_dir), kind)
 
 
 def dev_metric(kind: str) -> str | None:

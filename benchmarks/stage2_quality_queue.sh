@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Issue 17's loss comparison on all-MiniLM-L6-v2: one dev-selected sweep per stage-2 loss, the same
+# space and trial budget for each, then the winner over 3 seeds on the 7 STS test sets.
+# Usage: benchmarks/stage2_quality_queue.sh LOSS [LOSS ...]   (one single-thread process per queue;
+# rerun the same line to continue after an interrupt). Tables: python benchmarks/stage2_quality.py
+set -euo pipefail
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+for loss in "$@"; do
+  pcctune sweep configs/minilm_stage2.yaml --space configs/sweeps/stage2_quality_space.yaml \
+    --trials "${TRIALS:-6}" --seeds 3 --output "runs/quality/$loss" \
+    --set "stages.0.loss=$loss" --set stages.0.dev=sick-trial+stsb-dev \
+    --set stages.0.eval_steps=40 --set stages.0.max_seq_length=128
+done

@@ -95,3 +95,19 @@ def test_cli_encodes_the_gguf_decoder_with_each_template(template, tmp_path):
     assert vectors.shape == (3, 576) and np.isfinite(vectors).all()
     normed = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     assert normed[0] @ normed[1] > normed[0] @ normed[2]
+
+
+@pytest.mark.parametrize("name", ["smollm2-135m", "gemma-3-270m", "all-MiniLM-L6-v2"])
+def test_the_chat_template_route_tokenizes_like_the_filled_template(name):
+    """The template rendered as a chat template gives exactly the ids of ``tokenizer(template.fill(s))``
+    (what pcctune tokenized before native saves), for each real tokenizer, BOS / [CLS] / [SEP] included."""
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.template import PRESETS, Template
+
+    model = build_model(name, template="eol")
+    tokenizer = model[0].tokenizer
+    sentences = ["A man is playing a guitar.", 'He said "no".', "  spaced  out  ", "Ünïcödé café?", "x"]
+    features = model[0].preprocess(sentences)
+    for row, sentence in enumerate(sentences):
+        ids = features["input_ids"][row][features["attention_mask"][row].bool()].tolist()
+        assert ids == tokenizer(Template(PRESETS["eol"]).fill(sentence))["input_ids"], sentence

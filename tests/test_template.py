@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from pcctune.errors import PcctuneError
-from pcctune.modeling.build import build_model, model_template
-from pcctune.modeling.template import PRESETS, Template
+from pcctune.modeling.build import build_model
+from pcctune.modeling.template import PRESETS, Template, model_template
 from tests.conftest import encode_both_padding_sides
 
 LONG = " ".join(["the man plays guitar in the park with two kids"] * 12)

@@ -263,14 +263,20 @@ def export_command(
     output: Annotated[Path, typer.Option(help="folder for the exported model")],
     merge: Annotated[bool, typer.Option(help="fold the LoRA adapter into full-precision weights")] = False,
 ) -> None:
-    """Export a trained model for sharing: --merge writes one full-precision model with the adapter folded in."""
-    from pcctune.io import check_output_folder
-    from pcctune.modeling.export import merge_adapter
+    """Export a trained model for sharing, as plain sentence-transformers where it can be (no pcctune needed).
 
-    if not merge:
-        raise PcctuneError("say what to export: --merge (a full-precision model with the LoRA adapter folded in)")
+    --merge folds a LoRA / QLoRA adapter into one full-precision model.
+    """
+    from pcctune.io import check_output_folder
+    from pcctune.modeling.export import export_native, merge_adapter
+
     check_output_folder(output)
-    console.print(f"merged model -> {merge_adapter(model, output)}")
+    if merge:
+        console.print(f"merged model -> {merge_adapter(model, output)}")
+        return
+    native = export_native(model, output)
+    kind = "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
+    console.print(f"model ({kind}) -> {output}")
 
 
 @app.command("mteb")

@@ -206,8 +206,3 @@ def _assemble(
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     pool = Pooling(module.get_embedding_dimension(), pooling or ("lasttoken" if decoder else "mean"))
     return SentenceTransformer(modules=[module, pool], device=device)
-
-
-def model_template(model: SentenceTransformer) -> str | None:
-    """The template saved in a model's input module, if any."""
-    return getattr(model[0], "template", None)

@@ -29,7 +29,7 @@ from sentence_transformers.util import batch_to_device
 from tqdm.auto import tqdm
 
 from pcctune.distributed import get_rank, get_world_size, is_distributed
-from pcctune.modeling.template import Template
+from pcctune.modeling.template import Template, model_template
 
 DEFAULT_TOKEN_BUDGET = 2048  # measured best of 512–8192 for MiniLM on this CPU (docs/results/speed)
 MAX_BATCH = 512
@@ -38,7 +38,7 @@ MAX_BATCH = 512
 def token_lengths(model: SentenceTransformer, texts: Sequence[str]) -> list[int]:
     """The number of tokens the model's input module will give each text (its template included), capped."""
     module: Any = model[0]
-    template = getattr(module, "template", None)
+    template = model_template(model)
     if template:
         filler = Template(template)
         filled = [filler.fill(t) for t in texts]

@@ -4,8 +4,10 @@ checkpoints are adapters on a 7B base).
 :func:`merge_adapter` loads the adapter's base model in full precision (not the 4-bit copy it
 trained against, the usual QLoRA practice), folds the LoRA update W + (α/r)·BA into every
 adapted layer with peft's ``merge_and_unload``, and writes a sentence-transformers folder with
-the merged weights and the same template and pooling, without the 4-bit settings. The folder is
-written atomically.
+the merged weights and the same template and pooling, without the 4-bit settings, as plain
+sentence-transformers (:mod:`pcctune.modeling.saving`). The folder is written atomically.
+
+:func:`export_native` re-saves any model folder, old ones included, as plain sentence-transformers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json
+from pcctune.modeling.saving import nativize, save_model
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 
@@ -40,6 +43,21 @@ def merge_adapter(folder: str | Path, output: str | Path) -> Path:
         merged.save_pretrained(staging)
         AutoTokenizer.from_pretrained(str(folder)).save_pretrained(staging)
         module_config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
-        module_config["quantization"] = None
-        write_json(module_config, staging / "sentence_bert_config.json")
+        if module_config.get("quantization"):
+            module_config["quantization"] = None
+            write_json(module_config, staging / "sentence_bert_config.json")
+        nativize(staging)
     return output
+
+
+def export_native(folder: str | Path, output: str | Path) -> bool:
+    """Re-save a model folder (one written by any pcctune version) as plain sentence-transformers where
+    its behaviour allows; True when the result loads without pcctune."""
+    from pcctune.modeling.build import build_model
+
+    config = Path(folder) / "sentence_bert_config.json"
+    if config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("quantization"):
+        raise PcctuneError(
+            f"{folder} is a 4-bit model: add --merge to export a full-precision model that loads anywhere"
+        )
+    return save_model(build_model(str(folder)), Path(output))

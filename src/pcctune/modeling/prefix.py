@@ -117,7 +117,7 @@ class PromptedTransformer(TemplateTransformer):
             self.prompt_parameters_load(load_file(str(saved)))
 
     def _init_embeddings(self, text: str, length: int) -> torch.Tensor:
-        ids = self._ids(text, special=False) or [int(self.text_tokenizer.unk_token_id or 0)]
+        ids = self._ids(text) or [int(self.text_tokenizer.unk_token_id or 0)]
         ids = (ids * (length // len(ids) + 1))[:length]
         embeddings: Any = self.model.get_input_embeddings()
         return embeddings.weight[ids]

@@ -2,18 +2,21 @@
 
 PromptEOL (Jiang et al., 2023, §3.1) embeds a sentence as the hidden state of the last token of
 ``This sentence : "[X]" means in one word:"``; PromptSTH and PromptSUM (Zhang et al., 2024;
-Pcc-tuning §4.4, Table 4) change the tail. sentence-transformers only knows prompts that are
-prefixes, so :class:`TemplateTransformer` extends its ``Transformer`` module:
+Pcc-tuning §4.4, Table 4) change the tail. The template is expressed with sentence-transformers'
+own mechanism, the tokenizer's chat template (:mod:`pcctune.modeling.chat_template`), so a saved
+model loads in plain sentence-transformers. :class:`TemplateTransformer` extends its ``Transformer``
+with what that mechanism cannot express, and is saved as plain ``Transformer`` when none is used
+(:func:`pcctune.modeling.saving.save_model`):
 
-- the template is part of the module config, so it is saved with the model and applied by
-  ``encode``, the trainer's collator and evaluation alike;
-- only the sentence is truncated: the template's head and tail always survive ``max_length``;
 - ``sentence_max_tokens`` cuts the sentence alone before it fills the template, as the authors'
   ``cutoff_len`` does (32 tokens in stage 1, 64 in stage 2: tokenize the sentence without special
   tokens, keep the first N, decode);
 - ``quantization`` (4-bit settings) is saved with the module, so the backbone reloads in 4-bit;
 - for decoders, position ids are derived from the attention mask, so a left-padded batch and a
-  right-padded batch give the same embeddings.
+  right-padded batch give the same embeddings (a native save pads right instead).
+
+Only the sentence is truncated: the template's head comes first, and sentence-transformers restores
+its tail after truncation (``restore_suffix``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from sentence_transformers.base.modules import Transformer
 from transformers import PreTrainedTokenizerBase
 
 from pcctune.errors import PcctuneError
+from pcctune.modeling import chat_template
 from pcctune.modeling.quantization import bitsandbytes_config, keep_4bit_layout
 
 SLOT = "{text}"
@@ -106,10 +110,25 @@ class TemplateTransformer(Transformer):
         super().__init__(model_name_or_path, **kwargs)
         if quantization:
             keep_4bit_layout(self.model)
-        self.template = Template(template).text if template is not None else None
+        self.template = template
         self.position_ids_from_mask = position_ids_from_mask
         self.sentence_max_tokens = sentence_max_tokens
         self.quantization = quantization
+
+    @property
+    def template(self) -> str | None:
+        """The template text, rendered into the tokenizer's chat template (:mod:`pcctune.modeling.chat_template`)."""
+        return self._template
+
+    @template.setter
+    def template(self, value: str | None) -> None:
+        self._template = Template(value).text if value is not None else None
+        chat_template.install(self, self._template)
+
+    @property
+    def native(self) -> bool:
+        """True when plain sentence-transformers reproduces this module: no sentence cut-off, no 4-bit."""
+        return self.sentence_max_tokens is None and not self.quantization
 
     # --- tokenization ------------------------------------------------------------------------
 
@@ -121,48 +140,23 @@ class TemplateTransformer(Transformer):
             raise PcctuneError("this model has no tokenizer; pcctune encodes text only")
         return tokenizer
 
-    def _ids(self, text: str, special: bool = True) -> list[int]:
-        return list(self.text_tokenizer(text, add_special_tokens=special, verbose=False)["input_ids"])
-
-    def _token_count(self, text: str) -> int:
-        return len(self._ids(text))
+    def _ids(self, text: str) -> list[int]:
+        return list(self.text_tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
     def cut_sentence(self, sentence: str) -> str:
         """The sentence cut to ``sentence_max_tokens`` tokens (as the authors' ``cutoff_len``), else unchanged."""
         limit = self.sentence_max_tokens
-        if limit is None or len(ids := self._ids(sentence, special=False)) <= limit:
+        if limit is None or len(ids := self._ids(sentence)) <= limit:
             return sentence
         cut = str(self.text_tokenizer.decode(ids[:limit]))
-        again = self._ids(cut, special=False)  # some tokenizers (OPT's) re-encode a cut into more tokens
+        again = self._ids(cut)  # some tokenizers (OPT's) re-encode a cut into more tokens
         return str(self.text_tokenizer.decode(again[:limit])) if len(again) > limit else cut
 
-    def _fit(self, template: Template, sentence: str, max_length: int) -> list[int]:
-        """Token ids of ``template.fill(sentence)``, cutting only the sentence to fit ``max_length``."""
-        sentence = self.cut_sentence(sentence)
-        ids = self._ids(template.fill(sentence))
-        if len(ids) <= max_length:
-            return ids
-        overhead = self._token_count(template.fill(""))
-        if overhead > max_length:
+    def _check_budget(self, max_length: int | None) -> None:
+        """Refuse a token budget the template alone fills: truncation could then keep no sentence token."""
+        overhead = len(self.text_tokenizer(Template(str(self.template)).fill(""), verbose=False)["input_ids"])
+        if max_length is not None and overhead >= max_length:
             raise PcctuneError(f"the template alone takes {overhead} tokens, more than max_seq_length={max_length}")
-        sentence_ids = self._ids(sentence, special=False)
-        budget = max_length - overhead
-        while budget >= 0:
-            cut = str(self.text_tokenizer.decode(sentence_ids[:budget], skip_special_tokens=True))
-            ids = self._ids(template.fill(cut))
-            if len(ids) <= max_length:
-                return ids
-            budget -= 1
-        return self._ids(template.fill(""))
-
-    def _tokenize_batch(self, template: Template, sentences: list[str], max_length: int) -> list[list[int]]:
-        """Token ids of every filled template in one tokenizer call; only rows over ``max_length`` are refitted."""
-        filled = [template.fill(self.cut_sentence(sentence)) for sentence in sentences]
-        rows = [list(ids) for ids in self.text_tokenizer(filled, add_special_tokens=True, verbose=False)["input_ids"]]
-        for index, ids in enumerate(rows):
-            if len(ids) > max_length:
-                rows[index] = self._fit(template, sentences[index], max_length)
-        return rows
 
     def preprocess(
         self,
@@ -171,20 +165,16 @@ class TemplateTransformer(Transformer):
         processing_kwargs: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        """Tokenize text through the template; defer anything else to sentence-transformers."""
-        handles = (self.template is not None or self.position_ids_from_mask or self.sentence_max_tokens) and inputs
-        if not handles or not all(isinstance(item, str) for item in inputs):
-            return super().preprocess(inputs, prompt=prompt, processing_kwargs=processing_kwargs, **kwargs)
-        template = Template(self.template or SLOT)
-        if prompt:
-            template = Template(prompt + template.text)
-        max_length = kwargs.get("max_length") or self.max_seq_length or self.text_tokenizer.model_max_length
-        rows = self._tokenize_batch(template, list(inputs), max_length)
-        features: dict[str, Any] = dict(self.text_tokenizer.pad({"input_ids": rows}, padding=True, return_tensors="pt"))
-        if self.position_ids_from_mask:
+        """Cut each sentence (``sentence_max_tokens``), let sentence-transformers render the template, add
+        position ids counted from the first real token (decoders)."""
+        if self.sentence_max_tokens and all(isinstance(item, str) for item in inputs):
+            inputs = [self.cut_sentence(item) for item in inputs]
+        if self.template is not None:
+            self._check_budget(kwargs.get("max_length") or self.max_seq_length)
+        features = super().preprocess(inputs, prompt=prompt, processing_kwargs=processing_kwargs, **kwargs)
+        if self.position_ids_from_mask and "attention_mask" in features:
             mask = features["attention_mask"]
             features["position_ids"] = (mask.long().cumsum(dim=-1) - 1).clamp(min=0)
-        features["modality"] = "text"
         return features
 
     def __repr__(self) -> str:
@@ -195,3 +185,10 @@ def input_module(model: SentenceTransformer) -> TemplateTransformer:
     """The first module of ``model``: pcctune's input module, or sentence-transformers' ``Transformer``
     (its base class, with the same ``model``/``tokenizer``; read ``template`` with ``getattr``)."""
     return cast(TemplateTransformer, model[0])
+
+
+def model_template(model: SentenceTransformer) -> str | None:
+    """The template a model applies: its input module's, or the one in its tokenizer's chat template
+    (a model saved as plain sentence-transformers)."""
+    module = model[0]
+    return getattr(module, "template", None) or chat_template.template_in(getattr(module, "tokenizer", None))

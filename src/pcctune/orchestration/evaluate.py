@@ -17,8 +17,9 @@ from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.evaluation.transfer import evaluate_transfer
 from pcctune.io import check_output_file
-from pcctune.modeling.build import PoolingName, build_model, model_template
+from pcctune.modeling.build import PoolingName, build_model
 from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET
+from pcctune.modeling.template import model_template
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore

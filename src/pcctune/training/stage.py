@@ -25,9 +25,10 @@ from pcctune.data.nli import read_snli_regression_pairs
 from pcctune.data.senteval import snli_dir
 from pcctune.distributed import barrier, is_main_process
 from pcctune.errors import PcctuneError
-from pcctune.io import atomic_folder, write_json
+from pcctune.io import write_json
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
+from pcctune.modeling.saving import save_model
 from pcctune.modeling.template import TemplateTransformer
 from pcctune.training.batching import BatchPlan, plan_batches
 from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
@@ -153,8 +154,7 @@ def save_stage(
     """Rank 0 writes the final model (atomically: a complete folder or none), the log and the curves."""
     final_dir = stage_dir / "final"
     if is_main_process():
-        with atomic_folder(final_dir) as staging:
-            model.save(str(staging))
+        save_model(model, final_dir)
         write_json(history, stage_dir / "log_history.json")
         plot_training(
             history, dev_metric(stage.dev), f"{run.model}: stage {stage.name} ({stage.loss})", stage_dir / "curves.png"

@@ -1,0 +1,95 @@
+"""A pcctune template expressed with sentence-transformers' own mechanism: the tokenizer's chat template.
+
+sentence-transformers 6 renders every text through the tokenizer's chat template when its
+``Transformer`` module lists the ``message`` modality, and with
+``processing_kwargs={"chat_template": {"restore_suffix": True}}`` it writes the template's tail
+back over the last real tokens of a row that truncation cut (``Transformer._restore_chat_template_suffix``):
+only the sentence loses tokens, and last-token pooling still reads the template's last token.
+A PromptEOL template (Jiang et al., 2023, §3.1) ``This sentence : "{text}" means in one word:"``
+therefore becomes the Jinja template
+
+    <bos>{system prompt}This sentence : "{user message}" means in one word:"<eos?>
+
+where ``<bos>`` / ``<eos?>`` are the special tokens the tokenizer itself adds around a text (the
+rendered string is tokenized without special tokens). A saved model then carries its template in
+``tokenizer_config.json`` / ``chat_template.jinja`` and its ``modality_config``: plain
+sentence-transformers loads and applies it, with no pcctune installed and no ``trust_remote_code``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from sentence_transformers.base.modules import Transformer
+from transformers import PreTrainedTokenizerBase
+
+from pcctune.errors import PcctuneError
+
+MARKER = "pcctune template: "
+"""Starts the Jinja comment that records the template text, so pcctune can read it back."""
+
+_PROBE = "probe"
+
+
+def _literal(text: str) -> str:
+    """``text`` as a Jinja expression that prints it verbatim (a JSON string is a valid Jinja string)."""
+    return "{{ " + json.dumps(text, ensure_ascii=False) + " }}" if text else ""
+
+
+def special_tokens_around(tokenizer: PreTrainedTokenizerBase) -> tuple[str, str]:
+    """The special tokens the tokenizer adds before and after a text, as strings (e.g. ``[CLS]``, ``[SEP]``)."""
+    plain = list(tokenizer(_PROBE, add_special_tokens=False)["input_ids"])
+    full = list(tokenizer(_PROBE, add_special_tokens=True)["input_ids"])
+    for start in range(len(full) - len(plain) + 1):
+        if full[start : start + len(plain)] == plain:
+            head, tail = full[:start], full[start + len(plain) :]
+            return "".join(tokenizer.convert_ids_to_tokens(head)), "".join(tokenizer.convert_ids_to_tokens(tail))
+    raise PcctuneError(f"cannot tell which special tokens {type(tokenizer).__name__} adds around a text")
+
+
+def render(template: str, tokenizer: PreTrainedTokenizerBase) -> str:
+    """The Jinja chat template that fills ``template`` (one ``{text}`` slot) with the user message."""
+    prefix, _, suffix = template.partition("{text}")
+    head, tail = special_tokens_around(tokenizer)
+    system = "{% for m in messages if m['role'] == 'system' %}{{ m['content'] }}{% endfor %}"
+    user = "{% for m in messages if m['role'] != 'system' %}{{ m['content'] }}{% endfor %}"
+    marker = "{# " + MARKER + json.dumps(template, ensure_ascii=False) + " #}"
+    return marker + _literal(head) + system + _literal(prefix) + user + _literal(suffix) + _literal(tail)
+
+
+def template_in(tokenizer: PreTrainedTokenizerBase | None) -> str | None:
+    """The template a tokenizer's chat template was rendered from by :func:`render`, else ``None``."""
+    chat_template = getattr(tokenizer, "chat_template", None)
+    if not isinstance(chat_template, str) or not chat_template.startswith("{# " + MARKER):
+        return None
+    encoded = chat_template[len("{# " + MARKER) : chat_template.index(" #}")]
+    return str(json.loads(encoded))
+
+
+def install(module: Transformer, template: str | None) -> None:
+    """Make ``module`` render every text through ``template`` (or plain again for ``None``).
+
+    The tokenizer gets the rendered chat template; the module lists the ``message`` modality (flat
+    messages: the content is the text itself) and restores the template's tail after truncation.
+    Padding goes right, so decoder position ids count from the first real token with no help.
+    """
+    tokenizer = module.tokenizer
+    if tokenizer is None:
+        raise PcctuneError("this model has no tokenizer; a template needs one")
+    text = module.modality_config.get("text") or {"method": "forward", "method_output_name": "last_hidden_state"}
+    processing: dict[str, Any] = copy.deepcopy(dict(module.processing_kwargs or {}))
+    if template is None:
+        if template_in(tokenizer) is not None:
+            tokenizer.chat_template = None
+        module.modality_config = {"text": text}
+        processing.pop("chat_template", None)
+    else:
+        tokenizer.chat_template = render(template, tokenizer)
+        tokenizer.padding_side = "right"
+        module.modality_config = {"text": text, "message": {**text, "format": "flat"}}
+        processing["chat_template"] = {"restore_suffix": True}
+    module.processing_kwargs = processing  # type: ignore[assignment]
+    module.input_formatter.message_format = "flat"
+    module.input_formatter.supported_modalities = list(module.modality_config)

@@ -1,0 +1,51 @@
+"""Save a model as plain sentence-transformers wherever its behaviour allows (issue 15).
+
+pcctune trains through :class:`~pcctune.modeling.template.TemplateTransformer`, but a saved model
+should load in plain sentence-transformers: MTEB, the Hub widget, a colleague without pcctune,
+ONNX / OpenVINO exports. When the module uses nothing sentence-transformers lacks (no sentence
+cut-off, no 4-bit settings; its template is already a chat template, see
+:mod:`pcctune.modeling.chat_template`), :func:`save_model` writes it as sentence-transformers' own
+``Transformer``: ``modules.json`` names that class and ``sentence_bert_config.json`` drops
+pcctune's keys. Anything else (deep continuous prompts, a sentence cut-off, 4-bit layers) keeps
+pcctune's class, and the model card says that loading it needs ``pip install pcctune``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Transformer
+
+from pcctune.io import atomic_folder, write_json
+from pcctune.modeling.template import TemplateTransformer
+
+NATIVE_TRANSFORMER = f"{Transformer.__module__}.{Transformer.__name__}"
+PCCTUNE_KEYS = ("template", "position_ids_from_mask", "sentence_max_tokens", "quantization")
+
+
+def nativize(folder: Path) -> bool:
+    """Rewrite a saved folder whose input module is a native-capable ``TemplateTransformer`` to name
+    sentence-transformers' ``Transformer``; True when the folder now needs no pcctune."""
+    modules_file = folder / "modules.json"
+    modules = json.loads(modules_file.read_text(encoding="utf-8"))
+    first = modules[0]
+    if first["type"] != f"{TemplateTransformer.__module__}.{TemplateTransformer.__name__}":
+        return not first["type"].startswith("pcctune.")
+    config_file = folder / first["path"] / "sentence_bert_config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    if config.get("sentence_max_tokens") is not None or config.get("quantization"):
+        return False
+    write_json({key: value for key, value in config.items() if key not in PCCTUNE_KEYS}, config_file)
+    first["type"] = NATIVE_TRANSFORMER
+    write_json(modules, modules_file)
+    return True
+
+
+def save_model(model: SentenceTransformer, folder: Path) -> bool:
+    """Save ``model`` atomically (a complete folder or none), as plain sentence-transformers when it can be;
+    True when the saved folder loads without pcctune."""
+    with atomic_folder(folder) as staging:
+        model.save(str(staging))
+        return nativize(staging)

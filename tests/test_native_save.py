@@ -1,0 +1,118 @@
+"""Issue 15, acceptance 1: a model pcctune trains loads in plain sentence-transformers.
+
+Each case trains a tiny model, saves it, and loads the saved folder in a subprocess where
+``import pcctune`` fails and ``trust_remote_code`` is not passed. Its embeddings must equal
+pcctune's to 1e-5 for a short sentence and for one long enough to be truncated, and the template's
+tail must be the last tokens of the truncated input.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from pcctune.modeling.build import build_model
+from pcctune.modeling.chat_template import special_tokens_around
+from pcctune.modeling.template import PRESETS
+from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.training.config import RunConfig
+from tests.conftest import pairs_jsonl, run_cli, tiny_run
+
+SHORT = "a man is playing a guitar"
+LONG = " ".join(["a young man is riding a red bike on the street"] * 8)  # far over the 64-token budget
+TAIL = '" means in one word:"'
+
+PLAIN_ST = """
+import json, sys
+sys.modules["pcctune"] = None  # any import of pcctune now fails
+try:
+    import pcctune
+    raise SystemExit("pcctune is importable")
+except ImportError:
+    pass
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer(sys.argv[1], device="cpu")
+features = model[0].preprocess([sys.argv[3]])
+ids = features["input_ids"][0][features["attention_mask"][0].bool()].tolist()
+vectors = model.encode([sys.argv[2], sys.argv[3]], convert_to_numpy=True)
+print(json.dumps({"vectors": vectors.tolist(), "long_ids": ids, "max_len": model.max_seq_length}))
+"""
+
+
+def load_without_pcctune(folder: Path) -> dict:
+    """Embeddings of SHORT and LONG, and LONG's token ids, from plain sentence-transformers in a subprocess."""
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_ST, str(folder), SHORT, LONG], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def assert_same_as_pcctune(folder: Path, ours: SentenceTransformer) -> None:
+    """``folder`` loaded without pcctune encodes as ``ours`` (the model as pcctune trains and evaluates it)."""
+    plain = load_without_pcctune(folder)
+    expected = ours.encode([SHORT, LONG], convert_to_numpy=True)
+    np.testing.assert_allclose(np.array(plain["vectors"]), expected, atol=1e-5)
+    tokenizer = ours[0].tokenizer
+    tail = tokenizer(TAIL, add_special_tokens=False)["input_ids"]
+    closing = special_tokens_around(tokenizer)[1]  # e.g. BERT's [SEP]
+    specials = tokenizer(closing, add_special_tokens=False)["input_ids"] if closing else []
+    ids = plain["long_ids"]
+    assert len(ids) == plain["max_len"]  # LONG was truncated
+    assert ids[len(ids) - len(specials) - len(tail) : len(ids) - len(specials)] == tail  # and kept the template tail
+    modules = json.loads((folder / "modules.json").read_text())
+    assert all(module["type"].startswith("sentence_transformers.") for module in modules)
+
+
+def _train(model: Path, senteval: Path, out: Path, **run) -> Path:
+    config = RunConfig.model_validate(
+        {**tiny_run(model, senteval, pairs_jsonl(out.parent / f"{out.name}.jsonl"), out, max_steps=2), **run}
+    )
+    run_pipeline(config, tasks=[])
+    return out / "stage1-pcc" / "final"
+
+
+@pytest.mark.parametrize("kind", ["decoder", "encoder"])
+def test_a_templated_model_loads_in_plain_sentence_transformers(kind, tiny_llama, tiny_bert, mini_senteval, tmp_path):
+    final = _train(tiny_llama if kind == "decoder" else tiny_bert, mini_senteval, tmp_path / kind, template="eol")
+    assert json.loads((final / "sentence_bert_config.json").read_text()).get("template") is None
+    assert_same_as_pcctune(final, build_model(str(final), template="eol"))
+
+
+def test_a_merged_lora_model_loads_in_plain_sentence_transformers(tiny_llama, mini_senteval, tmp_path, capsys):
+    final = _train(
+        tiny_llama, mini_senteval, tmp_path / "lora", template="eol", adapter={"kind": "lora", "r": 2, "alpha": 4}
+    )
+    merged = tmp_path / "merged"
+    code, _ = run_cli(["export", str(final), "--merge", "--output", str(merged)], capsys)
+    assert code == 0 and not (merged / "adapter_config.json").exists()
+    assert_same_as_pcctune(merged, build_model(str(final)))  # the merged model equals the adapter on its base
+
+
+def test_old_saves_still_load_and_export_converts_them(tiny_llama, tmp_path, capsys):
+    """A folder written before native saves (pcctune's module class, template in its config) still loads in
+    pcctune; ``pcctune export`` rewrites it as a plain sentence-transformers model with equal embeddings."""
+    old = tmp_path / "old"
+    model = build_model(str(tiny_llama), template="eol")
+    model.save(str(old))
+    modules = json.loads((old / "modules.json").read_text())
+    assert modules[0]["type"] == "pcctune.modeling.template.TemplateTransformer"
+    config = json.loads((old / "sentence_bert_config.json").read_text())
+    old_config = {k: v for k, v in config.items() if k not in ("modality_config", "processing_kwargs")}
+    (old / "sentence_bert_config.json").write_text(json.dumps({**old_config, "template": PRESETS["eol"]}))
+    (old / "chat_template.jinja").unlink(missing_ok=True)
+    tokenizer_config = json.loads((old / "tokenizer_config.json").read_text())
+    tokenizer_config.pop("chat_template", None)
+    (old / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+
+    reloaded = build_model(str(old))
+    np.testing.assert_allclose(reloaded.encode([SHORT]), model.encode([SHORT]), atol=1e-6)
+    code, _ = run_cli(["export", str(old), "--output", str(tmp_path / "native")], capsys)
+    assert code == 0
+    assert_same_as_pcctune(tmp_path / "native", model)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from markdown_it import MarkdownIt
 
 from pcctune.orchestration.pipeline import run_pipeline
@@ -34,7 +36,8 @@ def test_model_card_shows_scores_leakage_config_and_loading(tiny_bert, shared_se
     assert f"| pcc | {record.sts['pcc']['STS12']:.2f}" in section and "STS-B" in section
     assert "| STSBenchmark:train | 3 | 2 | 1 | STS12 1, STS13 1, STS14 1, STS15 1, STS16 1 |" in section
     assert "loss: pearson" in section and "sentence-transformers" in section
-    assert 'SentenceTransformer("' in section and "trust_remote_code=True" in section
+    assert 'SentenceTransformer("' in section and "trust_remote_code" not in section  # saved as plain ST
+    assert "pcctune is not needed" in section
     tokens = MarkdownIt("commonmark").enable("table").parse(card)
     assert sum(t.type == "table_open" for t in tokens) >= 3  # scores, stages, leakage
     # written again (a resumed or repeated save), the section is replaced, not duplicated
@@ -43,3 +46,12 @@ def test_model_card_shows_scores_leakage_config_and_loading(tiny_bert, shared_se
     add_pcctune_section(tmp_path / "run" / "stage1-pcc" / "final", "<!-- pcctune -->\n## pcctune\nagain\n")
     again = (tmp_path / "run" / "stage1-pcc" / "final" / "README.md").read_text()
     assert again.count("<!-- pcctune -->") == 1 and again.endswith("again\n")
+
+
+def test_a_model_that_needs_pcctune_says_so_in_its_card(tmp_path):
+    from pcctune.orchestration.model_card import _loading
+
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "pcctune.modeling.prefix.PromptedTransformer"}]
+    (tmp_path / "modules.json").write_text(json.dumps(modules))
+    text = "\n".join(_loading(tmp_path))
+    assert "needs pcctune installed" in text and "pip install pcctune" in text and "PromptedTransformer" in text

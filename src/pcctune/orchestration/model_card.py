@@ -9,6 +9,7 @@ a card is written again.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -57,15 +58,29 @@ def _stages_table(result: RunResult) -> str:
 
 
 def _loading(folder: Path) -> list[str]:
+    """How to load the folder: plain sentence-transformers, or (for what ST cannot express) with pcctune."""
+    types = [module["type"] for module in json.loads((folder / "modules.json").read_text(encoding="utf-8"))]
+    if all(t.startswith("sentence_transformers.") for t in types):
+        return [
+            "```python",
+            "from sentence_transformers import SentenceTransformer",
+            "",
+            f'model = SentenceTransformer("{folder}")  # plain sentence-transformers: pcctune is not needed',
+            "```",
+            "",
+            "The prompt template, if any, is the tokenizer's chat template: sentence-transformers applies it.",
+        ]
     return [
         "```python",
         "from sentence_transformers import SentenceTransformer",
         "",
-        f'model = SentenceTransformer("{folder}", trust_remote_code=True)  # pip install pcctune',
+        f'model = SentenceTransformer("{folder}", trust_remote_code=True)  # needs: pip install pcctune',
         "```",
         "",
-        "A model with a prompt template or 4-bit backbone uses pcctune's input module, so pcctune must be "
-        "installed; `pcctune export --merge` writes a LoRA model as one full-precision model.",
+        "**This model needs pcctune installed** (`pip install pcctune`): its input module "
+        f"(`{types[0]}`) does what sentence-transformers cannot express (deep continuous prompts, a "
+        "sentence cut-off or a 4-bit backbone). Without pcctune, loading fails naming that module. "
+        "`pcctune export --merge` writes a LoRA / QLoRA model as one full-precision model that loads anywhere.",
     ]
 
 

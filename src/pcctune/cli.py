@@ -59,6 +59,12 @@ def _pooling(value: str | None) -> Any:
     return value
 
 
+def _backend(value: str) -> Any:
+    if value not in ("torch", "onnx", "openvino"):
+        raise PcctuneError(f"unknown backend {value!r}; choose from torch, onnx, openvino")
+    return value
+
+
 @app.command("eval")
 def eval_command(
     model: ModelArgument,
@@ -74,6 +80,9 @@ def eval_command(
     seed: Annotated[int, typer.Option(help="recorded in the results; seeds torch")] = 42,
     output: Annotated[Path | None, typer.Option(help="write the results JSON here")] = None,
     protocol: Annotated[str, typer.Option(help=" | ".join(PROTOCOLS) + " (docs/evaluation.md)")] = DEFAULT_PROTOCOL,
+    backend: Annotated[
+        str, typer.Option(help="torch | onnx | openvino (a folder written by `pcctune export --backend`)")
+    ] = "torch",
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks."""
     from pcctune.orchestration.evaluate import run_eval
@@ -92,6 +101,7 @@ def eval_command(
             output=output,
             console=console,
             protocol=protocol,
+            backend=_backend(backend),
         )
     except KeyboardInterrupt:
         raise Interrupted("interrupted; nothing was written") from None
@@ -262,21 +272,27 @@ def export_command(
     model: Annotated[Path, typer.Argument(help="a saved pcctune model folder (e.g. RUN/stage2-pcc/final)")],
     output: Annotated[Path, typer.Option(help="folder for the exported model")],
     merge: Annotated[bool, typer.Option(help="fold the LoRA adapter into full-precision weights")] = False,
+    backend: Annotated[
+        str, typer.Option(help="torch | onnx | openvino: also export the backbone (onnx/, openvino/ as ST lays out)")
+    ] = "torch",
 ) -> None:
     """Export a trained model for sharing, as plain sentence-transformers where it can be (no pcctune needed).
 
-    --merge folds a LoRA / QLoRA adapter into one full-precision model.
+    --merge folds a LoRA / QLoRA adapter into one full-precision model; --backend onnx | openvino adds
+    the backbone in that format (score it with `pcctune eval OUTPUT --backend onnx`).
     """
     from pcctune.io import check_output_folder
-    from pcctune.modeling.export import export_native, merge_adapter
+    from pcctune.modeling.export import export_model, merge_adapter
 
+    if merge and _backend(backend) != "torch":
+        raise PcctuneError("--merge and --backend are two steps: merge first, then export the merged folder")
     check_output_folder(output)
     if merge:
         console.print(f"merged model -> {merge_adapter(model, output)}")
         return
-    native = export_native(model, output)
+    native = export_model(model, output, _backend(backend))
     kind = "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
-    console.print(f"model ({kind}) -> {output}")
+    console.print(f"model ({kind}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
 
 
 @app.command("mteb")

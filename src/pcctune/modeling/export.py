@@ -7,7 +7,8 @@ adapted layer with peft's ``merge_and_unload``, and writes a sentence-transforme
 the merged weights and the same template and pooling, without the 4-bit settings, as plain
 sentence-transformers (:mod:`pcctune.modeling.saving`). The folder is written atomically.
 
-:func:`export_native` re-saves any model folder, old ones included, as plain sentence-transformers.
+:func:`export_model` re-saves any model folder, old ones included, as plain sentence-transformers,
+with an ONNX or OpenVINO export of its backbone on request.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json
-from pcctune.modeling.saving import nativize, save_model
+from pcctune.modeling.backends import Backend, export_onnx, export_openvino
+from pcctune.modeling.saving import nativize
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 
@@ -50,14 +52,21 @@ def merge_adapter(folder: str | Path, output: str | Path) -> Path:
     return output
 
 
-def export_native(folder: str | Path, output: str | Path) -> bool:
-    """Re-save a model folder (one written by any pcctune version) as plain sentence-transformers where
-    its behaviour allows; True when the result loads without pcctune."""
+def export_model(folder: str | Path, output: str | Path, backend: Backend = "torch") -> bool:
+    """Re-save a model folder (one written by any pcctune version) as plain sentence-transformers where its
+    behaviour allows, with an ONNX / OpenVINO export of its backbone for ``backend`` (:mod:`backends`);
+    True when the result loads without pcctune."""
     from pcctune.modeling.build import build_model
 
     config = Path(folder) / "sentence_bert_config.json"
     if config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("quantization"):
-        raise PcctuneError(
-            f"{folder} is a 4-bit model: add --merge to export a full-precision model that loads anywhere"
-        )
-    return save_model(build_model(str(folder)), Path(output))
+        raise PcctuneError(f"{folder} is a 4-bit model: add --merge for a full-precision model that loads anywhere")
+    model = build_model(str(folder))
+    with atomic_folder(Path(output)) as staging:
+        model.save(str(staging))
+        native = nativize(staging)
+        if backend != "torch":
+            onnx_path = export_onnx(model, staging)
+            if backend == "openvino":
+                export_openvino(onnx_path, staging)
+    return native

@@ -116,6 +116,11 @@ class PromptedTransformer(TemplateTransformer):
         if saved.is_file():
             self.prompt_parameters_load(load_file(str(saved)))
 
+    @property
+    def native(self) -> bool:
+        """Continuous prompts are never expressible in plain sentence-transformers."""
+        return False
+
     def _init_embeddings(self, text: str, length: int) -> torch.Tensor:
         ids = self._ids(text) or [int(self.text_tokenizer.unk_token_id or 0)]
         ids = (ids * (length // len(ids) + 1))[:length]

@@ -17,6 +17,7 @@ from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.evaluation.transfer import evaluate_transfer
 from pcctune.io import check_output_file
+from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model
 from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET
 from pcctune.modeling.template import model_template
@@ -67,6 +68,7 @@ def run_eval(
     output: Path | None = None,
     console: Console | None = None,
     protocol: str = DEFAULT_PROTOCOL,
+    backend: Backend = "torch",
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``.
 
@@ -80,6 +82,7 @@ def run_eval(
     sts_tasks, transfer_tasks = load_tasks(senteval, tasks, protocol)
     set_seed(seed)
     model = build_model(model_spec, template=template, pooling=pooling, max_seq_length=max_seq_length, dtype=dtype)
+    model = use_backend(model, Path(model_spec), backend)
     sts = evaluate_sts(model, sts_tasks, token_budget=token_budget, protocol=protocol) if sts_tasks else None
     transfer = evaluate_transfer(model, transfer_tasks, token_budget=token_budget) if transfer_tasks else None
     result = EvalResult(

@@ -14,7 +14,7 @@ from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")
-def exported(tiny_llama, tmp_path_factory, capsys_module=None):
+def exported(tiny_llama, tmp_path_factory):
     """A tiny templated decoder saved by pcctune, then exported with ONNX and OpenVINO backbones."""
     from pcctune.modeling.build import build_model
 

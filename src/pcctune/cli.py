@@ -33,7 +33,7 @@ app = typer.Typer(
 )
 data_app = typer.Typer(no_args_is_help=True, help="Prepare and inspect data (stage-2 set, leakage reports).")
 app.add_typer(data_app, name="data")
-console = Console(width=160)
+console = Console(width=160, emoji=False)  # ":train:" in "SICK:train:" is text, not an emoji
 DEBUG_ENV = "PCCTUNE_DEBUG"
 
 DataOption = Annotated[
@@ -346,6 +346,25 @@ def data_stage2_command(
     run_stage2(data, normalize, rescale_sick, output, report, console)
 
 
+@data_app.command("download")
+def data_download_command(
+    dest: Annotated[
+        Path, typer.Option(help="folder to create senteval/ in (then: --data DEST or PCCTUNE_DATA)")
+    ] = Path("data"),
+    local_datasets: Annotated[
+        Path | None, typer.Option(help="read saved copies (save_to_disk) as DIR/<Hub id> instead of the Hub")
+    ] = None,
+    verify: Annotated[bool, typer.Option(help="check pair counts and content hashes against the release")] = True,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing DEST/senteval")] = False,
+) -> None:
+    """Fetch the 7 STS test sets, STS-B train/dev and SICK (MTEB's Hub datasets, pinned) in the SentEval layout."""
+    from pcctune.data.download import download, hub_loader, local_loader
+
+    loader = local_loader(local_datasets) if local_datasets is not None else hub_loader
+    target = download(dest, loader, check=verify, overwrite=overwrite)
+    console.print(f"STS data -> {target}  (use: --data {target}  or  export PCCTUNE_DATA={target})")
+
+
 @data_app.command("tasks")
 def data_tasks_command(data: DataOption = None) -> None:
     """Count the pairs of each of the seven STS test tasks and their subsets."""
@@ -358,7 +377,7 @@ def data_tasks_command(data: DataOption = None) -> None:
 
 
 def _fail(code: int, message: str) -> None:
-    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    Console(stderr=True, soft_wrap=True, emoji=False).print(f"[red]error:[/red] {escape(message)}", highlight=False)
     sys.exit(code)
 
 
@@ -381,7 +400,7 @@ def main() -> None:
     except ClickException as error:
         _fail(2, _usage_message(error))
     except Interrupted as stop:
-        Console(stderr=True, soft_wrap=True).print(escape(str(stop)), highlight=False)
+        Console(stderr=True, soft_wrap=True, emoji=False).print(escape(str(stop)), highlight=False)
         sys.exit(130)
     except (KeyboardInterrupt, typer.Abort):
         Console(stderr=True).print("interrupted")

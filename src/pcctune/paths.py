@@ -35,4 +35,7 @@ def resolve_senteval_dir(path: str | Path | None = None) -> Path:
             if (folder / "downstream").is_dir():
                 return folder.resolve()
     where = ", ".join(str(c) for c in candidates)
-    raise PcctuneError(f"no SentEval data folder (with downstream/) at {where}; pass --data PATH or set {DATA_ENV}")
+    raise PcctuneError(
+        f"no SentEval data folder (with downstream/) at {where}; pass --data PATH or set {DATA_ENV}, "
+        "or fetch the STS data with: pcctune data download --dest data"
+    )

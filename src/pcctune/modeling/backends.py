@@ -100,13 +100,16 @@ class RuntimeBackbone(nn.Module):
         if backend == "onnx":
             import onnxruntime
 
-            self.session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = torch.get_num_threads()  # the threads torch would use
+            self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
             self.input_names = [node.name for node in self.session.get_inputs()]
         else:
             import openvino
 
             # f32: on CPUs with bf16 units OpenVINO would otherwise compute in bf16
-            self.compiled = openvino.Core().compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+            settings = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": torch.get_num_threads()}
+            self.compiled = openvino.Core().compile_model(str(path), "CPU", settings)
             self.input_names = [node.get_any_name() for node in self.compiled.inputs]
 
     def forward(self, **inputs: Any) -> dict[str, torch.Tensor]:

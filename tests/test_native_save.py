@@ -92,6 +92,9 @@ def test_a_merged_lora_model_loads_in_plain_sentence_transformers(tiny_llama, mi
     merged = tmp_path / "merged"
     code, _ = run_cli(["export", str(final), "--merge", "--output", str(merged)], capsys)
     assert code == 0 and not (merged / "adapter_config.json").exists()
+    card = (merged / "README.md").read_text()
+    assert card.count("<!-- pcctune -->") == 1 and "### Run config" in card  # the run's section came along
+    assert "pcctune is not needed" in card.split("### Loading")[1]  # and its loading part is the merged folder's
     assert_same_as_pcctune(merged, build_model(str(final)))  # the merged model equals the adapter on its base
 
 

@@ -287,10 +287,14 @@ def export_command(
     if merge and _backend(backend) != "torch":
         raise PcctuneError("--merge and --backend are two steps: merge first, then export the merged folder")
     check_output_folder(output)
+    from pcctune.orchestration.model_card import carry_section
+
     if merge:
         console.print(f"merged model -> {merge_adapter(model, output)}")
+        carry_section(model, output)
         return
     native = export_model(model, output, _backend(backend))
+    carry_section(model, output)
     kind = "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
     console.print(f"model ({kind}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
 

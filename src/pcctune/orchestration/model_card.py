@@ -20,6 +20,7 @@ from pcctune.io import write_text
 from pcctune.results import RunResult
 
 MARKER = "<!-- pcctune -->"
+LOADING = "### Loading"
 
 
 def _leakage_lines(report: dict[str, Any] | None) -> list[str]:
@@ -57,6 +58,18 @@ def _stages_table(result: RunResult) -> str:
     return table.to_markdown()
 
 
+def _backends(folder: Path) -> list[str]:
+    exported = [name for name in ("onnx", "openvino") if (folder / name).is_dir()]
+    if not exported:
+        return []
+    return [
+        "",
+        f"Exported backbones: {', '.join(exported)} (sentence-transformers' layout): "
+        f'`SentenceTransformer(path, backend="{exported[0]}")` where optimum is installed, or '
+        f"`pcctune eval PATH --backend {exported[0]}`.",
+    ]
+
+
 def _loading(folder: Path) -> list[str]:
     """How to load the folder: plain sentence-transformers, or (for what ST cannot express) with pcctune."""
     types = [module["type"] for module in json.loads((folder / "modules.json").read_text(encoding="utf-8"))]
@@ -69,6 +82,7 @@ def _loading(folder: Path) -> list[str]:
             "```",
             "",
             "The prompt template, if any, is the tokenizer's chat template: sentence-transformers applies it.",
+            *_backends(folder),
         ]
     return [
         "```python",
@@ -119,12 +133,24 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
         "",
         ", ".join(f"{name} {version}" for name, version in result.versions.items()),
         "",
-        "### Loading",
+        LOADING,
         "",
         *_loading(folder),
         "",
     ]
     return "\n".join(parts)
+
+
+def carry_section(source: Path, target: Path) -> bool:
+    """On export: copy ``source``'s pcctune card section to ``target``, its loading part written for ``target``
+    (sentence-transformers regenerates its own card on save). False when ``source`` has none."""
+    card = source / "README.md"
+    text = card.read_text(encoding="utf-8") if card.is_file() else ""
+    if MARKER not in text:
+        return False
+    head = (MARKER + text.split(MARKER, 1)[1]).split(LOADING)[0]
+    add_pcctune_section(target, head + LOADING + "\n\n" + "\n".join(_loading(target)) + "\n")
+    return True
 
 
 def add_pcctune_section(folder: Path, section: str) -> Path:

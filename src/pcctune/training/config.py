@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pcctune.data.dev import DEV_SETS
+from pcctune.data.dev import COMBINED_DEV, DEV_SETS
 from pcctune.data.leakage import Normalization
 from pcctune.errors import PcctuneError
 from pcctune.io import write_yaml
@@ -110,7 +110,9 @@ class StageConfig(Strict):
     )
     gradient_checkpointing: bool = Field(False, description="recompute activations in backward: less memory, slower")
     dev: str = Field(
-        "sick-trial", description="a dev set of pcctune.data.dev.DEV_SETS (one, or both weighted by size), or none"
+        COMBINED_DEV,
+        description="a dev set of pcctune.data.dev.DEV_SETS, or none; default: both filtered dev sets, "
+        "each scored on its own and weighted by size (docs/results/stage2_quality)",
     )
     eval_steps: int = Field(50, ge=1)
     logging_steps: int = Field(10, ge=1)

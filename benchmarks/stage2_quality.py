@@ -1,0 +1,140 @@
+"""Issue 17's comparison: every stage-2 loss with its own dev-selected hyperparameters, then 3 seeds.
+
+The sweeps themselves are ``pcctune sweep`` runs (``benchmarks/stage2_quality_queue.sh LOSS ...``:
+the same search space, trial budget and dev set for every loss; selection never sees a test set).
+This script only reads their folders (``runs/quality/<loss>``) and writes, under --output:
+
+- ``table.md`` / ``runs.json``: per loss, mean ± std over the winner's seeds on the seven STS test
+  sets and their avg, the train time, the selected hyperparameters and the winner's dev score;
+- ``sweeps.json``: every trial of every sweep (state, values, dev score, each dev set's own score);
+- ``best_configs/<loss>.yaml``: each winner's config, ready to train;
+- ``stage2_quality.png``: avg ± std per loss against the base model.
+
+    python benchmarks/stage2_quality.py --sweeps runs/quality --output docs/results/stage2_quality
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from _common import STS_COLUMNS, write_results
+from pcctune.evaluation.tables import ScoreTable, mean_std_cell
+from pcctune.io import write_json
+from pcctune.plotting import plt, save_figure
+from pcctune.results import EvalResult, RunResult
+
+SHORT = {
+    "stages.0.learning_rate": "lr",
+    "stages.0.epochs": "epochs",
+    "stages.0.batch_size": "batch",
+    "stages.0.warmup_ratio": "warmup",
+    "stages.0.data.rescale_sick": "rescale SICK",
+}
+
+
+def trial_records(sweep: Path) -> list[dict[str, Any]]:
+    """Every trial of a sweep's study, with the per-dev-set scores of its best dev evaluation."""
+    import optuna
+
+    study = optuna.load_study(study_name="pcctune", storage=f"sqlite:///{sweep / 'study.db'}")
+    records = []
+    for trial in study.trials:
+        record: dict[str, Any] = {"number": trial.number, "state": trial.state.name, "value": trial.value}
+        record["params"] = {SHORT.get(k, k): v for k, v in trial.params.items()}
+        history = sweep / "trials" / f"trial-{trial.number:03d}" / "stage1-pcc" / "log_history.json"
+        if history.is_file():
+            evals = [row for row in json.loads(history.read_text()) if any(k.endswith("_spearman_cosine") for k in row)]
+            if evals:
+                best = max(evals, key=lambda row: row["eval_sick-trial+stsb-dev_spearman_cosine"])
+                record["dev_parts_at_best"] = {
+                    part: best[f"eval_sick-trial+stsb-dev_{part}_spearman_cosine"]
+                    for part in ("sick-trial", "stsb-dev-filtered")
+                }
+        records.append(record)
+    return records
+
+
+def loss_row(loss: str, sweep: Path) -> dict[str, Any] | None:
+    """The winner's seeds of one sweep as a table row, or None while the sweep has not finished."""
+    seeds = sorted((sweep / "seeds").glob("seed-*/results.json"))
+    summary = sweep / "sweep.json"
+    if not summary.is_file() or not seeds:
+        return None
+    details = json.loads(summary.read_text())["details"]
+    runs = [RunResult.from_disk(path) for path in seeds]
+    scores = [list(run.sts.values())[-1] for run in runs]
+    return {
+        "loss": loss,
+        "sts_seeds": scores,
+        "sts": {c: float(np.mean([s[c] for s in scores])) for c in STS_COLUMNS},
+        "train_s": round(float(np.mean([run.stages[-1].wall_time_s for run in runs])), 1),
+        "params": {SHORT.get(k, k): v for k, v in details["params"].items()},
+        "dev": details["dev"],
+        "trials": trial_records(sweep),
+    }
+
+
+def plot(base: dict[str, float], rows: list[dict[str, Any]], path: Path) -> None:
+    labels = ["base model", *(row["loss"] for row in rows)]
+    means = [base["avg"], *(row["sts"]["avg"] for row in rows)]
+    stds = [0.0, *(float(np.std([s["avg"] for s in row["sts_seeds"]], ddof=1)) for row in rows)]
+    figure, ax = plt.subplots(figsize=(max(7, len(labels) * 1.1), 4.2))
+    ax.bar(range(len(labels)), means, yerr=stds, capsize=3, color=["gray"] + ["tab:blue"] * len(rows))
+    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
+    ax.set_ylim(min(means) - 1.5, max(means) + 1.0)
+    ax.set_ylabel("STS avg (Spearman × 100), mean ± std over 3 seeds")
+    ax.set_title("all-MiniLM-L6-v2, stage 2: each loss dev-selected, same trial budget")
+    for index, mean in enumerate(means):
+        ax.text(index, mean + 0.1, f"{mean:.2f}", ha="center", fontsize=8)
+    save_figure(figure, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweeps", type=Path, default=Path("runs/quality"))
+    parser.add_argument("--base", type=Path, default=Path("docs/results/minilm_sts_simcse.json"))
+    parser.add_argument("--output", type=Path, default=Path("docs/results/stage2_quality"))
+    args = parser.parse_args()
+    base = EvalResult.from_disk(args.base).sts
+    rows = [row for sweep in sorted(args.sweeps.iterdir()) if sweep.is_dir() and (row := loss_row(sweep.name, sweep))]
+    rows.sort(key=lambda row: -row["sts"]["avg"])
+    cells = [("none (base model)", {**base, "train s": "—", "selected (dev only)": "—"})]
+    for row in rows:
+        seeds = row["sts_seeds"]
+        chosen = ", ".join(f"{k} {v:.2e}" if k == "lr" else f"{k} {v}" for k, v in row["params"].items())
+        cells.append(
+            (
+                row["loss"],
+                {c: mean_std_cell([s[c] for s in seeds]) for c in STS_COLUMNS}
+                | {"train s": f"{row['train_s']:.0f}", "selected (dev only)": f"{chosen}; dev {row['dev']:.4f}"},
+            )
+        )
+    table = ScoreTable(
+        "Stage-2 losses on all-MiniLM-L6-v2 (Spearman × 100, mean ± std over 3 seeds)",
+        [*STS_COLUMNS, "train s", "selected (dev only)"],
+        cells,
+        first_column="stage-2 loss",
+    )
+    settings = (
+        "each loss: `pcctune sweep` over configs/sweeps/stage2_quality_space.yaml (TPE + median pruning), "
+        "selection on the combined dev set sick-trial+stsb-dev (test overlap removed), then the winner with "
+        "seeds 1–3 on the seven test sets (SimCSE protocol); train s = mean wall time of a seed's training"
+    )
+    trials = {row["loss"]: row.pop("trials") for row in rows}
+    write_results(args.output, "stage2_quality", table, settings, rows, "loss")
+    write_json(trials, args.output / "sweeps.json")
+    for row in rows:
+        best = args.sweeps / row["loss"] / "best_config.yaml"
+        (args.output / "best_configs").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(best, args.output / "best_configs" / f"{row['loss']}.yaml")
+    plot(base, rows, args.output / "stage2_quality.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -112,6 +112,8 @@ class TemplateTransformer(Transformer):
             keep_4bit_layout(self.model)
         self.template = template
         self.position_ids_from_mask = position_ids_from_mask
+        if position_ids_from_mask and self.tokenizer is not None:
+            self.tokenizer.padding_side = "right"  # a native save (no mask-derived position ids) stays exact
         self.sentence_max_tokens = sentence_max_tokens
         self.quantization = quantization
 

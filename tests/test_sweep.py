@@ -91,8 +91,10 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     summary = BenchmarkResult.from_disk(folder / "sweep" / "sweep.json")
     assert [r.label for r in summary.rows] == ["seed 1", "seed 2"] and "avg" in summary.rows[0].sts
     assert "mean ± std" in (folder / "sweep" / "summary.md").read_text()
-    # trial folders are ordinary run folders
-    assert any((p / "run.json").is_file() for p in (folder / "sweep" / "trials").iterdir())
+    # trial folders are ordinary run folders; a finished trial keeps its final model but no checkpoints
+    finished = [p for p in (folder / "sweep" / "trials").iterdir() if (p / "results.json").is_file()]
+    assert finished and all((p / "run.json").is_file() for p in finished)
+    assert all(list(p.glob("*/final")) and not list(p.glob("*/checkpoints")) for p in finished)
 
 
 def test_bad_search_spaces_are_one_line(sweep_inputs, capsys):

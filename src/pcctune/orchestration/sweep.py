@@ -22,6 +22,7 @@ The search space is a YAML mapping of dotted keys to distributions::
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any, Literal
 
@@ -168,6 +169,8 @@ class Sweep:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 continue
             study.tell(trial, value)
+            for checkpoints in Path(config.output_dir).glob("*/checkpoints"):
+                shutil.rmtree(checkpoints)  # they only serve a resume; the final model, log and results stay
             self.console.print(f"trial {trial.number}: dev {value} with {values}")
         return study
 

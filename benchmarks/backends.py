@@ -64,13 +64,13 @@ def main() -> None:
         )
     table = ScoreTable(
         f"{args.model}: STS (Spearman × 100) and wall time per backend",
-        [*STS_COLUMNS, "max |Δ| vs torch", "wall s", "speed vs torch"],
+        [*STS_COLUMNS, "max abs Δ vs torch", "wall s", "speed vs torch"],
         [
             (
                 r["backend"],
                 {
                     **r["sts"],
-                    "max |Δ| vs torch": f"{r['max_gap_to_torch']:.4f}",
+                    "max abs Δ vs torch": f"{r['max_gap_to_torch']:.4f}",
                     "wall s": f"{r['wall_s']:.1f}",
                     "speed vs torch": f"{r['speed_vs_torch']:.2f}×",
                 },

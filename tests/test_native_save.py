@@ -19,6 +19,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.modeling.build import build_model
 from pcctune.modeling.chat_template import special_tokens_around
+from pcctune.modeling.saving import save_model
 from pcctune.modeling.template import PRESETS
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.training.config import RunConfig
@@ -28,9 +29,19 @@ SHORT = "a man is playing a guitar"
 LONG = " ".join(["a young man is riding a red bike on the street"] * 8)  # far over the 64-token budget
 TAIL = '" means in one word:"'
 
-PLAIN_ST = """
+NO_PCCTUNE = """
+import importlib.abc, sys
+class NotInstalled(importlib.abc.MetaPathFinder):  # as if pcctune were not installed
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "pcctune":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NotInstalled())
+"""
+
+PLAIN_ST = (
+    NO_PCCTUNE
+    + """
 import json, sys
-sys.modules["pcctune"] = None  # any import of pcctune now fails
 try:
     import pcctune
     raise SystemExit("pcctune is importable")
@@ -43,6 +54,7 @@ ids = features["input_ids"][0][features["attention_mask"][0].bool()].tolist()
 vectors = model.encode([sys.argv[2], sys.argv[3]], convert_to_numpy=True)
 print(json.dumps({"vectors": vectors.tolist(), "long_ids": ids, "max_len": model.max_seq_length}))
 """
+)
 
 
 def load_without_pcctune(folder: Path) -> dict:
@@ -119,3 +131,22 @@ def test_old_saves_still_load_and_export_converts_them(tiny_llama, tmp_path, cap
     code, _ = run_cli(["export", str(old), "--output", str(tmp_path / "native")], capsys)
     assert code == 0
     assert_same_as_pcctune(tmp_path / "native", model)
+
+
+@pytest.mark.parametrize("trust", [False, True])
+def test_a_deep_prompt_model_fails_without_pcctune_and_names_it(trust, tiny_bert, tmp_path):
+    """Deep continuous prompts (DCPCSE) are not expressible in plain sentence-transformers: the model keeps
+    pcctune's module, and loading it without pcctune fails with a message naming the package."""
+    model = build_model(str(tiny_bert), prompt={"prompt_kind": "deep", "prompt_length": 4})
+    save_model(model, tmp_path / "prompted")
+    code = (
+        NO_PCCTUNE
+        + f"""
+from sentence_transformers import SentenceTransformer
+SentenceTransformer(sys.argv[1], trust_remote_code={trust})
+"""
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "prompted")], capture_output=True, text=True)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1] if trust else done.stderr
+    assert "pcctune" in last

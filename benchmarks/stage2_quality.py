@@ -61,12 +61,13 @@ def trial_records(sweep: Path) -> list[dict[str, Any]]:
 
 
 def loss_row(loss: str, sweep: Path) -> dict[str, Any] | None:
-    """The winner's seeds of one sweep as a table row, or None while the sweep has not finished."""
+    """The winner's finished seeds of one sweep as a table row (None before the first seed has finished)."""
+    import optuna
+
     seeds = sorted((sweep / "seeds").glob("seed-*/results.json"))
-    summary = sweep / "sweep.json"
-    if not summary.is_file() or not seeds:
+    if not seeds:
         return None
-    details = json.loads(summary.read_text())["details"]
+    study = optuna.load_study(study_name="pcctune", storage=f"sqlite:///{sweep / 'study.db'}")
     runs = [RunResult.from_disk(path) for path in seeds]
     scores = [list(run.sts.values())[-1] for run in runs]
     return {
@@ -74,24 +75,27 @@ def loss_row(loss: str, sweep: Path) -> dict[str, Any] | None:
         "sts_seeds": scores,
         "sts": {c: float(np.mean([s[c] for s in scores])) for c in STS_COLUMNS},
         "train_s": round(float(np.mean([run.stages[-1].wall_time_s for run in runs])), 1),
-        "params": {SHORT.get(k, k): v for k, v in details["params"].items()},
-        "dev": details["dev"],
-        "trials": trial_records(sweep),
+        "params": {SHORT.get(k, k): v for k, v in study.best_params.items()},
+        "dev": study.best_value,
     }
+
+
+def _spread(values: list[float]) -> float:
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
 def plot(base: dict[str, float], rows: list[dict[str, Any]], path: Path) -> None:
     labels = ["base model", *(row["loss"] for row in rows)]
     means = [base["avg"], *(row["sts"]["avg"] for row in rows)]
-    stds = [0.0, *(float(np.std([s["avg"] for s in row["sts_seeds"]], ddof=1)) for row in rows)]
+    stds = [0.0, *(_spread([s["avg"] for s in row["sts_seeds"]]) for row in rows)]
     figure, ax = plt.subplots(figsize=(max(7, len(labels) * 1.1), 4.2))
     ax.bar(range(len(labels)), means, yerr=stds, capsize=3, color=["gray"] + ["tab:blue"] * len(rows))
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_ylim(min(means) - 1.5, max(means) + 1.0)
     ax.set_ylabel("STS avg (Spearman × 100), mean ± std over 3 seeds")
     ax.set_title("all-MiniLM-L6-v2, stage 2: each loss dev-selected, same trial budget")
-    for index, mean in enumerate(means):
-        ax.text(index, mean + 0.1, f"{mean:.2f}", ha="center", fontsize=8)
+    for index, (mean, std) in enumerate(zip(means, stds, strict=True)):
+        ax.text(index, mean + std + 0.08, f"{mean:.2f}", ha="center", fontsize=8)
     save_figure(figure, path)
 
 
@@ -102,15 +106,18 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path("docs/results/stage2_quality"))
     args = parser.parse_args()
     base = EvalResult.from_disk(args.base).sts
-    rows = [row for sweep in sorted(args.sweeps.iterdir()) if sweep.is_dir() and (row := loss_row(sweep.name, sweep))]
+    sweeps = [sweep for sweep in sorted(args.sweeps.iterdir()) if (sweep / "study.db").is_file()]
+    trials = {sweep.name: trial_records(sweep) for sweep in sweeps}
+    rows = [row for sweep in sweeps if (row := loss_row(sweep.name, sweep))]
     rows.sort(key=lambda row: -row["sts"]["avg"])
     cells = [("none (base model)", {**base, "train s": "—", "selected (dev only)": "—"})]
     for row in rows:
         seeds = row["sts_seeds"]
+        label = row["loss"] if len(seeds) == 3 else f"{row['loss']} ({len(seeds)} of 3 seeds)"
         chosen = ", ".join(f"{k} {v:.2e}" if k == "lr" else f"{k} {v}" for k, v in row["params"].items())
         cells.append(
             (
-                row["loss"],
+                label,
                 {c: mean_std_cell([s[c] for s in seeds]) for c in STS_COLUMNS}
                 | {"train s": f"{row['train_s']:.0f}", "selected (dev only)": f"{chosen}; dev {row['dev']:.4f}"},
             )
@@ -126,7 +133,6 @@ def main() -> None:
         "selection on the combined dev set sick-trial+stsb-dev (test overlap removed), then the winner with "
         "seeds 1–3 on the seven test sets (SimCSE protocol); train s = mean wall time of a seed's training"
     )
-    trials = {row["loss"]: row.pop("trials") for row in rows}
     write_results(args.output, "stage2_quality", table, settings, rows, "loss")
     write_json(trials, args.output / "sweeps.json")
     for row in rows:

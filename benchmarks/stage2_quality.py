@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from _common import STS_COLUMNS, write_results
+from _common import STS_COLUMNS, to_record, write_results
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
-from pcctune.io import write_json
 from pcctune.plotting import plt, save_figure
 from pcctune.results import EvalResult, RunResult
 
@@ -134,7 +133,10 @@ def main() -> None:
         "seeds 1–3 on the seven test sets (SimCSE protocol); train s = mean wall time of a seed's training"
     )
     write_results(args.output, "stage2_quality", table, settings, rows, "loss")
-    write_json(trials, args.output / "sweeps.json")
+    trial_rows = [
+        {"trial": f"{loss} trial {t['number']}", "loss": loss, **t} for loss, ts in trials.items() for t in ts
+    ]
+    to_record("stage2_quality_trials", trial_rows, "trial", settings).to_disk(args.output / "sweeps.json")
     for row in rows:
         best = args.sweeps / row["loss"] / "best_config.yaml"
         (args.output / "best_configs").mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 for loss in "$@"; do
-  pcctune sweep configs/sweeps/minilm_stage2_base.yaml --space configs/sweeps/stage2_quality_space.yaml \
+  pcctune sweep configs/minilm_stage2_sweep_base.yaml --space configs/sweeps/stage2_quality_space.yaml \
     --trials "${TRIALS:-6}" --seeds 3 --output "runs/quality/$loss" \
     --set "stages.0.loss=$loss" --set stages.0.dev=sick-trial+stsb-dev \
     --set stages.0.eval_steps=40 --set stages.0.max_seq_length=128

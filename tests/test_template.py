@@ -141,3 +141,16 @@ def test_hub_id_offline_is_a_one_line_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(PcctuneError, match="could not load model 'someone/no-such-model'"):
         build_model("someone/no-such-model")
+
+
+def test_the_chat_template_records_the_template_and_puts_a_prompt_before_it(tiny_llama):
+    from pcctune.modeling.chat_template import template_in
+
+    model = build_model(str(tiny_llama), template="eol")
+    tokenizer = model[0].tokenizer
+    assert template_in(tokenizer) == Template.parse("eol").text  # read back from the saved chat template
+    features = model[0].preprocess(["a man"], prompt="young ")
+    ids = features["input_ids"][0][features["attention_mask"][0].bool()].tolist()
+    assert ids == tokenizer(Template.parse("eol").fill("a man").replace("This", "young This", 1))["input_ids"]
+    model[0].template = None  # back to plain text
+    assert template_in(tokenizer) is None and "message" not in model[0].modality_config

@@ -251,6 +251,19 @@ def pairs_jsonl(path: Path, count: int = 48) -> Path:
     return path
 
 
+def one_step_stage2(**stage) -> dict:
+    """One Pearson step of 2 pairs on the stage-2 set, no dev set: the shared quickest training stage."""
+    return {
+        "name": "pcc",
+        "loss": "pearson",
+        "data": {"source": "stage2"},
+        "batch_size": 2,
+        "max_steps": 1,
+        "dev": "none",
+        **stage,
+    }
+
+
 def tiny_run(model: Path, senteval: Path, pairs: Path, out: Path, **stage) -> dict:
     """A one-stage Pearson run on ``pairs`` (6 steps of 8, dev on SICK trial every 2): the shared tiny config."""
     stage = {

@@ -10,7 +10,7 @@ import torch
 from pcctune.losses.dpo import EmbeddingDPOLoss, dpo_loss, positive_similarity
 from pcctune.modeling.build import build_model
 from pcctune.training.preference import sample_preferences
-from tests.conftest import SENTENCES
+from tests.conftest import SENTENCES, one_step_stage2
 
 
 def test_loss_is_log2_when_policy_equals_reference():
@@ -78,14 +78,7 @@ def test_dpo_as_a_pipeline_stage(tiny_bert, mini_senteval, tmp_path):
             "output_dir": str(tmp_path / "run"),
             "evaluate_before": False,
             "stages": [
-                {
-                    "name": "pcc",
-                    "loss": "pearson",
-                    "data": {"source": "stage2"},
-                    "batch_size": 2,
-                    "max_steps": 1,
-                    "dev": "none",
-                },
+                one_step_stage2(),
                 {
                     "name": "dpo",
                     "loss": "dpo",

@@ -8,6 +8,7 @@ from markdown_it import MarkdownIt
 
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.training.config import RunConfig
+from tests.conftest import one_step_stage2
 
 
 def test_model_card_shows_scores_leakage_config_and_loading(tiny_bert, shared_senteval, tmp_path):
@@ -16,16 +17,7 @@ def test_model_card_shows_scores_leakage_config_and_loading(tiny_bert, shared_se
             "model": str(tiny_bert),
             "data_dir": str(shared_senteval),
             "output_dir": str(tmp_path / "run"),
-            "stages": [
-                {
-                    "name": "pcc",
-                    "loss": "pearson",
-                    "data": {"source": "stage2"},
-                    "batch_size": 2,
-                    "max_steps": 1,
-                    "dev": "none",
-                }
-            ],
+            "stages": [one_step_stage2()],
         }
     )
     record = run_pipeline(config)

@@ -284,7 +284,8 @@ def export_command(
     from pcctune.io import check_output_folder
     from pcctune.modeling.export import export_model, merge_adapter
 
-    if merge and _backend(backend) != "torch":
+    chosen = _backend(backend)
+    if merge and chosen != "torch":
         raise PcctuneError("--merge and --backend are two steps: merge first, then export the merged folder")
     check_output_folder(output)
     from pcctune.orchestration.model_card import carry_section
@@ -293,10 +294,10 @@ def export_command(
         console.print(f"merged model -> {merge_adapter(model, output)}")
         carry_section(model, output)
         return
-    native = export_model(model, output, _backend(backend))
+    native = export_model(model, output, chosen)
     carry_section(model, output)
     kind = "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
-    console.print(f"model ({kind}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
+    console.print(f"model ({kind}{'' if chosen == 'torch' else ', with ' + chosen}) -> {output}")
 
 
 @app.command("mteb")

@@ -21,7 +21,7 @@ from typing import Any
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json
 from pcctune.modeling.backends import Backend, export_onnx, export_openvino
-from pcctune.modeling.saving import nativize
+from pcctune.modeling.saving import nativize, save_native
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 
@@ -63,8 +63,7 @@ def export_model(folder: str | Path, output: str | Path, backend: Backend = "tor
         raise PcctuneError(f"{folder} is a 4-bit model: add --merge for a full-precision model that loads anywhere")
     model = build_model(str(folder))
     with atomic_folder(Path(output)) as staging:
-        model.save(str(staging))
-        native = nativize(staging)
+        native = save_native(model, staging)
         if backend != "torch":
             onnx_path = export_onnx(model, staging)
             if backend == "openvino":

@@ -19,7 +19,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 
 from pcctune.io import atomic_folder, write_json
-from pcctune.modeling.template import TemplateTransformer
+from pcctune.modeling.template import TemplateTransformer, native_config
 
 NATIVE_TRANSFORMER = f"{Transformer.__module__}.{Transformer.__name__}"
 PCCTUNE_KEYS = ("template", "position_ids_from_mask", "sentence_max_tokens", "quantization")
@@ -35,7 +35,7 @@ def nativize(folder: Path) -> bool:
         return not first["type"].startswith("pcctune.")
     config_file = folder / first["path"] / "sentence_bert_config.json"
     config = json.loads(config_file.read_text(encoding="utf-8"))
-    if config.get("sentence_max_tokens") is not None or config.get("quantization"):
+    if not native_config(config):
         return False
     write_json({key: value for key, value in config.items() if key not in PCCTUNE_KEYS}, config_file)
     first["type"] = NATIVE_TRANSFORMER
@@ -43,9 +43,14 @@ def nativize(folder: Path) -> bool:
     return True
 
 
+def save_native(model: SentenceTransformer, folder: Path) -> bool:
+    """Save ``model`` into ``folder`` as plain sentence-transformers when it can be; True when it loads
+    without pcctune. For a folder that is being written atomically anyway (an export, a demonstration search)."""
+    model.save(str(folder))
+    return nativize(folder)
+
+
 def save_model(model: SentenceTransformer, folder: Path) -> bool:
-    """Save ``model`` atomically (a complete folder or none), as plain sentence-transformers when it can be;
-    True when the saved folder loads without pcctune."""
+    """:func:`save_native`, atomically: a complete folder or none."""
     with atomic_folder(folder) as staging:
-        model.save(str(staging))
-        return nativize(staging)
+        return save_native(model, staging)

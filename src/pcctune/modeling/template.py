@@ -73,6 +73,12 @@ class Template:
         return self.prefix + sentence + self.suffix
 
 
+def native_config(config: dict[str, Any]) -> bool:
+    """True when a ``TemplateTransformer`` with this saved config uses nothing plain sentence-transformers
+    lacks: no sentence cut-off, no 4-bit settings (its template is already a chat template)."""
+    return config.get("sentence_max_tokens") is None and not config.get("quantization")
+
+
 class TemplateTransformer(Transformer):
     """sentence-transformers ``Transformer`` that wraps every text input in a saved template.
 
@@ -119,18 +125,22 @@ class TemplateTransformer(Transformer):
 
     @property
     def template(self) -> str | None:
-        """The template text, rendered into the tokenizer's chat template (:mod:`pcctune.modeling.chat_template`)."""
-        return self._template
+        """The template text, read from the tokenizer's chat template it is rendered into
+        (:mod:`pcctune.modeling.chat_template`)."""
+        return chat_template.template_in(self.tokenizer)
 
     @template.setter
     def template(self, value: str | None) -> None:
-        self._template = Template(value).text if value is not None else None
-        chat_template.install(self, self._template)
+        text = Template(value).text if value is not None else None
+        chat_template.install(self, text)
+        # tokens of the template with an empty sentence: what truncation can never cut
+        empty = self.text_tokenizer(Template(text).fill(""), verbose=False)["input_ids"] if text else []
+        self._template_tokens = len(empty)
 
     @property
     def native(self) -> bool:
-        """True when plain sentence-transformers reproduces this module: no sentence cut-off, no 4-bit."""
-        return self.sentence_max_tokens is None and not self.quantization
+        """True when plain sentence-transformers reproduces this module (see :func:`native_config`)."""
+        return native_config(self.get_config_dict())
 
     # --- tokenization ------------------------------------------------------------------------
 
@@ -156,7 +166,7 @@ class TemplateTransformer(Transformer):
 
     def _check_budget(self, max_length: int | None) -> None:
         """Refuse a token budget the template alone fills: truncation could then keep no sentence token."""
-        overhead = len(self.text_tokenizer(Template(str(self.template)).fill(""), verbose=False)["input_ids"])
+        overhead = self._template_tokens
         if max_length is not None and overhead >= max_length:
             raise PcctuneError(f"the template alone takes {overhead} tokens, more than max_seq_length={max_length}")
 
@@ -171,7 +181,7 @@ class TemplateTransformer(Transformer):
         position ids counted from the first real token (decoders)."""
         if self.sentence_max_tokens and all(isinstance(item, str) for item in inputs):
             inputs = [self.cut_sentence(item) for item in inputs]
-        if self.template is not None:
+        if self._template_tokens:
             self._check_budget(kwargs.get("max_length") or self.max_seq_length)
         features = super().preprocess(inputs, prompt=prompt, processing_kwargs=processing_kwargs, **kwargs)
         if self.position_ids_from_mask and "attention_mask" in features:
@@ -190,7 +200,6 @@ def input_module(model: SentenceTransformer) -> TemplateTransformer:
 
 
 def model_template(model: SentenceTransformer) -> str | None:
-    """The template a model applies: its input module's, or the one in its tokenizer's chat template
-    (a model saved as plain sentence-transformers)."""
-    module = model[0]
-    return getattr(module, "template", None) or chat_template.template_in(getattr(module, "tokenizer", None))
+    """The template a model applies: the one its tokenizer's chat template was rendered from, for pcctune's
+    input module and for a model saved as plain sentence-transformers alike."""
+    return chat_template.template_in(getattr(model[0], "tokenizer", None))

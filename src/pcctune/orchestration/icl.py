@@ -11,7 +11,7 @@ from pcctune.data.dev import dev_pairs
 from pcctune.evaluation.demonstrations import CandidateScore, rank_demonstrations
 from pcctune.io import atomic_folder, check_output_folder, write_json
 from pcctune.modeling.build import build_model
-from pcctune.modeling.saving import nativize
+from pcctune.modeling.saving import save_native
 from pcctune.modeling.template import input_module
 from pcctune.paths import resolve_senteval_dir
 
@@ -49,8 +49,7 @@ def run_icl(
     if output is not None:
         input_module(encoder).template = results[0].template
         with atomic_folder(output) as staging:
-            encoder.save(str(staging))
-            nativize(staging)
+            save_native(encoder, staging)
             write_json(
                 {
                     "model": model,

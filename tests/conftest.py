@@ -152,7 +152,14 @@ def make_mini_senteval(root: Path) -> Path:
             row.format(id=3, score="5.0", a=s[8], b=s[9]) + "\textra-source\tmore",  # extra fields
         ],
     )
-    write_lines(stsb / "sts-dev.csv", [row.format(id=4, score="1.0", a=s[0], b=s[1])])
+    write_lines(
+        stsb / "sts-dev.csv",
+        [
+            row.format(id=4, score="1.0", a=s[0], b=s[1]),  # an STS12 test pair: filtered out
+            row.format(id=30, score="2.0", a=s[8], b=s[10]),
+            row.format(id=31, score="4.0", a=s[9], b=s[11]),
+        ],
+    )
     write_lines(stsb / "sts-test.csv", [row.format(id=5 + i, score=f"{i}.5", a=s[i], b=s[i + 3]) for i in range(5)])
     sick = root / "downstream" / "SICK"
     header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"

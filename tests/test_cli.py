@@ -62,3 +62,16 @@ def test_eval_prints_table(capsys, mini_senteval, tiny_bert):
 def test_encode(capsys, tiny_llama):
     code, out = run_cli(["encode", str(tiny_llama), "a man", "a dog", "--template", "eol"], capsys)
     assert code == 0 and "(2, 32)" in out
+
+
+def test_only_bitsandbytes_kernel_notice_is_dropped(caplog):
+    import logging
+
+    from pcctune.cli import BITSANDBYTES_KERNEL_NOTICE, quiet_known_noise
+
+    logger = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    quiet_known_noise()
+    with caplog.at_level(logging.WARNING):
+        logger.warning("%s from kernels-community: No module named 'kernels'.", BITSANDBYTES_KERNEL_NOTICE)
+        logger.warning("a real bitsandbytes problem")
+    assert [record.getMessage() for record in caplog.records] == ["a real bitsandbytes problem"]

@@ -206,3 +206,13 @@ def test_stage_max_seq_length_applies_to_training_only(tiny_bert, mini_senteval,
     run_pipeline(config)
     saved = build_model(str(tmp_path / "len" / "stage1-pcc" / "final"))
     assert saved.max_seq_length == build_model(str(tiny_bert)).max_seq_length != 8
+
+
+def test_a_dev_set_emptied_by_the_leakage_filter_is_one_clear_error(mini_senteval):
+    from pcctune.data.dev import dev_parts
+
+    stsb = mini_senteval / "downstream" / "STS" / "STSBenchmark" / "sts-dev.csv"
+    stsb.write_text(stsb.read_text().splitlines()[0] + "\n")  # only the pair STS12 also holds
+    with pytest.raises(PcctuneError, match=r"'stsb-dev-filtered' keeps 0 pairs .* \(sick-trial, none\)"):
+        dev_parts("sick-trial+stsb-dev", mini_senteval)
+    assert len(dev_parts("sick-trial", mini_senteval)["sick-trial"]) >= 2

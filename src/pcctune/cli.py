@@ -8,6 +8,7 @@ kept and how to continue. Heavy libraries are imported inside the commands, so `
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import sys
@@ -394,8 +395,25 @@ def _usage_message(error: ClickException) -> str:
     return message
 
 
+BITSANDBYTES_KERNEL_NOTICE = "Failed to load CPU gemm_4bit_forward"
+
+
+def quiet_known_noise() -> None:
+    """Drop bitsandbytes' import-time notice that an optional Hub kernel is missing.
+
+    On CPUs with AVX512-BF16, bitsandbytes 0.50 tries to fetch a fused 4-bit kernel from the Hub
+    (``kernels`` package) whenever it is imported, which transformers and peft do for every
+    command, and logs a warning when it cannot. It then uses its own CPU kernel (the one the
+    QLoRA tests run), so the line says nothing to a pcctune user. Only that message is dropped.
+    """
+    logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(
+        lambda record: not record.getMessage().startswith(BITSANDBYTES_KERNEL_NOTICE)
+    )
+
+
 def main() -> None:
     """Entry point: run the app and turn every outcome into the documented exit codes."""
+    quiet_known_noise()
     debug = "--debug" in sys.argv[1:] or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     args = [arg for arg in sys.argv[1:] if arg != "--debug"]
     try:

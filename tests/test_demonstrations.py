@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pcctune.data.dev import dev_pairs
+from pcctune.data.dev import dev_parts
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.demonstrations import candidate_sentences, search_demonstrations
@@ -62,17 +62,18 @@ def test_search_scores_every_candidate_on_dev_pairs_only(tiny_llama, mini_sentev
         return original_encode(sentences, *args, **kwargs)
 
     model.encode = spy
-    dev = dev_pairs("sick-trial", mini_senteval)
+    dev = dev_parts("sick-trial+stsb-dev", mini_senteval)
     words = predict_words(model, SENTENCES[:3], model[0].template)
     demos = [Demonstration(s, w or "thing") for s, w in zip(SENTENCES[:3], words, strict=False)]
     results = search_demonstrations(model, demos, dev, "eol")
     assert len(results) == 4  # the plain template and every candidate, each with its dev score
     assert [r.dev_spearman for r in results] == sorted((r.dev_spearman for r in results), reverse=True)
     assert {r.demonstration for r in results} == {Demonstration("", ""), *demos}
-    dev_sentences = {s for p in dev for s in (p.sentence1, p.sentence2)}
+    dev_pairs = [p for pairs in dev.values() for p in pairs]
+    dev_sentences = {s for p in dev_pairs for s in (p.sentence1, p.sentence2)}
     assert set(encoded) <= dev_sentences  # nothing but dev pairs was ever scored
     test_pairs = {(p.sentence1, p.sentence2) for t in load_test_tasks(mini_senteval) for p in t.pairs}
-    assert not {(p.sentence1, p.sentence2) for p in dev} & test_pairs
+    assert not {(p.sentence1, p.sentence2) for p in dev_pairs} & test_pairs
     assert model[0].template == Template.parse("eol").text  # the search leaves the model as it was
 
 
@@ -93,3 +94,15 @@ def test_icl_command_saves_the_best_demonstration_with_every_dev_score(tiny_llam
     assert scores == sorted(scores, reverse=True)
     assert ("", "") in [(c["sentence"], c["word"]) for c in search["candidates"]]  # no demonstration is scored too
     assert model_template(build_model(str(output))) == search["chosen_template"]  # saved as plain ST
+
+
+def test_a_demonstration_is_scored_like_a_checkpoint_each_dev_set_on_its_own(tiny_llama, mini_senteval):
+    """On the combined dev set the search uses the checkpoint selector's score (size-weighted, never pooled)."""
+    from pcctune.evaluation.demonstrations import dev_spearman
+    from pcctune.training.dev import DevSTSEvaluator
+
+    model = build_model(str(tiny_llama), template="eol")
+    parts = dev_parts("sick-trial+stsb-dev", mini_senteval)
+    assert len(parts["sick-trial"]) != len(parts["stsb-dev-filtered"])  # so weighting differs from a plain mean
+    selector = DevSTSEvaluator(parts, "both")(model)["both_spearman_cosine"]
+    assert dev_spearman(model, parts) == pytest.approx(selector * 100, abs=1e-6)

@@ -153,7 +153,7 @@ def test_config_errors_are_one_line(tmp_path):
 
 
 def test_dev_sets_never_contain_a_test_pair(mini_senteval):
-    from pcctune.data.dev import dev_pairs
+    from pcctune.data.dev import dev_parts
     from pcctune.data.leakage import LeakageFilter
     from pcctune.data.senteval import load_sick
     from pcctune.data.tasks import load_test_tasks
@@ -162,7 +162,8 @@ def test_dev_sets_never_contain_a_test_pair(mini_senteval):
     trial = load_sick(mini_senteval, "dev").pairs
     assert any(leakage.matches(p) for p in trial)  # the fixture's trial split shares a pair with a test set
     for kind in ("sick-trial", "stsb-dev-filtered", "sick-trial+stsb-dev"):
-        assert not any(leakage.matches(p) for p in dev_pairs(kind, mini_senteval))
+        for pairs in dev_parts(kind, mini_senteval).values():
+            assert pairs and not any(leakage.matches(p) for p in pairs)
 
 
 def test_combined_dev_score_is_the_size_weighted_mean_of_each_sets_spearman(tiny_bert):

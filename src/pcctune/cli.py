@@ -236,7 +236,7 @@ def icl_command(
     template: Annotated[str, typer.Option(help="base template the demonstration is prepended to")] = "eol",
     candidates: Annotated[int, typer.Option(min=1, help="how many candidate sentences to label and score")] = 16,
     dev: Annotated[
-        str, typer.Option(help="dev set (test pairs removed): sick-trial | stsb-dev-filtered")
+        str, typer.Option(help="dev set (test pairs removed): sick-trial | stsb-dev-filtered | sick-trial+stsb-dev")
     ] = "sick-trial",
     dtype: Annotated[str, typer.Option(help="fp32 | bf16")] = "fp32",
     seed: Annotated[int, typer.Option(help="which candidate sentences are drawn")] = 0,

@@ -6,7 +6,7 @@ in STS12–16; a dev set keeps only the pairs found in no test set (both orders)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pcctune.data.leakage import LeakageFilter
@@ -45,6 +45,10 @@ def dev_parts(kind: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
     return parts
 
 
-def dev_pairs(kind: str, senteval_dir: Path) -> list[STSPair]:
-    """All pairs of dev set ``kind`` (its single sets one after the other), test pairs removed."""
-    return [pair for pairs in dev_parts(kind, senteval_dir).values() for pair in pairs]
+def size_weighted(scores: Mapping[str, float], parts: Mapping[str, Sequence[STSPair]]) -> float:
+    """A dev set's score from its single sets' scores: their mean weighted by pair count.
+
+    A correlation is a within-set statistic and the sets score on different scales, so each set is
+    scored on its own and the pairs are never pooled (issue 17). One set: its own score.
+    """
+    return float(sum(scores[part] * len(parts[part]) for part in scores) / sum(len(parts[part]) for part in scores))

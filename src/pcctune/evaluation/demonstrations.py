@@ -16,6 +16,7 @@ import numpy as np
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
+from pcctune.data.dev import size_weighted
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
@@ -47,20 +48,24 @@ class CandidateScore:
     dev_spearman: float
 
 
-def dev_spearman(model: SentenceTransformer, pairs: list[STSPair]) -> float:
-    """Spearman × 100 of cosine similarity on ``pairs`` (the dev set only)."""
-    vectors = encode_unique(
-        model, [senteval_text(s) for p in pairs for s in (p.sentence1, p.sentence2)], show_progress=False
-    )
-    a = np.stack([vectors[senteval_text(p.sentence1)] for p in pairs])
-    b = np.stack([vectors[senteval_text(p.sentence2)] for p in pairs])
-    return float(spearmanr(cosine_rows(a, b), [p.score for p in pairs]).statistic) * 100
+def dev_spearman(model: SentenceTransformer, parts: dict[str, list[STSPair]]) -> float:
+    """Spearman × 100 of cosine similarity on a dev set (only): each single set scored on its own,
+    then weighted by size, exactly as checkpoints are selected (:func:`pcctune.data.dev.size_weighted`)."""
+    texts = [senteval_text(s) for pairs in parts.values() for p in pairs for s in (p.sentence1, p.sentence2)]
+    vectors = encode_unique(model, texts, show_progress=False)
+
+    def spearman(pairs: list[STSPair]) -> float:
+        a = np.stack([vectors[senteval_text(p.sentence1)] for p in pairs])
+        b = np.stack([vectors[senteval_text(p.sentence2)] for p in pairs])
+        return float(spearmanr(cosine_rows(a, b), [p.score for p in pairs]).statistic)
+
+    return size_weighted({part: spearman(pairs) for part, pairs in parts.items()}, parts) * 100
 
 
 def search_demonstrations(
     model: SentenceTransformer,
     demonstrations: list[Demonstration],
-    dev_pairs: list[STSPair],
+    dev: dict[str, list[STSPair]],
     base: str,
 ) -> list[CandidateScore]:
     """Every candidate's dev score, best first; the base template alone is scored too (as ``word=''``)."""
@@ -72,7 +77,7 @@ def search_demonstrations(
         candidates += [(d, demonstration_template(base, d)) for d in demonstrations]
         for demonstration, template in candidates:
             module.template = template
-            results.append(CandidateScore(demonstration, template, dev_spearman(model, dev_pairs)))
+            results.append(CandidateScore(demonstration, template, dev_spearman(model, dev)))
     finally:
         module.template = original
     return sorted(results, key=lambda r: r.dev_spearman, reverse=True)
@@ -83,14 +88,15 @@ def rank_demonstrations(
     senteval_dir: Path,
     count: int,
     seed: int,
-    dev_pairs: list[STSPair],
+    dev: dict[str, list[STSPair]],
 ) -> list[CandidateScore]:
     """The whole search for ``model``'s current template: draw ``count`` candidate sentences, label
-    each with the model's own word, score every candidate (and no demonstration) on ``dev_pairs``."""
+    each with the model's own word, score every candidate (and no demonstration) on ``dev``
+    (:func:`pcctune.data.dev.dev_parts`)."""
     base = input_module(model).template
     if base is None:
         raise PcctuneError("a demonstration is prepended to a template; give the model one (e.g. --template eol)")
     sentences = candidate_sentences(senteval_dir, count, seed)
     words = predict_words(model, sentences, base)
     demonstrations = [Demonstration(s, w) for s, w in zip(sentences, words, strict=True) if w]
-    return search_demonstrations(model, demonstrations, dev_pairs, base)
+    return search_demonstrations(model, demonstrations, dev, base)

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from pcctune.data.dev import dev_pairs
+from pcctune.data.dev import dev_parts
 from pcctune.evaluation.demonstrations import CandidateScore, rank_demonstrations
 from pcctune.io import atomic_folder, check_output_folder, write_json
 from pcctune.modeling.build import build_model
@@ -42,9 +42,9 @@ def run_icl(
     if output is not None:
         check_output_folder(output)
     senteval = resolve_senteval_dir(data)
-    pairs = dev_pairs(dev, senteval)
+    parts = dev_parts(dev, senteval)
     encoder = build_model(model, template=template, dtype=dtype)
-    results = rank_demonstrations(encoder, senteval, candidates, seed, pairs)
+    results = rank_demonstrations(encoder, senteval, candidates, seed, parts)
     console.print(candidates_table(results, f"demonstrations for {model} on {dev} (Spearman × 100, dev only)"))
     if output is not None:
         input_module(encoder).template = results[0].template

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
-from pcctune.data.dev import dev_parts
+from pcctune.data.dev import dev_parts, size_weighted
 from pcctune.data.sts import STSPair
 from pcctune.modeling.encoding import encode_unique
 
@@ -25,8 +25,7 @@ class DevSTSEvaluator(SentenceEvaluator):
 
     With one set the metrics are ``{name}_spearman_cosine`` and ``{name}_pearson_cosine``. With
     several (``sick-trial+stsb-dev``) each set is scored on its own (``{name}_{part}_…``) and the
-    primary metric is their mean weighted by pair count: a correlation is a within-set statistic,
-    and the two sets have different score distributions, so their pairs are never pooled.
+    primary metric is their mean weighted by pair count (:func:`pcctune.data.dev.size_weighted`).
     """
 
     def __init__(self, parts: dict[str, list[STSPair]], name: str) -> None:
@@ -45,11 +44,10 @@ class DevSTSEvaluator(SentenceEvaluator):
             (pearson, spearman), *_ = scores.values()
             metrics = {f"{self.name}_pearson_cosine": pearson, f"{self.name}_spearman_cosine": spearman}
         else:
-            sizes = {part: len(pairs) for part, pairs in self.parts.items()}
             metrics = {f"{self.name}_{part}_spearman_cosine": spearman for part, (_, spearman) in scores.items()}
             for index, kind in enumerate(("pearson", "spearman")):
-                weighted = sum(scores[part][index] * sizes[part] for part in scores) / sum(sizes.values())
-                metrics[f"{self.name}_{kind}_cosine"] = float(weighted)
+                weighted = size_weighted({part: score[index] for part, score in scores.items()}, self.parts)
+                metrics[f"{self.name}_{kind}_cosine"] = weighted
         self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
         return metrics
 

@@ -105,3 +105,13 @@ def test_bad_search_spaces_are_one_line(sweep_inputs, capsys):
     )
     assert code == 2 and "needs low < high" in output
     assert not (folder / "s").exists()
+
+
+def test_a_dev_set_too_small_stops_the_sweep_before_any_trial(sweep_inputs, mini_senteval, capsys):
+    folder = sweep_inputs
+    stsb = mini_senteval / "downstream" / "STS" / "STSBenchmark" / "sts-dev.csv"
+    stsb.write_text(stsb.read_text().splitlines()[0] + "\n")  # only a pair STS12 also holds
+    args = ["sweep", str(folder / "run.yaml"), "--space", str(folder / "space.yaml"), "--output", str(folder / "s")]
+    code, output = run_cli([*args, "--data", str(mini_senteval), "--set", "stages.0.dev=stsb-dev-filtered"], capsys)
+    assert code == 2 and "'stsb-dev-filtered' keeps 0 pairs" in output
+    assert not (folder / "s").exists()

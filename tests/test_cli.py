@@ -34,6 +34,14 @@ def test_unknown_model(capsys, mini_senteval):
     assert_one_line_error(code, out, "unknown model")
 
 
+def test_an_unreachable_hub_id_names_the_models_that_work_offline(capsys, mini_senteval):
+    from pcctune.modeling.registry import PACKAGED_MODELS
+
+    code, out = run_cli(["eval", "some-org/some-model", "--data", str(mini_senteval)], capsys)
+    assert_one_line_error(code, out, "the Hub is unreachable")
+    assert all(name in out for name in PACKAGED_MODELS) and "all-mpnet-base-v2" in out
+
+
 def test_stage2_prints_counts_and_writes_files(capsys, mini_senteval, tmp_path):
     code, out = run_cli(
         [

@@ -24,7 +24,7 @@ from transformers.models.auto.modeling_auto import (
 from pcctune.errors import PcctuneError
 from pcctune.modeling.gguf import gguf_to_folder
 from pcctune.modeling.quantization import linear_4bit_layers
-from pcctune.modeling.registry import locate_packaged, packaged_key
+from pcctune.modeling.registry import PACKAGED_MODELS, locate_packaged, packaged_key
 from pcctune.modeling.template import Template, TemplateTransformer
 
 PoolingName = Literal["mean", "cls", "lasttoken"]
@@ -170,8 +170,8 @@ def load_error(spec: str, source: ModelSource, error: Exception) -> PcctuneError
     detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     hint = ""
     if source.kind == "hub" and "connect" in str(error):
-        hint = " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name; "
-        hint += "HF_HUB_OFFLINE=1 fails fast)"
+        hint = " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name: "
+        hint += f"{', '.join(PACKAGED_MODELS)}; HF_HUB_OFFLINE=1 fails fast)"
     elif source.kind != "hub":
         hint = f" (is {source.path} complete and not damaged?)"
     return PcctuneError(f"could not load model {spec!r}: {detail}{hint}")

@@ -8,7 +8,9 @@ This script only reads their folders (``runs/quality/<loss>``) and writes, under
   sets and their avg, the train time, the selected hyperparameters and the winner's dev score;
 - ``sweeps.json``: every trial of every sweep (state, values, dev score, each dev set's own score);
 - ``best_configs/<loss>.yaml``: each winner's config, ready to train;
-- ``stage2_quality.png``: avg ± std per loss against the base model.
+- ``stage2_quality.png``: avg ± std per loss against the base model;
+- ``dev_selected.md``: the Pcc family's and sentence-transformers' losses each chosen on dev (never
+  on a test set), and the two choices' test avgs paired by seed.
 
     python benchmarks/stage2_quality.py --sweeps runs/quality --output docs/results/stage2_quality
     python benchmarks/stage2_quality.py --model all-mpnet-base-v2 --sweeps runs/quality/all-mpnet-base-v2 \
@@ -27,6 +29,8 @@ import numpy as np
 
 from _common import STS_COLUMNS, to_record, write_results
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
+from pcctune.io import write_text
+from pcctune.losses.registry import LOSSES
 from pcctune.plotting import plt, save_figure
 from pcctune.results import EvalResult, RunResult
 
@@ -79,6 +83,37 @@ def loss_row(loss: str, sweep: Path) -> dict[str, Any] | None:
         "params": {SHORT.get(k, k): v for k, v in study.best_params.items()},
         "dev": study.best_value,
     }
+
+
+def family(loss: str) -> str:
+    """Whose loss it is: sentence-transformers' own, or pcctune's (Pcc-tuning's Pearson and the losses beyond it)."""
+    return "sentence-transformers" if LOSSES[loss].cls.__module__.startswith("sentence_transformers") else "Pcc family"
+
+
+def dev_selected_comparison(rows: list[dict[str, Any]]) -> str:
+    """Issue 17's second goal without looking at a test set: each family's loss is the one with the best dev
+    score; then the two choices' test avgs, paired by seed."""
+    chosen: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if len(row["sts_seeds"]) == 3 and row["dev"] > chosen.get(family(row["loss"]), {"dev": -1.0})["dev"]:
+            chosen[family(row["loss"])] = row
+    lines = [
+        "| family | losses (3 seeds done) | chosen on dev | its dev | its test avg |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, row in chosen.items():
+        members = ", ".join(r["loss"] for r in rows if family(r["loss"]) == name and len(r["sts_seeds"]) == 3)
+        avgs = [seed["avg"] for seed in row["sts_seeds"]]
+        lines.append(f"| {name} | {members} | {row['loss']} | {row['dev']:.4f} | {mean_std_cell(avgs)} |")
+    if len(chosen) == 2:
+        pcc, st = chosen["Pcc family"], chosen["sentence-transformers"]
+        gaps = [a["avg"] - b["avg"] for a, b in zip(pcc["sts_seeds"], st["sts_seeds"], strict=True)]
+        lines.append(
+            f"\n{pcc['loss']} − {st['loss']}, paired by seed: "
+            + ", ".join(f"{gap:+.2f}" for gap in gaps)
+            + f"; mean {np.mean(gaps):+.2f}"
+        )
+    return "\n".join(lines)
 
 
 def _spread(values: list[float]) -> float:
@@ -147,6 +182,9 @@ def main() -> None:
         (args.output / "best_configs").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(best, args.output / "best_configs" / f"{row['loss']}.yaml")
     plot(args.model, base, rows, args.output / "stage2_quality.png")
+    comparison = dev_selected_comparison(rows)
+    print(comparison)
+    write_text(args.output / "dev_selected.md", comparison + "\n")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.patches import Patch
 
 from _common import STS_COLUMNS, to_record, write_results
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
@@ -125,7 +126,9 @@ def plot(model: str, base: dict[str, float], rows: list[dict[str, Any]], path: P
     means = [base["avg"], *(row["sts"]["avg"] for row in rows)]
     stds = [0.0, *(_spread([s["avg"] for s in row["sts_seeds"]]) for row in rows)]
     figure, ax = plt.subplots(figsize=(max(7, len(labels) * 1.1), 4.2))
-    ax.bar(range(len(labels)), means, yerr=stds, capsize=3, color=["gray"] + ["tab:blue"] * len(rows))
+    colors = {"Pcc family": "tab:blue", "sentence-transformers": "tab:orange"}
+    ax.bar(range(len(labels)), means, yerr=stds, capsize=3, color=["gray", *(colors[family(r["loss"])] for r in rows)])
+    ax.legend(handles=[Patch(color=color, label=name) for name, color in colors.items()], loc="upper right", fontsize=8)
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_ylim(min(means) - 1.5, max(means) + 1.0)
     ax.set_ylabel("STS avg (Spearman × 100), mean ± std over 3 seeds")

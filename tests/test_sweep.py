@@ -115,3 +115,24 @@ def test_a_dev_set_too_small_stops_the_sweep_before_any_trial(sweep_inputs, mini
     code, output = run_cli([*args, "--data", str(mini_senteval), "--set", "stages.0.dev=stsb-dev-filtered"], capsys)
     assert code == 2 and "'stsb-dev-filtered' keeps 0 pairs" in output
     assert not (folder / "s").exists()
+
+
+@pytest.mark.parametrize(("prune_after", "pruned"), [(0, True), (10, False)])
+def test_prune_after_spares_a_slow_starter_until_that_step(sweep_inputs, prune_after, pruned):
+    """Two finished trials at dev 0.9 by step 2; a third at 0.1 on step 2 is cut only past --prune-after."""
+    from rich.console import Console
+
+    from pcctune.orchestration.sweep import Sweep, load_space
+
+    folder = sweep_inputs
+    sweep = Sweep(
+        folder / "run.yaml", load_space(folder / "space.yaml"), folder / "s", {}, Console(), prune_after=prune_after
+    )
+    study = sweep.study()
+    for _ in range(2):
+        trial = study.ask()
+        trial.report(0.9, 2)
+        study.tell(trial, 0.9)
+    slow_starter = study.ask()
+    slow_starter.report(0.1, 2)
+    assert bool(slow_starter.should_prune()) is pruned

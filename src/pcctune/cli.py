@@ -213,6 +213,9 @@ def sweep_command(
     output: Annotated[Path, typer.Option(help="sweep folder (study, trials, winner, seeds); rerun to continue")],
     trials: Annotated[int, typer.Option(min=1, help="finished (or pruned) trials to search")] = 20,
     seeds: Annotated[int, typer.Option(min=1, help="seeds the winner is trained and scored with")] = 3,
+    prune_after: Annotated[
+        int, typer.Option(min=0, help="training steps before the median pruner may stop a trial (slow starters)")
+    ] = 0,
     data: DataOption = None,
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="fixed override for every run: stages.0.epochs=2")
@@ -222,7 +225,7 @@ def sweep_command(
     from pcctune.orchestration.sweep import run_sweep
 
     try:
-        run_sweep(config, space, trials, seeds, output, _overrides(set_, None, data), console)
+        run_sweep(config, space, trials, seeds, output, _overrides(set_, None, data), console, prune_after)
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted; finished trials are kept in {output}; continue with: "

@@ -114,9 +114,10 @@ class Sweep:
         output: Path,
         overrides: dict[str, Any],
         console: Console,
+        prune_after: int = 0,
     ) -> None:
         self.config_path, self.space, self.output = config_path, space, output
-        self.overrides, self.console = overrides, console
+        self.overrides, self.console, self.prune_after = overrides, console, prune_after
         base = load_config(config_path, overrides)
         self.metric = dev_metric(base.stages[-1].dev)
         if self.metric is None:
@@ -141,7 +142,7 @@ class Sweep:
             load_if_exists=True,
             direction="maximize",
             sampler=optuna.samplers.TPESampler(seed=self.seed),
-            pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
+            pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=self.prune_after),
         )
         for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study.tell(stale.number, state=optuna.trial.TrialState.FAIL)  # died with the last process
@@ -232,12 +233,19 @@ def run_sweep(
     output: Path,
     overrides: dict[str, Any],
     console: Console,
+    prune_after: int = 0,
 ) -> BenchmarkResult:
-    """Search ``trials`` trials on dev data, write the winner's config, score it over ``seeds`` seeds."""
+    """Search ``trials`` trials on dev data, write the winner's config, score it over ``seeds`` seeds.
+
+    ``prune_after``: no trial is pruned before this training step (optuna's ``n_warmup_steps``), so a
+    loss whose dev curve starts late (soft Spearman, issue 17) is not cut at its first evaluation.
+    """
     if trials < 1 or seeds < 1:
         raise PcctuneError("--trials and --seeds must be at least 1")
+    if prune_after < 0:
+        raise PcctuneError("--prune-after must be at least 0")
     check_output_folder(output)
-    sweep = Sweep(config_path, load_space(space_path), output, overrides, console)
+    sweep = Sweep(config_path, load_space(space_path), output, overrides, console, prune_after)
     study = sweep.search(trials)
     params = sweep.winner(study)
     console.print(f"winner: {params} (dev {study.best_value:.4f}) -> {output / 'best_config.yaml'}")

@@ -15,6 +15,8 @@ This script only reads their folders (``runs/quality/<loss>``) and writes, under
     python benchmarks/stage2_quality.py --sweeps runs/quality --output docs/results/stage2_quality
     python benchmarks/stage2_quality.py --model all-mpnet-base-v2 --sweeps runs/quality/all-mpnet-base-v2 \
         --base MPNET_EVAL.json --output docs/results/stage2_quality/mpnet   # after MODEL=all-mpnet-base-v2 sweeps
+    python benchmarks/stage2_quality.py --sweeps runs/quality/round2 --space configs/sweeps/stage2_round2_space.yaml \
+        --output docs/results/stage2_quality/round2                       # after ROUND=2 sweeps
 """
 
 from __future__ import annotations
@@ -145,6 +147,9 @@ def main() -> None:
     parser.add_argument(
         "--base", type=Path, default=Path("docs/results/minilm_sts_simcse.json"), help="pcctune eval JSON of the base"
     )
+    parser.add_argument(
+        "--space", type=Path, default=Path("configs/sweeps/stage2_quality_space.yaml"), help="the sweeps' space"
+    )
     parser.add_argument("--output", type=Path, default=Path("docs/results/stage2_quality"))
     args = parser.parse_args()
     base = EvalResult.from_disk(args.base).sts
@@ -171,7 +176,7 @@ def main() -> None:
         first_column="stage-2 loss",
     )
     settings = (
-        "each loss: `pcctune sweep` over configs/sweeps/stage2_quality_space.yaml (TPE + median pruning), "
+        f"each loss: `pcctune sweep` over {args.space} (TPE + median pruning), "
         "selection on the combined dev set sick-trial+stsb-dev (test overlap removed), then the winner with "
         "seeds 1–3 on the seven test sets (SimCSE protocol); train s = mean wall time of a seed's training"
     )

@@ -95,6 +95,8 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     finished = [p for p in (folder / "sweep" / "trials").iterdir() if (p / "results.json").is_file()]
     assert finished and all((p / "run.json").is_file() for p in finished)
     assert all(list(p.glob("*/final")) and not list(p.glob("*/checkpoints")) for p in finished)
+    seed_runs = list((folder / "sweep" / "seeds").iterdir())
+    assert len(seed_runs) == 2 and all(list(p.glob("*/final")) and not list(p.glob("*/checkpoints")) for p in seed_runs)
 
 
 def test_bad_search_spaces_are_one_line(sweep_inputs, capsys):

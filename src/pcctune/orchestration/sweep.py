@@ -175,8 +175,7 @@ class Sweep:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 continue
             study.tell(trial, value)
-            for checkpoints in Path(config.output_dir).glob("*/checkpoints"):
-                shutil.rmtree(checkpoints)  # they only serve a resume; the final model, log and results stay
+            drop_checkpoints(Path(config.output_dir))
             self.console.print(f"trial {trial.number}: dev {value} with {values}")
         return study
 
@@ -201,7 +200,17 @@ class Sweep:
                 results.append(RunResult.from_disk(folder / RESULTS))
                 continue
             results.append(run_pipeline(config, resume=holds_a_run(folder), console=self.console))
+            drop_checkpoints(folder)
         return results
+
+
+def drop_checkpoints(run_folder: Path) -> None:
+    """Delete a finished run's checkpoints: they only serve a resume (the final model, log and results stay).
+
+    A 3-seed sweep of a 23M encoder kept 4.5 GB of them per loss (issue 17's sweeps filled a 252 GB disk).
+    """
+    for checkpoints in run_folder.glob("*/checkpoints"):
+        shutil.rmtree(checkpoints)
 
 
 def summarise(results: list[RunResult], params: dict[str, Any], dev: float) -> BenchmarkResult:

@@ -7,17 +7,17 @@
 # queue; rerun the same line to continue after an interrupt). Tables: python benchmarks/stage2_quality.py
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-out="runs/quality" model_args=() space="configs/sweeps/stage2_quality_space.yaml" trials="${TRIALS:-6}"
+out="runs/quality" fixed_args=() space="configs/sweeps/stage2_quality_space.yaml" trials="${TRIALS:-6}"
 if [[ "${ROUND:-1}" == "2" ]]; then
   out="runs/quality/round2" space="configs/sweeps/stage2_round2_space.yaml" trials="${TRIALS:-8}"
-  model_args=(--set stages.0.data.rescale_sick=true)
+  fixed_args=(--set stages.0.data.rescale_sick=true)
 fi
 if [[ -n "${MODEL:-}" && "$MODEL" != "all-MiniLM-L6-v2" ]]; then
-  out="$out/$MODEL" model_args+=(--set "model=$MODEL")
+  out="$out/$MODEL" fixed_args+=(--set "model=$MODEL")
 fi
 for loss in "$@"; do
   pcctune sweep configs/minilm_stage2_sweep_base.yaml --space "$space" \
-    --trials "$trials" --seeds 3 --output "$out/$loss" "${model_args[@]}" \
+    --trials "$trials" --seeds 3 --output "$out/$loss" "${fixed_args[@]}" \
     --set "stages.0.loss=$loss" --set stages.0.dev=sick-trial+stsb-dev \
     --set stages.0.eval_steps=40 --set stages.0.max_seq_length=128
 done

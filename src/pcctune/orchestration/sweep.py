@@ -114,7 +114,7 @@ class Sweep:
         output: Path,
         overrides: dict[str, Any],
         console: Console,
-        prune_after: int = 0,
+        prune_after: int,
     ) -> None:
         self.config_path, self.space, self.output = config_path, space, output
         self.overrides, self.console, self.prune_after = overrides, console, prune_after

@@ -88,6 +88,56 @@ def _save_tiny(folder: Path, kind: str) -> Path:
     return folder
 
 
+def metaspace_tokenizer():
+    """A Llama-2-style tokenizer trained here: BPE over SentencePiece's word-start ``▁`` (Metaspace,
+    ``prepend_scheme="first"``, byte fallback), wrapped in transformers' own ``LlamaTokenizer``, BOS added."""
+    import json
+
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaTokenizer
+
+    corpus = [*SENTENCES, " ".join(WORDS), 'This sentence : "a man plays guitar" means in one word:"']
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=True)
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"]))
+    spec = json.loads(tok.to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in spec["merges"]]
+    return LlamaTokenizer(vocab=spec["vocab"], merges=merges, add_bos_token=True, model_max_length=64)
+
+
+def save_tiny_llama(folder: Path, tokenizer, dtype: torch.dtype = torch.float32) -> Path:
+    """A 2-layer random Llama for ``tokenizer``, saved in ``dtype`` (bf16: as Mistral and Llama-2 on the Hub)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    LlamaForCausalLM(config).to(dtype).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def metaspace_llama(tmp_path_factory) -> Path:
+    """A tiny Llama whose tokenizer works like Llama-2's and Mistral's (SentencePiece/Metaspace)."""
+    return save_tiny_llama(tmp_path_factory.mktemp("metaspace-llama"), metaspace_tokenizer())
+
+
+@pytest.fixture(scope="session")
+def bf16_llama(tmp_path_factory) -> Path:
+    """A tiny Metaspace Llama whose weights are stored in bf16, as most decoder checkpoints on the Hub."""
+    return save_tiny_llama(tmp_path_factory.mktemp("bf16-llama"), metaspace_tokenizer(), torch.bfloat16)
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     return _save_tiny(tmp_path_factory.mktemp("tiny-bert"), "bert")

@@ -17,12 +17,12 @@ from tests.conftest import SENTENCES
 def test_demonstration_template_assembly():
     text = demonstration_template("eol", Demonstration("A jockey riding a horse.", "Equestrian"))
     assert text == (
-        'This sentence : "A jockey riding a horse." means in one word:"Equestrian".\n'
+        'This sentence : "A jockey riding a horse." means in one word:"Equestrian".'
         'This sentence : "{text}" means in one word:"'
     )
     assert Template(text).suffix == '" means in one word:"'
     sum_text = demonstration_template("sum", Demonstration("A dog runs.", "running"))
-    assert sum_text.startswith('This sentence : "A dog runs." can be summarized as running.\n')
+    assert sum_text.startswith('This sentence : "A dog runs." can be summarized as running.')
     with pytest.raises(PcctuneError, match="may not contain"):
         demonstration_template("eol", Demonstration("a {text} b", "x"))
 

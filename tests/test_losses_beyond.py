@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.stats import pearsonr, spearmanr
+from sentence_transformers import SentenceTransformer
 from sklearn.isotonic import IsotonicRegression
 
 from pcctune.losses.pearson_by_source import source_pearson_loss
@@ -83,6 +84,28 @@ def test_soft_spearman_tends_to_one_minus_spearman():
     assert loss(10.0) == pytest.approx(1 - pearsonr(cos.numpy(), hard_rank(gold).numpy()).statistic, abs=1e-9)
     # … and the ranks all tend to the mean rank
     assert torch.allclose(soft_rank(cos, 1e6), torch.full((50,), 25.5, dtype=torch.float64), atol=1e-3)
+
+
+def test_the_default_soft_spearman_is_not_pearson_of_ranks_on_a_realistic_batch(tiny_bert):
+    """Cosines of a real batch span about 0.5: a fixed ε = 0.1 on raw cosines pooled everything (the loss was
+    1 − Pearson(cos, rank(gold)) exactly); the batch-scaled ε of the loss keeps it near 1 − Spearman."""
+    from pcctune.losses.pearson import pearson_r
+    from pcctune.losses.soft_spearman import SoftSpearmanLoss, batch_scaled
+
+    rng = np.random.default_rng(0)
+    gold = torch.tensor(rng.uniform(0, 5, 64))
+    cos = 0.5 + 0.05 * (gold - 2.5) + torch.tensor(rng.normal(0, 0.12, 64))
+    pearson_of_ranks = 1 - pearsonr(cos.numpy(), hard_rank(gold).numpy()).statistic
+    spearman = 1 - spearmanr(cos.numpy(), gold.numpy()).statistic
+    old = (1 - pearson_r(soft_rank(cos, 0.1), hard_rank(gold))).item()
+    assert old == pytest.approx(pearson_of_ranks, abs=1e-12)  # the collapse
+    eps = SoftSpearmanLoss(SentenceTransformer(str(tiny_bert)))
+    new = (1 - pearson_r(soft_rank(batch_scaled(cos, eps.regularization)), hard_rank(gold))).item()
+    assert abs(new - pearson_of_ranks) > 5 * abs(new - spearman)
+    assert abs(new - spearman) < 5e-3
+    cos.requires_grad_(True)
+    pearson_r(soft_rank(batch_scaled(cos, eps.regularization)), hard_rank(gold)).backward()
+    assert cos.grad.abs().sum() > 0  # pooled blocks still carry a gradient
 
 
 def test_source_batches_are_single_source_and_cover_each_pair_once():

@@ -175,3 +175,34 @@ def test_eval_command_records_the_protocol_it_ran(tiny_bert, tmp_path, capsys):
     saved = json.loads((tmp_path / "r.json").read_text())
     assert saved["protocol"] == "paper" and "paper protocol" in output
     assert any("senteval-tokenized" in path for path in saved["data_files_sha256"])
+
+
+def test_a_template_model_saved_as_plain_st_scores_as_in_memory_under_the_paper_protocol(tiny_llama, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from pcctune.modeling.saving import save_model
+
+    root = make_mini_senteval(tmp_path / "senteval")
+    write_lines(
+        root / "downstream" / "STS" / "STS12-en-test" / "STS.input.alpha.txt",
+        ['A man "plays" guitar?\tA woman plays piano', "A dog runs\tA cat is eating?"] * 2,
+    )
+    tasks = load_protocol_tasks(root, "simcse-senteval")[:1]
+    model = build_model(str(tiny_llama), template="eol")
+    assert save_model(model, tmp_path / "native")  # plain sentence-transformers: no pcctune module
+    plain = SentenceTransformer(str(tmp_path / "native"))
+    assert not hasattr(plain[0], "sentence_max_tokens")
+    (in_memory,), _ = evaluate_sts(model, tasks, protocol="paper", show_progress=False)
+    (saved,), _ = evaluate_sts(plain, tasks, protocol="paper", show_progress=False)
+    (unedited,), _ = evaluate_sts(plain, tasks, protocol="simcse-senteval", show_progress=False)
+    assert saved.spearman == pytest.approx(in_memory.spearman)
+    assert saved.spearman != pytest.approx(unedited.spearman)
+
+
+def test_a_template_only_protocol_refuses_a_model_without_a_template(tiny_bert, tmp_path, capsys):
+    from tests.conftest import assert_one_line_error, run_cli
+
+    root = make_mini_senteval(tmp_path / "senteval")
+    _tokenized_copy(root)
+    code, output = run_cli(["eval", str(tiny_bert), "--data", str(root), "--protocol", "paper-prompt"], capsys)
+    assert_one_line_error(code, output, "has no template")

@@ -1,8 +1,10 @@
 """The paper's main job on this CPU: two-stage QLoRA (NF4 4-bit base + LoRA) on a tiny Llama.
 
 bitsandbytes ≥ 0.50 runs NF4 on CPU, so every step of the path is tested here: stage 2 trains
-through ``Linear4bit`` layers and continues the stage-1 adapter; the best dev checkpoint is the
-one loaded; evaluations run on the 4-bit model; a kill and resume mid stage 2 changes nothing.
+through ``Linear4bit`` layers and continues the stage-1 adapter of the last step (``init: final``, as the
+authors); the best dev checkpoint is the one saved as ``final``; test evaluations run on the 16-bit base
+with the adapter (the authors' ``--load_kbit 16``) unless ``eval_precision: 4bit``; a kill and resume mid
+stage 2 changes nothing.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -48,7 +51,7 @@ class KillAt(TrainerCallback):
             raise KeyboardInterrupt("killed mid stage 2")
 
 
-def _config(model: Path, senteval: Path, folder: Path, out: str) -> RunConfig:
+def _config(model: Path, senteval: Path, folder: Path, out: str, **run) -> RunConfig:
     pairs = pairs_jsonl(folder / "pairs.jsonl")
     stage = {
         "loss": "pearson",
@@ -70,6 +73,7 @@ def _config(model: Path, senteval: Path, folder: Path, out: str) -> RunConfig:
             "evaluate_before": False,
             "adapter": {"kind": "qlora", "r": 4, "alpha": 8},
             "stages": [{"name": "one", **stage}, {"name": "two", **stage}],
+            **run,
         }
     )
 
@@ -98,7 +102,7 @@ def qlora(tiny_llama, shared_senteval, tmp_path_factory):
         return real_run_stage(model, stage, *args, **kwargs)
 
     def spy_evaluate(model, tasks, *args, **kwargs):
-        seen["evaluated"].append(len(linear_4bit_layers(model)))
+        seen["evaluated"].append((len(linear_4bit_layers(model)), model.encode(SENTENCES[:4])))
         return real_evaluate(model, tasks, *args, **kwargs)
 
     patch = pytest.MonkeyPatch()
@@ -112,20 +116,33 @@ def qlora(tiny_llama, shared_senteval, tmp_path_factory):
     return record, folder / "run", seen, folder
 
 
-def test_stage_two_trains_4bit_layers_and_continues_the_stage_one_adapter(qlora):
+def _started_from(started: dict[str, torch.Tensor], adapter: Path) -> bool:
+    """True when the LoRA weights a stage started with equal the saved ``adapter``'s, key for key."""
+    saved = load_file(adapter)
+    by_suffix = {k.split("layers.", 1)[1].replace(".weight", ""): v for k, v in saved.items()}
+    return len(started) == len(saved) > 0 and all(
+        torch.equal(value, by_suffix[name.split("layers.", 1)[1].replace(".default.weight", "")])
+        for name, value in started.items()
+    )
+
+
+def test_stage_two_trains_4bit_layers_and_continues_the_last_stage_one_adapter(qlora):
     record, run, seen, _ = qlora
     one, two = seen["trained"]
     assert one["linear4bit"] > 0 and two["linear4bit"] == one["linear4bit"]
     assert two["lora_trainable"]
-    stage_one = load_file(run / "stage1-one" / "final" / "adapter_model.safetensors")
+    stage_one = run / "stage1-one"
+    # the dev-best (step 2) is stage 1's final model, but stage 2 continues the last step's adapter (step 4)
+    assert record.stages[0].best_checkpoint.endswith("checkpoint-2") and record.stages[1].init == "final"
+    last = load_file(stage_one / "last" / "adapter_model.safetensors")
+    assert all(
+        torch.equal(last[k], v)
+        for k, v in load_file(stage_one / "checkpoints" / "checkpoint-4" / "adapter_model.safetensors").items()
+    )
+    assert _started_from(two["lora_before"], stage_one / "last" / "adapter_model.safetensors")
+    assert not _started_from(two["lora_before"], stage_one / "final" / "adapter_model.safetensors")
     started = two["lora_before"]
-    assert len(started) == len(stage_one) > 0
-    # stage 2 starts from exactly the stage-1 adapter (same values, key for key) …
-    by_suffix = {k.split("layers.", 1)[1].replace(".weight", ""): v for k, v in stage_one.items()}
-    for name, value in started.items():
-        key = name.split("layers.", 1)[1].replace(".default.weight", "")
-        assert torch.equal(value, by_suffix[key]), name
-    # … and changes it
+    # stage 2 changes the adapter it started from
     after = {n: p for n, p in two["model"].named_parameters() if "lora_" in n}
     assert any(not torch.equal(after[n].detach(), started[n]) for n in started)
     assert record.stages[1].trainable_fraction < 0.5
@@ -142,11 +159,46 @@ def test_the_best_dev_checkpoint_is_the_one_loaded(qlora):
     assert not all(torch.equal(final[k], last[k]) for k in final)
 
 
-def test_evaluations_run_on_the_4bit_model_and_the_saved_model_reloads_in_4bit(qlora):
+def test_init_best_starts_stage_two_from_the_dev_best_adapter(tiny_llama, shared_senteval, tmp_path):
+    import pcctune.orchestration.pipeline as pipeline
+    import pcctune.training.stage as stage_module
+
+    config = _config(tiny_llama, shared_senteval, tmp_path, "best", evaluate_after_each_stage=False)
+    config.stages[1].init = "best"
+    started: list[dict[str, torch.Tensor]] = []
+    real_run_stage = pipeline.run_stage
+
+    def spy(model, stage, *args, **kwargs):
+        started.append({n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n})
+        return real_run_stage(model, stage, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "run_stage", spy)
+        patch.setattr(stage_module, "dev_evaluator", lambda kind, senteval: ScriptedDev(SCRIPTED_DEV))
+        patch.setattr(pipeline, "evaluate_sts", lambda model, tasks, **kwargs: ([], 0.0))
+        record = run_pipeline(config)
+    assert not (tmp_path / "best" / "stage1-one" / "last").exists()  # nothing needs the last step
+    assert _started_from(started[1], tmp_path / "best" / "stage1-one" / "final" / "adapter_model.safetensors")
+    assert record.stages[1].init == "best"
+
+
+def test_test_evaluations_run_on_the_16bit_base_by_default_and_4bit_on_request(qlora, tiny_llama, tmp_path):
+    from pcctune.orchestration.pipeline import load_for_evaluation
+
+    record, run, seen, folder = qlora
+    assert record.eval_precision == "16bit"
+    assert seen["evaluated"] and all(count == 0 for count, _ in seen["evaluated"])
+    final = run / "stage2-two" / "final"
+    four = load_for_evaluation(_config(tiny_llama, folder, folder, "x", eval_precision="4bit"), final)
+    assert linear_4bit_layers(four)
+    sixteen, quantized = seen["evaluated"][-1][1], four.encode(SENTENCES[:4])
+    assert np.abs(sixteen - quantized).max() > 1e-4  # the two precisions give different vectors
+
+
+def test_the_saved_model_reloads_in_4bit(qlora):
     from pcctune.modeling.build import build_model
 
     record, run, seen, _ = qlora
-    assert seen["evaluated"] and all(count > 0 for count in seen["evaluated"])
     saved = json.loads((run / "stage2-two" / "final" / "sentence_bert_config.json").read_text())
     assert saved["quantization"] == {"quant_type": "nf4", "double_quant": True, "compute_dtype": "fp32"}
     assert linear_4bit_layers(build_model(str(run / "stage2-two" / "final")))

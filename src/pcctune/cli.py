@@ -15,7 +15,7 @@ import sys
 import traceback
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
@@ -84,9 +84,18 @@ def eval_command(
     backend: Annotated[
         str, typer.Option(help="torch | onnx | openvino (a folder written by `pcctune export --backend`)")
     ] = "torch",
+    quantization: Annotated[
+        str,
+        typer.Option(
+            help="none (a QLoRA model on its unquantized base, as the authors) | saved | nf4 | fp4 (4-bit on purpose)"
+        ),
+    ] = "none",
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks."""
-    from pcctune.orchestration.evaluate import run_eval
+    from pcctune.orchestration.evaluate import QUANTIZATIONS, Quantization, run_eval
+
+    if quantization not in QUANTIZATIONS:
+        raise PcctuneError(f"unknown quantization {quantization!r}; choose from {', '.join(QUANTIZATIONS)}")
 
     try:
         run_eval(
@@ -103,6 +112,7 @@ def eval_command(
             console=console,
             protocol=protocol,
             backend=_backend(backend),
+            quantization=cast(Quantization, quantization),  # checked above
         )
     except KeyboardInterrupt:
         raise Interrupted("interrupted; nothing was written") from None
@@ -276,6 +286,7 @@ def export_command(
     model: Annotated[Path, typer.Argument(help="a saved pcctune model folder (e.g. RUN/stage2-pcc/final)")],
     output: Annotated[Path, typer.Option(help="folder for the exported model")],
     merge: Annotated[bool, typer.Option(help="fold the LoRA adapter into full-precision weights")] = False,
+    dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16: weights of the merged model")] = "fp32",
     backend: Annotated[
         str, typer.Option(help="torch | onnx | openvino: also export the backbone (onnx/, openvino/ as ST lays out)")
     ] = "torch",
@@ -295,7 +306,7 @@ def export_command(
     from pcctune.orchestration.model_card import carry_section
 
     if merge:
-        console.print(f"merged model -> {merge_adapter(model, output)}")
+        console.print(f"merged model -> {merge_adapter(model, output, dtype)}")
         carry_section(model, output)
         return
     native = export_model(model, output, chosen)

@@ -92,6 +92,7 @@ class EvalResult(Record):
     template: str | None = None
     pooling: str | None = None
     dtype: str = "fp32"
+    quantization: str = Field("none", description="backbone precision: none (in dtype), saved, nf4 or fp4")
     seed: int | None = None
     data_dir: str
     data_files_sha256: dict[str, str] = Field(default_factory=dict)
@@ -112,6 +113,7 @@ class EvalResult(Record):
 class StageRecord(BaseModel):
     stage: str
     loss: str
+    init: str | None = Field(None, description="what it continued: the previous stage's 'final' or 'best' model")
     train_examples: int
     trainable_fraction: float
     best_checkpoint: str | None = None
@@ -130,6 +132,7 @@ class RunResult(Record):
     seed: int
     versions: dict[str, str] = Field(default_factory=dict)
     config: dict[str, Any]
+    eval_precision: str | None = Field(None, description="base of a QLoRA run's test evaluations: 16bit or 4bit")
     sts: dict[str, Scores] = Field(default_factory=dict)
     stages: list[StageRecord] = Field(default_factory=list)
 

@@ -3,7 +3,7 @@
 Pcc-tuning (§3, Appendix B) trains stage 2 on 5,398 pairs left from STS-B train (5,749) and
 SICK-R train (4,500) after removing pairs that appear in any of the seven test sets. STS-B
 scores are 0–5 and SICK-R 1–5; the reference code mixes them unscaled, and ``rescale_sick``
-maps SICK to 0–5 with 5·(x−1)/4 instead.
+maps SICK to 0–5 with 5·(x−1)/4 instead, as the paper's Limitations section says it did.
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ both see a sentence as SentEval does: split on whitespace, joined by single spac
   Without a template (an encoder such as MiniLM) the batcher edits nothing, so only the text
   form differs. The batcher never truncates STS inputs, and neither does pcctune's evaluation
   unless ``--max-seq-length`` is given.
+- ``paper-prompt``: ``paper`` for prompt-based embeddings (the papers' ``--mask_embedding_sentence``
+  runs), which refuses a model without a template instead of scoring it unedited.
+
+Whether a model is templated is read from its template wherever it lives (pcctune's input module or
+the chat template of a model saved as plain sentence-transformers: :func:`~pcctune.modeling.template.model_template`).
 """
 
 from __future__ import annotations
@@ -53,6 +58,15 @@ class Protocol:
     text_form: Literal["given", "tokenized"]
     edits_templated_sentences: bool
     summary: str
+    requires_template: bool = False
+
+    def check_model(self, template: str | None, model: str = "this model") -> None:
+        """Refuse a protocol that edits templated sentences for a model with no template."""
+        if self.requires_template and template is None:
+            raise PcctuneError(
+                f"protocol {self.name!r} scores prompt-based embeddings and {model} has no template: "
+                "give it one (--template eol) or use --protocol paper"
+            )
 
     def prepare(self, sentence: str, templated: bool) -> str:
         """The text the model encodes for ``sentence`` under this protocol."""
@@ -65,6 +79,7 @@ PROTOCOLS: dict[str, Protocol] = {
     for p in (
         Protocol("simcse-senteval", "given", False, "SentEval text as given, whitespace-normalised"),
         Protocol("paper", "tokenized", True, "tokenized STS text; the papers' sentence edits under a template"),
+        Protocol("paper-prompt", "tokenized", True, "paper, for a model with a template only", requires_template=True),
     )
 }
 DEFAULT_PROTOCOL = "simcse-senteval"

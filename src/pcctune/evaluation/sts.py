@@ -22,6 +22,7 @@ from sentence_transformers import SentenceTransformer
 from pcctune.data.sts import STSTask
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, senteval_text
 from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, encode_unique
+from pcctune.modeling.template import model_template
 from pcctune.results import SubsetScore, TaskScore
 
 
@@ -67,9 +68,14 @@ def evaluate_sts(
     show_progress: bool = True,
     protocol: str = DEFAULT_PROTOCOL,
 ) -> tuple[list[TaskScore], float]:
-    """Evaluate ``tasks`` under ``protocol``; returns per-task scores and their plain mean."""
-    templated = getattr(model[0], "template", None) is not None
+    """Evaluate ``tasks`` under ``protocol``; returns per-task scores and their plain mean.
+
+    The protocol's sentence edits follow the model's template wherever it lives (pcctune's input module or the
+    chat template of a model saved as plain sentence-transformers)."""
+    template = model_template(model)
     spec = get_protocol(protocol)
+    spec.check_model(template)
+    templated = template is not None
 
     def text_of(sentence: str) -> str:
         return spec.prepare(sentence, templated)

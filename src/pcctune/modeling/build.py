@@ -8,6 +8,7 @@ sentence-transformers folder loaded with no overrides is returned exactly as sav
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -22,13 +23,14 @@ from transformers.models.auto.modeling_auto import (
 )
 
 from pcctune.errors import PcctuneError
+from pcctune.modeling import chat_template
+from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.gguf import gguf_to_folder
-from pcctune.modeling.quantization import linear_4bit_layers
+from pcctune.modeling.quantization import bitsandbytes_config, linear_4bit_layers
 from pcctune.modeling.registry import PACKAGED_MODELS, locate_packaged, packaged_key
-from pcctune.modeling.template import Template, TemplateTransformer
+from pcctune.modeling.template import Template, TemplateTransformer, loading_quantization
 
 PoolingName = Literal["mean", "cls", "lasttoken"]
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,18 @@ def resolve_source(spec: str) -> ModelSource:
     if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") > 1:
         raise PcctuneError(f"unknown model {spec!r}: not a model folder, GGUF file or packaged name")
     return ModelSource(spec, "hub", spec)
+
+
+def saved_template(source: ModelSource) -> str | None:
+    """The template a local model folder applies, read from its tokenizer alone (no weights loaded)."""
+    if source.kind not in ("local", "gguf", "packaged"):
+        raise PcctuneError(f"{source.spec}: its template is known only once it is loaded")
+    from transformers import AutoTokenizer
+
+    try:
+        return chat_template.template_in(AutoTokenizer.from_pretrained(source.path))
+    except (OSError, ValueError):  # no tokenizer here: the model's load will say what is wrong
+        return None
 
 
 def is_decoder_only(config) -> bool:
@@ -112,6 +126,7 @@ def build_model(
     model_kwargs: dict[str, Any] | None = None,
     prompt: dict[str, Any] | None = None,
     quantization: dict[str, Any] | None = None,
+    full_precision_base: bool = False,
 ) -> SentenceTransformer:
     """Load or assemble a SentenceTransformer.
 
@@ -122,28 +137,33 @@ def build_model(
         pooling: ``mean``, ``cls`` or ``lasttoken``; default: the saved one, else ``lasttoken``
             for decoders and ``mean`` for encoders.
         max_seq_length: token budget; with a template only the sentence is cut.
-        dtype: ``fp32``, ``bf16`` or ``fp16`` weights.
+        dtype: ``fp32``, ``bf16`` or ``fp16`` weights, asked of ``from_pretrained`` (a bf16 checkpoint
+            loads in fp32 when fp32 is asked; :mod:`pcctune.modeling.dtypes`); for a 4-bit backbone, the
+            dtype of its non-quantized weights (norms, embeddings), as the authors' ``torch_dtype``.
         model_kwargs: passed to ``from_pretrained`` of the backbone (e.g. a 4-bit quantization config).
         prompt: continuous prompts on a frozen backbone, e.g. ``{"prompt_kind": "deep", "prompt_length": 16}``
             (see :class:`~pcctune.modeling.prefix.PromptedTransformer`).
-        quantization: load the backbone in 4-bit with these settings (QLoRA; saved with the model).
+        quantization: load the backbone in 4-bit with these settings (QLoRA; saved with the model); a saved
+            model loads in 4-bit with them whatever it was saved as.
+        full_precision_base: load a saved 4-bit (QLoRA) model's base unquantized, in ``dtype``, with its
+            adapter on top: how the authors evaluate (``--load_kbit 16`` in their ``evaluation.py``).
     """
-    if dtype not in DTYPES:
-        raise PcctuneError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    weights = torch_dtype(dtype)
     if pooling is not None and pooling not in ("mean", "cls", "lasttoken"):
         raise PcctuneError(f"unknown pooling {pooling!r}; choose from mean, cls, lasttoken")
     template_text = Template.parse(template).text if template is not None else None
     source = resolve_source(spec)
     try:
-        model = _load(source, template_text, pooling, device, model_kwargs or {}, prompt, quantization)
+        load_as = {} if full_precision_base else quantization
+        model = _load(source, template_text, pooling, device, model_kwargs or {}, prompt, load_as, weights)
     except PcctuneError:
         raise
     except Exception as error:  # a damaged or foreign file, an unreachable Hub: one line for the user
         raise load_error(spec, source, error) from None
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
-    if dtype != "fp32" and not linear_4bit_layers(model):  # a 4-bit backbone computes in its compute dtype
-        model.to(DTYPES[dtype])
+    if not linear_4bit_layers(model):  # parameters of our own modules (continuous prompts) follow too
+        model.to(weights)
     return model
 
 
@@ -155,13 +175,23 @@ def _load(
     model_kwargs: dict[str, Any],
     prompt: dict[str, Any] | None,
     quantization: dict[str, Any] | None,
+    weights: torch.dtype,
 ) -> SentenceTransformer:
     folder = Path(source.path)
     saved_as_is = (folder / "modules.json").is_file() or source.kind == "hub"
-    if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt and not quantization:
+    if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt:
         # pcctune's own TemplateTransformer is imported from this installed package; a saved module
-        # restores its own settings (template, 4-bit quantization) from its config.
-        return SentenceTransformer(source.path, device=device, trust_remote_code=_is_pcctune_model(folder))
+        # restores its own settings (template, 4-bit quantization) from its config, unless asked otherwise
+        # (quantization: {} for a full-precision base, settings for 4-bit).
+        kwargs: dict[str, Any] = {"dtype": weights}
+        if quantization:  # sentence-transformers' own Transformer (a plain save) takes it from model_kwargs
+            kwargs["quantization_config"] = bitsandbytes_config(quantization)
+        with loading_quantization(quantization or None) if quantization is not None else nullcontext():
+            return SentenceTransformer(
+                source.path, device=device, trust_remote_code=_is_pcctune_model(folder), model_kwargs=kwargs
+            )
+    quantization = quantization or None
+    model_kwargs = {"dtype": weights, **model_kwargs}
     return _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt, quantization)
 
 

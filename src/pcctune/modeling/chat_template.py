@@ -11,7 +11,13 @@ therefore becomes the Jinja template
     <bos>{system prompt}This sentence : "{user message}" means in one word:"<eos?>
 
 where ``<bos>`` / ``<eos?>`` are the special tokens the tokenizer itself adds around a text (the
-rendered string is tokenized without special tokens). A saved model then carries its template in
+rendered string is tokenized without special tokens). The authors tokenize the filled template with
+``tokenizer(filled)`` (Pcc-tuning ``tune.py``, PromptEOL ``ft_llm.py``), and a rendered template must
+give the same ids: on a SentencePiece/Metaspace tokenizer (Llama-2, Mistral; ``prepend_scheme="first"``)
+a text that follows a literal ``<s>`` loses its word-start ``▁`` (``<s>This`` → ``T h is``, where
+``tokenizer("This …")`` gives ``<s> ▁This``), so :func:`head_join` puts the one space that restores it
+between the two, and :func:`check_tokens` refuses, at model build, any template whose rendering still
+differs from ``tokenizer(filled)``. A saved model then carries its template in
 ``tokenizer_config.json`` / ``chat_template.jinja`` and its ``modality_config``: plain
 sentence-transformers loads and applies it, with no pcctune installed and no ``trust_remote_code``.
 """
@@ -31,6 +37,8 @@ MARKER = "pcctune template: "
 """Starts the Jinja comment that records the template text, so pcctune can read it back."""
 
 _PROBE = "probe"
+PROBE_SENTENCE = "A man plays a guitar."
+"""The sentence that :func:`check_tokens` fills the template with."""
 
 
 def _literal(text: str) -> str:
@@ -49,14 +57,51 @@ def special_tokens_around(tokenizer: PreTrainedTokenizerBase) -> tuple[str, str]
     raise PcctuneError(f"cannot tell which special tokens {type(tokenizer).__name__} adds around a text")
 
 
+def _ids(tokenizer: PreTrainedTokenizerBase, text: str, special: bool) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=special, verbose=False)["input_ids"])
+
+
+def _fill(template: str, sentence: str) -> str:
+    prefix, _, suffix = template.partition("{text}")
+    return prefix + sentence + suffix
+
+
+def head_join(tokenizer: PreTrainedTokenizerBase, head: str, template: str) -> str:
+    """What stands between the leading special tokens and the text, so that the rendered string, tokenized
+    without special tokens, equals ``tokenizer(filled)``: nothing for byte-level BPE and WordPiece, one
+    space for a Metaspace tokenizer that gives a text after a special token no word-start ``▁``."""
+    if not head:
+        return ""
+    filled = _fill(template, PROBE_SENTENCE)
+    wanted = _ids(tokenizer, filled, special=True)
+    return next((join for join in ("", " ") if _ids(tokenizer, head + join + filled, False) == wanted), "")
+
+
 def render(template: str, tokenizer: PreTrainedTokenizerBase) -> str:
     """The Jinja chat template that fills ``template`` (one ``{text}`` slot) with the user message."""
     prefix, _, suffix = template.partition("{text}")
     head, tail = special_tokens_around(tokenizer)
+    join = head_join(tokenizer, head, template)
     system = "{% for m in messages if m['role'] == 'system' %}{{ m['content'] }}{% endfor %}"
     user = "{% for m in messages if m['role'] != 'system' %}{{ m['content'] }}{% endfor %}"
     marker = "{# " + MARKER + json.dumps(template, ensure_ascii=False) + " #}"
-    return marker + _literal(head) + system + _literal(prefix) + user + _literal(suffix) + _literal(tail)
+    return marker + _literal(head + join) + system + _literal(prefix) + user + _literal(suffix) + _literal(tail)
+
+
+def check_tokens(tokenizer: PreTrainedTokenizerBase, template: str) -> None:
+    """Refuse a rendered template whose token ids for a probe sentence differ from ``tokenizer(filled)``,
+    the authors' tokenization (see the module docstring); the error names both token lists."""
+    rendered: Any = tokenizer.apply_chat_template(
+        [{"role": "user", "content": PROBE_SENTENCE}], tokenize=True, return_dict=True
+    )
+    got = list(rendered["input_ids"])
+    wanted = _ids(tokenizer, _fill(template, PROBE_SENTENCE), special=True)
+    if got != wanted:
+        raise PcctuneError(
+            f"template {template!r} does not tokenize as tokenizer(filled template) does on "
+            f"{type(tokenizer).__name__}: rendered {tokenizer.convert_ids_to_tokens(got)} "
+            f"!= expected {tokenizer.convert_ids_to_tokens(wanted)}"
+        )
 
 
 def template_in(tokenizer: PreTrainedTokenizerBase | None) -> str | None:
@@ -87,6 +132,7 @@ def install(module: Transformer, template: str | None) -> None:
         processing.pop("chat_template", None)
     else:
         tokenizer.chat_template = render(template, tokenizer)
+        check_tokens(tokenizer, template)
         tokenizer.padding_side = "right"
         module.modality_config = {"text": text, "message": {**text, "format": "flat"}}
         processing["chat_template"] = {"restore_suffix": True}

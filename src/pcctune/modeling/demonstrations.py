@@ -3,8 +3,10 @@
 One solved example placed before the input steers the last token of a causal LM towards a
 meaning-bearing word, e.g.::
 
-    This sentence : "A jockey riding a horse." means in one word:"Equestrian".
-    This sentence : "{text}" means in one word:"
+    This sentence : "A jockey riding a horse." means in one word:"Equestrian".This sentence : …
+
+(one line: the solved example runs on into the template, ``…"Disaster".This sentence : …``, as in
+kongds/scaling_sentemb's ``icl_examples.txt``).
 
 A demonstration is part of the template, so the chosen one is saved with the model like any
 template. Candidates are built here, not downloaded: sentences from the filtered STS-B training
@@ -39,7 +41,7 @@ def demonstration_template(base: str, demonstration: Demonstration) -> str:
             raise PcctuneError(f"a demonstration may not contain {SLOT}: {text!r}")
     quoted = template.suffix.endswith('"')  # EOL opens a quote for the word; STH/SUM end with a plain word
     answer = demonstration.word + '"' if quoted else " " + demonstration.word
-    solved = template.fill(demonstration.sentence) + answer + ".\n"
+    solved = template.fill(demonstration.sentence) + answer + "."  # run on, as scaling_sentemb's icl_examples.txt
     return solved + template.text
 
 

@@ -21,13 +21,15 @@ from typing import Any
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json
 from pcctune.modeling.backends import Backend, export_onnx, export_openvino
+from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.saving import nativize, save_native
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 
 
-def merge_adapter(folder: str | Path, output: str | Path) -> Path:
-    """Write ``folder`` (a saved model whose input module holds a LoRA adapter) with the adapter merged."""
+def merge_adapter(folder: str | Path, output: str | Path, dtype: str = "fp32") -> Path:
+    """Write ``folder`` (a saved model whose input module holds a LoRA adapter) with the adapter merged, the
+    base loaded in ``dtype`` (a bf16 checkpoint merges in fp32 when fp32 is asked)."""
     from peft import PeftModel
     from transformers import AutoModel, AutoTokenizer
 
@@ -36,7 +38,8 @@ def merge_adapter(folder: str | Path, output: str | Path) -> Path:
     if not adapter_config.is_file():
         raise PcctuneError(f"{folder} holds no LoRA adapter (no adapter_config.json): nothing to merge")
     base = json.loads(adapter_config.read_text(encoding="utf-8"))["base_model_name_or_path"]
-    merged: Any = PeftModel.from_pretrained(AutoModel.from_pretrained(base), str(folder)).merge_and_unload()
+    backbone = AutoModel.from_pretrained(base, dtype=torch_dtype(dtype))
+    merged: Any = PeftModel.from_pretrained(backbone, str(folder)).merge_and_unload()
     with atomic_folder(output) as staging:
         for item in folder.iterdir():
             if item.name in ADAPTER_FILES:

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from pcctune.errors import PcctuneError
-
-COMPUTE_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+from pcctune.modeling.dtypes import torch_dtype
 
 
 class QuantizationConfig(BaseModel):
@@ -48,7 +46,7 @@ def bitsandbytes_config(settings: dict[str, Any]) -> Any:
         load_in_4bit=True,
         bnb_4bit_quant_type=config.quant_type,
         bnb_4bit_use_double_quant=config.double_quant,
-        bnb_4bit_compute_dtype=COMPUTE_DTYPES[config.compute_dtype],
+        bnb_4bit_compute_dtype=torch_dtype(config.compute_dtype),
     )
 
 

@@ -21,7 +21,9 @@ its tail after truncation (``restore_suffix``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -73,6 +75,22 @@ class Template:
         return self.prefix + sentence + self.suffix
 
 
+_KEEP_SAVED = object()
+_quantization_override: ContextVar[Any] = ContextVar("quantization_override", default=_KEEP_SAVED)
+
+
+@contextmanager
+def loading_quantization(settings: dict[str, Any] | None) -> Iterator[None]:
+    """Within the block, a :class:`TemplateTransformer` loads its backbone with ``settings`` (4-bit) or in full
+    precision (``None``) whatever its saved config says: the authors evaluate a QLoRA adapter on the 16-bit
+    base (``--load_kbit 16``), and ``pcctune eval --quantization nf4`` scores any model in 4-bit."""
+    token = _quantization_override.set(settings)
+    try:
+        yield
+    finally:
+        _quantization_override.reset(token)
+
+
 def native_config(config: dict[str, Any]) -> bool:
     """True when a ``TemplateTransformer`` with this saved config uses nothing plain sentence-transformers
     lacks: no sentence cut-off, no 4-bit settings (its template is already a chat template)."""
@@ -109,6 +127,8 @@ class TemplateTransformer(Transformer):
         quantization: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        if (override := _quantization_override.get()) is not _KEEP_SAVED:
+            quantization = override
         if quantization:
             model_kwargs = dict(kwargs.get("model_kwargs") or {})
             model_kwargs["quantization_config"] = bitsandbytes_config(quantization)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rich.console import Console
+from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
 from pcctune.data.sts import STSTask
@@ -18,7 +19,7 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.evaluation.transfer import evaluate_transfer
 from pcctune.io import check_output_file
 from pcctune.modeling.backends import Backend, use_backend
-from pcctune.modeling.build import PoolingName, build_model
+from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET
 from pcctune.modeling.template import model_template
 from pcctune.paths import resolve_senteval_dir
@@ -26,6 +27,8 @@ from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
 
 TaskGroup = Literal["sts", "transfer", "all"]
+Quantization = Literal["none", "saved", "nf4", "fp4"]
+QUANTIZATIONS: tuple[str, ...] = ("none", "saved", "nf4", "fp4")
 
 
 def add_scores(
@@ -54,6 +57,44 @@ def load_tasks(senteval: Path, tasks: TaskGroup, protocol: str) -> tuple[list[ST
     return sts, transfer
 
 
+def precision(quantization: Quantization) -> dict[str, Any]:
+    """``build_model`` arguments for a backbone precision: ``none`` in the weights' dtype (a model saved in
+    4-bit, a QLoRA adapter, on its unquantized base, as the authors' ``--load_kbit 16``); ``saved`` as the
+    model was saved; ``nf4`` / ``fp4`` in 4-bit on purpose (bitsandbytes, CPU or GPU)."""
+    four_bit = {"quant_type": quantization} if quantization in ("nf4", "fp4") else None
+    return {"quantization": four_bit, "full_precision_base": quantization == "none"}
+
+
+def eval_model(
+    spec: str,
+    template: str | None,
+    pooling: PoolingName | None,
+    max_seq_length: int | None,
+    dtype: str,
+    quantization: Quantization,
+    backend: Backend,
+) -> SentenceTransformer:
+    """The model ``pcctune eval`` scores: built as asked, at the asked precision, run by ``backend``."""
+    model = build_model(spec, template, pooling, max_seq_length, dtype, **precision(quantization))
+    return use_backend(model, Path(spec), backend)
+
+
+def task_files(sts: list[STSTask], transfer: list[TransferTask]) -> list[Path]:
+    """Every data file the evaluated tasks read (hashed into the result)."""
+    return [*(f for t in sts for f in t.files), *(f for u in transfer for f in u.files)]
+
+
+def check_template_for(protocol: str, model_spec: str, template: str | None) -> None:
+    """Before any weight loads: refuse a template-only protocol for a model that has no template (a Hub model
+    is checked once loaded, by the evaluation itself)."""
+    spec = get_protocol(protocol)
+    if not spec.requires_template or template is not None:
+        return
+    source = resolve_source(model_spec)
+    if source.kind != "hub":
+        spec.check_model(saved_template(source), model_spec)
+
+
 def run_eval(
     model_spec: str,
     data: Path | None,
@@ -69,20 +110,20 @@ def run_eval(
     console: Console | None = None,
     protocol: str = DEFAULT_PROTOCOL,
     backend: Backend = "torch",
+    quantization: Quantization = "none",
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``.
 
-    The output path, the data and the model are checked before any encoding; the result is
-    written (atomically) only when the whole evaluation has finished.
-    """
+    ``quantization``: the backbone's precision (:func:`precision`). The output path, the data and the model
+    are checked before any encoding; the result is written (atomically) only when all of it has finished."""
     started = time.perf_counter()
     if output is not None:
         check_output_file(output)
     senteval = resolve_senteval_dir(data)
     sts_tasks, transfer_tasks = load_tasks(senteval, tasks, protocol)
+    check_template_for(protocol, model_spec, template)
     set_seed(seed)
-    model = build_model(model_spec, template=template, pooling=pooling, max_seq_length=max_seq_length, dtype=dtype)
-    model = use_backend(model, Path(model_spec), backend)
+    model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend)
     sts = evaluate_sts(model, sts_tasks, token_budget=token_budget, protocol=protocol) if sts_tasks else None
     transfer = evaluate_transfer(model, transfer_tasks, token_budget=token_budget) if transfer_tasks else None
     result = EvalResult(
@@ -91,11 +132,10 @@ def run_eval(
         template=model_template(model),
         pooling=getattr(model[1], "pooling_mode", None),
         dtype=dtype,
+        quantization=quantization,
         seed=seed,
         data_dir=str(senteval),
-        data_files_sha256=file_hashes(
-            [*(f for t in sts_tasks for f in t.files), *(f for t in transfer_tasks for f in t.files)]
-        ),
+        data_files_sha256=file_hashes(task_files(sts_tasks, transfer_tasks)),
         versions=library_versions(),
         wall_time_s=round(time.perf_counter() - started, 2),
     )

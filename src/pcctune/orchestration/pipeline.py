@@ -33,32 +33,46 @@ from pcctune.provenance import library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
-from pcctune.training.stage import run_stage
+from pcctune.training.stage import continued_model, run_stage
+
+
+def load_base(config: RunConfig, quantized: bool = True) -> SentenceTransformer:
+    """The run's base model in its dtype; 4-bit for a QLoRA run unless ``quantized`` is false."""
+    return build_model(
+        config.model,
+        template=config.template,
+        pooling=config.pooling,
+        dtype=config.dtype,
+        quantization=quantization_settings(config.adapter) if quantized else None,
+        prompt=config.adapter.prompt_kwargs(),
+    )
 
 
 def load_for_training(config: RunConfig, source: str | None) -> SentenceTransformer:
-    """The base model (``source=None``) or a finished stage's saved model, ready to train."""
-    if source is None:
-        model = build_model(
-            config.model,
-            template=config.template,
-            pooling=config.pooling,
-            dtype=config.dtype,
-            quantization=quantization_settings(config.adapter),
-            prompt=config.adapter.prompt_kwargs(),
-        )
-    else:
-        model = build_model(source)
+    """The base model (``source=None``) or a finished stage's saved model, ready to train, in the run's dtype."""
+    model = load_base(config) if source is None else build_model(source, dtype=config.dtype)
     attach_adapter(model, config.adapter)
     return model
+
+
+def eval_precision(config: RunConfig) -> str | None:
+    """The base precision of a QLoRA run's test evaluations (``16bit`` / ``4bit``); None for other runs."""
+    return config.eval_precision if config.adapter.kind == "qlora" else None
+
+
+def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
+    """A finished stage's model as the test evaluations see it: a QLoRA adapter on the 16-bit base by default
+    (the authors' ``--load_kbit 16``), or on the 4-bit base it trained against (``eval_precision: 4bit``)."""
+    return build_model(str(final), dtype=config.dtype, full_precision_base=eval_precision(config) == "16bit")
 
 
 def validate_run(config: RunConfig, senteval: Path, resume_from: str | None) -> None:
     """Everything that can fail before training, checked before any file is written."""
     if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
         raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
-    get_protocol(config.eval_protocol)
-    resolve_source(config.model)
+    protocol = get_protocol(config.eval_protocol)
+    if resolve_source(config.model).kind != "local":  # a saved folder may carry a template: checked when scored
+        protocol.check_model(config.template, config.model)
     quantization_settings(config.adapter)
     for stage in config.stages:
         if stage.loss != "dpo":  # DPO's data needs a trained cross-encoder; it is built in its stage
@@ -95,6 +109,7 @@ class Pipeline:
             seed=config.seed,
             versions=library_versions(),
             config=config.model_dump(mode="json"),
+            eval_precision=eval_precision(config),
         )
 
     def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
@@ -112,13 +127,14 @@ class Pipeline:
         self.result.sts[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
 
     def train(self, index: int, stage: StageConfig, source: str | None, suffix: str) -> Path:
-        """Train one stage (or find it finished) and return its ``final`` folder."""
+        """Train one stage (or find it finished) and return its folder."""
         stage_dir = self.stage_dir(index, stage, suffix)
         from_here = self.resume_from if self.resume_from and Path(self.resume_from).parent.parent == stage_dir else None
         if self.resume and from_here is None and (stage_dir / "final" / "modules.json").is_file():
             self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / 'final'}")
-            return stage_dir / "final"
+            return stage_dir
         model = load_for_training(self.config, source)
+        stages = self.config.stages
         started = time.perf_counter()
         result = run_stage(
             model,
@@ -129,11 +145,13 @@ class Pipeline:
             resume=self.resume,
             callbacks=self.callbacks,
             checkpoint=from_here,
+            keep_last=index + 1 < len(stages) and stages[index + 1].init == "final",
         )
         self.result.stages.append(
             StageRecord(
                 stage=stage.name + suffix,
                 loss=stage.loss,
+                init=None if source is None else stage.init,
                 train_examples=result.examples,
                 trainable_fraction=round(trainable_fraction(model), 6),
                 best_checkpoint=result.best_checkpoint,
@@ -149,22 +167,22 @@ class Pipeline:
             f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
             f"best dev {result.best_dev} at {result.best_checkpoint}"
         )
-        return result.final_dir
+        return stage_dir
 
     def run(self) -> RunResult:
         if self.config.evaluate_before and self.main:  # before any trainer: no process group yet
-            self.evaluate("before", load_for_training(self.config, None))
+            self.evaluate("before", load_base(self.config, quantized=eval_precision(self.config) == "4bit"))
         source: str | None = None
         last = len(self.config.stages) - 1
         for index, stage in enumerate(self.config.stages):
             variants = self.compare if (self.compare and index == last) else [stage.loss]
             for loss in variants:
                 suffix = f"-{loss}" if self.compare and index == last else ""
-                final = self.train(index, stage.model_copy(update={"loss": loss}), source, suffix)
+                stage_dir = self.train(index, stage.model_copy(update={"loss": loss}), source, suffix)
                 if self.config.evaluate_after_each_stage or index == last:
-                    self.evaluate(f"{stage.name}{suffix}", build_model(str(final)))
+                    self.evaluate(f"{stage.name}{suffix}", load_for_evaluation(self.config, stage_dir / "final"))
                 if index < last:
-                    source = str(final)
+                    source = str(continued_model(stage_dir, self.config.stages[index + 1].init))
         return self.result
 
 

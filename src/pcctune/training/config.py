@@ -98,7 +98,9 @@ class StageConfig(Strict):
     weight_decay: float = Field(0.0, ge=0)
     temperature: float = Field(0.05, gt=0)
     loss_weight: float = Field(0.1, ge=0, description="λ of the second term of pearson_mse / pearson_cosent")
-    soft_rank_regularization: float = Field(0.1, gt=0, description="ε of soft_spearman's soft ranks")
+    soft_rank_regularization: float = Field(
+        1.0, gt=0, description="ε of soft_spearman's soft ranks, in units of the batch (losses/soft_spearman.py)"
+    )
     group_by_source: bool = Field(False, description="every group from one source (STS-B or SICK) of stage2 data")
     contrastive_threshold: float = Field(4.0, description="score that makes a pair a positive (loss=contrastive)")
     contrastive_rule: Literal[">", ">="] = Field(
@@ -108,13 +110,25 @@ class StageConfig(Strict):
     sentence_max_tokens: int | None = Field(
         None, ge=1, description="cut the sentence alone to N tokens before it fills the template (authors' cutoff_len)"
     )
-    gradient_checkpointing: bool = Field(False, description="recompute activations in backward: less memory, slower")
+    gradient_checkpointing: bool = Field(
+        False,
+        description="recompute activations in backward: less memory, slower, same numbers (the authors turn it "
+        "on for 7B through prepare_model_for_kbit_training; docs/fidelity.md)",
+    )
+    init: Literal["final", "best"] = Field(
+        "final",
+        description="what this stage continues from the previous one: its last step ('final', as the authors' "
+        "stage 2 continues stage 1's output adapter) or its dev-best checkpoint ('best')",
+    )
     dev: str = Field(
         COMBINED_DEV,
         description="a dev set of pcctune.data.dev.DEV_SETS, or none; default: both filtered dev sets, "
         "each scored on its own and weighted by size (docs/results/stage2_quality)",
     )
-    eval_steps: int = Field(50, ge=1)
+    eval_steps: int = Field(50, ge=1, description="steps between dev evaluations and checkpoints")
+    save_total_limit: int | None = Field(
+        2, ge=1, description="checkpoints kept on disk (the best dev one is never deleted); None keeps all"
+    )
     logging_steps: int = Field(10, ge=1)
     bf16: bool = False
 
@@ -155,6 +169,11 @@ class RunConfig(Strict):
     )
     eval_protocol: str = Field(
         "simcse-senteval", description="STS protocol of the evaluations (pcctune.evaluation.protocols)"
+    )
+    eval_precision: Literal["16bit", "4bit"] = Field(
+        "16bit",
+        description="base of a QLoRA run's test evaluations: unquantized in `dtype` with the trained adapter "
+        "('16bit', the authors' --load_kbit 16) or the NF4 base it trained against ('4bit')",
     )
     adapter: AdapterConfig = AdapterConfig()
     report_to: Literal["none", "tensorboard", "wandb"] = Field(

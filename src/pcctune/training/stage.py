@@ -7,6 +7,7 @@ the final save and a plot of the curves.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +37,7 @@ from pcctune.training.checkpoints import last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
 from pcctune.training.dev import dev_evaluator, dev_metric
+from pcctune.training.disk import check_disk, checkpoints_kept
 from pcctune.training.head_warmup import warm_up_head
 from pcctune.training.losses import build_loss
 from pcctune.training.memory import PeakMemory
@@ -65,6 +67,17 @@ def training_lengths(model: SentenceTransformer, stage: StageConfig) -> Iterator
         model.max_seq_length = saved[0]
         if isinstance(module, TemplateTransformer):
             module.sentence_max_tokens = saved[1]
+
+
+LAST = "last"
+"""The folder of a stage's last-step model, kept beside ``final`` (the dev-best) when they differ."""
+
+
+def continued_model(stage_dir: Path, init: str) -> Path:
+    """The saved model of a finished stage that the next stage continues: the last step's (``final``) or the
+    dev-best (``best``). ``last/`` exists only when dev selection loaded another checkpoint; else they agree."""
+    last = stage_dir / LAST
+    return last if init == "final" and (last / "modules.json").is_file() else stage_dir / "final"
 
 
 @dataclass
@@ -110,6 +123,7 @@ def training_arguments(
         eval_steps=stage.eval_steps,
         save_strategy="steps",
         save_steps=stage.eval_steps,
+        save_total_limit=stage.save_total_limit,
         load_best_model_at_end=metric is not None,
         metric_for_best_model=metric,
         greater_is_better=True,
@@ -163,6 +177,20 @@ def save_stage(
     return final_dir
 
 
+def check_stage_disk(
+    model: SentenceTransformer,
+    stage: StageConfig,
+    steps_per_epoch: int,
+    selects: bool,
+    stage_dir: Path,
+    keep_last: bool,
+) -> None:
+    """Stop before training when the stage's checkpoints and saved models would not fit the free disk."""
+    steps = stage.max_steps if stage.max_steps > 0 else math.ceil(stage.epochs * steps_per_epoch)
+    kept = checkpoints_kept(steps, stage.eval_steps, stage.save_total_limit, selects)
+    check_disk(model, stage_dir, kept, extra_models=2 if keep_last else 1)
+
+
 def run_stage(
     model: SentenceTransformer,
     stage: StageConfig,
@@ -172,15 +200,18 @@ def run_stage(
     resume: bool = False,
     callbacks: list[Any] | None = None,
     checkpoint: str | None = None,
+    keep_last: bool = False,
 ) -> StageResult:
-    """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end.
-
-    ``resume`` continues from the stage's last complete checkpoint; ``checkpoint`` from a given one.
-    """
+    """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end. ``resume`` continues
+    from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's model
+    in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``)."""
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
     num_classes = max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
     args = training_arguments(stage, run, stage_dir, plan)
+    check_stage_disk(
+        model, stage, len(dataset) // plan.group_size, args.metric_for_best_model is not None, stage_dir, keep_last
+    )
     loss = stage_loss(stage, model, plan, num_classes, senteval_dir, run.seed)
     trainer = PcctuneTrainer(
         model=model,
@@ -190,6 +221,7 @@ def run_stage(
         loss=loss,
         evaluator=dev_evaluator(stage.dev, senteval_dir),
     )
+    trainer.last_dir = stage_dir / LAST if keep_last else None
     if checkpoint is None and resume:
         checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
     with training_lengths(model, stage), PeakMemory() as memory:

@@ -7,25 +7,36 @@
   adapter). Its frozen NF4 weights never change during training, and their state-dict form
   (quantisation statistics stored beside each packed weight) does not load back into a model
   whose layers are already quantised. Every trainable weight must be in the checkpoint.
+- With ``last_dir`` set, the weights of the last step are saved there before the best dev checkpoint
+  replaces them: the model the authors' stage 2 continues (``lora_path`` is stage 1's output folder,
+  written at its last step; Pcc-tuning ``tune.py``), when a stage's ``init`` is ``final``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sentence_transformers import SentenceTransformerTrainer
 from sentence_transformers.base.modules import Module
 from sentence_transformers.util import fullname
 
+from pcctune.distributed import is_main_process
 from pcctune.errors import PcctuneError
 from pcctune.modeling.quantization import linear_4bit_layers
+from pcctune.modeling.saving import save_model
 
 
 class PcctuneTrainer(SentenceTransformerTrainer):
+    last_dir: Path | None = None
+    """Where the last step's model is saved before the best checkpoint is loaded (None: not kept)."""
+
     def _load_best_model(self) -> None:
         checkpoint = self.state.best_model_checkpoint
         if not checkpoint:
             return
+        if self.last_dir is not None and is_main_process():
+            save_model(self.model, self.last_dir)
         try:
             self._load_from_checkpoint(checkpoint)
         except Exception as error:

@@ -1,0 +1,24 @@
+"""The weight dtypes a run may ask for, by name, and the one rule for applying them.
+
+transformers 5 loads weights in the dtype they are stored in: Mistral, Llama-2 and Qwen checkpoints
+on the Hub are bf16, so a model loaded without ``dtype=`` stays bf16 although a run asks for fp32.
+The authors load with ``torch_dtype=torch.float32`` around their 4-bit layers (Pcc-tuning
+``tune.py``), so every pcctune load path (Hub, local folder, GGUF cache, reloads between stages,
+evaluations, ``export --merge``) asks ``from_pretrained`` for the dtype by name through
+:func:`torch_dtype`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pcctune.errors import PcctuneError
+
+DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype of ``fp32``, ``bf16`` or ``fp16``; any other name is one clear error."""
+    if name not in DTYPES:
+        raise PcctuneError(f"unknown dtype {name!r}; choose from {', '.join(DTYPES)}")
+    return DTYPES[name]

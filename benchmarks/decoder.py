@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from _common import STS_COLUMNS, load_rows, save_rows, sts_scores, write_results
-from pcctune.data.dev import dev_pairs
+from pcctune.data.dev import dev_parts
 from pcctune.data.tasks import load_test_tasks, subsample_task
 from pcctune.evaluation.demonstrations import rank_demonstrations
 from pcctune.evaluation.tables import ScoreTable
@@ -62,7 +62,7 @@ def icl_row(args, tasks) -> dict:
     started = time.perf_counter()
     model = build_model(args.model, template="eol", dtype=args.eval_dtype)
     ranked = rank_demonstrations(
-        model, args.senteval, args.candidates, args.seed, dev_pairs("sick-trial", args.senteval)
+        model, args.senteval, args.candidates, args.seed, dev_parts("sick-trial", args.senteval)
     )
     model[0].template = ranked[0].template
     scores = sts_scores(model, tasks, args.eval_dtype)

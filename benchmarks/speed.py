@@ -225,7 +225,7 @@ def step_rows(args) -> list[dict]:
 def dev_eval_rows(args) -> list[dict]:
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-    from pcctune.data.dev import SINGLE_DEV_SETS, dev_pairs
+    from pcctune.data.dev import SINGLE_DEV_SETS, dev_parts
     from pcctune.modeling.build import build_model
     from pcctune.paths import resolve_senteval_dir
     from pcctune.training.dev import DevSTSEvaluator
@@ -234,7 +234,7 @@ def dev_eval_rows(args) -> list[dict]:
     senteval = resolve_senteval_dir(args.data)
     rows = []
     for kind in SINGLE_DEV_SETS:
-        pairs = dev_pairs(kind, senteval)
+        pairs = [pair for part in dev_parts(kind, senteval).values() for pair in part]
         evaluators = {
             "EmbeddingSimilarityEvaluator (before)": EmbeddingSimilarityEvaluator(
                 [p.sentence1 for p in pairs],

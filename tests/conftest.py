@@ -343,3 +343,28 @@ def tiny_run(model: Path, senteval: Path, pairs: Path, out: Path, **stage) -> di
         "evaluate_before": False,
         "stages": [stage],
     }
+
+
+def write_run_config(folder: Path, model: Path, senteval: Path, out: Path, **stage) -> Path:
+    """``tiny_run``'s config written as ``out.name``.yaml in ``folder``: what ``pcctune train`` reads."""
+    import yaml
+
+    config = tiny_run(model, senteval, pairs_jsonl(folder / "pairs.jsonl"), out, **stage)
+    path = folder / f"{out.name}.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_bert, shared_senteval, tmp_path_factory) -> dict:
+    """One whole tiny run, uninterrupted: what every interrupted-and-resumed run must reproduce."""
+    import json
+    import subprocess
+
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    config = write_run_config(folder, tiny_bert, shared_senteval, folder / "whole")
+    done = subprocess.run(
+        [sys.executable, "-m", "pcctune.cli", "train", str(config)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((folder / "whole" / "results.json").read_text())

@@ -83,3 +83,12 @@ def test_only_bitsandbytes_kernel_notice_is_dropped(caplog):
         logger.warning("%s from kernels-community: No module named 'kernels'.", BITSANDBYTES_KERNEL_NOTICE)
         logger.warning("a real bitsandbytes problem")
     assert [record.getMessage() for record in caplog.records] == ["a real bitsandbytes problem"]
+
+
+def test_version_and_help_without_type_noise(capsys):
+    from pcctune import __version__
+
+    code, out = run_cli(["--version"], capsys)
+    assert code == 0 and out.strip() == f"pcctune {__version__}"
+    code, out = run_cli(["--help"], capsys)
+    assert code == 0 and "--version" in out and "<bool>" not in out

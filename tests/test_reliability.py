@@ -7,20 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-import yaml
 from transformers import TrainerCallback
 
-from tests.conftest import pairs_jsonl, run_cli, tiny_run
-
-
-def _write_config(folder: Path, model: Path, senteval: Path, out: Path, **stage) -> Path:
-    config = tiny_run(model, senteval, pairs_jsonl(folder / "pairs.jsonl"), out, **stage)
-    path = folder / f"{out.name}.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return path
+from tests.conftest import run_cli, write_run_config
 
 
 @pytest.fixture(autouse=True)
@@ -55,21 +46,10 @@ def _interrupt_training_at(monkeypatch, step: int) -> None:
     monkeypatch.setattr(pipeline, "run_stage", with_sigint)
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tiny_bert, shared_senteval, tmp_path_factory) -> dict:
-    folder = tmp_path_factory.mktemp("uninterrupted")
-    config = _write_config(folder, tiny_bert, shared_senteval, folder / "whole")
-    done = subprocess.run(
-        [sys.executable, "-m", "pcctune.cli", "train", str(config)], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads((folder / "whole" / "results.json").read_text())
-
-
 def test_sigint_during_train_exits_130_and_resume_finishes_identically(
     tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, uninterrupted
 ):
-    config = _write_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
     with monkeypatch.context() as patch:
         _interrupt_training_at(patch, 3)
         code, output = run_cli(["train", str(config)], capsys)
@@ -88,7 +68,7 @@ def test_sigint_during_train_exits_130_and_resume_finishes_identically(
 def test_a_partial_checkpoint_is_skipped_on_resume(
     tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, uninterrupted, caplog
 ):
-    config = _write_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
     with monkeypatch.context() as patch:
         _interrupt_training_at(patch, 3)
         assert run_cli(["train", str(config)], capsys)[0] == 130
@@ -179,7 +159,7 @@ def test_json_refuses_non_finite_numbers_instead_of_writing_nan(tmp_path):
 
 
 def test_overwrite_replaces_a_finished_run(tiny_bert, shared_senteval, tmp_path, capsys):
-    config = _write_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
     assert run_cli(["train", str(config)], capsys)[0] == 0
     marker = tmp_path / "run" / "stale.txt"
     marker.write_text("from the old run")
@@ -189,7 +169,7 @@ def test_overwrite_replaces_a_finished_run(tiny_bert, shared_senteval, tmp_path,
 
 
 def test_resume_ignores_settings_that_do_not_change_results(tiny_bert, shared_senteval, tmp_path, capsys):
-    config = _write_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
     assert run_cli(["train", str(config)], capsys)[0] == 0
     before = (tmp_path / "run" / "results.json").read_bytes()
     code, output = run_cli(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import signal
 import sys
 import traceback
 from enum import Enum
@@ -30,10 +31,30 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: no type column ("--help <bool>")
     help="Pcc-tuning: sentence embeddings past the contrastive ceiling.",
 )
 data_app = typer.Typer(no_args_is_help=True, help="Prepare and inspect data (stage-2 set, leakage reports).")
 app.add_typer(data_app, name="data")
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from pcctune import __version__
+
+        console.print(f"pcctune {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """Pcc-tuning: sentence embeddings past the contrastive ceiling."""
+
+
 console = Console(width=160, emoji=False)  # ":train:" in "SICK:train:" is text, not an emoji
 DEBUG_ENV = "PCCTUNE_DEBUG"
 
@@ -425,11 +446,46 @@ def quiet_known_noise() -> None:
     )
 
 
+SIGNAL_EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_received: list[int] = []
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """Remember the signal, then interrupt like Ctrl-C: every command turns that into what it kept."""
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def _install_signal_handlers() -> dict[int, Any]:
+    """SIGINT and SIGTERM interrupt the command (a SIGINT that the parent ignores, as ``nohup`` does,
+    stays ignored); the previous handlers are returned to be put back."""
+    previous: dict[int, Any] = {int(signum): signal.getsignal(signum) for signum in SIGNAL_EXIT_CODES}
+    _received.clear()
+    for signum, handler in previous.items():
+        if not (signum == signal.SIGINT and handler is signal.SIG_IGN):
+            signal.signal(signum, _on_signal)
+    return previous
+
+
+def _interrupt_code() -> int:
+    """130 for SIGINT, 143 for SIGTERM: the code of the first signal received."""
+    return SIGNAL_EXIT_CODES.get(signal.Signals(_received[0]), 130) if _received else 130
+
+
 def main() -> None:
     """Entry point: run the app and turn every outcome into the documented exit codes."""
+    previous = _install_signal_handlers()
+    try:
+        _run(sys.argv[1:])
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _run(argv: list[str]) -> None:
     quiet_known_noise()
-    debug = "--debug" in sys.argv[1:] or os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    args = [arg for arg in sys.argv[1:] if arg != "--debug"]
+    debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    args = [arg for arg in argv if arg != "--debug"]
     try:
         code = app(args=args, prog_name="pcctune", standalone_mode=False)
     except PcctuneError as error:
@@ -438,10 +494,10 @@ def main() -> None:
         _fail(2, _usage_message(error))
     except Interrupted as stop:
         Console(stderr=True, soft_wrap=True, emoji=False).print(escape(str(stop)), highlight=False)
-        sys.exit(130)
+        sys.exit(_interrupt_code())
     except (KeyboardInterrupt, typer.Abort):
         Console(stderr=True).print("interrupted")
-        sys.exit(130)
+        sys.exit(_interrupt_code())
     except Exception as error:
         if debug:
             traceback.print_exc()
@@ -451,8 +507,9 @@ def main() -> None:
             f"internal error ({type(error).__name__}: {detail}); rerun with --debug or {DEBUG_ENV}=1 "
             "for the traceback, and please report it",
         )
-    if code == 130:  # typer turns a Ctrl-C outside our handlers into a return value of 130
-        Console(stderr=True).print("interrupted")
+    if code == 130 or _received:  # typer returns 130 for a Ctrl-C outside our handlers; a swallowed signal
+        Console(stderr=True).print("interrupted; what had finished before the signal is kept")
+        sys.exit(_interrupt_code())
     sys.exit(code or 0)
 
 

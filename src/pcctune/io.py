@@ -4,6 +4,11 @@ A write goes to a temporary file in the target's folder and is moved over the ta
 ``os.replace``, which is atomic on POSIX and Windows. A failure (disk full, size limit, a kill)
 leaves the previous file untouched and removes the temporary one. Model folders are written the
 same way with :func:`atomic_folder`: into a sibling temporary folder, renamed when complete.
+
+Only regular files and new paths are renamed over. ``-`` is standard output; a device, a FIFO or a
+symlink to one (``/dev/stdout``, ``/dev/full``, a pipe) is written directly, never replaced; a symlink
+to a regular file has its target written atomically and stays a link. A new file gets the mode the
+umask gives (``0644`` under ``022``), not ``tempfile``'s ``0600``; an overwritten file keeps its mode.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import contextlib
 import json
 import os
 import shutil
+import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -21,9 +28,36 @@ import yaml
 
 from pcctune.errors import PcctuneError
 
+STDOUT = "-"
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _write_directly(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
+    """Write into an existing non-regular file (or standard output) without replacing it."""
+    try:
+        if str(path) == STDOUT:
+            write(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        else:
+            with path.open("wb") as handle:
+                write(handle)
+    except OSError as error:
+        raise PcctuneError(f"could not write {path}: {error.strerror or error}") from None
+    return path
+
 
 def _atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
     path = Path(path)
+    if str(path) == STDOUT or (path.exists() and not path.resolve().is_file()):
+        return _write_directly(path, write)
+    if path.is_symlink():  # a link to a regular file: write its target, keep the link
+        path = path.resolve()
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
@@ -34,6 +68,7 @@ def _atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(handle.name, mode)
         os.replace(handle.name, path)
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
@@ -106,6 +141,8 @@ def atomic_folder(path: str | Path) -> Iterator[Path]:
 def check_output_file(path: str | Path, what: str = "--output") -> Path:
     """Fail before any work when ``path`` cannot become a file: a folder there, or a file where a folder must be."""
     path = Path(path)
+    if str(path) == STDOUT or (path.exists() and not path.is_dir() and not path.resolve().is_file()):
+        return path  # standard output, a device or a FIFO: written directly
     if path.is_dir():
         raise PcctuneError(f"{what} {path} is a folder; give a file name, e.g. {path / 'results.json'}")
     for parent in path.parents:

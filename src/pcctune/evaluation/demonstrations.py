@@ -13,16 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
+from pcctune.correlation import score_pairs
 from pcctune.data.dev import size_weighted
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import senteval_text
-from pcctune.evaluation.sts import cosine_rows
 from pcctune.modeling.demonstrations import Demonstration, demonstration_template, predict_words
 from pcctune.modeling.encoding import encode_unique
 from pcctune.modeling.template import Template, input_module
@@ -54,12 +53,8 @@ def dev_spearman(model: SentenceTransformer, parts: dict[str, list[STSPair]]) ->
     texts = [senteval_text(s) for pairs in parts.values() for p in pairs for s in (p.sentence1, p.sentence2)]
     vectors = encode_unique(model, texts, show_progress=False)
 
-    def spearman(pairs: list[STSPair]) -> float:
-        a = np.stack([vectors[senteval_text(p.sentence1)] for p in pairs])
-        b = np.stack([vectors[senteval_text(p.sentence2)] for p in pairs])
-        return float(spearmanr(cosine_rows(a, b), [p.score for p in pairs]).statistic)
-
-    return size_weighted({part: spearman(pairs) for part, pairs in parts.items()}, parts) * 100
+    scores = {part: score_pairs(vectors, pairs, senteval_text).spearman for part, pairs in parts.items()}
+    return size_weighted(scores, parts) * 100
 
 
 def search_demonstrations(

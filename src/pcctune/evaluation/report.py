@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
 
+from pcctune.correlation import correlation
 from pcctune.data.tasks import SHORT_NAMES
 from pcctune.plotting import plt, save_figure
 
@@ -35,6 +35,6 @@ def scatter_plot(cosines: np.ndarray, gold: np.ndarray, title: str, path: Path) 
     """Predicted cosine against gold score for every pair of one task."""
     figure, ax = plt.subplots(figsize=(5, 4.2))
     ax.scatter(gold, cosines, s=4, alpha=0.35)
-    rho = spearmanr(cosines, gold).statistic * 100
+    rho = correlation(cosines, gold).spearman * 100
     ax.set(xlabel="gold score", ylabel="cosine similarity", title=f"{title} (Spearman × 100 = {rho:.2f})")
     return save_figure(figure, path)

@@ -16,25 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
 from sentence_transformers import SentenceTransformer
 
+from pcctune.correlation import correlation, pair_cosines
 from pcctune.data.sts import STSTask
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, senteval_text
 from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, encode_unique
 from pcctune.modeling.template import model_template
 from pcctune.results import SubsetScore, TaskScore
-
-
-def _correlations(cosines: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
-    return float(spearmanr(cosines, gold).statistic) * 100, float(pearsonr(cosines, gold).statistic) * 100
-
-
-def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cosine similarity in float64."""
-    a = a.astype(np.float64)
-    b = b.astype(np.float64)
-    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
 def score_task(
@@ -44,17 +33,16 @@ def score_task(
     subset_scores: list[SubsetScore] = []
     all_cos, all_gold = [], []
     for subset in task.subsets:
-        a = np.stack([vectors[text_of(p.sentence1)] for p in subset.pairs])
-        b = np.stack([vectors[text_of(p.sentence2)] for p in subset.pairs])
-        cos = cosine_rows(a, b)
-        gold = np.array([p.score for p in subset.pairs], dtype=np.float64)
-        spearman, pearson = _correlations(cos, gold)
-        subset_scores.append(SubsetScore(name=subset.name, n=len(gold), spearman=spearman, pearson=pearson))
+        cos, gold = pair_cosines(vectors, subset.pairs, text_of)
+        r = correlation(cos, gold)
+        subset_scores.append(
+            SubsetScore(name=subset.name, n=len(gold), spearman=r.spearman * 100, pearson=r.pearson * 100)
+        )
         all_cos.append(cos)
         all_gold.append(gold)
-    spearman, pearson = _correlations(np.concatenate(all_cos), np.concatenate(all_gold))
+    r = correlation(np.concatenate(all_cos), np.concatenate(all_gold))
     n = sum(s.n for s in subset_scores)
-    score = TaskScore(name=task.name, n=n, spearman=spearman, pearson=pearson, subsets=subset_scores)
+    score = TaskScore(name=task.name, n=n, spearman=r.spearman * 100, pearson=r.pearson * 100, subsets=subset_scores)
     if all_subsets:
         score.mean = float(np.mean([s.spearman for s in subset_scores]))
         score.wmean = float(sum(s.spearman * s.n for s in subset_scores) / n)

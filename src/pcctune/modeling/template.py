@@ -184,7 +184,7 @@ class TemplateTransformer(Transformer):
         again = self._ids(cut)  # some tokenizers (OPT's) re-encode a cut into more tokens
         return str(self.text_tokenizer.decode(again[:limit])) if len(again) > limit else cut
 
-    def _check_budget(self, max_length: int | None) -> None:
+    def check_budget(self, max_length: int | None) -> None:
         """Refuse a token budget the template alone fills: truncation could then keep no sentence token."""
         overhead = self._template_tokens
         if max_length is not None and overhead >= max_length:
@@ -202,7 +202,7 @@ class TemplateTransformer(Transformer):
         if self.sentence_max_tokens and all(isinstance(item, str) for item in inputs):
             inputs = [self.cut_sentence(item) for item in inputs]
         if self._template_tokens:
-            self._check_budget(kwargs.get("max_length") or self.max_seq_length)
+            self.check_budget(kwargs.get("max_length") or self.max_seq_length)
         features = super().preprocess(inputs, prompt=prompt, processing_kwargs=processing_kwargs, **kwargs)
         if self.position_ids_from_mask and "attention_mask" in features:
             mask = features["attention_mask"]

@@ -8,9 +8,10 @@ from rich.console import Console
 from rich.table import Table
 
 from pcctune.data.dev import dev_parts
+from pcctune.errors import PcctuneError
 from pcctune.evaluation.demonstrations import CandidateScore, rank_demonstrations
 from pcctune.io import atomic_folder, check_output_folder, write_json
-from pcctune.modeling.build import build_model
+from pcctune.modeling.build import build_model, is_decoder_only
 from pcctune.modeling.saving import save_native
 from pcctune.modeling.template import input_module
 from pcctune.paths import resolve_senteval_dir
@@ -44,6 +45,11 @@ def run_icl(
     senteval = resolve_senteval_dir(data)
     parts = dev_parts(dev, senteval)
     encoder = build_model(model, template=template, dtype=dtype)
+    if not is_decoder_only(input_module(encoder).model.config):
+        raise PcctuneError(
+            f"pcctune icl needs a causal language model (a decoder that writes the demonstration's word); "
+            f"{model} is a {input_module(encoder).model.config.model_type} encoder"
+        )
     results = rank_demonstrations(encoder, senteval, candidates, seed, parts)
     console.print(candidates_table(results, f"demonstrations for {model} on {dev} (Spearman × 100, dev only)"))
     if output is not None:

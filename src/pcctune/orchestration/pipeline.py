@@ -9,6 +9,7 @@ last complete checkpoint, adapter included. The run folder's rules are in :mod:`
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,21 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
 from pcctune.orchestration.model_card import add_pcctune_section, pcctune_section
-from pcctune.orchestration.run_folder import RESULTS, check_run_folder, discard_if_nothing_to_resume, start_run_folder
+from pcctune.orchestration.run_folder import (
+    RESULTS,
+    check_run_folder,
+    discard_if_nothing_to_resume,
+    is_empty,
+    mark_nonfinite_stop,
+    run_lock,
+    start_run_folder,
+)
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
+from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
 
 
@@ -225,7 +235,8 @@ def run_pipeline(
         senteval=senteval,
     )
     validate_run(config, senteval, resume_from)
-    result = _run_in_folder(pipeline, overwrite)
+    with run_lock(out) if main else nullcontext():
+        result = _run_in_folder(pipeline, overwrite)
     if main:
         result.to_disk(out / RESULTS)
         write_model_cards(config, result, senteval)
@@ -252,12 +263,16 @@ def write_model_cards(config: RunConfig, result: RunResult, senteval: Path) -> N
 def _run_in_folder(pipeline: Pipeline, overwrite: bool) -> RunResult:
     """Start the run folder (rank 0) and run; a fresh folder that failed before saving anything is removed."""
     out = Path(pipeline.config.output_dir)
-    fresh = overwrite or not out.exists() or not any(out.iterdir())
+    fresh = overwrite or is_empty(out)
     if pipeline.main:
         start_run_folder(pipeline.config, overwrite)
     set_seed(pipeline.config.seed)
     try:
         return pipeline.run()
+    except NonFiniteTraining as stopped:
+        if pipeline.main:
+            mark_nonfinite_stop(pipeline.config, stopped.stage, stopped.step)
+        raise
     except Exception:
         if pipeline.main and fresh:
             discard_if_nothing_to_resume(out)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
+from pcctune.correlation import pair_cosines
 from pcctune.data.tasks import load_task
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import senteval_text
 from pcctune.evaluation.report import bar_plot, scatter_plot
-from pcctune.evaluation.sts import cosine_rows
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_folder, write_text
 from pcctune.modeling.build import build_model
@@ -61,10 +59,8 @@ def model_scatter(model_spec: str, task_name: str, senteval_dir: Path, path: Pat
     task = load_task(senteval_dir, task_name)
     texts = [senteval_text(s) for p in task.pairs for s in (p.sentence1, p.sentence2)]
     vectors = encode_unique(build_model(model_spec), texts)
-    a = np.stack([vectors[senteval_text(p.sentence1)] for p in task.pairs])
-    b = np.stack([vectors[senteval_text(p.sentence2)] for p in task.pairs])
-    gold = np.array([p.score for p in task.pairs])
-    return scatter_plot(cosine_rows(a, b), gold, f"{model_spec} on {task_name}", path)
+    cosines, gold = pair_cosines(vectors, task.pairs, senteval_text)
+    return scatter_plot(cosines, gold, f"{model_spec} on {task_name}", path)
 
 
 def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path] | None = None) -> str:

@@ -11,26 +11,65 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import shutil
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config
 
+logger = logging.getLogger(__name__)
+
 MARKER = "run.json"
+LOCK = ".lock"
+"""Held by the process that trains or evaluates into the folder: its pid, host and start time."""
 RESULTS = "results.json"
 
 
-def _saved_fingerprint(out: Path) -> str | None:
+def _saved_marker(out: Path) -> dict[str, Any] | None:
     marker = out / MARKER
     if not marker.is_file():
         return None
     try:
-        return str(json.loads(marker.read_text(encoding="utf-8"))["fingerprint"])
+        saved = json.loads(marker.read_text(encoding="utf-8"))
+        str(saved["fingerprint"])
+        return dict(saved)
     except (ValueError, KeyError, TypeError):
         raise PcctuneError(f"{marker} is damaged; move the folder away or pass --overwrite") from None
+
+
+def _same_run(saved: dict[str, Any], config: RunConfig) -> bool:
+    """The folder's run is ``config``'s; after a non-finite stop, up to its optimisation settings."""
+    if saved.get("stopped_nonfinite"):
+        return bool(saved.get("recovery_fingerprint") == config_fingerprint(config, recovery=True))
+    return bool(saved["fingerprint"] == config_fingerprint(config))
+
+
+def _marker(config: RunConfig, **extra: Any) -> dict[str, Any]:
+    return {
+        "fingerprint": config_fingerprint(config),
+        "recovery_fingerprint": config_fingerprint(config, recovery=True),
+        **extra,
+    }
+
+
+def mark_nonfinite_stop(config: RunConfig, stage: str, step: int) -> None:
+    """Record in the folder's marker that a stage stopped on a non-finite loss: ``--resume`` may then change
+    its learning rate, warm-up or ``on_nonfinite``."""
+    write_json(_marker(config, stopped_nonfinite={"stage": stage, "step": step}), Path(config.output_dir) / MARKER)
+
+
+def is_empty(out: Path) -> bool:
+    """True when ``out`` is missing or holds nothing but a run lock."""
+    return not out.exists() or all(item.name == LOCK for item in out.iterdir())
 
 
 def holds_a_run(out: Path) -> bool:
@@ -50,10 +89,10 @@ def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
     if not resume:
         state = "a finished run" if (out / RESULTS).is_file() else "an unfinished run"
         raise PcctuneError(f"{out} holds {state}; pass --resume to continue it or --overwrite to replace it")
-    saved = _saved_fingerprint(out)
+    saved = _saved_marker(out)
     if saved is None:
         raise PcctuneError(f"{out} has no {MARKER}, so --resume cannot check that it is this run; pass --overwrite")
-    if saved != config_fingerprint(config):
+    if not _same_run(saved, config):
         raise PcctuneError(
             f"{out} holds a run with other settings; --resume continues only the same run "
             f"(compare with {out / 'config.yaml'}), or use another output_dir or --overwrite"
@@ -64,9 +103,12 @@ def start_run_folder(config: RunConfig, overwrite: bool) -> Path:
     """Empty the folder for --overwrite, then write ``run.json`` and ``config.yaml`` (after validation)."""
     out = Path(config.output_dir)
     if overwrite and holds_a_run(out):
-        shutil.rmtree(out)
-    if not (out / MARKER).is_file():
-        write_json({"fingerprint": config_fingerprint(config)}, out / MARKER)
+        for item in out.iterdir():  # everything but the lock this process holds
+            if item.name != LOCK:
+                shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
+    saved = _saved_marker(out)
+    if saved is None or saved.get("stopped_nonfinite"):  # a new run, or a recovery under its new settings
+        write_json(_marker(config), out / MARKER)
         dump_config(config, out / "config.yaml")
     return out
 
@@ -76,3 +118,52 @@ def discard_if_nothing_to_resume(out: Path) -> None:
     saved = any(out.glob("stage*/checkpoints/checkpoint-*")) or any(out.glob("stage*/final"))
     if not saved:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def run_lock(out: Path) -> Iterator[None]:
+    """Hold ``out/.lock`` while a run writes into ``out``: a second process gets one clear error naming the
+    holder; a lock left by a dead process on this host is taken over with a warning."""
+    out.mkdir(parents=True, exist_ok=True)
+    lock = out / LOCK
+    mine = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    for _ in range(2):
+        try:
+            with os.fdopen(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644), "w") as handle:
+                json.dump(mine, handle)
+            break
+        except FileExistsError:
+            holder = _lock_holder(lock)
+            if holder.get("host") == mine["host"] and not _alive(int(holder.get("pid", -1))):
+                logger.warning("taking over %s: its process %s has ended", lock, holder.get("pid"))
+                lock.unlink(missing_ok=True)
+                continue
+            raise PcctuneError(
+                f"{out} is in use by process {holder.get('pid')} on {holder.get('host')} since "
+                f"{holder.get('started')}; wait for it, or remove {lock} if that process is gone"
+            ) from None
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _lock_holder(lock: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads(lock.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return {"pid": -1, "host": socket.gethostname()}  # unreadable: treated as left by a dead process

@@ -126,6 +126,10 @@ class StageConfig(Strict):
         "each scored on its own and weighted by size (docs/results/stage2_quality)",
     )
     eval_steps: int = Field(50, ge=1, description="steps between dev evaluations and checkpoints")
+    on_nonfinite: Literal["stop", "skip"] = Field(
+        "stop",
+        description="a non-finite loss or gradient stops the stage (keeping the last checkpoint) or skips the batch",
+    )
     save_total_limit: int | None = Field(
         2, ge=1, description="checkpoints kept on disk (the best dev one is never deleted); None keeps all"
     )
@@ -238,16 +242,19 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
 
 
 # Settings that change what a run computes; the others (where it writes, how often it logs) may
-# differ between a run and its resumption.
+# differ between a run and its resumption. After a stage stopped on a non-finite loss, its optimisation
+# settings may change too (training/health.py): the recovery fingerprint leaves them out.
 NOT_RUN_DEFINING = {"output_dir", "report_to"}
 STAGE_NOT_RUN_DEFINING = {"logging_steps"}
+RECOVERY_SETTINGS = {"learning_rate", "warmup_ratio", "on_nonfinite"}
 
 
-def config_fingerprint(config: RunConfig) -> str:
-    """sha256 of the run-defining settings: a resumed run must match the run it continues."""
+def config_fingerprint(config: RunConfig, recovery: bool = False) -> str:
+    """sha256 of the run-defining settings: a resumed run must match the run it continues (``recovery``:
+    without the settings a stage stopped on a non-finite loss may change)."""
     payload = config.model_dump(mode="json", exclude=NOT_RUN_DEFINING)
     for stage in payload["stages"]:
-        for key in STAGE_NOT_RUN_DEFINING:
+        for key in STAGE_NOT_RUN_DEFINING | (RECOVERY_SETTINGS if recovery else set()):
             stage.pop(key, None)
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

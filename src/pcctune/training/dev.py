@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from scipy.stats import pearsonr, spearmanr
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
+from pcctune.correlation import score_pairs
 from pcctune.data.dev import dev_parts, size_weighted
 from pcctune.data.sts import STSPair
 from pcctune.modeling.encoding import encode_unique
@@ -39,26 +38,17 @@ class DevSTSEvaluator(SentenceEvaluator):
     ) -> dict[str, float]:
         texts = [s for pairs in self.parts.values() for p in pairs for s in (p.sentence1, p.sentence2)]
         vectors = encode_unique(model, texts, show_progress=False, shard=False)  # only rank 0 runs an evaluator
-        scores = {part: _correlations(vectors, pairs) for part, pairs in self.parts.items()}
+        scores = {part: score_pairs(vectors, pairs) for part, pairs in self.parts.items()}
         if len(scores) == 1:
-            (pearson, spearman), *_ = scores.values()
-            metrics = {f"{self.name}_pearson_cosine": pearson, f"{self.name}_spearman_cosine": spearman}
+            (only,) = scores.values()
+            metrics = {f"{self.name}_pearson_cosine": only.pearson, f"{self.name}_spearman_cosine": only.spearman}
         else:
-            metrics = {f"{self.name}_{part}_spearman_cosine": spearman for part, (_, spearman) in scores.items()}
-            for index, kind in enumerate(("pearson", "spearman")):
-                weighted = size_weighted({part: score[index] for part, score in scores.items()}, self.parts)
+            metrics = {f"{self.name}_{part}_spearman_cosine": r.spearman for part, r in scores.items()}
+            for kind in ("pearson", "spearman"):
+                weighted = size_weighted({part: getattr(r, kind) for part, r in scores.items()}, self.parts)
                 metrics[f"{self.name}_{kind}_cosine"] = weighted
         self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
         return metrics
-
-
-def _correlations(vectors: dict[str, np.ndarray], pairs: list[STSPair]) -> tuple[float, float]:
-    """Pearson and Spearman of the cosine similarity of ``pairs`` with their gold scores."""
-    a = np.stack([vectors[p.sentence1] for p in pairs]).astype(np.float64)
-    b = np.stack([vectors[p.sentence2] for p in pairs]).astype(np.float64)
-    cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-    gold = np.array([p.score for p in pairs])
-    return float(pearsonr(cosine, gold).statistic), float(spearmanr(cosine, gold).statistic)
 
 
 def dev_evaluator(kind: str, senteval_dir: Path) -> DevSTSEvaluator | None:

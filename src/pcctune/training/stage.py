@@ -7,6 +7,7 @@ the final save and a plot of the curves.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from collections.abc import Iterator
@@ -39,6 +40,7 @@ from pcctune.training.datasets import train_dataset
 from pcctune.training.dev import dev_evaluator, dev_metric
 from pcctune.training.disk import check_disk, checkpoints_kept
 from pcctune.training.head_warmup import warm_up_head
+from pcctune.training.health import NonFiniteGuard
 from pcctune.training.losses import build_loss
 from pcctune.training.memory import PeakMemory
 from pcctune.training.plots import plot_training
@@ -78,6 +80,32 @@ def continued_model(stage_dir: Path, init: str) -> Path:
     dev-best (``best``). ``last/`` exists only when dev selection loaded another checkpoint; else they agree."""
     last = stage_dir / LAST
     return last if init == "final" and (last / "modules.json").is_file() else stage_dir / "final"
+
+
+@contextmanager
+def disk_errors(stage: StageConfig, stage_dir: Path) -> Iterator[None]:
+    """A full disk (or quota) while the trainer writes a checkpoint is one clear error: the half-written
+    checkpoint is skipped by ``--resume``, which continues from the last complete one."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise PcctuneError(
+            f"stage {stage.name!r}: the disk is full ({error.strerror}) while writing under {stage_dir}; "
+            "free space and run again with --resume (it continues from the last complete checkpoint)"
+        ) from None
+
+
+def check_template_budget(model: SentenceTransformer, stage: StageConfig) -> None:
+    """Before the trainer starts (its progress bars would hide the message): the stage's ``max_seq_length``
+    must leave room for the sentence after the template."""
+    module = model[0]
+    if isinstance(module, TemplateTransformer):
+        try:
+            module.check_budget(stage.max_seq_length or model.max_seq_length)
+        except PcctuneError as error:
+            raise PcctuneError(f"stage {stage.name!r}: {error}; raise its max_seq_length") from None
 
 
 @dataclass
@@ -152,14 +180,23 @@ def stage_loss(
     return loss
 
 
-def loss_callbacks(loss: nn.Module, model: SentenceTransformer) -> list[TrainerCallback]:
-    """Keep a loss's own state right: its parameters synchronised across processes, its step resumed."""
-    found: list[TrainerCallback] = []
+def stage_callbacks(loss: nn.Module, model: SentenceTransformer, stage: StageConfig) -> list[TrainerCallback]:
+    """The health guard over every trainable weight (``on_nonfinite``), and what keeps a loss's own state right:
+    its parameters synchronised across processes, its step resumed."""
+    trainable = [p for p in [*model.parameters(), *loss_owned_parameters(loss, model)] if p.requires_grad]
+    found: list[TrainerCallback] = [NonFiniteGuard(trainable, stage.name, stage.on_nonfinite)]
     if owned := loss_owned_parameters(loss, model):
         found.append(SyncLossParameters(owned))
     if hasattr(loss, "step"):
         found.append(StepToLoss(loss))
     return found
+
+
+def finite_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trainer's log with a non-finite number (a skipped step's gradient norm) as ``null``: JSON has no NaN."""
+    return [
+        {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()} for row in history
+    ]
 
 
 def save_stage(
@@ -169,7 +206,7 @@ def save_stage(
     final_dir = stage_dir / "final"
     if is_main_process():
         save_model(model, final_dir)
-        write_json(history, stage_dir / "log_history.json")
+        write_json(finite_history(history), stage_dir / "log_history.json")
         plot_training(
             history, dev_metric(stage.dev), f"{run.model}: stage {stage.name} ({stage.loss})", stage_dir / "curves.png"
         )
@@ -205,6 +242,7 @@ def run_stage(
     """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end. ``resume`` continues
     from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's model
     in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``)."""
+    check_template_budget(model, stage)
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
     num_classes = max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
@@ -217,14 +255,14 @@ def run_stage(
         model=model,
         args=args,
         train_dataset=dataset,
-        callbacks=[*loss_callbacks(loss, model), *(callbacks or [])],
+        callbacks=[*stage_callbacks(loss, model, stage), *(callbacks or [])],
         loss=loss,
         evaluator=dev_evaluator(stage.dev, senteval_dir),
     )
     trainer.last_dir = stage_dir / LAST if keep_last else None
     if checkpoint is None and resume:
         checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
-    with training_lengths(model, stage), PeakMemory() as memory:
+    with training_lengths(model, stage), PeakMemory() as memory, disk_errors(stage, stage_dir):
         trainer.train(resume_from_checkpoint=checkpoint)
     history = trainer.state.log_history
     final_dir = save_stage(model, history, stage, run, stage_dir)

@@ -7,6 +7,9 @@
   adapter). Its frozen NF4 weights never change during training, and their state-dict form
   (quantisation statistics stored beside each packed weight) does not load back into a model
   whose layers are already quantised. Every trainable weight must be in the checkpoint.
+- A checkpoint resumed under another learning rate (allowed after a non-finite stop, see
+  ``training/health.py``) continues the schedule at the new peak: the saved optimizer and scheduler
+  states would otherwise bring the old rate back.
 - With ``last_dir`` set, the weights of the last step are saved there before the best dev checkpoint
   replaces them: the model the authors' stage 2 continues (``lora_path`` is stage 1's output folder,
   written at its last step; Pcc-tuning ``tune.py``), when a stage's ``init`` is ``final``.
@@ -41,6 +44,19 @@ class PcctuneTrainer(SentenceTransformerTrainer):
             self._load_from_checkpoint(checkpoint)
         except Exception as error:
             raise PcctuneError(f"could not load the best dev checkpoint {checkpoint}: {error}") from error
+
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        scheduler: Any = self.lr_scheduler
+        optimizer = self.optimizer
+        if checkpoint is None or optimizer is None or not hasattr(scheduler, "lr_lambdas"):
+            return
+        peak = self.args.learning_rate
+        scheduler.base_lrs = [peak for _ in scheduler.base_lrs]
+        for group, factor in zip(optimizer.param_groups, scheduler.lr_lambdas, strict=True):
+            group["initial_lr"] = peak
+            group["lr"] = peak * factor(scheduler.last_epoch)
+        scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]  # what the trainer logs
 
     def _load_from_checkpoint(self, checkpoint_path: str, model: Any = None) -> None:
         model = getattr(self.model, "_orig_mod", self.model) if model is None else model

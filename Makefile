@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
-.PHONY: install install-decoders install-mpnet demo test test-slow lint format clean
+.PHONY: install install-decoders install-mpnet demo test test-slow lint format config-docs clean
 
 install: $(VENV)/.installed
 
@@ -42,6 +42,9 @@ lint: install
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+config-docs: install
+	$(PY) -m pcctune.training.config_docs docs/config.md
 
 format: install
 	$(VENV)/bin/ruff check --fix src tests benchmarks

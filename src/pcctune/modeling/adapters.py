@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from sentence_transformers import SentenceTransformer
 
 from pcctune.modeling.quantization import QuantizationConfig, bitsandbytes_config
@@ -21,16 +21,22 @@ class AdapterConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["none", "lora", "qlora", "deep_prompt", "shallow_prompt"] = "none"
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.05
-    targets: list[str] | Literal["all-linear"] = "all-linear"
-    prompt_length: int = 16
-    prompt_projection: bool = False
-    offset_positions: bool = True
-    prompt_init_text: str = "This sentence means"
-    quantization: QuantizationConfig = QuantizationConfig()
+    kind: Literal["none", "lora", "qlora", "deep_prompt", "shallow_prompt"] = Field(
+        "none", description="none (full fine-tuning), lora, qlora (4-bit base), deep_prompt or shallow_prompt (DCPCSE)"
+    )
+    r: int = Field(8, description="LoRA rank (the papers: 64)")
+    alpha: int = Field(16, description="LoRA α; the update is scaled by α / r (the papers: 16)")
+    dropout: float = Field(0.05, description="dropout on the LoRA input (0.05)")
+    targets: list[str] | Literal["all-linear"] = Field(
+        "all-linear", description="module names LoRA adapts, or all-linear (every linear layer but the LM head)"
+    )
+    prompt_length: int = Field(16, description="continuous prompt tokens per layer (DCPCSE)")
+    prompt_projection: bool = Field(False, description="reparameterise the prompts through an MLP (P-tuning v2)")
+    offset_positions: bool = Field(True, description="shift the sentence's position ids past the prompt")
+    prompt_init_text: str = Field(
+        "This sentence means", description="text whose embeddings initialise a shallow prompt"
+    )
+    quantization: QuantizationConfig = Field(QuantizationConfig(), description="4-bit settings of a qlora backbone")
 
     def prompt_kwargs(self) -> dict[str, Any] | None:
         """Arguments of :class:`~pcctune.modeling.prefix.PromptedTransformer`, or ``None`` for other kinds."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from pcctune.errors import PcctuneError
@@ -28,9 +28,11 @@ class QuantizationConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    quant_type: Literal["nf4", "fp4"] = "nf4"
-    double_quant: bool = True
-    compute_dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
+    quant_type: Literal["nf4", "fp4"] = Field("nf4", description="4-bit data type (NF4, as QLoRA and the papers)")
+    double_quant: bool = Field(True, description="quantise the quantisation constants too")
+    compute_dtype: Literal["fp32", "bf16", "fp16"] = Field(
+        "fp32", description="dtype of the 4-bit layers' matrix products (the authors: fp32)"
+    )
 
 
 def bitsandbytes_config(settings: dict[str, Any]) -> Any:

@@ -37,20 +37,32 @@ class DataConfig(Strict):
     - ``snli_regression``: SNLI pairs scored contradiction 0, neutral 1, entailment 2 (regression §4.1).
     """
 
-    source: Literal["stage2", "pairs", "simcse_csv", "snli", "snli_regression"]
-    path: str | None = None
-    splits: list[str] = ["dev", "test"]
-    rescale_sick: bool = False
-    normalization: Normalization = Normalization.exact
+    source: Literal["stage2", "pairs", "simcse_csv", "snli", "snli_regression"] = Field(
+        description="where the stage's examples come from (the kinds above)"
+    )
+    path: str | None = Field(
+        None,
+        description="the file of `pairs` / `simcse_csv`, or the SNLI folder of `snli` (default: the SentEval data's)",
+    )
+    splits: list[str] = Field(["dev", "test"], description="SNLI splits read by `snli` and `snli_regression`")
+    rescale_sick: bool = Field(False, description="map SICK-R scores 1–5 to 0–5 by 5·(x−1)/4 (Pcc-tuning, Limitations)")
+    normalization: Normalization = Field(
+        Normalization.exact, description="how pairs are matched against the test sets by the leakage filter"
+    )
     limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
 
 
 class RegressionConfig(Strict):
     """Head and penalty of the regression losses (Translated ReLU, Smooth K2, L1, MSE)."""
 
-    k: float = 2.0
-    x0: float = 0.25
-    concat: Literal["uv", "absdiff", "uv_absdiff"] = "uv_absdiff"
+    k: float = Field(
+        2.0,
+        description="slope of the penalty outside the zero-gradient zone (Translated ReLU / Smooth K2, seed 003 §3)",
+    )
+    x0: float = Field(0.25, description="half-width of the zero-gradient zone around the label")
+    concat: Literal["uv", "absdiff", "uv_absdiff"] = Field(
+        "uv_absdiff", description="the head's input: (u, v), |u−v| alone, or (u, v, |u−v|)"
+    )
     label_range: list[float] | None = Field(None, description="clip predictions into [low, high]")
     head_warmup: Literal["none", "nli"] = Field(
         "none", description="step 1 of the two-step recipe: fit the head on NLI (0/1/2) with the encoder frozen"
@@ -60,43 +72,47 @@ class RegressionConfig(Strict):
 class DPOConfig(Strict):
     """Embedding DPO (PromptEOL §3.3): preference model, preference sampling and β."""
 
-    beta: float = 0.1
+    beta: float = Field(0.1, description="β of the DPO objective (PromptEOL §3.3)")
     preference_model: str | None = Field(None, description="a trained cross-encoder; None trains one")
     preference_base: str = Field("all-MiniLM-L6-v2", description="backbone of the cross-encoder pcctune trains")
-    preference_epochs: float = 1.0
-    candidates: Literal["stage2", "snli"] = "stage2"
-    count: int = 2000
-    margin: float = 0.1
-    mode: Literal["anchor", "random"] = "random"
+    preference_epochs: float = Field(1.0, description="epochs of the cross-encoder pcctune trains when none is given")
+    candidates: Literal["stage2", "snli"] = Field("stage2", description="where the sentence pairs to rank come from")
+    count: int = Field(2000, description="how many preference triples are built")
+    margin: float = Field(0.1, description="smallest preference-model score gap that makes a preference")
+    mode: Literal["anchor", "random"] = Field(
+        "random", description="'anchor': both candidates share the anchor sentence; 'random': any two pairs"
+    )
 
 
 class MLMConfig(Strict):
     """DCPCSE's auxiliary MLM term, λ = initial_weight · decay_rate^(step / decay_steps)."""
 
-    enabled: bool = False
-    initial_weight: float = 0.1
-    decay_rate: float = 0.95
-    decay_steps: int = 100
-    mask_probability: float = 0.15
-    train_head: bool = False
+    enabled: bool = Field(False, description="add DCPCSE's auxiliary masked-LM term to the stage's loss")
+    initial_weight: float = Field(0.1, description="λ at step 0 (DCPCSE App. A: 0.1)")
+    decay_rate: float = Field(0.95, description="λ's factor every decay_steps (0.95)")
+    decay_steps: int = Field(100, description="steps between decays (100)")
+    mask_probability: float = Field(0.15, description="share of tokens masked (BERT's 15 %)")
+    train_head: bool = Field(False, description="train the MLM head too (else frozen)")
 
 
 class StageConfig(Strict):
-    name: str
+    """One stage: one sentence-transformers trainer run (data, loss, batch, optimisation, dev selection, output)."""
+
+    name: str = Field(description="the stage's name: its folder is stageN-NAME")
     loss: str = Field(description="a name in pcctune.losses.registry.LOSSES")
-    data: DataConfig
-    regression: RegressionConfig = RegressionConfig()
-    dpo: DPOConfig = DPOConfig()
-    mlm: MLMConfig = MLMConfig()
+    data: DataConfig = Field(description="the stage's training data")
+    regression: RegressionConfig = Field(RegressionConfig(), description="head and penalty of the regression losses")
+    dpo: DPOConfig = Field(DPOConfig(), description="settings of the dpo loss")
+    mlm: MLMConfig = Field(MLMConfig(), description="DCPCSE's auxiliary MLM term")
     batch_size: int = Field(64, ge=2, description="global batch: the Pearson group or the InfoNCE candidate pool")
     mini_batch_size: int | None = Field(None, ge=1, description="GradCache mini-batch; bounds memory")
     gradient_accumulation_steps: int = Field(1, ge=1, description="translated into mini-batches, never splits a group")
-    learning_rate: float = Field(2e-5, gt=0)
-    epochs: float = 1.0
-    max_steps: int = -1
-    warmup_ratio: float = Field(0.0, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    temperature: float = Field(0.05, gt=0)
+    learning_rate: float = Field(2e-5, gt=0, description="peak learning rate (AdamW, linear decay)")
+    epochs: float = Field(1.0, description="passes over the data (ignored when max_steps > 0)")
+    max_steps: int = Field(-1, description="optimizer steps; -1 trains for `epochs`")
+    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the steps spent warming the learning rate up")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW's decoupled weight decay")
+    temperature: float = Field(0.05, gt=0, description="τ of InfoNCE and the contrastive losses (Pcc-tuning eq. 7)")
     loss_weight: float = Field(0.1, ge=0, description="λ of the second term of pearson_mse / pearson_cosent")
     soft_rank_regularization: float = Field(
         1.0, gt=0, description="ε of soft_spearman's soft ranks, in units of the batch (losses/soft_spearman.py)"
@@ -106,7 +122,9 @@ class StageConfig(Strict):
     contrastive_rule: Literal[">", ">="] = Field(
         ">", description="'>': above the threshold (the paper's words); '>=': the rule that gives its 1,543 pairs"
     )
-    max_seq_length: int | None = Field(None, ge=1)
+    max_seq_length: int | None = Field(
+        None, ge=1, description="token budget of training inputs, template included (default: the model's)"
+    )
     sentence_max_tokens: int | None = Field(
         None, ge=1, description="cut the sentence alone to N tokens before it fills the template (authors' cutoff_len)"
     )
@@ -133,8 +151,8 @@ class StageConfig(Strict):
     save_total_limit: int | None = Field(
         2, ge=1, description="checkpoints kept on disk (the best dev one is never deleted); None keeps all"
     )
-    logging_steps: int = Field(10, ge=1)
-    bf16: bool = False
+    logging_steps: int = Field(10, ge=1, description="steps between logged losses")
+    bf16: bool = Field(False, description="train under bf16 autocast")
 
     @field_validator("loss")
     @classmethod
@@ -164,10 +182,19 @@ class StageConfig(Strict):
 
 
 class RunConfig(Strict):
-    model: str
-    template: str | None = None
-    pooling: Literal["mean", "cls", "lasttoken"] | None = None
-    dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
+    """A whole run: the model (template, pooling, dtype, adapter), its stages in order, and its evaluations."""
+
+    model: str = Field(description="packaged short name, local folder, .gguf file or Hub id")
+    template: str | None = Field(
+        None, description="prompt template: eol, sth, sum or a string with one {text}; none for plain text"
+    )
+    pooling: Literal["mean", "cls", "lasttoken"] | None = Field(
+        None,
+        description="mean, cls or lasttoken; default: the saved one, else lasttoken for decoders, mean for encoders",
+    )
+    dtype: Literal["fp32", "bf16", "fp16"] = Field(
+        "fp32", description="weight dtype asked of from_pretrained at every load (docs/fidelity.md)"
+    )
     eval_dtype: Literal["fp32", "bf16"] = Field(
         "fp32", description="weights of the STS evaluations (see docs/training.md for when bf16 is faster)"
     )
@@ -179,16 +206,21 @@ class RunConfig(Strict):
         description="base of a QLoRA run's test evaluations: unquantized in `dtype` with the trained adapter "
         "('16bit', the authors' --load_kbit 16) or the NF4 base it trained against ('4bit')",
     )
-    adapter: AdapterConfig = AdapterConfig()
+    adapter: AdapterConfig = Field(
+        AdapterConfig(),
+        description="LoRA / QLoRA, or continuous prompts on a frozen backbone; none trains every weight",
+    )
     report_to: Literal["none", "tensorboard", "wandb"] = Field(
         "none", description="the trainer's logging integration (pip install tensorboard / wandb)"
     )
-    seed: int = 42
-    data_dir: str | None = None
-    output_dir: str = "runs/run"
-    evaluate_before: bool = True
-    evaluate_after_each_stage: bool = True
-    stages: list[StageConfig] = Field(min_length=1)
+    seed: int = Field(42, description="seeds the trainer, the data order and the weights pcctune initialises")
+    data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, then ../shared/data)")
+    output_dir: str = Field("runs/run", description="the run folder (stages, checkpoints, results.json)")
+    evaluate_before: bool = Field(True, description="score the untrained model on the test sets first")
+    evaluate_after_each_stage: bool = Field(True, description="score every stage on the test sets (else only the last)")
+    stages: list[StageConfig] = Field(
+        min_length=1, description="the stages in order; each continues the previous one's model"
+    )
 
     @field_validator("template")
     @classmethod

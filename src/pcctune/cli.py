@@ -21,11 +21,9 @@ from typing import Annotated, Any, cast
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer._click.exceptions import ClickException, UsageError
 
-from pcctune.data.leakage import Normalization
 from pcctune.errors import Interrupted, PcctuneError
-from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
+from pcctune.orchestration.data import DEFAULT_PROTOCOL, PROTOCOLS, Normalization
 
 app = typer.Typer(
     add_completion=False,
@@ -149,23 +147,9 @@ def encode_command(
     output: Annotated[Path | None, typer.Option(help="save the embeddings as .npy")] = None,
 ) -> None:
     """Embed sentences; print their shape and cosine similarity matrix (or save them)."""
-    import numpy as np
+    from pcctune.orchestration.encode import run_encode
 
-    from pcctune.io import check_output_file, write_with
-    from pcctune.modeling.build import build_model
-    from pcctune.modeling.encoding import encode_texts
-
-    if output is not None:
-        check_output_file(output)
-    encoder = build_model(model, template=template, pooling=_pooling(pooling), dtype=dtype)
-    vectors = encode_texts(encoder, sentences)
-    if output is not None:
-        write_with(output, lambda handle: np.save(handle, vectors))
-        console.print(f"saved {vectors.shape} to {output}")
-        return
-    normed = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    console.print(f"embeddings: {vectors.shape}; cosine similarities:")
-    console.print(np.array2string(normed @ normed.T, precision=4))
+    run_encode(model, sentences, template, _pooling(pooling), dtype, output, console)
 
 
 def _overrides(set_: list[str] | None, output_dir: str | None, data: Path | None) -> dict[str, Any]:
@@ -208,18 +192,13 @@ def train_command(
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a config key: stages.0.epochs=2")] = None,
 ) -> None:
     """Run the stages of CONFIG (stage 1 contrastive, stage 2 Pearson), evaluating after each."""
-    from pcctune.losses.registry import LOSSES
-    from pcctune.orchestration.pipeline import run_pipeline
-    from pcctune.training.config import load_config
+    from pcctune.distributed import finish
+    from pcctune.orchestration.pipeline import load_run_config, run_pipeline
 
     if resume and overwrite:
         raise PcctuneError("--resume continues a run and --overwrite replaces it; pass one of them")
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
-    for loss in losses or []:
-        if loss not in LOSSES:
-            raise PcctuneError(f"unknown loss {loss!r} in --compare; choose from {', '.join(LOSSES)}")
-    run = load_config(config, _overrides(set_, output_dir, data))
-    from pcctune.distributed import finish
+    run = load_run_config(config, _overrides(set_, output_dir, data))
 
     try:
         run_pipeline(
@@ -317,23 +296,9 @@ def export_command(
     --merge folds a LoRA / QLoRA adapter into one full-precision model; --backend onnx | openvino adds
     the backbone in that format (score it with `pcctune eval OUTPUT --backend onnx`).
     """
-    from pcctune.io import check_output_folder
-    from pcctune.modeling.export import export_model, merge_adapter
+    from pcctune.orchestration.export import run_export
 
-    chosen = _backend(backend)
-    if merge and chosen != "torch":
-        raise PcctuneError("--merge and --backend are two steps: merge first, then export the merged folder")
-    check_output_folder(output)
-    from pcctune.orchestration.model_card import carry_section
-
-    if merge:
-        console.print(f"merged model -> {merge_adapter(model, output, dtype)}")
-        carry_section(model, output)
-        return
-    native = export_model(model, output, chosen)
-    carry_section(model, output)
-    kind = "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
-    console.print(f"model ({kind}{'' if chosen == 'torch' else ', with ' + chosen}) -> {output}")
+    run_export(model, output, merge, dtype, _backend(backend), console)
 
 
 @app.command("mteb")
@@ -399,22 +364,17 @@ def data_download_command(
     overwrite: Annotated[bool, typer.Option(help="replace an existing DEST/senteval")] = False,
 ) -> None:
     """Fetch the 7 STS test sets, STS-B train/dev and SICK (MTEB's Hub datasets, pinned) in the SentEval layout."""
-    from pcctune.data.download import download, hub_loader, local_loader
+    from pcctune.orchestration.data import run_download
 
-    loader = local_loader(local_datasets) if local_datasets is not None else hub_loader
-    target = download(dest, loader, check=verify, overwrite=overwrite)
-    console.print(f"STS data -> {target}  (use: --data {target}  or  export PCCTUNE_DATA={target})")
+    run_download(dest, local_datasets, verify, overwrite, console)
 
 
 @data_app.command("tasks")
 def data_tasks_command(data: DataOption = None) -> None:
     """Count the pairs of each of the seven STS test tasks and their subsets."""
-    from pcctune.data.tasks import load_test_tasks
-    from pcctune.paths import resolve_senteval_dir
+    from pcctune.orchestration.data import run_task_counts
 
-    for task in load_test_tasks(resolve_senteval_dir(data)):
-        detail = ", ".join(f"{s.name} {len(s.pairs)}" for s in task.subsets) if len(task.subsets) > 1 else ""
-        console.print(f"{task.name}: {len(task.pairs)} pairs  {detail}")
+    run_task_counts(data, console)
 
 
 def _fail(code: int, message: str) -> None:
@@ -422,10 +382,11 @@ def _fail(code: int, message: str) -> None:
     sys.exit(code)
 
 
-def _usage_message(error: ClickException) -> str:
+def _usage_message(error: typer.TyperException) -> str:
+    """The message of a usage error, with the command whose --help explains it (when the error has one)."""
     message = error.format_message()
     context = getattr(error, "ctx", None)
-    if isinstance(error, UsageError) and context is not None:
+    if context is not None:
         message += f" (see '{context.command_path} --help')"
     return message
 
@@ -490,7 +451,7 @@ def _run(argv: list[str]) -> None:
         code = app(args=args, prog_name="pcctune", standalone_mode=False)
     except PcctuneError as error:
         _fail(2, str(error))
-    except ClickException as error:
+    except typer.TyperException as error:  # click's usage errors, from typer's own copy of click
         _fail(2, _usage_message(error))
     except Interrupted as stop:
         Console(stderr=True, soft_wrap=True, emoji=False).print(escape(str(stop)), highlight=False)

@@ -25,6 +25,7 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
+from pcctune.losses.registry import LOSSES
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
 from pcctune.orchestration.model_card import add_pcctune_section, pcctune_section
@@ -40,7 +41,7 @@ from pcctune.orchestration.run_folder import (
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import library_versions
 from pcctune.results import RunResult, StageRecord
-from pcctune.training.config import RunConfig, StageConfig
+from pcctune.training.config import RunConfig, StageConfig, load_config
 from pcctune.training.datasets import train_dataset
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
@@ -76,8 +77,16 @@ def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
     return build_model(str(final), dtype=config.dtype, full_precision_base=eval_precision(config) == "16bit")
 
 
-def validate_run(config: RunConfig, senteval: Path, resume_from: str | None) -> None:
+def load_run_config(path: Path, overrides: dict[str, Any]) -> RunConfig:
+    """The run config of a YAML file with ``--set`` overrides (dotted keys) applied."""
+    return load_config(path, overrides)
+
+
+def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, compare: list[str] | None = None) -> None:
     """Everything that can fail before training, checked before any file is written."""
+    for loss in compare or []:
+        if loss not in LOSSES:
+            raise PcctuneError(f"unknown loss {loss!r} in --compare; choose from {', '.join(LOSSES)}")
     if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
         raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
     protocol = get_protocol(config.eval_protocol)
@@ -234,7 +243,7 @@ def run_pipeline(
         tasks=tasks,
         senteval=senteval,
     )
-    validate_run(config, senteval, resume_from)
+    validate_run(config, senteval, resume_from, compare)
     with run_lock(out) if main else nullcontext():
         result = _run_in_folder(pipeline, overwrite)
     if main:

@@ -1,0 +1,33 @@
+"""``pcctune data download`` and ``pcctune data tasks``: fetch the STS data in SentEval's layout; count its pairs.
+
+The values the CLI offers as choices (protocols, leakage normalisations) are named here too, so the CLI
+imports nothing below this layer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from pcctune.data.download import download, hub_loader, local_loader
+from pcctune.data.leakage import Normalization
+from pcctune.data.tasks import load_test_tasks
+from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
+from pcctune.paths import resolve_senteval_dir
+
+__all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Normalization", "run_download", "run_task_counts"]
+
+
+def run_download(dest: Path, local_datasets: Path | None, verify: bool, overwrite: bool, console: Console) -> Path:
+    """The 7 STS test sets, STS-B train/dev and SICK from MTEB's pinned Hub datasets (or saved local copies)."""
+    loader = local_loader(local_datasets) if local_datasets is not None else hub_loader
+    target = download(dest, loader, check=verify, overwrite=overwrite)
+    console.print(f"STS data -> {target}  (use: --data {target}  or  export PCCTUNE_DATA={target})")
+    return target
+
+
+def run_task_counts(data: Path | None, console: Console) -> None:
+    """Print the pair count of each test task and its subsets."""
+    for task in load_test_tasks(resolve_senteval_dir(data)):
+        detail = ", ".join(f"{s.name} {len(s.pairs)}" for s in task.subsets) if len(task.subsets) > 1 else ""
+        console.print(f"{task.name}: {len(task.pairs)} pairs  {detail}")

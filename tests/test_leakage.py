@@ -65,3 +65,28 @@ def test_real_stage2_set_and_the_papers_1543_contrastive_pairs():
     as_pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in rescaled]
     assert len(contrastive_pairs(as_pairs, 4.0, inclusive=True)) == 1543
     assert len(contrastive_pairs(as_pairs, 4.0)) == 1328
+
+
+def test_the_stage2_set_is_built_once_per_run_and_again_when_its_files_change(mini_senteval, tiny_bert, tmp_path):
+    import os
+
+    import pcctune.data.stage2 as stage2
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import RunConfig
+    from tests.conftest import one_step_stage2
+
+    stage2._build.cache_clear()
+    config = {
+        "model": str(tiny_bert),
+        "data_dir": str(mini_senteval),
+        "output_dir": str(tmp_path / "run"),
+        "evaluate_before": False,
+        "stages": [one_step_stage2()],
+    }
+    run_pipeline(RunConfig.model_validate(config), compare=["pearson", "cosent"])
+    info = stage2._build.cache_info()
+    assert info.misses == 1 and info.hits >= 3  # validation, both stage-2 variants, the model cards
+    sick = mini_senteval / "downstream" / "SICK" / "SICK_train.txt"
+    os.utime(sick, ns=(sick.stat().st_atime_ns, sick.stat().st_mtime_ns + 10**9))
+    stage2.build_stage2_set(mini_senteval)
+    assert stage2._build.cache_info().misses == 2

@@ -8,6 +8,7 @@ maps SICK to 0–5 with 5·(x−1)/4 instead, as the paper's Limitations section
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -53,12 +54,30 @@ def rescale_sick_score(score: float) -> float:
     return 5.0 * (score - 1.0) / 4.0
 
 
+def _files_state(senteval_dir: Path) -> tuple[tuple[str, int, int], ...]:
+    """Every STS and SICK file's path, size and modification time: what a cached set depends on."""
+    folders = [senteval_dir / "downstream" / "STS", senteval_dir / "downstream" / "SICK"]
+    files = sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("*") if f.is_file())
+    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+
+
 def build_stage2_set(
     senteval_dir: Path,
     normalization: Normalization = Normalization.exact,
     rescale_sick: bool = False,
 ) -> Stage2Set:
-    """Filter STS-B train and SICK-R train against the seven test sets; report STS-B dev overlap too."""
+    """Filter STS-B train and SICK-R train against the seven test sets; report STS-B dev overlap too.
+
+    Built once per data state: a run asks for it when it validates, trains and writes its model cards,
+    and each later call with the same files (same sizes and modification times) and settings returns the
+    same set. Callers must not change it."""
+    return _build(senteval_dir.resolve(), normalization, rescale_sick, _files_state(senteval_dir.resolve()))
+
+
+@functools.lru_cache(maxsize=8)
+def _build(
+    senteval_dir: Path, normalization: Normalization, rescale_sick: bool, files: tuple[tuple[str, int, int], ...]
+) -> Stage2Set:
     leakage = LeakageFilter(load_test_tasks(senteval_dir), normalization)
     stsb_kept, stsb_report = leakage.filter("STSBenchmark:train", load_stsb(senteval_dir, "train").pairs)
     sick_kept, sick_report = leakage.filter("SICKRelatedness:train", load_sick(senteval_dir, "train").pairs)

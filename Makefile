@@ -38,8 +38,8 @@ test-slow: install-decoders install-mpnet
 	$(PY) -m pytest -m slow -n 0
 
 lint: install
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

@@ -1,13 +1,70 @@
 """pcctune: train and evaluate sentence embeddings past the contrastive ceiling on STS.
 
-Implements Pcc-tuning (two-stage contrastive + Pearson-loss training), prompt-based
-decoder embeddings (PromptEOL/STH/SUM), and the SimCSE/SentEval STS evaluation protocol
-on top of sentence-transformers.
+Implements Pcc-tuning (two-stage contrastive + Pearson-loss training), prompt-based decoder embeddings
+(PromptEOL/STH/SUM), and the SimCSE/SentEval STS evaluation protocol on top of sentence-transformers.
+The names below are the stable Python API (semantic versioning of ``__version__``); they fit into a plain
+``SentenceTransformerTrainer`` script::
+
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    import pcctune
+
+    model = SentenceTransformer("all-MiniLM-L6-v2")
+    trainer = SentenceTransformerTrainer(
+        model=model, train_dataset=pcctune.stage2_dataset(), loss=pcctune.PearsonLoss(model)
+    )
+    trainer.train()
+    print(pcctune.evaluate(model).sts["avg"])
+
+Names load on first use, so ``import pcctune`` (and the CLI) stays fast.
 """
 
+from __future__ import annotations
+
+import importlib
 import importlib.metadata
+from typing import Any
 
 from pcctune.errors import PcctuneError
 
 __version__ = importlib.metadata.version("pcctune")  # the one copy lives in pyproject.toml
-__all__ = ["PcctuneError", "__version__"]
+
+_EXPORTS: dict[str, str] = {
+    # losses (sentence-transformers losses; mini_batch_size=N is the cached, GradCache variant)
+    "PearsonLoss": "pcctune.losses.pearson",
+    "InfoNCELoss": "pcctune.losses.infonce",
+    "PearsonPlusLoss": "pcctune.losses.pearson_plus",
+    "SourcePearsonLoss": "pcctune.losses.pearson_by_source",
+    "SoftSpearmanLoss": "pcctune.losses.soft_spearman",
+    "RegressionLoss": "pcctune.losses.regression",
+    "EmbeddingDPOLoss": "pcctune.losses.dpo",
+    # evaluators and evaluation
+    "PccEvaluator": "pcctune.evaluation.evaluator",
+    "DevSTSEvaluator": "pcctune.training.dev",
+    "evaluate": "pcctune.orchestration.library",
+    # data as datasets.Dataset
+    "stage2_dataset": "pcctune.orchestration.library",
+    "nli_triplets": "pcctune.orchestration.library",
+    # models
+    "build_model": "pcctune.modeling.build",
+    "apply_template": "pcctune.modeling.template",
+    # the whole pipeline
+    "RunConfig": "pcctune.training.config",
+    "load_config": "pcctune.training.config",
+    "train": "pcctune.orchestration.library",
+    # records
+    "EvalResult": "pcctune.results",
+    "RunResult": "pcctune.results",
+}
+__all__ = ["PcctuneError", "__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pcctune' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -85,6 +85,9 @@ class TransferScore(BaseModel):
 
 
 class EvalResult(Record):
+    """What ``pcctune eval`` (and :func:`pcctune.evaluate`) records: STS and/or transfer scores with everything
+    that made them (protocol, data hashes, model, template, pooling, dtype, precision, library versions)."""
+
     kind: ClassVar[str] = "eval"
     protocol: str
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
@@ -126,6 +129,9 @@ class StageRecord(BaseModel):
 
 
 class RunResult(Record):
+    """What ``pcctune train`` (and :func:`pcctune.train`) records: the STS scores after each stage, each stage's
+    training record (examples, dev selection, wall time, peak memory) and the config that ran."""
+
     kind: ClassVar[str] = "run"
     protocol: str
     data_dir: str

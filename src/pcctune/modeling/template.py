@@ -223,3 +223,22 @@ def model_template(model: SentenceTransformer) -> str | None:
     """The template a model applies: the one its tokenizer's chat template was rendered from, for pcctune's
     input module and for a model saved as plain sentence-transformers alike."""
     return chat_template.template_in(getattr(model[0], "tokenizer", None))
+
+
+def apply_template(model: SentenceTransformer, template: str | None) -> SentenceTransformer:
+    """Make any loaded model wrap every input in ``template`` (a preset ``eol`` / ``sth`` / ``sum``, or a string
+    with one ``{text}``; PromptEOL §3.1), through sentence-transformers' own chat-template mechanism, so
+    ``encode``, training and a plain save all apply it. ``None`` removes it. A tokenizer without a pad token
+    (most decoders) gets its end-of-sequence token as one, as :func:`~pcctune.modeling.build.build_model` does.
+    Returns the model."""
+    module = model[0]
+    tokenizer = getattr(module, "tokenizer", None)
+    if tokenizer is not None and tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    if isinstance(module, TemplateTransformer):
+        module.template = template
+    elif isinstance(module, Transformer):
+        chat_template.install(module, Template.parse(template).text if template is not None else None)
+    else:
+        raise PcctuneError(f"a template needs a Transformer input module, not {type(module).__name__}")
+    return model

@@ -27,6 +27,7 @@ from pcctune.data.nli import read_snli_regression_pairs
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSPair
+from pcctune.io import atomic_folder
 from pcctune.training.config import DPOConfig
 
 
@@ -65,7 +66,8 @@ def train_preference_model(
         dataloader_pin_memory=torch.cuda.is_available(),
     )
     CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=BinaryCrossEntropyLoss(model)).train()
-    model.save(str(output_dir / "final"))
+    with atomic_folder(output_dir / "final") as staging:  # a complete folder or none
+        model.save(str(staging))
     return model
 
 

@@ -1,0 +1,41 @@
+"""``PccEvaluator``: the seven STS test tasks under a named protocol, as a sentence-transformers evaluator.
+
+Pass it as ``evaluator=`` to a ``SentenceTransformerTrainer`` to *report* the papers' numbers while training
+(SimCSE-fork SentEval protocol: Spearman × 100 of cosine, STS12–16 on all subsets, plain mean of seven;
+Pcc-tuning §4.1). Do not select checkpoints with it (``load_best_model_at_end``): that would choose on the
+test sets. Select on a dev set instead (:class:`~pcctune.training.dev.DevSTSEvaluator`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+
+from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
+from pcctune.evaluation.sts import evaluate_sts
+from pcctune.paths import resolve_senteval_dir
+
+
+class PccEvaluator(SentenceEvaluator):
+    """Scores a model on the seven STS test tasks; metrics ``sts_<TASK>`` and ``sts_avg`` (Spearman × 100).
+
+    Args:
+        data: SentEval folder (default: ``$PCCTUNE_DATA``, then ``../shared/data``).
+        protocol: ``simcse-senteval``, ``paper`` or ``paper-prompt`` (docs/evaluation.md).
+    """
+
+    def __init__(self, data: str | Path | None = None, protocol: str = DEFAULT_PROTOCOL) -> None:
+        super().__init__()
+        self.protocol = protocol
+        self.tasks = load_protocol_tasks(resolve_senteval_dir(Path(data) if data else None), protocol)
+        self.primary_metric = "sts_avg"
+
+    def __call__(
+        self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
+    ) -> dict[str, float]:
+        scores, avg = evaluate_sts(model, self.tasks, protocol=self.protocol, show_progress=False)
+        metrics = {f"sts_{score.name}": score.spearman for score in scores} | {"sts_avg": avg}
+        self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
+        return metrics

@@ -1,0 +1,81 @@
+"""The Python API's workflows (``import pcctune``): datasets as ``datasets.Dataset``, a template on any loaded
+model, an evaluation that returns the typed record, and the whole two-stage run from a config."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset, DatasetInfo
+from sentence_transformers import SentenceTransformer
+
+from pcctune.data.leakage import Normalization
+from pcctune.data.nli import read_snli_folder
+from pcctune.data.senteval import snli_dir
+from pcctune.data.stage2 import build_stage2_set
+from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
+from pcctune.evaluation.sts import evaluate_sts
+from pcctune.modeling.template import model_template
+from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.paths import resolve_senteval_dir
+from pcctune.provenance import file_hashes, library_versions
+from pcctune.results import EvalResult, RunResult
+from pcctune.training.config import RunConfig, load_config
+
+
+def stage2_dataset(data: str | Path | None = None, normalization: str = "exact", rescale_sick: bool = False) -> Dataset:
+    """Pcc-tuning's stage-2 set (§3, App. B): STS-B train + SICK-R train minus every pair of the seven test
+    sets, as columns ``sentence1, sentence2, score`` (what :class:`~pcctune.losses.pearson.PearsonLoss` reads).
+    The leakage report (kept and removed pairs per source and test set) is ``json.loads(dataset.info.description)``."""
+    built = build_stage2_set(
+        resolve_senteval_dir(Path(data) if data else None), Normalization(normalization), rescale_sick
+    )
+    columns = {
+        "sentence1": [p.sentence1 for p in built.pairs],
+        "sentence2": [p.sentence2 for p in built.pairs],
+        "score": [p.score for p in built.pairs],
+    }
+    return Dataset.from_dict(columns, info=DatasetInfo(description=json.dumps(built.report_dict())))
+
+
+def nli_triplets(data: str | Path | None = None, splits: tuple[str, ...] = ("dev", "test")) -> Dataset:
+    """SNLI (premise, entailment, contradiction) triplets as columns ``anchor, positive, negative``: stage 1's
+    InfoNCE with hard negatives (Pcc-tuning eq. 7) in a plain sentence-transformers trainer."""
+    rows = read_snli_folder(snli_dir(resolve_senteval_dir(Path(data) if data else None)), splits)
+    return Dataset.from_dict(
+        {
+            "anchor": [t.anchor for t in rows],
+            "positive": [t.positive for t in rows],
+            "negative": [t.negative for t in rows],
+        }
+    )
+
+
+def evaluate(
+    model: SentenceTransformer, protocol: str = DEFAULT_PROTOCOL, data: str | Path | None = None
+) -> EvalResult:
+    """Score any loaded model on the seven STS tasks under ``protocol``; the same record ``pcctune eval`` writes."""
+    started = time.perf_counter()
+    senteval = resolve_senteval_dir(Path(data) if data else None)
+    tasks = load_protocol_tasks(senteval, protocol)
+    scores, avg = evaluate_sts(model, tasks, protocol=protocol, show_progress=False)
+    return EvalResult(
+        protocol=protocol,
+        model=str(getattr(model, "model_card_data", None) and model.model_card_data.base_model or type(model).__name__),
+        template=model_template(model),
+        pooling=getattr(model[1], "pooling_mode", None) if len(model) > 1 else None,
+        data_dir=str(senteval),
+        data_files_sha256=file_hashes([f for task in tasks for f in task.files]),
+        versions=library_versions(),
+        wall_time_s=round(time.perf_counter() - started, 2),
+        sts={s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)},
+        sts_detail=scores,
+    )
+
+
+def train(config: RunConfig | str | Path, **options: Any) -> RunResult:
+    """Run every stage of ``config`` (a :class:`RunConfig` or a YAML path) as ``pcctune train`` does; ``options``
+    are :func:`~pcctune.orchestration.pipeline.run_pipeline`'s (``resume``, ``compare``, ``overwrite`` …)."""
+    return run_pipeline(config if isinstance(config, RunConfig) else load_config(config), **options)

@@ -1,0 +1,52 @@
+"""The Python API (issue 27): documented names that fit a plain sentence-transformers script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pcctune
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.mark.parametrize("name", pcctune.__all__)
+def test_every_public_name_resolves_and_has_a_docstring(name):
+    value = getattr(pcctune, name)
+    assert name == "__version__" or (value.__doc__ or "").strip(), name
+
+
+def test_import_pcctune_stays_light():
+    code = "import sys, pcctune; print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "False"], done.stderr[-500:]
+
+
+def test_datasets_and_evaluation_for_a_plain_st_script(tiny_bert, tiny_llama, shared_senteval):
+    stage2 = pcctune.stage2_dataset(shared_senteval)
+    assert stage2.column_names == ["sentence1", "sentence2", "score"] and len(stage2) > 0
+    assert json.loads(stage2.info.description)["total_kept"] == len(stage2)
+    triplets = pcctune.nli_triplets(shared_senteval) if (shared_senteval / "downstream" / "SNLI").is_dir() else None
+    assert triplets is None or triplets.column_names == ["anchor", "positive", "negative"]
+    model = pcctune.build_model(str(tiny_bert))
+    result = pcctune.evaluate(model, data=shared_senteval)
+    evaluator = pcctune.PccEvaluator(shared_senteval)
+    assert evaluator(model)["sts_avg"] == pytest.approx(result.sts["avg"], abs=1e-3)
+    from sentence_transformers import SentenceTransformer
+
+    decoder = SentenceTransformer(str(tiny_llama))
+    pcctune.apply_template(decoder, "eol")
+    assert pcctune.evaluate(decoder, data=shared_senteval).template == 'This sentence : "{text}" means in one word:"'
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
+def test_example_runs_on_tiny_models(script, tiny_bert, shared_senteval, tmp_path):
+    args = ["--model", str(tiny_bert), "--data", str(shared_senteval), "--output", str(tmp_path / "out")]
+    args += ["--batch-size", "2", "--max-steps", "2"]
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "'avg':" in done.stdout

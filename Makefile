@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
-.PHONY: install install-decoders install-mpnet demo test test-slow lint format config-docs clean
+.PHONY: install install-decoders install-mpnet demo test test-slow lint format config-docs docs clean
 
 install: $(VENV)/.installed
 
@@ -46,9 +46,13 @@ lint: install
 config-docs: install
 	$(PY) -m pcctune.training.config_docs docs/config.md
 
+# The generated references (offline): docs/config.md from the config models, docs/api.md from pcctune.__all__
+docs: config-docs
+	$(PY) -m pcctune.orchestration.api_docs docs/api.md
+
 format: install
-	$(VENV)/bin/ruff check --fix src tests benchmarks
-	$(VENV)/bin/ruff format src tests benchmarks
+	$(VENV)/bin/ruff check --fix src tests benchmarks examples
+	$(VENV)/bin/ruff format src tests benchmarks examples
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

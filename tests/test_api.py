@@ -50,3 +50,11 @@ def test_example_runs_on_tiny_models(script, tiny_bert, shared_senteval, tmp_pat
     done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "'avg':" in done.stdout
+
+
+def test_docs_api_md_is_generated_from_the_public_names():
+    from pcctune.orchestration.api_docs import reference
+
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    assert page == reference(), "docs/api.md is stale: run `make docs`"
+    assert all(f"## `{name}`" in page for name in pcctune.__all__)

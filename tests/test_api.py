@@ -58,3 +58,20 @@ def test_docs_api_md_is_generated_from_the_public_names():
     page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     assert page == reference(), "docs/api.md is stale: run `make docs`"
     assert all(f"## `{name}`" in page for name in pcctune.__all__)
+
+
+def test_a_tiny_run_writes_tensorboard_events(tiny_bert, shared_senteval, tmp_path):
+    pytest.importorskip("tensorboard")
+    from tests.conftest import one_step_stage2
+
+    config = {
+        "model": str(tiny_bert),
+        "data_dir": str(shared_senteval),
+        "output_dir": str(tmp_path / "run"),
+        "evaluate_before": False,
+        "report_to": "tensorboard",
+        "stages": [one_step_stage2(logging_steps=1)],
+    }
+    pcctune.train(pcctune.RunConfig.model_validate(config))
+    events = list((tmp_path / "run").rglob("events.out.tfevents.*"))
+    assert events and all(path.stat().st_size > 0 for path in events)

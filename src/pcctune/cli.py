@@ -301,6 +301,19 @@ def export_command(
     run_export(model, output, merge, dtype, _backend(backend), console)
 
 
+@app.command("push")
+def push_command(
+    source: Annotated[Path, typer.Argument(help="a saved model folder or a finished run folder (its last stage)")],
+    repo_id: Annotated[str, typer.Option(help="Hub repository, e.g. user/smollm2-pcc")],
+    private: Annotated[bool, typer.Option(help="create the repository private")] = False,
+    token: Annotated[str | None, typer.Option(help="Hub token (default: HF_TOKEN or the saved login)")] = None,
+) -> None:
+    """Upload a trained model, with its model card, to the Hugging Face Hub (sentence-transformers' push_to_hub)."""
+    from pcctune.orchestration.push import run_push
+
+    run_push(source, repo_id, private, token, console)
+
+
 @app.command("mteb")
 def mteb_command(
     model: ModelArgument,

@@ -34,10 +34,12 @@ class DataConfig(Strict):
     - ``pairs``: a csv/tsv/jsonl file of sentence1, sentence2, score;
     - ``simcse_csv``: SimCSE's NLI csv (sent0, sent1, hard_neg);
     - ``snli``: (premise, entailment, contradiction) from an SNLI-format folder (``splits``);
-    - ``snli_regression``: SNLI pairs scored contradiction 0, neutral 1, entailment 2 (regression §4.1).
+    - ``snli_regression``: SNLI pairs scored contradiction 0, neutral 1, entailment 2 (regression §4.1);
+    - ``hub``: a Hugging Face dataset (``name``, ``subset``, ``split``, ``revision``, ``data_files``, ``columns``),
+      triplets or scored pairs as the loss needs (:mod:`pcctune.data.hub`).
     """
 
-    source: Literal["stage2", "pairs", "simcse_csv", "snli", "snli_regression"] = Field(
+    source: Literal["stage2", "pairs", "simcse_csv", "snli", "snli_regression", "hub"] = Field(
         description="where the stage's examples come from (the kinds above)"
     )
     path: str | None = Field(
@@ -48,6 +50,15 @@ class DataConfig(Strict):
     rescale_sick: bool = Field(False, description="map SICK-R scores 1–5 to 0–5 by 5·(x−1)/4 (Pcc-tuning, Limitations)")
     normalization: Normalization = Field(
         Normalization.exact, description="how pairs are matched against the test sets by the leakage filter"
+    )
+    name: str | None = Field(None, description="hub: a Hub dataset id or a local folder in the Hub's file layout")
+    subset: str | None = Field(None, description="hub: the dataset's configuration (e.g. triplet of all-nli)")
+    split: str = Field("train", description="hub: the split to read")
+    revision: str | None = Field(None, description="hub: a commit, branch or tag, for a reproducible run")
+    data_files: str | None = Field(None, description="hub: one file of the repository (e.g. nli_for_simcse.csv)")
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="hub: pcctune's column → the dataset's (anchor/positive/negative or sentence1/sentence2/score)",
     )
     limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
 
@@ -210,8 +221,9 @@ class RunConfig(Strict):
         AdapterConfig(),
         description="LoRA / QLoRA, or continuous prompts on a frozen backbone; none trains every weight",
     )
-    report_to: Literal["none", "tensorboard", "wandb"] = Field(
-        "none", description="the trainer's logging integration (pip install tensorboard / wandb)"
+    report_to: Literal["none", "tensorboard", "wandb", "mlflow", "trackio"] = Field(
+        "none",
+        description="the HF Trainer's logging integration (install its package: tensorboard, wandb, mlflow, trackio)",
     )
     seed: int = Field(42, description="seeds the trainer, the data order and the weights pcctune initialises")
     data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, then ../shared/data)")

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from datasets import Dataset
 
+from pcctune.data.hub import load_hub_rows
 from pcctune.data.nli import Triplet, read_simcse_csv, read_snli_folder, read_snli_regression_pairs
 from pcctune.data.pairs import read_pairs_file
 from pcctune.data.senteval import snli_dir
@@ -42,7 +43,10 @@ def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
     if data.source == "snli_regression":
         pairs = read_snli_regression_pairs(data.path or snli_dir(senteval_dir), tuple(data.splits))
         return [SourcedPair(p.sentence1, p.sentence2, p.score, "snli") for p in pairs]
-    raise PcctuneError(f"source {data.source!r} has no scores; use stage2, pairs or snli_regression for this loss")
+    if data.source == "hub":
+        rows = hub_rows(data, ("sentence1", "sentence2", "score"))
+        return [SourcedPair(str(r["sentence1"]), str(r["sentence2"]), float(r["score"]), "hub") for r in rows]
+    raise PcctuneError(f"source {data.source!r} has no scores; use stage2, pairs, snli_regression or hub for this loss")
 
 
 def triplets(data: DataConfig, senteval_dir: Path) -> list[Triplet]:
@@ -51,7 +55,17 @@ def triplets(data: DataConfig, senteval_dir: Path) -> list[Triplet]:
         return read_simcse_csv(data.path or "")
     if data.source == "snli":
         return read_snli_folder(data.path or snli_dir(senteval_dir), tuple(data.splits))
-    raise PcctuneError(f"this loss needs triplets (source simcse_csv or snli), not {data.source!r}")
+    if data.source == "hub":
+        rows = hub_rows(data, ("anchor", "positive", "negative"))
+        return [Triplet(str(r["anchor"]), str(r["positive"]), str(r["negative"])) for r in rows]
+    raise PcctuneError(f"this loss needs triplets (source simcse_csv, snli or hub), not {data.source!r}")
+
+
+def hub_rows(data: DataConfig, wanted: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A ``hub`` source's rows under pcctune's column names."""
+    if not data.name:
+        raise PcctuneError("data.name (a Hub dataset id or folder) is required for source 'hub'")
+    return load_hub_rows(data.name, wanted, data.columns, data.subset, data.split, data.revision, data.data_files)
 
 
 def contrastive_pairs(pairs: Sequence[Scored], threshold: float, inclusive: bool = False) -> list[Scored]:

@@ -1,0 +1,45 @@
+"""Stage data from a Hugging Face dataset (``source: hub``), through ``datasets.load_dataset``.
+
+``name`` is a Hub id (``sentence-transformers/all-nli`` with subset ``triplet``; ``princeton-nlp/datasets-for-simcse``
+with ``data_files: nli_for_simcse.csv``, SimCSE's 275,601 triplets, the papers' stage-1 set) or a local folder in
+the Hub's file layout; ``columns`` maps pcctune's column names (``anchor``, ``positive``, ``negative``; or
+``sentence1``, ``sentence2``, ``score``) to the dataset's. Like a ``pairs`` file, a Hub set is taken as given:
+only the ``stage2`` source is filtered against the test sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pcctune.errors import PcctuneError
+
+SIMCSE_COLUMNS = {"anchor": "sent0", "positive": "sent1", "negative": "hard_neg"}
+
+
+def load_hub_rows(
+    name: str,
+    wanted: Sequence[str],
+    columns: Mapping[str, str] | None = None,
+    subset: str | None = None,
+    split: str = "train",
+    revision: str | None = None,
+    data_files: str | None = None,
+) -> list[dict[str, Any]]:
+    """The dataset's rows with pcctune's ``wanted`` column names (mapped through ``columns``); one clear error for
+    an unreachable Hub, an unknown split or a missing column."""
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(name, subset, split=split, revision=revision, data_files=data_files)
+    except Exception as error:  # network, missing repository or file, unknown split: one line for the user
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PcctuneError(f"could not load Hub dataset {name!r} (split {split!r}): {detail}") from None
+    mapping = {column: (columns or {}).get(column, column) for column in wanted}
+    missing = [source for source in mapping.values() if source not in dataset.column_names]
+    if missing:
+        raise PcctuneError(
+            f"Hub dataset {name!r} has no column {missing[0]!r} (it has {', '.join(dataset.column_names)}); "
+            "map pcctune's columns with data.columns"
+        )
+    return [{ours: row[theirs] for ours, theirs in mapping.items()} for row in dataset]

@@ -1,0 +1,37 @@
+"""``pcctune push``: a trained model to the Hugging Face Hub, through sentence-transformers' own ``push_to_hub``.
+
+The folder is uploaded as pcctune saved it (``local_model_path``), so its model card, with the pcctune
+section (scores, stages, leakage report, config), is the one the Hub shows. A run folder pushes its last
+stage's ``final`` model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from pcctune.errors import PcctuneError
+from pcctune.modeling.build import build_model
+from pcctune.orchestration.run_folder import RESULTS
+from pcctune.results import RunResult
+
+
+def model_folder(source: Path) -> Path:
+    """The model folder to push: ``source`` itself, or the last stage's ``final`` of a run folder."""
+    if (source / "modules.json").is_file():
+        return source
+    if (source / RESULTS).is_file():
+        stages = RunResult.from_disk(source / RESULTS).stages
+        if stages and (Path(stages[-1].final_dir) / "modules.json").is_file():
+            return Path(stages[-1].final_dir)
+    raise PcctuneError(f"{source} is neither a saved model (modules.json) nor a finished run folder (results.json)")
+
+
+def run_push(source: Path, repo_id: str, private: bool, token: str | None, console: Console) -> str:
+    """Upload the model of ``source`` to ``repo_id``; return the commit URL the Hub gives."""
+    folder = model_folder(source)
+    model = build_model(str(folder))
+    url = model.push_to_hub(repo_id, token=token, private=private, local_model_path=str(folder), exist_ok=True)
+    console.print(f"{folder} -> {url}")
+    return str(url)

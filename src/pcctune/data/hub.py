@@ -9,7 +9,7 @@ only the ``stage2`` source is filtered against the test sets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from pcctune.errors import PcctuneError
@@ -17,17 +17,17 @@ from pcctune.errors import PcctuneError
 SIMCSE_COLUMNS = {"anchor": "sent0", "positive": "sent1", "negative": "hard_neg"}
 
 
-def load_hub_rows(
+def load_hub_dataset(
     name: str,
-    wanted: Sequence[str],
     columns: Mapping[str, str] | None = None,
     subset: str | None = None,
     split: str = "train",
     revision: str | None = None,
     data_files: str | None = None,
-) -> list[dict[str, Any]]:
-    """The dataset's rows with pcctune's ``wanted`` column names (mapped through ``columns``); one clear error for
-    an unreachable Hub, an unknown split or a missing column."""
+) -> Any:
+    """The dataset's split with its columns renamed to pcctune's (``columns``: pcctune's name → the dataset's);
+    one clear error for an unreachable Hub, an unknown split or a missing column. Read it with
+    :func:`~pcctune.data.nli.triplets_from_hf_dataset` or :func:`~pcctune.data.pairs.pairs_from_hf_dataset`."""
     import datasets
 
     try:
@@ -35,11 +35,11 @@ def load_hub_rows(
     except Exception as error:  # network, missing repository or file, unknown split: one line for the user
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise PcctuneError(f"could not load Hub dataset {name!r} (split {split!r}): {detail}") from None
-    mapping = {column: (columns or {}).get(column, column) for column in wanted}
-    missing = [source for source in mapping.values() if source not in dataset.column_names]
+    renames = {theirs: ours for ours, theirs in (columns or {}).items() if theirs != ours}
+    missing = [theirs for theirs in renames if theirs not in dataset.column_names]
     if missing:
         raise PcctuneError(
             f"Hub dataset {name!r} has no column {missing[0]!r} (it has {', '.join(dataset.column_names)}); "
             "map pcctune's columns with data.columns"
         )
-    return [{ours: row[theirs] for ours, theirs in mapping.items()} for row in dataset]
+    return dataset.rename_columns(renames) if renames else dataset

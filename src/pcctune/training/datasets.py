@@ -18,9 +18,15 @@ from typing import Any, TypeVar
 
 from datasets import Dataset
 
-from pcctune.data.hub import load_hub_rows
-from pcctune.data.nli import Triplet, read_simcse_csv, read_snli_folder, read_snli_regression_pairs
-from pcctune.data.pairs import read_pairs_file
+from pcctune.data.hub import load_hub_dataset
+from pcctune.data.nli import (
+    Triplet,
+    read_simcse_csv,
+    read_snli_folder,
+    read_snli_regression_pairs,
+    triplets_from_hf_dataset,
+)
+from pcctune.data.pairs import pairs_from_hf_dataset, read_pairs_file
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import SourcedPair, build_stage2_set
 from pcctune.data.sts import STSPair
@@ -44,8 +50,8 @@ def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
         pairs = read_snli_regression_pairs(data.path or snli_dir(senteval_dir), tuple(data.splits))
         return [SourcedPair(p.sentence1, p.sentence2, p.score, "snli") for p in pairs]
     if data.source == "hub":
-        rows = hub_rows(data, ("sentence1", "sentence2", "score"))
-        return [SourcedPair(str(r["sentence1"]), str(r["sentence2"]), float(r["score"]), "hub") for r in rows]
+        pairs = pairs_from_hf_dataset(hub_dataset(data), source=f"Hub dataset {data.name}")
+        return [SourcedPair(p.sentence1, p.sentence2, p.score, "hub") for p in pairs]
     raise PcctuneError(f"source {data.source!r} has no scores; use stage2, pairs, snli_regression or hub for this loss")
 
 
@@ -56,16 +62,15 @@ def triplets(data: DataConfig, senteval_dir: Path) -> list[Triplet]:
     if data.source == "snli":
         return read_snli_folder(data.path or snli_dir(senteval_dir), tuple(data.splits))
     if data.source == "hub":
-        rows = hub_rows(data, ("anchor", "positive", "negative"))
-        return [Triplet(str(r["anchor"]), str(r["positive"]), str(r["negative"])) for r in rows]
+        return triplets_from_hf_dataset(hub_dataset(data))
     raise PcctuneError(f"this loss needs triplets (source simcse_csv, snli or hub), not {data.source!r}")
 
 
-def hub_rows(data: DataConfig, wanted: tuple[str, ...]) -> list[dict[str, Any]]:
-    """A ``hub`` source's rows under pcctune's column names."""
+def hub_dataset(data: DataConfig) -> Any:
+    """A ``hub`` source's split, its columns renamed to pcctune's."""
     if not data.name:
         raise PcctuneError("data.name (a Hub dataset id or folder) is required for source 'hub'")
-    return load_hub_rows(data.name, wanted, data.columns, data.subset, data.split, data.revision, data.data_files)
+    return load_hub_dataset(data.name, data.columns, data.subset, data.split, data.revision, data.data_files)
 
 
 def contrastive_pairs(pairs: Sequence[Scored], threshold: float, inclusive: bool = False) -> list[Scored]:

@@ -54,36 +54,25 @@ def _tokenizer(kind: str):
     )
 
 
-def _save_tiny(folder: Path, kind: str) -> Path:
-    from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
+TINY_SIZES = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": 64,
+}
+"""The dimensions every tiny test model shares (a few thousand parameters)."""
 
-    torch.manual_seed(0)
+
+def _save_tiny(folder: Path, kind: str) -> Path:
+    from transformers import BertConfig, BertModel
+
     tokenizer = _tokenizer(kind)
-    size = len(tokenizer)
-    if kind == "bert":
-        config = BertConfig(
-            vocab_size=size,
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=64,
-        )
-        model = BertModel(config)
-    else:
-        config = LlamaConfig(
-            vocab_size=size,
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=64,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-        )
-        model = LlamaForCausalLM(config)
-    model.save_pretrained(folder)
+    if kind != "bert":
+        return save_tiny_llama(folder, tokenizer)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), **TINY_SIZES)
+    BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 
@@ -112,14 +101,10 @@ def save_tiny_llama(folder: Path, tokenizer, dtype: torch.dtype = torch.float32)
     torch.manual_seed(0)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
         num_key_value_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
+        **TINY_SIZES,
     )
     LlamaForCausalLM(config).to(dtype).save_pretrained(folder)
     tokenizer.save_pretrained(folder)

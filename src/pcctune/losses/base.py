@@ -6,13 +6,24 @@ from abc import abstractmethod
 from collections.abc import Iterable
 
 import torch
+import torch.nn.functional as F
 from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from torch import Tensor, nn
+
+from pcctune.distributed import gather
 
 
 def at_least_fp32(tensor: Tensor) -> Tensor:
     """Upcast half-precision tensors to fp32 for accumulation; keep fp32/fp64 as they are."""
     return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
+
+
+def global_pair_cosines(u: Tensor, v: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """cos(u, v) of this process's pairs and their labels, gathered over every process: the cosines with their
+    gradients (``torch.distributed.nn``), the labels without; the Pearson group is the global batch
+    (Pcc-tuning eq. 8), whatever the number of GPUs. Single-process: the tensors themselves."""
+    cos = F.cosine_similarity(at_least_fp32(u), at_least_fp32(v), dim=-1)
+    return gather(cos, with_grad=True), gather(labels.to(cos.device, cos.dtype), with_grad=False)
 
 
 class EmbeddingLoss(CachedLossMixin, nn.Module):

@@ -18,11 +18,9 @@ from __future__ import annotations
 import warnings
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pcctune.distributed import gather
-from pcctune.losses.base import EmbeddingLoss, at_least_fp32
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32, global_pair_cosines
 
 PCC_TUNING_CITATION = """@article{zhang2024pcctuning,
     title={Pcc-tuning: Breaking the Contrastive Learning Ceiling in Semantic Textual Similarity},
@@ -57,9 +55,7 @@ def check_gold(gold: Tensor) -> None:
 
 def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = 1e-12) -> Tensor:
     """1 − r(cos(u, v), gold) over the pairs of every process (eq. 8)."""
-    cos = F.cosine_similarity(at_least_fp32(u), at_least_fp32(v), dim=-1)
-    cos_all = gather(cos, with_grad=True)
-    gold_all = gather(gold.to(cos.device, cos.dtype), with_grad=False)
+    cos_all, gold_all = global_pair_cosines(u, v, gold)
     check_gold(gold_all)
     return 1.0 - pearson_r(cos_all, gold_all, eps)
 

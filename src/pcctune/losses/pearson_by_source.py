@@ -16,11 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pcctune.distributed import gather
-from pcctune.losses.base import EmbeddingLoss, at_least_fp32
+from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
 from pcctune.losses.pearson import PCC_TUNING_CITATION, pearson_r
 
 
@@ -51,9 +49,7 @@ class SourcePearsonLoss(EmbeddingLoss):
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) != 2 or labels is None or labels.ndim != 2:
             raise ValueError("per-source Pearson expects (sentence1, sentence2) columns and (score, source) labels")
-        cos = F.cosine_similarity(at_least_fp32(columns[0]), at_least_fp32(columns[1]), dim=-1)
-        cos_all = gather(cos, with_grad=True)
-        labels_all = gather(labels.to(cos.device, cos.dtype), with_grad=False)
+        cos_all, labels_all = global_pair_cosines(columns[0], columns[1], labels)
         return source_pearson_loss(cos_all, labels_all[:, 0], labels_all[:, 1], self.eps)
 
     def get_config_dict(self) -> dict[str, Any]:

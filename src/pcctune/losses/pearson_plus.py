@@ -17,11 +17,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pcctune.distributed import gather
-from pcctune.losses.base import EmbeddingLoss, at_least_fp32
+from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
 from pcctune.losses.pearson import PCC_TUNING_CITATION, check_gold, pearson_r
 
 Extra = Literal["mse", "cosent"]
@@ -60,8 +58,7 @@ class PearsonPlusLoss(EmbeddingLoss):
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) != 2 or labels is None:
             raise ValueError("Pearson plus expects (sentence1, sentence2) columns and a score label")
-        cos = gather(F.cosine_similarity(at_least_fp32(columns[0]), at_least_fp32(columns[1]), dim=-1), with_grad=True)
-        gold = gather(labels.to(cos.device, cos.dtype), with_grad=False)
+        cos, gold = global_pair_cosines(columns[0], columns[1], labels)
         check_gold(gold)
         second = mse_term(cos, gold, self.max_gold) if self.extra == "mse" else cosent_term(cos, gold)
         return 1.0 - pearson_r(cos, gold) + self.weight * second

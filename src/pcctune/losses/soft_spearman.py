@@ -38,12 +38,10 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from scipy.stats import rankdata
 from torch import Tensor, nn
 
-from pcctune.distributed import gather
-from pcctune.losses.base import EmbeddingLoss, at_least_fp32
+from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
 from pcctune.losses.pearson import check_gold, pearson_r
 
 
@@ -131,9 +129,7 @@ class SoftSpearmanLoss(EmbeddingLoss):
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) != 2 or labels is None:
             raise ValueError("soft Spearman expects (sentence1, sentence2) columns and a score label")
-        cos = F.cosine_similarity(at_least_fp32(columns[0]), at_least_fp32(columns[1]), dim=-1)
-        cos_all = gather(cos, with_grad=True)
-        gold_all = gather(labels.to(cos.device, cos.dtype), with_grad=False)
+        cos_all, gold_all = global_pair_cosines(columns[0], columns[1], labels)
         check_gold(gold_all)
         return 1.0 - pearson_r(soft_rank(batch_scaled(cos_all, self.regularization)), hard_rank(gold_all))
 

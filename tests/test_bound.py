@@ -70,9 +70,8 @@ def test_bound_cli(capsys, tmp_path, mini_senteval):
     code, out = run_cli(
         [
             "bound",
+            "--test-sets",
             "--data",
-            "sts",
-            "--senteval",
             str(mini_senteval),
             "--output",
             str(tmp_path / "b.json"),

@@ -262,15 +262,13 @@ def icl_command(
     run_icl(model, template, candidates, dev, dtype, seed, data, output, console)
 
 
-class BoundData(str, Enum):  # noqa: UP042  (typer needs a str mixin for choices)
-    sts = "sts"
-
-
 @app.command("bound")
 def bound_command(
     n: Annotated[list[int] | None, typer.Option("--n", help="number of pairs (repeatable)")] = None,
-    data: Annotated[BoundData | None, typer.Option("--data", help="ceilings of the real STS test sets")] = None,
-    senteval: Annotated[Path | None, typer.Option("--senteval", help="SentEval folder for --data sts")] = None,
+    test_sets: Annotated[
+        bool, typer.Option(help="also the ceilings of the seven real STS test sets (gold ties)")
+    ] = False,
+    data: DataOption = None,
     results: Annotated[Path | None, typer.Option(help="a pcctune eval JSON to plot next to the ceilings")] = None,
     plot: Annotated[Path | None, typer.Option(help="save a plot of the bounds (PNG)")] = None,
     output: Annotated[Path | None, typer.Option(help="save the numbers as JSON")] = None,
@@ -278,7 +276,7 @@ def bound_command(
     """The Spearman ceiling of a binary classifier: the paper's 0.875 and the exact √3/2 optimum."""
     from pcctune.orchestration.bound import run_bound
 
-    run_bound(n or [], data is not None, senteval, results, plot, output, console)
+    run_bound(n or [], test_sets, data, results, plot, output, console)
 
 
 @app.command("export")

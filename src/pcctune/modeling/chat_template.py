@@ -33,7 +33,7 @@ from transformers import PreTrainedTokenizerBase
 
 from pcctune.errors import PcctuneError
 
-MARKER = "pcctune template: "
+TEMPLATE_MARKER = "pcctune template: "
 """Starts the Jinja comment that records the template text, so pcctune can read it back."""
 
 _PROBE = "probe"
@@ -84,7 +84,7 @@ def render(template: str, tokenizer: PreTrainedTokenizerBase) -> str:
     join = head_join(tokenizer, head, template)
     system = "{% for m in messages if m['role'] == 'system' %}{{ m['content'] }}{% endfor %}"
     user = "{% for m in messages if m['role'] != 'system' %}{{ m['content'] }}{% endfor %}"
-    marker = "{# " + MARKER + json.dumps(template, ensure_ascii=False) + " #}"
+    marker = "{# " + TEMPLATE_MARKER + json.dumps(template, ensure_ascii=False) + " #}"
     return marker + _literal(head + join) + system + _literal(prefix) + user + _literal(suffix) + _literal(tail)
 
 
@@ -107,9 +107,9 @@ def check_tokens(tokenizer: PreTrainedTokenizerBase, template: str) -> None:
 def template_in(tokenizer: PreTrainedTokenizerBase | None) -> str | None:
     """The template a tokenizer's chat template was rendered from by :func:`render`, else ``None``."""
     chat_template = getattr(tokenizer, "chat_template", None)
-    if not isinstance(chat_template, str) or not chat_template.startswith("{# " + MARKER):
+    if not isinstance(chat_template, str) or not chat_template.startswith("{# " + TEMPLATE_MARKER):
         return None
-    encoded = chat_template[len("{# " + MARKER) : chat_template.index(" #}")]
+    encoded = chat_template[len("{# " + TEMPLATE_MARKER) : chat_template.index(" #}")]
     return str(json.loads(encoded))
 
 

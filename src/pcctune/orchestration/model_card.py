@@ -19,7 +19,7 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import write_text
 from pcctune.results import RunResult
 
-MARKER = "<!-- pcctune -->"
+CARD_MARKER = "<!-- pcctune -->"
 LOADING = "### Loading"
 
 
@@ -102,7 +102,7 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
     """Markdown for the model trained up to ``stage_label`` of the run ``result``."""
     sts = {label: scores for label, scores in result.sts.items() if label in ("before", stage_label)}
     parts = [
-        MARKER,
+        CARD_MARKER,
         "## pcctune",
         "",
         f"Trained with [pcctune](https://pypi.org/project/pcctune/) (Pcc-tuning: contrastive stage 1, Pearson "
@@ -146,9 +146,9 @@ def carry_section(source: Path, target: Path) -> bool:
     (sentence-transformers regenerates its own card on save). False when ``source`` has none."""
     card = source / "README.md"
     text = card.read_text(encoding="utf-8") if card.is_file() else ""
-    if MARKER not in text:
+    if CARD_MARKER not in text:
         return False
-    head = (MARKER + text.split(MARKER, 1)[1]).split(LOADING)[0]
+    head = (CARD_MARKER + text.split(CARD_MARKER, 1)[1]).split(LOADING)[0]
     add_pcctune_section(target, head + LOADING + "\n\n" + "\n".join(_loading(target)) + "\n")
     return True
 
@@ -157,5 +157,5 @@ def add_pcctune_section(folder: Path, section: str) -> Path:
     """Write ``section`` into ``folder/README.md`` after sentence-transformers' card, replacing an earlier one."""
     card = folder / "README.md"
     existing = card.read_text(encoding="utf-8") if card.is_file() else ""
-    base = existing.split(MARKER)[0].rstrip()
+    base = existing.split(CARD_MARKER)[0].rstrip()
     return write_text(card, (base + "\n\n" if base else "") + section)

@@ -48,7 +48,7 @@ def task_names(spec: str) -> list[str]:
     return names
 
 
-def load_task(name: str, local_data: Path | None) -> Any:
+def load_mteb_task(name: str, local_data: Path | None) -> Any:
     """MTEB's task ``name``; its data from ``local_data/name`` when that folder exists, else the Hub."""
     import mteb
 
@@ -72,7 +72,7 @@ def run_mteb(
     from mteb.cache import ResultCache
 
     check_output_folder(output)
-    selected = [load_task(name, local_data) for name in task_names(tasks)]
+    selected = [load_mteb_task(name, local_data) for name in task_names(tasks)]
     model = build_model(model_spec, template=template)
     result = mteb.evaluate(
         model, selected, cache=ResultCache(output), overwrite_strategy="always", show_progress_bar=False

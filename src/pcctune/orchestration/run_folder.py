@@ -28,14 +28,14 @@ from pcctune.training.config import RunConfig, config_fingerprint, dump_config
 
 logger = logging.getLogger(__name__)
 
-MARKER = "run.json"
+RUN_MARKER = "run.json"
 LOCK = ".lock"
 """Held by the process that trains or evaluates into the folder: its pid, host and start time."""
 RESULTS = "results.json"
 
 
 def _saved_marker(out: Path) -> dict[str, Any] | None:
-    marker = out / MARKER
+    marker = out / RUN_MARKER
     if not marker.is_file():
         return None
     try:
@@ -64,7 +64,7 @@ def _marker(config: RunConfig, **extra: Any) -> dict[str, Any]:
 def mark_nonfinite_stop(config: RunConfig, stage: str, step: int) -> None:
     """Record in the folder's marker that a stage stopped on a non-finite loss: ``--resume`` may then change
     its learning rate, warm-up or ``on_nonfinite``."""
-    write_json(_marker(config, stopped_nonfinite={"stage": stage, "step": step}), Path(config.output_dir) / MARKER)
+    write_json(_marker(config, stopped_nonfinite={"stage": stage, "step": step}), Path(config.output_dir) / RUN_MARKER)
 
 
 def is_empty(out: Path) -> bool:
@@ -74,7 +74,7 @@ def is_empty(out: Path) -> bool:
 
 def holds_a_run(out: Path) -> bool:
     """True when ``out`` holds (part of) a pcctune run: its marker, config or results."""
-    return any((out / name).exists() for name in (MARKER, RESULTS, "config.yaml"))
+    return any((out / name).exists() for name in (RUN_MARKER, RESULTS, "config.yaml"))
 
 
 def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
@@ -91,7 +91,7 @@ def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
         raise PcctuneError(f"{out} holds {state}; pass --resume to continue it or --overwrite to replace it")
     saved = _saved_marker(out)
     if saved is None:
-        raise PcctuneError(f"{out} has no {MARKER}, so --resume cannot check that it is this run; pass --overwrite")
+        raise PcctuneError(f"{out} has no {RUN_MARKER}, so --resume cannot check that it is this run; pass --overwrite")
     if not _same_run(saved, config):
         raise PcctuneError(
             f"{out} holds a run with other settings; --resume continues only the same run "
@@ -108,7 +108,7 @@ def start_run_folder(config: RunConfig, overwrite: bool) -> Path:
                 shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
     saved = _saved_marker(out)
     if saved is None or saved.get("stopped_nonfinite"):  # a new run, or a recovery under its new settings
-        write_json(_marker(config), out / MARKER)
+        write_json(_marker(config), out / RUN_MARKER)
         dump_config(config, out / "config.yaml")
     return out
 

@@ -373,10 +373,17 @@ def data_download_command(
     ] = None,
     verify: Annotated[bool, typer.Option(help="check pair counts and content hashes against the release")] = True,
     overwrite: Annotated[bool, typer.Option(help="replace an existing DEST/senteval")] = False,
+    nli: Annotated[
+        bool, typer.Option(help="instead: SimCSE's NLI triplets (stage 1) as DEST/nli_for_simcse.csv")
+    ] = False,
+    sha256: Annotated[str | None, typer.Option(help="with --nli: refuse a file of another sha256")] = None,
 ) -> None:
     """Fetch the 7 STS test sets, STS-B train/dev and SICK (MTEB's Hub datasets, pinned) in the SentEval layout."""
-    from pcctune.orchestration.data import run_download
+    from pcctune.orchestration.data import run_download, run_nli_download
 
+    if nli:
+        run_nli_download(dest, local_datasets, sha256, console)
+        return
     run_download(dest, local_datasets, verify, overwrite, console)
 
 

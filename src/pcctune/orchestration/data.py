@@ -11,11 +11,20 @@ from rich.console import Console
 
 from pcctune.data.download import download, hub_loader, local_loader
 from pcctune.data.leakage import Normalization
+from pcctune.data.nli_download import download_nli
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 from pcctune.paths import resolve_senteval_dir
 
-__all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Normalization", "run_download", "run_task_counts"]
+__all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Normalization", "run_download", "run_nli_download", "run_task_counts"]
+
+
+def run_nli_download(dest: Path, local_datasets: Path | None, sha256: str | None, console: Console) -> Path:
+    """SimCSE's 275,601 NLI triplets (the papers' stage-1 set) as ``DEST/nli_for_simcse.csv``, hash recorded."""
+    target = download_nli(dest, local_datasets, sha256)
+    digest = target.with_name(target.name + ".sha256").read_text(encoding="utf-8").split()[0]
+    console.print(f"stage-1 triplets -> {target} (sha256 {digest}; use: data: {{source: simcse_csv, path: {target}}})")
+    return target
 
 
 def run_download(dest: Path, local_datasets: Path | None, verify: bool, overwrite: bool, console: Console) -> Path:

@@ -211,6 +211,12 @@ def make_mini_senteval(root: Path) -> Path:
         + [f"{10 + i}\t{s[i]}\t{s[i + 5]}\t{1 + i * 0.5}\tNEUTRAL" for i in range(6)]
         + [f"20\t{s[2]}\t{s[4]}\t4.5\tNEUTRAL"],
     )
+    snli = root / "downstream" / "SNLI"
+    for split in ("dev", "test"):  # each premise with an entailment and a contradiction: 6 triplets a split
+        premises = [s[i] for i in range(6) for _ in range(2)]
+        write_lines(snli / f"s1.{split}", premises)
+        write_lines(snli / f"s2.{split}", [s[(i + 1 + k) % 12] for i in range(6) for k in range(2)])
+        write_lines(snli / f"labels.{split}", ["entailment", "contradiction"] * 6)
     return root
 
 

@@ -30,8 +30,8 @@ def test_datasets_and_evaluation_for_a_plain_st_script(tiny_bert, tiny_llama, sh
     stage2 = pcctune.stage2_dataset(shared_senteval)
     assert stage2.column_names == ["sentence1", "sentence2", "score"] and len(stage2) > 0
     assert json.loads(stage2.info.description)["total_kept"] == len(stage2)
-    triplets = pcctune.nli_triplets(shared_senteval) if (shared_senteval / "downstream" / "SNLI").is_dir() else None
-    assert triplets is None or triplets.column_names == ["anchor", "positive", "negative"]
+    triplets = pcctune.nli_triplets(shared_senteval)
+    assert triplets.column_names == ["anchor", "positive", "negative"] and len(triplets) == 12
     model = pcctune.build_model(str(tiny_bert))
     result = pcctune.evaluate(model, data=shared_senteval)
     evaluator = pcctune.PccEvaluator(shared_senteval)
@@ -44,8 +44,9 @@ def test_datasets_and_evaluation_for_a_plain_st_script(tiny_bert, tiny_llama, sh
 
 
 @pytest.mark.parametrize("script", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
-def test_example_runs_on_tiny_models(script, tiny_bert, shared_senteval, tmp_path):
-    args = ["--model", str(tiny_bert), "--data", str(shared_senteval), "--output", str(tmp_path / "out")]
+def test_example_runs_on_tiny_models(script, tiny_bert, tiny_llama, shared_senteval, tmp_path):
+    model = tiny_llama if "decoder" in script.name else tiny_bert
+    args = ["--model", str(model), "--data", str(shared_senteval), "--output", str(tmp_path / "out")]
     args += ["--batch-size", "2", "--max-steps", "2"]
     done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -24,6 +24,7 @@ from pcctune.plotting import plt, save_figure
 from pcctune.results import EvalResult, RunResult, load_result
 
 STAGE1, STAGE2 = "contrastive-nli", "pcc"
+NOT_QUANTIZED = "n/a"  # an untrained row has no adapter, so no 4-bit evaluation
 
 
 def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -33,7 +34,7 @@ def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         path = records / f"{name}.json"
         return load_result(path) if path.is_file() else None
 
-    def scored(paper: Any, simcse: Any, four: Any = None, stage: Any = None) -> dict[str, Any]:
+    def scored(paper: Any, simcse: Any, four: Any = NOT_QUANTIZED, stage: Any = None) -> dict[str, Any]:
         return {"paper": paper, "simcse": simcse, "4bit": four, "stage": stage}
 
     rows: list[tuple[str, list[dict[str, Any]]]] = [
@@ -75,8 +76,9 @@ def table(rows: list[tuple[str, list[dict[str, Any]]]]) -> str:
         paper = [p.sts if isinstance(p := s["paper"], EvalResult) else p for s in present]
         cells = [mean_std_cell([float(scores[c]) for scores in paper]) for c in STS_COLUMNS]
         for key in ("simcse", "4bit"):
-            values = [v for s in present if (v := _avg(s[key])) is not None]
-            cells.append(mean_std_cell(values) if values else "pending")
+            values = [v for s in present if s[key] != NOT_QUANTIZED and (v := _avg(s[key])) is not None]
+            na = all(s[key] == NOT_QUANTIZED for s in present)
+            cells.append(mean_std_cell(values) if values else "—" if na else "pending")
         stages = [s["stage"] for s in present if s["stage"] is not None]
         cells += [str(len(present))]
         cells += (

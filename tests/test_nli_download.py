@@ -22,7 +22,8 @@ def local_copy(tmp_path):
 
 def test_the_file_is_written_with_its_hash_and_a_pinned_hash_is_checked(local_copy, tmp_path):
     hub, digest = local_copy
-    target = download_nli(tmp_path / "data", hub, sha256=digest, expected_rows=6)
+    target, written = download_nli(tmp_path / "data", hub, sha256=digest, expected_rows=6)
+    assert written == digest
     assert target.read_bytes() == (hub / SIMCSE_NLI_REPO / SIMCSE_NLI_FILE).read_bytes()
     assert (tmp_path / "data" / f"{SIMCSE_NLI_FILE}.sha256").read_text().split()[0] == digest
     with pytest.raises(PcctuneError, match="not the pinned"):

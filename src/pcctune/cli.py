@@ -193,12 +193,13 @@ def train_command(
 ) -> None:
     """Run the stages of CONFIG (stage 1 contrastive, stage 2 Pearson), evaluating after each."""
     from pcctune.distributed import finish
-    from pcctune.orchestration.pipeline import load_run_config, run_pipeline
+    from pcctune.orchestration.library import load_config
+    from pcctune.orchestration.pipeline import run_pipeline
 
     if resume and overwrite:
         raise PcctuneError("--resume continues a run and --overwrite replaces it; pass one of them")
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
-    run = load_run_config(config, _overrides(set_, output_dir, data))
+    run = load_config(config, _overrides(set_, output_dir, data))
 
     try:
         run_pipeline(

@@ -31,6 +31,20 @@ from pcctune.errors import PcctuneError
 STDOUT = "-"
 
 
+def written_in_place(path: Path) -> bool:
+    """True for standard output and for an existing path that is not a regular file (a device, a FIFO, a link
+    to one): these are written directly, never renamed over."""
+    return str(path) == STDOUT or (path.exists() and not path.is_dir() and not path.resolve().is_file())
+
+
+def free_bytes(folder: Path) -> int:
+    """Free space of the file system that will hold ``folder`` (its nearest existing ancestor)."""
+    existing = folder.resolve()
+    while not existing.exists():
+        existing = existing.parent
+    return shutil.disk_usage(existing).free
+
+
 def _new_file_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -53,7 +67,7 @@ def _write_directly(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
 
 def _atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
     path = Path(path)
-    if str(path) == STDOUT or (path.exists() and not path.resolve().is_file()):
+    if written_in_place(path):
         return _write_directly(path, write)
     if path.is_symlink():  # a link to a regular file: write its target, keep the link
         path = path.resolve()
@@ -141,8 +155,8 @@ def atomic_folder(path: str | Path) -> Iterator[Path]:
 def check_output_file(path: str | Path, what: str = "--output") -> Path:
     """Fail before any work when ``path`` cannot become a file: a folder there, or a file where a folder must be."""
     path = Path(path)
-    if str(path) == STDOUT or (path.exists() and not path.is_dir() and not path.resolve().is_file()):
-        return path  # standard output, a device or a FIFO: written directly
+    if written_in_place(path):
+        return path
     if path.is_dir():
         raise PcctuneError(f"{what} {path} is a folder; give a file name, e.g. {path / 'results.json'}")
     for parent in path.parents:

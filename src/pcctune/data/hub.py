@@ -14,8 +14,6 @@ from typing import Any
 
 from pcctune.errors import PcctuneError
 
-SIMCSE_COLUMNS = {"anchor": "sent0", "positive": "sent1", "negative": "hard_neg"}
-
 
 def load_hub_dataset(
     name: str,

@@ -10,12 +10,11 @@ nothing is written. pcctune ships no pinned hash for this file: none could be me
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 from pcctune.data.nli import read_simcse_csv
 from pcctune.errors import PcctuneError
-from pcctune.io import write_bytes, write_text
+from pcctune.io import free_bytes, write_bytes, write_text
 
 SIMCSE_NLI_REPO = "princeton-nlp/datasets-for-simcse"
 SIMCSE_NLI_FILE = "nli_for_simcse.csv"
@@ -43,8 +42,9 @@ def download_nli(
     sha256: str | None = None,
     revision: str | None = None,
     expected_rows: int = SIMCSE_NLI_ROWS,
-) -> Path:
-    """Write ``dest/nli_for_simcse.csv`` and its ``.sha256``; refuse a file of another hash or row count."""
+) -> tuple[Path, str]:
+    """Write ``dest/nli_for_simcse.csv`` and its ``.sha256``; refuse a file of another hash or row count.
+    Returns the file and its sha256."""
     source = fetch_nli_file(local, revision)
     data = source.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
@@ -56,8 +56,8 @@ def download_nli(
             f"{SIMCSE_NLI_FILE} has {rows:,} triplets, SimCSE's has {expected_rows:,}; nothing was written"
         )
     target = dest / SIMCSE_NLI_FILE
-    if shutil.disk_usage(dest if dest.exists() else Path.cwd()).free < len(data):
+    if free_bytes(dest) < len(data):
         raise PcctuneError(f"not enough free space in {dest} for {SIMCSE_NLI_FILE}")
     write_bytes(target, data)
     write_text(target.with_name(SIMCSE_NLI_FILE + ".sha256"), f"{digest}  {SIMCSE_NLI_FILE}\n")
-    return target
+    return target, digest

@@ -71,7 +71,8 @@ def build_stage2_set(
     Built once per data state: a run asks for it when it validates, trains and writes its model cards,
     and each later call with the same files (same sizes and modification times) and settings returns the
     same set. Callers must not change it."""
-    return _build(senteval_dir.resolve(), normalization, rescale_sick, _files_state(senteval_dir.resolve()))
+    folder = senteval_dir.resolve()
+    return _build(folder, normalization, rescale_sick, _files_state(folder))
 
 
 @functools.lru_cache(maxsize=8)

@@ -29,7 +29,7 @@ class PccEvaluator(SentenceEvaluator):
     def __init__(self, data: str | Path | None = None, protocol: str = DEFAULT_PROTOCOL) -> None:
         super().__init__()
         self.protocol = protocol
-        self.tasks = load_protocol_tasks(resolve_senteval_dir(Path(data) if data else None), protocol)
+        self.tasks = load_protocol_tasks(resolve_senteval_dir(data or None), protocol)
         self.primary_metric = "sts_avg"
 
     def __call__(

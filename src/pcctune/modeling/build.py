@@ -28,7 +28,7 @@ from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.gguf import gguf_to_folder
 from pcctune.modeling.quantization import bitsandbytes_config, linear_4bit_layers
 from pcctune.modeling.registry import PACKAGED_MODELS, locate_packaged, packaged_key
-from pcctune.modeling.template import Template, TemplateTransformer, loading_quantization
+from pcctune.modeling.template import Template, TemplateTransformer, ensure_pad_token, loading_quantization
 
 PoolingName = Literal["mean", "cls", "lasttoken"]
 
@@ -231,8 +231,6 @@ def _assemble(
         module = PromptedTransformer(source.path, **prompt, **kwargs)
     else:
         module = TemplateTransformer(source.path, **kwargs)
-    tokenizer = module.text_tokenizer
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    ensure_pad_token(module.text_tokenizer)
     pool = Pooling(module.get_embedding_dimension(), pooling or ("lasttoken" if decoder else "mean"))
     return SentenceTransformer(modules=[module, pool], device=device)

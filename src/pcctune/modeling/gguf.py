@@ -13,6 +13,7 @@ from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder
+from pcctune.modeling.template import ensure_pad_token
 from pcctune.paths import cache_root
 from pcctune.provenance import file_sha256
 
@@ -48,8 +49,7 @@ def _dequantize(gguf_path: Path, folder: Path) -> None:
     kwargs = {"gguf_file": gguf_path.name}
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, **kwargs)
     model: Any = AutoModelForCausalLM.from_pretrained(gguf_path.parent, **kwargs)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    ensure_pad_token(tokenizer)
     # A dequantized model is a plain float model: forget the quantizer so it saves normally.
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config

@@ -91,6 +91,12 @@ def loading_quantization(settings: dict[str, Any] | None) -> Iterator[None]:
         _quantization_override.reset(token)
 
 
+def ensure_pad_token(tokenizer: PreTrainedTokenizerBase) -> None:
+    """Give a tokenizer without a pad token (most decoders) its end-of-sequence token (or unknown token) as one."""
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+
+
 def native_config(config: dict[str, Any]) -> bool:
     """True when a ``TemplateTransformer`` with this saved config uses nothing plain sentence-transformers
     lacks: no sentence cut-off, no 4-bit settings (its template is already a chat template)."""
@@ -233,8 +239,8 @@ def apply_template(model: SentenceTransformer, template: str | None) -> Sentence
     Returns the model."""
     module = model[0]
     tokenizer = getattr(module, "tokenizer", None)
-    if tokenizer is not None and tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    if tokenizer is not None:
+        ensure_pad_token(tokenizer)
     if isinstance(module, TemplateTransformer):
         module.template = template
     elif isinstance(module, Transformer):

@@ -42,13 +42,8 @@ def entry(name: str) -> str:
 
 def reference() -> str:
     """The markdown page of every public name, in ``__all__``'s order."""
-    return (
-        HEADER
-        + "\n"
-        + "\n".join(entry(name) for name in pcctune.__all__ if name != "PcctuneError")
-        + "\n"
-        + (entry("PcctuneError"))
-    )
+    names = [name for name in pcctune.__all__ if name != "PcctuneError"] + ["PcctuneError"]
+    return HEADER + "\n" + "\n".join(entry(name) for name in names)
 
 
 if __name__ == "__main__":

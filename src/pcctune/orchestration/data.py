@@ -21,8 +21,7 @@ __all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Normalization", "run_download", "ru
 
 def run_nli_download(dest: Path, local_datasets: Path | None, sha256: str | None, console: Console) -> Path:
     """SimCSE's 275,601 NLI triplets (the papers' stage-1 set) as ``DEST/nli_for_simcse.csv``, hash recorded."""
-    target = download_nli(dest, local_datasets, sha256)
-    digest = target.with_name(target.name + ".sha256").read_text(encoding="utf-8").split()[0]
+    target, digest = download_nli(dest, local_datasets, sha256)
     console.print(f"stage-1 triplets -> {target} (sha256 {digest}; use: data: {{source: simcse_csv, path: {target}}})")
     return target
 

@@ -25,16 +25,11 @@ from pcctune.results import EvalResult, RunResult
 from pcctune.training.config import RunConfig, load_config
 
 
-def _senteval(data: str | Path | None) -> Path:
-    """The SentEval folder: ``data``, else ``$PCCTUNE_DATA``, else ``../shared/data``."""
-    return resolve_senteval_dir(Path(data) if data else None)
-
-
 def stage2_dataset(data: str | Path | None = None, normalization: str = "exact", rescale_sick: bool = False) -> Dataset:
     """Pcc-tuning's stage-2 set (§3, App. B): STS-B train + SICK-R train minus every pair of the seven test
     sets, as columns ``sentence1, sentence2, score`` (what :class:`~pcctune.losses.pearson.PearsonLoss` reads).
     The leakage report (kept and removed pairs per source and test set) is ``json.loads(dataset.info.description)``."""
-    built = build_stage2_set(_senteval(data), Normalization(normalization), rescale_sick)
+    built = build_stage2_set(resolve_senteval_dir(data or None), Normalization(normalization), rescale_sick)
     columns = {
         "sentence1": [p.sentence1 for p in built.pairs],
         "sentence2": [p.sentence2 for p in built.pairs],
@@ -46,7 +41,7 @@ def stage2_dataset(data: str | Path | None = None, normalization: str = "exact",
 def nli_triplets(data: str | Path | None = None, splits: tuple[str, ...] = ("dev", "test")) -> Dataset:
     """SNLI (premise, entailment, contradiction) triplets as columns ``anchor, positive, negative``: stage 1's
     InfoNCE with hard negatives (Pcc-tuning eq. 7) in a plain sentence-transformers trainer."""
-    rows = read_snli_folder(snli_dir(_senteval(data)), splits)
+    rows = read_snli_folder(snli_dir(resolve_senteval_dir(data or None)), splits)
     return Dataset.from_dict(
         {
             "anchor": [t.anchor for t in rows],
@@ -61,7 +56,7 @@ def evaluate(
 ) -> EvalResult:
     """Score any loaded model on the seven STS tasks under ``protocol``; the same record ``pcctune eval`` writes."""
     started = time.perf_counter()
-    senteval = _senteval(data)
+    senteval = resolve_senteval_dir(data or None)
     tasks = load_protocol_tasks(senteval, protocol)
     scores, avg = evaluate_sts(model, tasks, protocol=protocol, show_progress=False)
     return EvalResult(

@@ -41,7 +41,7 @@ from pcctune.orchestration.run_folder import (
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import library_versions
 from pcctune.results import RunResult, StageRecord
-from pcctune.training.config import RunConfig, StageConfig, load_config
+from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
@@ -75,11 +75,6 @@ def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
     """A finished stage's model as the test evaluations see it: a QLoRA adapter on the 16-bit base by default
     (the authors' ``--load_kbit 16``), or on the 4-bit base it trained against (``eval_precision: 4bit``)."""
     return build_model(str(final), dtype=config.dtype, full_precision_base=eval_precision(config) == "16bit")
-
-
-def load_run_config(path: Path, overrides: dict[str, Any]) -> RunConfig:
-    """The run config of a YAML file with ``--set`` overrides (dotted keys) applied."""
-    return load_config(path, overrides)
 
 
 def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, compare: list[str] | None = None) -> None:

@@ -40,9 +40,10 @@ def _saved_marker(out: Path) -> dict[str, Any] | None:
         return None
     try:
         saved = json.loads(marker.read_text(encoding="utf-8"))
-        str(saved["fingerprint"])
-        return dict(saved)
-    except (ValueError, KeyError, TypeError):
+        if not isinstance(saved, dict) or not isinstance(saved.get("fingerprint"), str):
+            raise ValueError("no fingerprint")
+        return saved
+    except ValueError:
         raise PcctuneError(f"{marker} is damaged; move the folder away or pass --overwrite") from None
 
 

@@ -11,12 +11,12 @@ model. The authors' scripts keep up to 100 checkpoints (``save_total_limit=100``
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
 from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
+from pcctune.io import free_bytes
 
 ADAM_MOMENTS = 2
 FP32_BYTES = 4
@@ -47,14 +47,6 @@ def checkpoints_kept(total_steps: int, save_steps: int, save_total_limit: int | 
     if save_total_limit is None:
         return saves
     return min(saves, max(save_total_limit, 2 if selects else 1))
-
-
-def free_bytes(folder: Path) -> int:
-    """Free space of the file system that will hold ``folder`` (its nearest existing ancestor)."""
-    existing = folder.resolve()
-    while not existing.exists():
-        existing = existing.parent
-    return shutil.disk_usage(existing).free
 
 
 def check_disk(model: SentenceTransformer, folder: Path, kept: int, extra_models: int) -> None:

@@ -1,37 +1,99 @@
-"""What the benchmark scripts share: scoring on the seven STS tasks, and reading/writing their results.
+"""The one pattern every benchmark script follows (issue 29), and what the scripts share.
 
-A benchmark keeps its rows as plain dicts while it runs (one key names the row, ``sts`` holds
-its scores, the rest are details); on disk they are a :class:`~pcctune.results.BenchmarkResult`
-(``runs.json``) and a markdown :class:`~pcctune.evaluation.tables.ScoreTable` (``table.md``).
+A script is its docstring (the ``--help`` text), a :class:`Benchmark`, and ``run(BENCHMARK)``:
+
+- ``arguments`` adds the script's own flags; :func:`run` adds the shared ones: ``--data`` (the SentEval
+  folder), ``--output``, ``--summarize`` (only redraw the table of ``OUTPUT/runs.json``) and ``--quick``;
+- ``--quick`` builds a tiny random BERT, a tiny random Llama and a miniature SentEval folder
+  (:mod:`pcctune.testing`) in a scratch folder and sets the script's ``quick`` values (``{bert}``,
+  ``{llama}`` and ``{senteval}`` name them; a script that only reads what others ran makes tiny inputs
+  in ``prepare_quick``): every code path in seconds, offline, as CI runs it;
+- ``measure`` returns the rows (plain dicts: one key names the row, ``sts`` holds its scores, the rest
+  are details) with the settings that made them; they are saved as a typed
+  :class:`~pcctune.results.BenchmarkResult` (``runs.json``) with the project's writer;
+- ``table`` renders the record read back from disk: it is printed and saved as ``table.md``
+  (``plot``, where a script has one, draws ``<name>.png`` from the same record).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import Any, NamedTuple
 
 from pcctune.data.tasks import SEVEN_TASKS
-from pcctune.evaluation.sts import evaluate_sts
-from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import write_text
 from pcctune.provenance import library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow
+from pcctune.testing import TinyWorkspace, tiny_workspace
 
 STS_COLUMNS = [*SEVEN_TASKS, "avg"]
+ROOT = Path(__file__).resolve().parents[1]
+Rows = list[dict[str, Any]]
+
+
+class Measured(NamedTuple):
+    """What a benchmark's ``measure`` returns: its rows, the settings that made them, and extra details."""
+
+    rows: Rows
+    settings: str
+    details: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark script: its name, flags, quick budget, measurement and table."""
+
+    name: str
+    doc: str
+    measure: Callable[[argparse.Namespace], Measured]
+    table: Callable[[Rows, dict[str, Any]], str]
+    arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+    quick: Mapping[str, Any] = field(default_factory=dict)
+    label_key: str = "label"
+    output: str = ""
+    plot: Callable[[Rows, dict[str, Any], Path], object] | None = None
+    prepare_quick: Callable[[argparse.Namespace, TinyWorkspace], None] | None = None
+    """For a script that reads what others ran (sweep folders, queue records): make tiny inputs under --quick."""
 
 
 def sts_scores(model, tasks, dtype: str) -> dict[str, float]:
     """The seven STS numbers + avg of ``model``, encoded in ``dtype`` (``fp32`` or ``bf16``)."""
+    import torch
+
+    from pcctune.evaluation.sts import evaluate_sts
+
     if dtype == "bf16":
         model.to(torch.bfloat16)
     per_task, avg = evaluate_sts(model, tasks, show_progress=False)
     return {s.name: s.spearman for s in per_task} | {"avg": avg}
 
 
+def run_python(args: list[str]) -> tuple[float, str]:
+    """Run ``python ARGS`` in a fresh process (offline); return its wall time and its last stdout line."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - started, done.stdout.strip().splitlines()[-1]
+
+
+def data_flag(args: argparse.Namespace) -> list[str]:
+    """``--data FOLDER`` for a subprocess when the run names a SentEval folder."""
+    return ["--data", str(args.data)] if args.data else []
+
+
 def to_record(
-    name: str, rows: list[dict[str, Any]], label_key: str, settings: str = "", details: dict[str, Any] | None = None
+    name: str, rows: Rows, label_key: str, settings: str = "", details: dict[str, Any] | None = None
 ) -> BenchmarkResult:
     records = [
         BenchmarkRow(
@@ -44,37 +106,72 @@ def to_record(
     )
 
 
-def load_rows(path: Path) -> tuple[list[dict[str, Any]], BenchmarkResult | None]:
-    """A benchmark's saved rows as dicts (details + ``sts``) and its record; nothing if the file is absent."""
+def rows_of(record: BenchmarkResult) -> Rows:
+    """A record's rows as dicts again (details + ``sts``)."""
+    return [{**row.details, **({"sts": row.sts} if row.sts else {})} for row in record.rows]
+
+
+def load_rows(path: Path) -> tuple[Rows, BenchmarkResult | None]:
+    """A benchmark's saved rows as dicts and its record; nothing if the file is absent."""
     if not path.is_file():
         return [], None
     record = BenchmarkResult.from_disk(path)
-    return [{**row.details, **({"sts": row.sts} if row.sts else {})} for row in record.rows], record
+    return rows_of(record), record
 
 
-def save_rows(
-    output: Path,
-    name: str,
-    rows: list[dict[str, Any]],
-    label_key: str,
-    settings: str = "",
-    details: dict[str, Any] | None = None,
-) -> Path:
+def save_rows(output: Path, name: str, rows: Rows, label_key: str, settings: str = "", details=None) -> Path:
+    """Save the rows measured so far (a resumable script calls this after each row)."""
     return to_record(name, rows, label_key, settings, details).to_disk(output / "runs.json")
 
 
-def write_results(
-    output: Path,
-    name: str,
-    table: ScoreTable,
-    settings: str,
-    rows: list[dict[str, Any]],
-    label_key: str,
-    details: dict[str, Any] | None = None,
-) -> None:
-    """Print the markdown table and its settings; save them as table.md and runs.json."""
-    markdown = table.to_markdown()
-    print(markdown)
-    print(settings)
-    write_text(output / "table.md", markdown + "\n\n" + settings + "\n")
-    save_rows(output, name, rows, label_key, settings, details)
+def _fill(value: Any, tiny: TinyWorkspace) -> Any:
+    """A quick value with ``{bert}``, ``{llama}`` and ``{senteval}`` replaced by the tiny workspace's paths."""
+    if isinstance(value, list):
+        return [_fill(item, tiny) for item in value]
+    if isinstance(value, str):
+        return value.format(bert=tiny.bert, llama=tiny.llama, senteval=tiny.senteval)
+    return value
+
+
+def parse(benchmark: Benchmark, argv: list[str] | None = None) -> argparse.Namespace:
+    """The script's flags and the shared ones; under ``--quick``, the tiny workspace and quick values."""
+    doc = benchmark.doc
+    parser = argparse.ArgumentParser(
+        description=doc.splitlines()[0], epilog=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    benchmark.arguments(parser)
+    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
+    parser.add_argument("--output", type=Path, default=Path(benchmark.output or f"runs/{benchmark.name}"))
+    parser.add_argument("--summarize", action="store_true", help="only redraw the table of OUTPUT/runs.json")
+    parser.add_argument("--quick", action="store_true", help="seconds on tiny random models (what CI runs)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        scratch = Path(tempfile.mkdtemp(prefix=f"{benchmark.name}-quick-"))
+        tiny = tiny_workspace(scratch)
+        args.data = str(tiny.senteval)
+        for key, value in benchmark.quick.items():
+            filled = _fill(value, tiny)
+            setattr(args, key, Path(filled) if isinstance(parser.get_default(key), Path) else filled)
+        if args.output == parser.get_default("output"):
+            args.output = scratch / "out"
+        if benchmark.prepare_quick is not None:
+            benchmark.prepare_quick(args, tiny)
+    return args
+
+
+def run(benchmark: Benchmark, argv: list[str] | None = None) -> BenchmarkResult:
+    """Parse, measure (unless ``--summarize``), save the record, then print and save the table made from it."""
+    args = parse(benchmark, argv)
+    path = args.output / "runs.json"
+    if args.summarize and not path.is_file():
+        raise SystemExit(f"error: nothing to summarize: no {path}")
+    if not args.summarize:
+        measured = benchmark.measure(args)
+        to_record(benchmark.name, measured.rows, benchmark.label_key, measured.settings, measured.details).to_disk(path)
+    record = BenchmarkResult.from_disk(path)
+    text = benchmark.table(rows_of(record), record.details) + "\n\n" + record.settings
+    print(text)
+    write_text(args.output / "table.md", text + "\n")
+    if benchmark.plot is not None:
+        benchmark.plot(rows_of(record), record.details, args.output / f"{benchmark.name}.png")
+    return record

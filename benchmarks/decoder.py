@@ -29,8 +29,9 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from _common import STS_COLUMNS, load_rows, save_rows, sts_scores, write_results
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, load_rows, run, save_rows, sts_scores
 from pcctune.data.dev import dev_parts
 from pcctune.data.tasks import load_test_tasks, subsample_task
 from pcctune.evaluation.demonstrations import rank_demonstrations
@@ -38,7 +39,6 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.modeling.build import build_model
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.paths import resolve_senteval_dir
-from pcctune.plotting import plt, save_figure
 from pcctune.training.config import load_config
 
 # (label, template, pooling) of the zero-shot rows; None = the raw sentence.
@@ -83,6 +83,8 @@ def icl_row(args, tasks) -> dict:
 def trained_rows(args, tasks) -> list[dict]:
     """Run the config's stages (the last one with Pearson and with the contrastive baseline)."""
     config = load_config(args.config)
+    caps = {key: value for key in ("max_steps", "batch_size") if (value := getattr(args, key))}
+    config.stages = [stage.model_copy(update=caps) for stage in config.stages]
     work = Path(args.work or tempfile.mkdtemp(prefix="decoder-bench-"))
     config = config.model_copy(
         update={
@@ -94,7 +96,7 @@ def trained_rows(args, tasks) -> list[dict]:
             "data_dir": str(args.senteval),
         }
     )
-    record = run_pipeline(config, compare=["pearson", "contrastive"], tasks=tasks)
+    record = run_pipeline(config, compare=args.stage2_losses, tasks=tasks)
     seconds = {s.stage: s.wall_time_s for s in record.stages}
     labels = {
         config.stages[0].name: f"stage 1: InfoNCE ({config.stages[0].data.source} triplets)",
@@ -112,17 +114,15 @@ def trained_rows(args, tasks) -> list[dict]:
     ]
 
 
-def table(rows: list[dict]) -> ScoreTable:
-    return ScoreTable(
-        "decoder",
-        [*STS_COLUMNS, "seconds"],
-        first_column="row",
-        rows=[(row["row"], {**row["sts"], "seconds": f"{row['seconds']:.0f}"}) for row in rows],
-    )
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    cells = [(row["row"], {**row["sts"], "seconds": f"{row['seconds']:.0f}"}) for row in rows]
+    return ScoreTable("decoder", [*STS_COLUMNS, "seconds"], cells, first_column="row").to_markdown()
 
 
-def bar_plot(rows: list[dict], path: Path, scored_on: str) -> None:
+def bar_plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """Average Spearman of every row: zero-shot in gray, ICL in orange, trained rows in blue."""
+    from pcctune.plotting import plt, save_figure
+
     colors = [
         "tab:blue" if row["row"].startswith("stage") else "tab:orange" if "ICL" in row["row"] else "gray"
         for row in rows
@@ -134,14 +134,13 @@ def bar_plot(rows: list[dict], path: Path, scored_on: str) -> None:
     for index, row in enumerate(rows):
         ax.text(row["sts"]["avg"] + 0.5, index, f"{row['sts']['avg']:.2f}", va="center", fontsize=8)
     ax.set(
-        xlabel="avg Spearman × 100, 7 STS tasks\n" + scored_on,
+        xlabel="avg Spearman × 100, 7 STS tasks\n" + details["scored_on"],
         title="Decoder embeddings: zero-shot, ICL, two-stage Pcc-tuning",
     )
     save_figure(figure, path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m", help="packaged name, .gguf file, folder or Hub id")
     parser.add_argument(
         "--config",
@@ -149,7 +148,11 @@ def main() -> None:
         default=Path("configs/smollm2_cpu_bench.yaml"),
         help="run config of the trained rows (its model is replaced by --model)",
     )
-    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
+    parser.add_argument("--max-steps", type=int, default=None, help="every stage of --config stops at N steps")
+    parser.add_argument("--batch-size", type=int, default=None, help="every stage of --config uses this batch")
+    parser.add_argument(
+        "--stage2-losses", nargs="+", default=["pearson", "contrastive"], help="the last stage, once per loss"
+    )
     parser.add_argument("--candidates", type=int, default=8, help="demonstration candidates to label and score")
     parser.add_argument("--seed", type=int, default=0, help="which candidate sentences are drawn")
     parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="fp32", help="dtype of STS encoding")
@@ -161,45 +164,46 @@ def main() -> None:
     )
     parser.add_argument("--skip-training", action="store_true", help="zero-shot and ICL rows only")
     parser.add_argument("--resume", action="store_true", help="keep the rows already in OUTPUT/runs.json, run the rest")
-    parser.add_argument("--summarize", action="store_true", help="only redraw the table and plot of OUTPUT/runs.json")
     parser.add_argument("--work", default=None, help="folder for the trained models (default: a temporary one)")
-    parser.add_argument("--output", type=Path, default=Path("runs/decoder"))
-    args = parser.parse_args()
-    args.senteval = resolve_senteval_dir(args.data)
-    args.output.mkdir(parents=True, exist_ok=True)
-    runs_file = args.output / "runs.json"
-    if args.summarize:
-        rows, saved = load_rows(runs_file)
-        if saved is None:
-            parser.error(f"nothing to summarize: no {runs_file}")
-        write_results(args.output, "decoder", table(rows), saved.settings, rows, "row", saved.details)
-        bar_plot(rows, args.output / "decoder.png", saved.details["scored_on"])
-        return
-    tasks = load_test_tasks(args.senteval)
-    if args.pairs_per_task:
-        tasks = [subsample_task(task, args.pairs_per_task, seed=args.seed) for task in tasks]
-    started = time.perf_counter()
-    rows: list[dict] = load_rows(runs_file)[0] if args.resume else []
-    done = {row["row"] for row in rows}
 
-    def keep(row: dict) -> None:
-        rows.append(row)
-        print(f"{row['row']}: avg {row['sts']['avg']:.2f} ({row['seconds']:.0f} s)", flush=True)
-        save_rows(args.output, "decoder", rows, "row")
 
+def zero_shot_rows(args: argparse.Namespace, tasks, done: set[str]):
+    """The zero-shot rows not in ``done``, one at a time."""
     for label, template, pooling in ZERO_SHOT:
         if f"zero-shot: {label}" in done:
             continue
         model = build_model(args.model, template=template, pooling=pooling, dtype=args.eval_dtype)
         scores, seconds = timed_scores(model, tasks, args.eval_dtype)
-        keep(
-            {"row": f"zero-shot: {label}", "sts": scores, "seconds": seconds, "template": template, "pooling": pooling}
-        )
+        yield {
+            "row": f"zero-shot: {label}",
+            "sts": scores,
+            "seconds": seconds,
+            "template": template,
+            "pooling": pooling,
+        }
+
+
+def pending_rows(args: argparse.Namespace, tasks, done: set[str]):
+    """Every row not in ``done``, measured one at a time (so each is saved as it lands)."""
+    yield from zero_shot_rows(args, tasks, done)
     if not any(row.startswith("PromptEOL + ICL") for row in done):
-        keep(icl_row(args, tasks))
+        yield icl_row(args, tasks)
     if not args.skip_training and not any(row.startswith("stage") for row in done):
-        for row in trained_rows(args, tasks):
-            keep(row)
+        yield from trained_rows(args, tasks)
+
+
+def measure(args: argparse.Namespace) -> Measured:
+    args.senteval = resolve_senteval_dir(args.data)
+    tasks = load_test_tasks(args.senteval)
+    if args.pairs_per_task:
+        tasks = [subsample_task(task, args.pairs_per_task, seed=args.seed) for task in tasks]
+    started = time.perf_counter()
+    rows: Rows = load_rows(args.output / "runs.json")[0] if args.resume else []
+    done = {row["row"] for row in rows}
+    for row in pending_rows(args, tasks, done):
+        rows.append(row)
+        print(f"{row['row']}: avg {row['sts']['avg']:.2f} ({row['seconds']:.0f} s)", flush=True)
+        save_rows(args.output, "decoder", rows, "row")
     scored_on = (
         f"STS scored on a seeded subsample of {args.pairs_per_task} pairs per task (seed {args.seed})"
         if args.pairs_per_task
@@ -208,21 +212,23 @@ def main() -> None:
     settings = (
         f"model {args.model}; {scored_on}, the same for every row; zero-shot rows and ICL "
         f"({args.candidates} candidates, seed {args.seed}, picked "
-        f"on SICK trial minus its test overlap); trained rows from {args.config} (stage 2 twice from the same "
-        f"stage-1 model); STS encoding in {args.eval_dtype}; "
+        f"on SICK trial minus its test overlap); trained rows from {args.config} (the last stage once per loss, "
+        f"{', '.join(args.stage2_losses)}, from the same model); STS encoding in {args.eval_dtype}; "
         f"{'this resumed invocation' if args.resume else 'total'} {time.perf_counter() - started:.0f} s"
     )
-    write_results(
-        args.output,
-        "decoder",
-        table(rows),
-        settings,
-        rows,
-        "row",
-        {"config": args.config.read_text(), "scored_on": scored_on},
-    )
-    bar_plot(rows, args.output / "decoder.png", scored_on)
+    return Measured(rows, settings, {"config": args.config.read_text(), "scored_on": scored_on})
 
+
+BENCHMARK = Benchmark(
+    "decoder",
+    __doc__,
+    measure,
+    table,
+    arguments,
+    quick={"model": "{llama}", "max_steps": 2, "batch_size": 2, "candidates": 2, "stage2_losses": ["pearson"]},
+    label_key="row",
+    plot=bar_plot,
+)
 
 if __name__ == "__main__":
-    main()
+    run(BENCHMARK)

@@ -7,6 +7,8 @@ the SimCSE protocol, the average with the 4-bit base, and the trained stage's wa
 whose records are not there yet is listed as pending, so the table can be rebuilt after every queue step.
 
     python benchmarks/decoder_full.py [--records docs/results/decoder_full/records] [--output docs/results/decoder_full]
+
+``--quick`` scores a tiny Llama's zero-shot rows into a scratch records folder, then builds the table from them.
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from _common import STS_COLUMNS
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, run
 from pcctune.evaluation.tables import mean_std_cell
-from pcctune.io import write_text
-from pcctune.plotting import plt, save_figure
 from pcctune.results import EvalResult, RunResult, load_result
+from pcctune.testing import TinyWorkspace
 
 STAGE1, STAGE2 = "contrastive-nli", "pcc"
 NOT_QUANTIZED = "n/a"  # an untrained row has no adapter, so no 4-bit evaluation
@@ -65,38 +66,54 @@ def _avg(value: Any) -> float | None:
     return None if not scores else float(scores["avg"])
 
 
-def table(rows: list[tuple[str, list[dict[str, Any]]]]) -> str:
+def _sts(value: Any) -> dict[str, float] | None:
+    return value.sts if isinstance(value, EvalResult) else value
+
+
+def _seed_summary(seed: dict[str, Any]) -> dict[str, Any]:
+    """One seed's measurements as plain numbers (what the benchmark record keeps)."""
+    stage = seed["stage"]
+    return {
+        "paper": _sts(seed["paper"]),
+        "simcse_avg": _avg(seed["simcse"]),
+        "4bit_avg": NOT_QUANTIZED if seed["4bit"] == NOT_QUANTIZED else _avg(seed["4bit"]),
+        "stage_s": stage and stage.wall_time_s,
+        "peak_mb": stage and stage.peak_memory_mb,
+    }
+
+
+def _cells(seeds: list[dict[str, Any]]) -> list[str]:
+    cells = [mean_std_cell([float(s["paper"][c]) for s in seeds]) for c in STS_COLUMNS]
+    for key in ("simcse_avg", "4bit_avg"):
+        values = [s[key] for s in seeds if s[key] not in (None, NOT_QUANTIZED)]
+        na = all(s[key] == NOT_QUANTIZED for s in seeds)
+        cells.append(mean_std_cell(values) if values else "—" if na else "pending")
+    timed = [s for s in seeds if s["stage_s"] is not None]
+    cells.append(str(len(seeds)))
+    if not timed:
+        return [*cells, "—", "—"]
+    return [*cells, f"{np.mean([s['stage_s'] for s in timed]):.0f}", f"{np.mean([s['peak_mb'] for s in timed]):.0f}"]
+
+
+def table(rows: Rows, details: dict[str, Any]) -> str:
     header = ["row", *STS_COLUMNS, "SimCSE avg", "4-bit avg", "seeds", "stage s", "peak MB"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for label, seeds in rows:
-        present = [s for s in seeds if s["paper"] is not None]
-        if not present:
-            lines.append(f"| {label} | pending |" + " |" * (len(header) - 2))
-            continue
-        paper = [p.sts if isinstance(p := s["paper"], EvalResult) else p for s in present]
-        cells = [mean_std_cell([float(scores[c]) for scores in paper]) for c in STS_COLUMNS]
-        for key in ("simcse", "4bit"):
-            values = [v for s in present if s[key] != NOT_QUANTIZED and (v := _avg(s[key])) is not None]
-            na = all(s[key] == NOT_QUANTIZED for s in present)
-            cells.append(mean_std_cell(values) if values else "—" if na else "pending")
-        stages = [s["stage"] for s in present if s["stage"] is not None]
-        cells += [str(len(present))]
-        cells += (
-            [f"{np.mean([s.wall_time_s for s in stages]):.0f}", f"{np.mean([s.peak_memory_mb for s in stages]):.0f}"]
-            if stages
-            else ["—", "—"]
-        )
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for row in rows:
+        present = [s for s in row["seeds"] if s["paper"] is not None]
+        cells = _cells(present) if present else ["pending", *[""] * (len(header) - 2)]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def plot(rows: list[tuple[str, list[dict[str, Any]]]], path: Path) -> Path:
+def plot(rows: Rows, details: dict[str, Any], path: Path) -> Path:
+    from pcctune.plotting import plt, save_figure
+
     figure, ax = plt.subplots(figsize=(8, 3.6))
     labels, means, errors = [], [], []
-    for label, seeds in rows:
-        values = [a for s in seeds if (a := _avg(s["paper"])) is not None]
+    for row in rows:
+        values = [s["paper"]["avg"] for s in row["seeds"] if s["paper"] is not None]
         if values:
-            labels.append(label)
+            labels.append(row["label"])
             means.append(float(np.mean(values)))
             errors.append(float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
     ax.barh(labels, means, xerr=errors, color="#4c72b0", capsize=4)
@@ -106,17 +123,36 @@ def plot(rows: list[tuple[str, list[dict[str, Any]]]], path: Path) -> Path:
     return save_figure(figure, path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=Path, default=Path("docs/results/decoder_full/records"))
-    parser.add_argument("--output", type=Path, default=Path("docs/results/decoder_full"))
-    args = parser.parse_args()
-    rows = rows_of(args.records)
-    text = table(rows)
-    print(text)
-    write_text(args.output / "table.md", text + "\n")
-    plot(rows, args.output / "decoder_full.png")
+def tiny_zero_shot_records(args: argparse.Namespace, tiny: TinyWorkspace) -> None:
+    """--quick: a tiny Llama's zero-shot rows under PromptEOL, both protocols (the queue's first two steps)."""
+    from pcctune.modeling.build import build_model
+    from pcctune.orchestration.library import evaluate
 
+    args.records = tiny.senteval.parent / "records"
+    for protocol, name in (("paper-prompt", "zero_shot_paper"), ("simcse-senteval", "zero_shot_simcse")):
+        model = build_model(str(tiny.llama), template="eol")
+        evaluate(model, protocol=protocol, data=tiny.senteval).to_disk(args.records / f"{name}.json")
+
+
+def measure(args: argparse.Namespace) -> Measured:
+    rows = [{"label": label, "seeds": [_seed_summary(s) for s in seeds]} for label, seeds in rows_of(args.records)]
+    return Measured(rows, f"records: {args.records}; commands: benchmarks/decoder_full_queue.sh")
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--records", type=Path, default=Path("docs/results/decoder_full/records"))
+
+
+BENCHMARK = Benchmark(
+    "decoder_full",
+    __doc__,
+    measure,
+    table,
+    arguments,
+    output="docs/results/decoder_full",
+    plot=plot,
+    prepare_quick=tiny_zero_shot_records,
+)
 
 if __name__ == "__main__":
-    main()
+    run(BENCHMARK)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
+from _common import Benchmark, Measured, Rows, run
 from pcctune.modeling.build import build_model
 from pcctune.paths import resolve_senteval_dir
 from pcctune.training.dev import dev_evaluator
@@ -18,22 +20,30 @@ from pcctune.training.dev import dev_evaluator
 PRECISIONS = {"16-bit base (fp32 weights)": None, "NF4 base (bitsandbytes)": {"quant_type": "nf4"}}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--template", default="eol")
-    parser.add_argument("--dev", default="sick-trial+stsb-dev")
-    parser.add_argument("--data", default=None)
-    args = parser.parse_args()
+def measure(args: argparse.Namespace) -> Measured:
     evaluator = dev_evaluator(args.dev, resolve_senteval_dir(args.data))
     assert evaluator is not None
-    print(f"| {args.model}, {args.template} | dev Spearman × 100 | seconds |\n| --- | --- | --- |")
+    rows = []
     for label, quantization in PRECISIONS.items():
         model = build_model(args.model, template=args.template, quantization=quantization)
         started = time.perf_counter()
         score = evaluator(model)[evaluator.primary_metric] * 100
-        print(f"| {label} | {score:.2f} | {time.perf_counter() - started:.0f} |")
+        rows.append({"label": label, "dev": score, "seconds": time.perf_counter() - started})
+    return Measured(rows, f"model {args.model}, template {args.template}, dev set {args.dev}")
 
+
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    lines = ["| base | dev Spearman × 100 | seconds |", "| --- | --- | --- |"]
+    return "\n".join(lines + [f"| {r['label']} | {r['dev']:.2f} | {r['seconds']:.0f} |" for r in rows])
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--template", default="eol")
+    parser.add_argument("--dev", default="sick-trial+stsb-dev")
+
+
+BENCHMARK = Benchmark("eval_precision", __doc__, measure, table, arguments, quick={"model": "{llama}"})
 
 if __name__ == "__main__":
-    main()
+    run(BENCHMARK)

@@ -17,8 +17,9 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from _common import STS_COLUMNS, save_rows, sts_scores, write_results
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows, sts_scores
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.modeling.adapters import attach_adapter, trainable_fraction
@@ -39,94 +40,96 @@ VARIANTS = [
 ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def pearson_stage(args: argparse.Namespace, lr: float) -> StageConfig:
+    return StageConfig.model_validate(
+        {
+            "name": "pcc",
+            "loss": "pearson",
+            "data": {"source": "stage2"},
+            "batch_size": args.batch_size,
+            "learning_rate": lr,
+            "epochs": args.epochs,
+            "max_steps": args.max_steps or -1,
+            "warmup_ratio": 0.1,
+            "max_seq_length": args.max_seq_length,
+            "dev": "sick-trial",
+            "eval_steps": args.eval_steps,
+            "logging_steps": args.eval_steps,
+        }
+    )
+
+
+def variant_row(args: argparse.Namespace, label: str, adapter_settings: dict, lr: float, work: Path, tasks) -> dict:
+    """Train one variant on the stage-2 set and score it on the seven test sets."""
+    adapter = AdapterConfig.model_validate(adapter_settings)
+    model = build_model(args.model, prompt=adapter.prompt_kwargs())
+    attach_adapter(model, adapter)
+    stage = pearson_stage(args, lr)
+    started = time.perf_counter()
+    run_config = RunConfig(model=args.model, seed=args.seed, stages=[stage])
+    run_stage(model, stage, run_config, work / label.replace(" ", "_"), args.senteval)
+    seconds = time.perf_counter() - started
+    scores = sts_scores(model, tasks, args.eval_dtype)
+    trainable = trainable_fraction(model) * 100
+    print(f"{label}: trainable {trainable:.3f}%, avg {scores['avg']:.2f}, {seconds:.0f} s", flush=True)
+    return {"variant": label, "trainable": trainable, "lr": lr, "seconds": seconds, "sts": scores}
+
+
+def measure(args: argparse.Namespace) -> Measured:
+    args.senteval = resolve_senteval_dir(args.data)
+    tasks = load_test_tasks(args.senteval)
+    work = Path(tempfile.mkdtemp(prefix="prompts-bench-"))
+    base = sts_scores(build_model(args.model), tasks, args.eval_dtype)
+    rows = [{"variant": "base (no training)", "trainable": 0.0, "lr": None, "seconds": 0.0, "sts": base}]
+    for label, adapter_settings, lr in VARIANTS:
+        rows.append(variant_row(args, label, adapter_settings, lr, work, tasks))
+        save_rows(args.output, "prompts", rows, "variant")
+    shutil.rmtree(work, ignore_errors=True)
+    budget = f"{args.max_steps} steps" if args.max_steps else f"{args.epochs:g} epoch(s)"
+    settings = (
+        f"model {args.model}; Pearson loss on the filtered stage-2 set; {budget}, "
+        f"batch {args.batch_size}, max length {args.max_seq_length}, warmup 10%, seed {args.seed}; checkpoint "
+        f"picked on SICK trial (test overlap removed); STS encoding in {args.eval_dtype}"
+    )
+    return Measured(rows, settings)
+
+
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    cells = [
+        (
+            row["variant"],
+            {
+                "trainable %": f"{row['trainable']:.3f}",
+                "lr": None if row["lr"] is None else f"{row['lr']:g}",
+                **row["sts"],
+                "train s": f"{row['seconds']:.0f}",
+            },
+        )
+        for row in rows
+    ]
+    return ScoreTable("prompts", ["trainable %", "lr", *STS_COLUMNS, "train s"], cells, "variant").to_markdown()
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data", default=None)
     parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--max-steps", type=int, default=None, help="stop every variant at N steps (overrides epochs)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-seq-length", type=int, default=32)
     parser.add_argument("--eval-steps", type=int, default=28)
     parser.add_argument("--eval-dtype", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--output", type=Path, default=Path("runs/prompts"))
-    args = parser.parse_args()
-    senteval = resolve_senteval_dir(args.data)
-    tasks = load_test_tasks(senteval)
-    args.output.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="prompts-bench-"))
-    rows = [
-        {
-            "variant": "base (no training)",
-            "trainable": 0.0,
-            "lr": None,
-            "seconds": 0.0,
-            "sts": sts_scores(build_model(args.model), tasks, args.eval_dtype),
-        }
-    ]
-    for label, adapter_settings, lr in VARIANTS:
-        adapter = AdapterConfig.model_validate(adapter_settings)
-        model = build_model(args.model, prompt=adapter.prompt_kwargs())
-        attach_adapter(model, adapter)
-        stage = StageConfig.model_validate(
-            {
-                "name": "pcc",
-                "loss": "pearson",
-                "data": {"source": "stage2"},
-                "batch_size": args.batch_size,
-                "learning_rate": lr,
-                "epochs": args.epochs,
-                "warmup_ratio": 0.1,
-                "max_seq_length": args.max_seq_length,
-                "dev": "sick-trial",
-                "eval_steps": args.eval_steps,
-                "logging_steps": args.eval_steps,
-            }
-        )
-        started = time.perf_counter()
-        run_stage(
-            model,
-            stage,
-            RunConfig(model=args.model, seed=args.seed, stages=[]),
-            work / label.replace(" ", "_"),
-            senteval,
-        )
-        seconds = time.perf_counter() - started
-        rows.append(
-            {
-                "variant": label,
-                "trainable": trainable_fraction(model) * 100,
-                "lr": lr,
-                "seconds": seconds,
-                "sts": sts_scores(model, tasks, args.eval_dtype),
-            }
-        )
-        print(
-            f"{label}: trainable {rows[-1]['trainable']:.3f}%, avg {rows[-1]['sts']['avg']:.2f}, {seconds:.0f} s",
-            flush=True,
-        )
-        save_rows(args.output, "prompts", rows, "variant")
-    table = ScoreTable("prompts", ["trainable %", "lr", *STS_COLUMNS, "train s"], first_column="variant")
-    for row in rows:
-        table.rows.append(
-            (
-                row["variant"],
-                {
-                    "trainable %": f"{row['trainable']:.3f}",
-                    "lr": None if row["lr"] is None else f"{row['lr']:g}",
-                    **row["sts"],
-                    "train s": f"{row['seconds']:.0f}",
-                },
-            )
-        )
-    settings = (
-        f"model {args.model}; Pearson loss on the filtered stage-2 set (5,398 pairs); {args.epochs:g} epoch(s), "
-        f"batch {args.batch_size}, max length {args.max_seq_length}, warmup 10%, seed {args.seed}; checkpoint "
-        f"picked on SICK trial (test overlap removed); STS encoding in {args.eval_dtype}"
-    )
-    write_results(args.output, "prompts", table, settings, rows, "variant")
-    shutil.rmtree(work, ignore_errors=True)
 
+
+BENCHMARK = Benchmark(
+    "prompts",
+    __doc__,
+    measure,
+    table,
+    arguments,
+    quick={"model": "{bert}", "max_steps": 2, "batch_size": 2, "eval_steps": 1},
+    label_key="variant",
+)
 
 if __name__ == "__main__":
-    main()
+    run(BENCHMARK)

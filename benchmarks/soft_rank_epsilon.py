@@ -5,17 +5,19 @@ the fraction of PAV blocks (1 = hard ranks, no gradient; 1/n = one block, Pearso
 largest block, and how far 1 − loss lies from Pearson(cos, rank(gold)) and from Spearman's ρ; the first
 line is the old rule (ε = 0.1 on raw cosines), the others the batch-scaled ε of ``SoftSpearmanLoss``.
 
-    python benchmarks/soft_rank_epsilon.py [--batches 50] [--n 64]
+    python benchmarks/soft_rank_epsilon.py [--batches 50] [--n 64] [--output runs/soft_rank_epsilon]
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import numpy as np
 import torch
 from scipy.stats import pearsonr, rankdata, spearmanr
 
+from _common import Benchmark, Measured, Rows, run
 from pcctune.losses.soft_spearman import batch_scaled, isotonic_decreasing, soft_rank
 
 EPSILONS = (0.1, 0.3, 1.0, 2.0, 3.0, 5.0, 10.0)
@@ -39,21 +41,32 @@ def row(z: torch.Tensor, cos: np.ndarray, gold: np.ndarray) -> tuple[float, floa
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, default=50)
-    parser.add_argument("--n", type=int, default=64)
-    args = parser.parse_args()
+COLUMNS = ("blocks / n", "largest block / n", "|soft − Pearson(cos)|", "|soft − Spearman|")
+
+
+def measure(args: argparse.Namespace) -> Measured:
     rng = np.random.default_rng(0)
     data = [batch(rng, args.n) for _ in range(args.batches)]
-    print("| ε | blocks / n | largest block / n | |soft − Pearson(cos)| | |soft − Spearman| |")
-    print("| --- | --- | --- | --- | --- |")
-    old = np.mean([row(torch.tensor(c) / 0.1, c, g) for c, g in data], axis=0)
-    print("| 0.1 on raw cosines (old) | " + " | ".join(f"{v:.4f}" for v in old) + " |")
-    for eps in EPSILONS:
-        values = np.mean([row(batch_scaled(torch.tensor(c), eps), c, g) for c, g in data], axis=0)
-        print(f"| {eps:g} (batch units) | " + " | ".join(f"{v:.4f}" for v in values) + " |")
+    rules = [("0.1 on raw cosines (old)", 0.1, lambda c: torch.tensor(c) / 0.1)]
+    rules += [(f"{e:g} (batch units)", e, lambda c, e=e: batch_scaled(torch.tensor(c), e)) for e in EPSILONS]
+    rows = []
+    for label, eps, soft_input in rules:
+        values = np.mean([row(soft_input(c), c, g) for c, g in data], axis=0)
+        rows.append({"label": label, "eps": eps} | {k: float(v) for k, v in zip(COLUMNS, values, strict=True)})
+    return Measured(rows, f"{args.batches} synthetic batches of n = {args.n} pairs, seed 0")
 
+
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    lines = ["| ε | " + " | ".join(COLUMNS) + " |", "|" + " --- |" * (len(COLUMNS) + 1)]
+    return "\n".join(lines + [f"| {r['label']} | " + " | ".join(f"{r[c]:.4f}" for c in COLUMNS) + " |" for r in rows])
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batches", type=int, default=50)
+    parser.add_argument("--n", type=int, default=64)
+
+
+BENCHMARK = Benchmark("soft_rank_epsilon", __doc__, measure, table, arguments, quick={"batches": 3, "n": 16})
 
 if __name__ == "__main__":
-    main()
+    run(BENCHMARK)

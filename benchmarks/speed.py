@@ -14,10 +14,11 @@
    cached (GradCache mini-batches), at N = 256, 1,024 and 4,096, with the peak memory of each
    (each measurement in its own process; peak RSS on CPU).
 
-    python benchmarks/speed.py --output docs/results/speed                      # all three (long)
+    python benchmarks/speed.py --output docs/results/speed                      # all four (long)
     python benchmarks/speed.py --only eval --model smollm2-135m --template eol --sample 300  # a quick look
 
-Prints markdown tables and saves them (``table.md``) with every measurement (``runs.json``).
+Prints markdown tables and saves them (``table.md``) with every measurement (``runs.json``). Each
+measurement runs in a fresh process: this script again, with ``--one``.
 """
 
 from __future__ import annotations
@@ -25,39 +26,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from _common import STS_COLUMNS, save_rows
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_python, save_rows
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.io import write_text
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-
-
-def _python(args: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
-    """Run ``python ARGS`` in a fresh process; return its wall time and its last stdout line."""
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - started, done.stdout.strip().splitlines()[-1]
+ST_LABEL = "sentence-transformers EmbeddingSimilarityEvaluator"
 
 
 # --- 1. evaluation ---------------------------------------------------------------------------------
 
 
-def st_evaluator_scores(model_spec: str, template: str | None, data: str | None, sample: int | None) -> dict:
+def st_evaluator_scores(args: argparse.Namespace) -> dict:
     """The peer: sentence-transformers' EmbeddingSimilarityEvaluator on each of the seven sets."""
     import numpy as np
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
@@ -65,14 +50,13 @@ def st_evaluator_scores(model_spec: str, template: str | None, data: str | None,
     from pcctune.evaluation.protocols import senteval_text
     from pcctune.modeling.build import build_model
 
-    model = build_model(model_spec, template=template)
+    model = build_model(args.model, template=args.template)
     scores = {}
-    for task in _tasks(data, sample):
-        pairs = task.pairs
+    for task in _tasks(args):
         evaluator = EmbeddingSimilarityEvaluator(
-            [senteval_text(p.sentence1) for p in pairs],
-            [senteval_text(p.sentence2) for p in pairs],
-            [p.score for p in pairs],
+            [senteval_text(p.sentence1) for p in task.pairs],
+            [senteval_text(p.sentence2) for p in task.pairs],
+            [p.score for p in task.pairs],
             main_similarity="cosine",
             name=task.name,
             write_csv=False,
@@ -82,58 +66,48 @@ def st_evaluator_scores(model_spec: str, template: str | None, data: str | None,
     return scores
 
 
-def pcctune_eval_scores(model_spec: str, template: str | None, data: str | None, sample: int | None) -> dict:
+def pcctune_eval_scores(args: argparse.Namespace) -> dict:
     """pcctune's evaluation (used for --sample runs, where the CLI has no sampling flag)."""
     from pcctune.evaluation.sts import evaluate_sts
     from pcctune.modeling.build import build_model
 
-    scores, avg = evaluate_sts(build_model(model_spec, template=template), _tasks(data, sample), show_progress=False)
+    scores, avg = evaluate_sts(build_model(args.model, template=args.template), _tasks(args), show_progress=False)
     return {s.name: s.spearman for s in scores} | {"avg": avg}
 
 
-def _tasks(data: str | None, sample: int | None):
+def _tasks(args: argparse.Namespace):
     from pcctune.data.tasks import load_test_tasks, subsample_task
     from pcctune.paths import resolve_senteval_dir
 
-    tasks = load_test_tasks(resolve_senteval_dir(data))
-    return [subsample_task(t, sample, seed=0) for t in tasks] if sample else tasks
+    tasks = load_test_tasks(resolve_senteval_dir(args.data))
+    return [subsample_task(t, args.sample, seed=0) for t in tasks] if args.sample else tasks
 
 
-def eval_rows(args) -> list[dict]:
+def eval_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
+    """The two commands compared: ``pcctune eval`` (pcctune's own path with ``--sample``) and ST's evaluator."""
+    model = ["--model", args.model, *(["--template", args.template] if args.template else []), *data_flag(args)]
+    one = [str(HERE / "speed.py"), *model, *(["--sample", str(args.sample)] if args.sample else []), "--one"]
+    template = ["--template", args.template] if args.template else []
+    ours = [*one, "pcctune-eval"] if args.sample else ["-m", "pcctune.cli", "eval", args.model, "--tasks", "sts"]
+    if not args.sample:
+        ours += ["--output", str(out), *template, *data_flag(args)]
+    return {"pcctune eval": ours, ST_LABEL: [*one, "st-evaluator"]}
+
+
+def eval_rows(args: argparse.Namespace) -> Rows:
     """Alternate the two commands ``--repeats`` times; one row per command with its mean wall time."""
-    common = [
-        "--model",
-        args.model,
-        *(["--template", args.template] if args.template else []),
-        *(["--data", args.data] if args.data else []),
-        *(["--sample", str(args.sample)] if args.sample else []),
-    ]
     out = Path(tempfile.mkdtemp()) / "eval.json"
-    if args.sample:
-        ours = [str(HERE / "speed.py"), "--one", "pcctune-eval", *common]
-    else:
-        ours = [
-            "-m",
-            "pcctune.cli",
-            "eval",
-            args.model,
-            "--tasks",
-            "sts",
-            "--output",
-            str(out),
-            *(["--template", args.template] if args.template else []),
-            *(["--data", args.data] if args.data else []),
-        ]
-    theirs = [str(HERE / "speed.py"), "--one", "st-evaluator", *common]
-    times = {"pcctune eval": [], "sentence-transformers EmbeddingSimilarityEvaluator": []}
+    commands = eval_commands(args, out)
+    times: dict[str, list[float]] = {label: [] for label in commands}
     scores = {}
     for repeat in range(args.repeats):
-        for label, command in (("pcctune eval", ours), ("sentence-transformers EmbeddingSimilarityEvaluator", theirs)):
-            seconds, last = _python(command)
+        for label, command in commands.items():
+            seconds, last = run_python(command)
             times[label].append(seconds)
-            scores[label] = json.load(out.open())["sts"] if command is ours and not args.sample else json.loads(last)
+            cli_record = label == "pcctune eval" and not args.sample
+            scores[label] = json.load(out.open())["sts"] if cli_record else json.loads(last)
             print(f"  {label}: {seconds:.1f} s (repeat {repeat + 1})", flush=True)
-    peer = sum(times["sentence-transformers EmbeddingSimilarityEvaluator"]) / args.repeats
+    peer = sum(times[ST_LABEL]) / args.repeats
     return [
         {
             "label": label,
@@ -153,8 +127,8 @@ def eval_rows(args) -> list[dict]:
 # --- 2. training step -------------------------------------------------------------------------------
 
 
-def train_step_seconds(loss: str, steps: int, batch: int, data: str | None) -> dict:
-    """Seconds per step of ``loss`` in the trainer (the first step, a warm-up, not counted)."""
+def train_step_seconds(args: argparse.Namespace) -> dict:
+    """Seconds per step of ``--loss`` in the trainer (the first step, a warm-up, not counted)."""
     from pcctune.modeling.build import build_model
     from pcctune.paths import resolve_senteval_dir
     from pcctune.training.config import RunConfig, StageConfig
@@ -162,47 +136,31 @@ def train_step_seconds(loss: str, steps: int, batch: int, data: str | None) -> d
 
     stage = StageConfig.model_validate(
         {
-            "name": loss,
-            "loss": loss,
+            "name": args.loss,
+            "loss": args.loss,
             "data": {"source": "stage2", "rescale_sick": True},
-            "batch_size": batch,
-            "max_steps": steps,
+            "batch_size": args.batch,
+            "max_steps": args.steps,
             "dev": "none",
             "logging_steps": 1,
-            "eval_steps": steps,
+            "eval_steps": args.steps,
             "learning_rate": 2e-5,
         }
     )
     work = Path(tempfile.mkdtemp())
-    result = run_stage(
-        build_model("all-MiniLM-L6-v2"),
-        stage,
-        RunConfig(model="m", seed=1, stages=[stage]),
-        work / loss,
-        resolve_senteval_dir(data),
-    )
+    run_config = RunConfig(model=args.model, seed=1, stages=[stage])
+    model = build_model(args.model)
+    result = run_stage(model, stage, run_config, work / args.loss, resolve_senteval_dir(args.data))
     stamps = [entry["train_runtime"] for entry in result.log_history if "train_runtime" in entry]
-    return {"loss": loss, "seconds_per_step": stamps[-1] / steps, "steps": steps, "batch": batch}
+    return {"loss": args.loss, "seconds_per_step": stamps[-1] / args.steps, "steps": args.steps, "batch": args.batch}
 
 
-def step_rows(args) -> list[dict]:
+def step_rows(args: argparse.Namespace) -> Rows:
     runs: dict[str, list[float]] = {"pearson": [], "cosent": []}
+    budget = ["--steps", str(args.steps), "--batch", str(args.batch), "--model", args.model, *data_flag(args)]
     for repeat in range(args.repeats):
         for loss in runs:
-            _, last = _python(
-                [
-                    str(HERE / "speed.py"),
-                    "--one",
-                    "train-step",
-                    "--loss",
-                    loss,
-                    "--steps",
-                    str(args.steps),
-                    "--batch",
-                    str(args.batch),
-                    *(["--data", args.data] if args.data else []),
-                ]
-            )
+            _, last = run_python([str(HERE / "speed.py"), "--loss", loss, *budget, "--one", "train-step"])
             runs[loss].append(json.loads(last)["seconds_per_step"])
             print(f"  {loss}: {runs[loss][-1]:.3f} s/step (repeat {repeat + 1})", flush=True)
     cosent = sum(runs["cosent"]) / len(runs["cosent"])
@@ -222,60 +180,67 @@ def step_rows(args) -> list[dict]:
 # --- 3. dev evaluation --------------------------------------------------------------------------------
 
 
-def dev_eval_rows(args) -> list[dict]:
+def dev_evaluators(kind: str, pairs) -> dict[str, Any]:
+    """The evaluator a stage used before (ST's) and the one it uses now, on one dev set."""
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
+    from pcctune.training.dev import DevSTSEvaluator
+
+    before = EmbeddingSimilarityEvaluator(
+        [p.sentence1 for p in pairs],
+        [p.sentence2 for p in pairs],
+        [p.score for p in pairs],
+        batch_size=64,
+        main_similarity="cosine",
+        name=kind,
+        write_csv=False,
+    )
+    return {
+        "EmbeddingSimilarityEvaluator (before)": before,
+        "DevSTSEvaluator (now)": DevSTSEvaluator({kind: pairs}, kind),
+    }
+
+
+def dev_eval_rows(args: argparse.Namespace) -> Rows:
     from pcctune.data.dev import SINGLE_DEV_SETS, dev_parts
     from pcctune.modeling.build import build_model
     from pcctune.paths import resolve_senteval_dir
-    from pcctune.training.dev import DevSTSEvaluator
 
-    model = build_model("all-MiniLM-L6-v2")
-    senteval = resolve_senteval_dir(args.data)
+    model, senteval = build_model(args.model), resolve_senteval_dir(args.data)
     rows = []
-    for kind in SINGLE_DEV_SETS:
-        pairs = [pair for part in dev_parts(kind, senteval).values() for pair in part]
-        evaluators = {
-            "EmbeddingSimilarityEvaluator (before)": EmbeddingSimilarityEvaluator(
-                [p.sentence1 for p in pairs],
-                [p.sentence2 for p in pairs],
-                [p.score for p in pairs],
-                batch_size=64,
-                main_similarity="cosine",
-                name=kind,
-                write_csv=False,
-            ),
-            "DevSTSEvaluator (now)": DevSTSEvaluator({kind: pairs}, kind),
-        }
+    for dev_set in SINGLE_DEV_SETS:
+        pairs = [pair for part in dev_parts(dev_set, senteval).values() for pair in part]
+        evaluators = dev_evaluators(dev_set, pairs)
         seconds: dict[str, list[float]] = {label: [] for label in evaluators}
         scores = {}
         for _ in range(args.repeats * 2):
             for label, evaluator in evaluators.items():
                 started = time.perf_counter()
-                scores[label] = evaluator(model)[f"{kind}_spearman_cosine"] * 100
+                scores[label] = evaluator(model)[f"{dev_set}_spearman_cosine"] * 100
                 seconds[label].append(time.perf_counter() - started)
         before = min(seconds["EmbeddingSimilarityEvaluator (before)"])
         for label in evaluators:
+            best = min(seconds[label])
             rows.append(
                 {
-                    "label": f"{kind}: {label}",
+                    "label": f"{dev_set}: {label}",
                     "what": "dev-eval",
                     "seconds": seconds[label],
-                    "best_s": min(seconds[label]),
-                    "ratio_vs_before": before / min(seconds[label]),
+                    "best_s": best,
+                    "ratio_vs_before": before / best,
                     "spearman": scores[label],
                     "pairs": len(pairs),
                 }
             )
-            print(f"  {kind} {label}: {min(seconds[label]):.2f} s, Spearman {scores[label]:.4f}", flush=True)
+            print(f"  {dev_set} {label}: {best:.2f} s, Spearman {scores[label]:.4f}", flush=True)
     return rows
 
 
-# --- 3. GradCache -------------------------------------------------------------------------------------
+# --- 4. GradCache -------------------------------------------------------------------------------------
 
 
-def gradcache_step(pairs: int, mini_batch: int | None, data: str | None, max_seq_length: int) -> dict:
-    """One optimizer step of the Pearson loss over ``pairs`` pairs (sentences cut at ``max_seq_length``
+def gradcache_step(args: argparse.Namespace) -> dict:
+    """One optimizer step of the Pearson loss over ``--pairs`` pairs (sentences cut at ``--max-seq-length``
     tokens, as the stage-2 configs do), timed after a warm-up step; peak RSS."""
     import torch
 
@@ -286,13 +251,13 @@ def gradcache_step(pairs: int, mini_batch: int | None, data: str | None, max_seq
     from pcctune.training.memory import PeakMemory
 
     torch.manual_seed(0)
-    model = build_model("all-MiniLM-L6-v2", max_seq_length=max_seq_length)
+    model = build_model(args.model, max_seq_length=args.max_seq_length)
     model.train()
-    rows = build_stage2_set(resolve_senteval_dir(data), rescale_sick=True).pairs
-    group = [rows[i % len(rows)] for i in range(pairs)]
+    rows = build_stage2_set(resolve_senteval_dir(args.data), rescale_sick=True).pairs
+    group = [rows[i % len(rows)] for i in range(args.pairs[0])]
     features = [model.preprocess([p.sentence1 for p in group]), model.preprocess([p.sentence2 for p in group])]
     labels = torch.tensor([p.score for p in group])
-    loss_fn = PearsonLoss(model, mini_batch)
+    loss_fn = PearsonLoss(model, args.mini_batch or None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
 
     def step() -> None:
@@ -305,136 +270,113 @@ def gradcache_step(pairs: int, mini_batch: int | None, data: str | None, max_seq
         started = time.perf_counter()
         step()
         seconds = time.perf_counter() - started
-    return {
-        "pairs": pairs,
-        "mini_batch": mini_batch,
-        "seconds": seconds,
-        "peak_mb": memory.peak_mb,
-        "memory_kind": memory.kind,
-        "max_seq_length": max_seq_length,
-    }
+    measured = {"pairs": args.pairs[0], "mini_batch": args.mini_batch or None, "seconds": seconds}
+    return measured | {"peak_mb": memory.peak_mb, "memory_kind": memory.kind, "max_seq_length": args.max_seq_length}
 
 
-def _gradcache_one(args, pairs: int, mini_batch: int | None) -> dict:
-    _, last = _python(
-        [
-            str(HERE / "speed.py"),
-            "--one",
-            "gradcache",
-            "--pairs",
-            str(pairs),
-            "--mini-batch",
-            str(mini_batch or 0),
-            "--max-seq-length",
-            str(args.max_seq_length),
-            *(["--data", args.data] if args.data else []),
-        ]
+def _gradcache_one(args: argparse.Namespace, pairs: int, mini_batch: int | None) -> dict:
+    sizes = ["--pairs", str(pairs), "--mini-batch", str(mini_batch or 0), "--max-seq-length", str(args.max_seq_length)]
+    _, last = run_python(
+        [str(HERE / "speed.py"), *sizes, "--model", args.model, *data_flag(args), "--one", "gradcache"]
     )
     measured = json.loads(last)
-    print(
-        f"  {pairs} pairs, mini-batch {mini_batch}: {measured['seconds']:.1f} s, {measured['peak_mb']:.0f} MB",
-        flush=True,
-    )
+    print(f"  {pairs} pairs, mini-batch {mini_batch}: {measured['seconds']:.1f} s, {measured['peak_mb']:.0f} MB")
     return measured
 
 
-def gradcache_rows(args) -> list[dict]:
+def gradcache_rows(args: argparse.Namespace) -> Rows:
     """Plain and cached steps per group size; a plain step above ``--plain-max-pairs`` would not fit in memory."""
     rows = []
     for pairs in args.pairs:
         plain = _gradcache_one(args, pairs, None) if pairs <= args.plain_max_pairs else None
         cached = _gradcache_one(args, pairs, args.mini_batch)
-        rows.append(
-            {
-                "label": f"{pairs} pairs",
-                "what": "gradcache",
-                "plain": plain,
-                "cached": cached,
-                "ratio": cached["seconds"] / plain["seconds"] if plain else None,
-            }
-        )
+        ratio = cached["seconds"] / plain["seconds"] if plain else None
+        rows.append({"label": f"{pairs} pairs", "what": "gradcache", "plain": plain, "cached": cached, "ratio": ratio})
     return rows
 
 
 # --- tables -------------------------------------------------------------------------------------------
 
 
-def tables(rows: list[dict]) -> str:
-    parts = []
-    evals = [r for r in rows if r["what"] == "eval"]
-    if evals:
-        table = ScoreTable("evaluation", ["mean s", "× faster than ST", *STS_COLUMNS], first_column="command")
-        for r in evals:
-            table.rows.append(
-                (
-                    f"{r['label']} ({r['model']})",
-                    {"mean s": f"{r['mean_s']:.1f}", "× faster than ST": f"{r['ratio_vs_st']:.2f}", **r["sts"]},
-                )
-            )
-        parts.append(table.to_markdown())
-    steps = [r for r in rows if r["what"] == "train-step"]
-    if steps:
-        table = ScoreTable("steps", ["s/step", "× CoSENT"], first_column="step")
-        for r in steps:
-            table.rows.append((r["label"], {"s/step": f"{r['mean_s']:.3f}", "× CoSENT": f"{r['ratio_vs_cosent']:.3f}"}))
-        parts.append(table.to_markdown())
-    devs = [r for r in rows if r["what"] == "dev-eval"]
-    if devs:
-        table = ScoreTable(
-            "dev", ["pairs", "best s", "× faster than before", "Spearman × 100"], first_column="evaluator"
-        )
-        for r in devs:
-            table.rows.append(
-                (
-                    r["label"],
-                    {
-                        "pairs": r["pairs"],
-                        "best s": f"{r['best_s']:.2f}",
-                        "× faster than before": f"{r['ratio_vs_before']:.2f}",
-                        "Spearman × 100": f"{r['spearman']:.4f}",
-                    },
-                )
-            )
-        parts.append(table.to_markdown())
-    caches = [r for r in rows if r["what"] == "gradcache"]
-    if caches:
-        table = ScoreTable(
-            "gradcache", ["plain s", "cached s", "cached / plain", "plain MB", "cached MB"], first_column="group"
-        )
-        for r in caches:
-            table.rows.append(
-                (
-                    r["label"],
-                    {
-                        "plain s": f"{r['plain']['seconds']:.1f}" if r["plain"] else "does not fit",
-                        "cached s": f"{r['cached']['seconds']:.1f}",
-                        "cached / plain": f"{r['ratio']:.2f}" if r["ratio"] else None,
-                        "plain MB": f"{r['plain']['peak_mb']:.0f}" if r["plain"] else None,
-                        "cached MB": f"{r['cached']['peak_mb']:.0f}",
-                    },
-                )
-            )
-        parts.append(table.to_markdown())
-    return "\n\n".join(parts)
+def eval_table(rows: Rows) -> ScoreTable:
+    table = ScoreTable("evaluation", ["mean s", "× faster than ST", *STS_COLUMNS], first_column="command")
+    for r in rows:
+        cells = {"mean s": f"{r['mean_s']:.1f}", "× faster than ST": f"{r['ratio_vs_st']:.2f}", **r["sts"]}
+        table.rows.append((f"{r['label']} ({r['model']})", cells))
+    return table
 
 
-def one(args) -> None:
-    """A single measurement in this (fresh) process; its JSON is the last line printed."""
-    if args.one == "st-evaluator":
-        result = st_evaluator_scores(args.model, args.template, args.data, args.sample)
-    elif args.one == "pcctune-eval":
-        result = pcctune_eval_scores(args.model, args.template, args.data, args.sample)
-    elif args.one == "train-step":
-        result = train_step_seconds(args.loss, args.steps, args.batch, args.data)
-    else:
-        result = gradcache_step(args.pairs[0], args.mini_batch or None, args.data, args.max_seq_length)
-    print(json.dumps(result))
+def step_table(rows: Rows) -> ScoreTable:
+    table = ScoreTable("steps", ["s/step", "× CoSENT"], first_column="step")
+    for r in rows:
+        table.rows.append((r["label"], {"s/step": f"{r['mean_s']:.3f}", "× CoSENT": f"{r['ratio_vs_cosent']:.3f}"}))
+    return table
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parts = ["eval", "steps", "dev-eval", "gradcache"]
-    parser.add_argument("--only", choices=parts, nargs="+", default=parts)
+def dev_table(rows: Rows) -> ScoreTable:
+    columns = ["pairs", "best s", "× faster than before", "Spearman × 100"]
+    table = ScoreTable("dev", columns, first_column="evaluator")
+    for r in rows:
+        values = [r["pairs"], f"{r['best_s']:.2f}", f"{r['ratio_vs_before']:.2f}", f"{r['spearman']:.4f}"]
+        table.rows.append((r["label"], dict(zip(columns, values, strict=True))))
+    return table
+
+
+def gradcache_table(rows: Rows) -> ScoreTable:
+    columns = ["plain s", "cached s", "cached / plain", "plain MB", "cached MB"]
+    table = ScoreTable("gradcache", columns, first_column="group")
+    for r in rows:
+        plain, cached = r["plain"], r["cached"]
+        values = [
+            f"{plain['seconds']:.1f}" if plain else "does not fit",
+            f"{cached['seconds']:.1f}",
+            f"{r['ratio']:.2f}" if r["ratio"] else None,
+            f"{plain['peak_mb']:.0f}" if plain else None,
+            f"{cached['peak_mb']:.0f}",
+        ]
+        table.rows.append((r["label"], dict(zip(columns, values, strict=True))))
+    return table
+
+
+# --only's name of each part: how it measures, how it tabulates, and the ``what`` of its rows
+PARTS = {
+    "eval": (eval_rows, eval_table, "eval"),
+    "steps": (step_rows, step_table, "train-step"),
+    "dev-eval": (dev_eval_rows, dev_table, "dev-eval"),
+    "gradcache": (gradcache_rows, gradcache_table, "gradcache"),
+}
+
+
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    tables = [make([r for r in rows if r["what"] == what]) for _, make, what in PARTS.values()]
+    return "\n\n".join(t.to_markdown() for t in tables if t.rows)
+
+
+def measure(args: argparse.Namespace) -> Measured:
+    rows: Rows = []
+    for part in args.only:
+        print(f"{part}:", flush=True)
+        rows += PARTS[part][0](args)
+        save_rows(args.output, "speed", rows, "label")
+    settings = (
+        f"machine: {os.cpu_count()} CPU cores, torch threads default; model {args.model}"
+        f"{', template ' + args.template if args.template else ''}; "
+        f"{'sample of ' + str(args.sample) + ' pairs per task' if args.sample else 'full test sets'}; "
+        f"{args.repeats} alternating repeats; command: python benchmarks/speed.py {' '.join(sys.argv[1:])}"
+    )
+    return Measured(rows, settings)
+
+
+ONE = {
+    "st-evaluator": st_evaluator_scores,
+    "pcctune-eval": pcctune_eval_scores,
+    "train-step": train_step_seconds,
+    "gradcache": gradcache_step,
+}
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", choices=list(PARTS), nargs="+", default=list(PARTS))
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--template", default=None)
     parser.add_argument("--sample", type=int, default=None, help="pairs per task (a seeded sample) for a quick run")
@@ -451,36 +393,30 @@ def main() -> None:
         default=1024,
         help="largest group a plain (uncached) step is tried at: 4,096 pairs need ~80 GB here",
     )
-    parser.add_argument("--data", default=None)
-    parser.add_argument("--one", choices=["st-evaluator", "pcctune-eval", "train-step", "gradcache"], default=None)
-    parser.add_argument("--output", type=Path, default=Path("runs/speed"))
-    args = parser.parse_args()
-    if args.one:
-        one(args)
-        return
-    rows: list[dict] = []
-    for part, measure in (
-        ("eval", eval_rows),
-        ("steps", step_rows),
-        ("dev-eval", dev_eval_rows),
-        ("gradcache", gradcache_rows),
-    ):
-        if part in args.only:
-            print(f"{part}:", flush=True)
-            rows += measure(args)
-            save_rows(args.output, "speed", rows, "label")
-    settings = (
-        f"machine: {os.cpu_count()} CPU cores, torch threads default; model {args.model}"
-        f"{', template ' + args.template if args.template else ''}; "
-        f"{'sample of ' + str(args.sample) + ' pairs per task' if args.sample else 'full test sets'}; "
-        f"{args.repeats} alternating repeats; command: python benchmarks/speed.py {' '.join(sys.argv[1:])}"
-    )
-    text = tables(rows)
-    print(text)
-    print(settings)
-    write_text(args.output / "table.md", text + "\n\n" + settings + "\n")
-    save_rows(args.output, "speed", rows, "label", settings)
+    parser.add_argument("--one", choices=list(ONE), default=None, help="one measurement, printed as JSON (internal)")
 
+
+BENCHMARK = Benchmark(
+    "speed",
+    __doc__,
+    measure,
+    table,
+    arguments,
+    quick={
+        "model": "{bert}",
+        "repeats": 1,
+        "steps": 2,
+        "batch": 2,
+        "pairs": [8],
+        "mini_batch": 4,
+        "plain_max_pairs": 8,
+        "max_seq_length": 16,
+    },
+)
 
 if __name__ == "__main__":
-    main()
+    if "--one" in sys.argv:  # a single measurement in this fresh process; its JSON is the last line printed
+        arguments_of_one = parse(BENCHMARK)
+        print(json.dumps(ONE[arguments_of_one.one](arguments_of_one)))
+    else:
+        run(BENCHMARK)

@@ -19,18 +19,18 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from transformers import set_seed
 
-from _common import STS_COLUMNS, load_rows, save_rows, sts_scores, write_results
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, load_rows, run, save_rows, sts_scores
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.losses.registry import LOSSES
 from pcctune.losses.regression import PENALTIES
 from pcctune.modeling.build import build_model
 from pcctune.paths import resolve_senteval_dir
-from pcctune.plotting import plt, save_figure
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.stage import run_stage
 
@@ -41,7 +41,6 @@ STAGE2_LOSSES = [name for name, spec in LOSSES.items() if spec.data in ("scored"
 def train_and_score(args, loss: str, lr: float, seed: int, work: Path, concat: str = "uv_absdiff", evaluate=None):
     """One stage-2 run; returns (best dev Spearman, STS scores or None, training seconds, final model folder)."""
     set_seed(seed)
-    run = RunConfig(model=args.model, seed=seed, output_dir=str(work), stages=[])
     stage = StageConfig.model_validate(
         {
             "name": loss,
@@ -50,6 +49,7 @@ def train_and_score(args, loss: str, lr: float, seed: int, work: Path, concat: s
             "batch_size": args.batch_size,
             "learning_rate": lr,
             "epochs": args.epochs,
+            "max_steps": args.max_steps or -1,
             "warmup_ratio": 0.1,
             "max_seq_length": args.max_seq_length,
             "dev": "sick-trial",
@@ -59,6 +59,7 @@ def train_and_score(args, loss: str, lr: float, seed: int, work: Path, concat: s
             "regression": {"concat": concat},
         }
     )
+    run = RunConfig(model=args.model, seed=seed, output_dir=str(work), stages=[stage])
     model = build_model(args.model)
     started = time.perf_counter()
     stage_dir = work / f"{loss}-{concat}-{lr}-{seed}"
@@ -67,6 +68,20 @@ def train_and_score(args, loss: str, lr: float, seed: int, work: Path, concat: s
     shutil.rmtree(stage_dir / "checkpoints", ignore_errors=True)
     scores = sts_scores(model, evaluate, args.eval_dtype) if evaluate is not None else None
     return result.best_dev * 100, scores, seconds, result.final_dir
+
+
+def grid_search(args, loss: str, seed: int, work: Path, concat: str, tasks) -> tuple[float, dict, dict, float]:
+    """Train at every rate of ``--lrs`` with ``seed``; the dev-best rate, the grid, that run's row, the seconds."""
+    grid, finals, spent_by_rate = {}, {}, {}
+    for rate in args.lrs:
+        dev, _, spent, final = train_and_score(args, loss, rate, seed, work, concat)
+        grid[rate], finals[rate], spent_by_rate[rate] = dev, final, spent
+        print(f"  {loss} lr={rate:g}: dev {dev:.2f} ({spent:.0f} s)", flush=True)
+    lr = max(grid, key=grid.__getitem__)
+    scores = sts_scores(build_model(str(finals[lr])), tasks, args.eval_dtype)
+    print(f"  {loss} ({concat}) lr={lr:g} seed={seed}: dev {grid[lr]:.2f}, avg {scores['avg']:.2f}", flush=True)
+    first = {"seed": seed, "dev": grid[lr], "sts": scores, "train_seconds": spent_by_rate[lr]}
+    return lr, grid, first, sum(spent_by_rate.values())
 
 
 def benchmark_loss(
@@ -82,20 +97,12 @@ def benchmark_loss(
 
     The first seed's run at the chosen rate is the grid's own run (its saved model is evaluated).
     """
-    grid, finals, spent_by_rate = {}, {}, {}
-    seconds = 0.0
     seeds = list(seeds or args.seeds)
-    runs = []
+    grid: dict[float, float] = {}
+    runs, seconds = [], 0.0
     if lr is None:
-        for rate in args.lrs:
-            dev, _, spent, final = train_and_score(args, loss, rate, seeds[0], work, concat)
-            grid[rate], finals[rate], spent_by_rate[rate] = dev, final, spent
-            seconds += spent
-            print(f"  {loss} lr={rate:g}: dev {dev:.2f} ({spent:.0f} s)", flush=True)
-        lr = max(grid, key=grid.get)
-        scores = sts_scores(build_model(str(finals[lr])), tasks, args.eval_dtype)
-        runs.append({"seed": seeds[0], "dev": grid[lr], "sts": scores, "train_seconds": spent_by_rate[lr]})
-        print(f"  {loss} ({concat}) lr={lr:g} seed={seeds[0]}: dev {grid[lr]:.2f}, avg {scores['avg']:.2f}", flush=True)
+        lr, grid, first, seconds = grid_search(args, loss, seeds[0], work, concat, tasks)
+        runs.append(first)
         seeds = seeds[1:]
     for seed in seeds:
         dev, scores, spent, _ = train_and_score(args, loss, lr, seed, work, concat, evaluate=tasks)
@@ -112,16 +119,20 @@ def row_label(result: dict) -> str:
     )
 
 
-def summary_table(results: list[dict], base: dict) -> ScoreTable:
+def table(results: Rows, details: dict[str, Any]) -> str:
+    base = details["base"]
     table = ScoreTable("stage-2 losses", ["lr", *STS_COLUMNS, "train s"], first_column="stage-2 loss")
     table.rows.append(("none (base model)", {**base, "lr": None, "train s": None}))
     for r in results:
         cells = {c: mean_std_cell([run["sts"][c] for run in r["runs"]]) for c in STS_COLUMNS}
         table.rows.append((row_label(r), {"lr": f"{r['lr']:g}", **cells, "train s": f"{r['train_seconds']:.0f}"}))
-    return table
+    return table.to_markdown()
 
 
-def bar_plot(results: list[dict], base: dict, path: Path) -> None:
+def bar_plot(results: Rows, details: dict[str, Any], path: Path) -> None:
+    from pcctune.plotting import plt, save_figure
+
+    base = details["base"]
     labels = ["base"] + [r["loss"] if r["concat"] == "uv_absdiff" else f"{r['loss']}\n({r['concat']})" for r in results]
     means = [base["avg"]] + [np.mean([run["sts"]["avg"] for run in r["runs"]]) for r in results]
     stds = [0.0] + [
@@ -139,14 +150,13 @@ def bar_plot(results: list[dict], base: dict, path: Path) -> None:
     save_figure(figure, path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
     parser.add_argument("--losses", nargs="+", default=STAGE2_LOSSES, choices=STAGE2_LOSSES)
     parser.add_argument("--lrs", nargs="+", type=float, default=[1e-5, 2e-5, 5e-5])
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--max-steps", type=int, default=None, help="stop every run at N steps (overrides epochs)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-seq-length", type=int, default=64)
     parser.add_argument("--eval-steps", type=int, default=28)
@@ -163,61 +173,65 @@ def main() -> None:
     parser.add_argument(
         "--ablation-seeds", nargs="+", type=int, default=None, help="seeds of the ablation (default: --seeds)"
     )
-    parser.add_argument("--output", type=Path, default=Path("runs/stage2_losses"))
     parser.add_argument(
         "--resume", action="store_true", help="keep the losses already in OUTPUT/runs.json, run the rest"
     )
-    parser.add_argument("--summarize", action="store_true", help="only write the table and plot of OUTPUT/runs.json")
-    args = parser.parse_args()
+
+
+def plan(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(loss, head input) of every row: each loss with (u, v, |u−v|), then the ablation's other inputs."""
+    rows = [(loss, "uv_absdiff") for loss in args.losses]
+    return rows + [(args.ablation_loss, concat) for concat in args.ablation_concats if args.ablation_loss]
+
+
+def measure(args: argparse.Namespace) -> Measured:
     args.senteval = resolve_senteval_dir(args.data)
-    args.output.mkdir(parents=True, exist_ok=True)
-    results, earlier = load_rows(args.output / "runs.json") if (args.resume or args.summarize) else ([], None)
+    results, earlier = load_rows(args.output / "runs.json") if args.resume else ([], None)
     started = time.perf_counter()
-    if not args.summarize:
-        tasks = load_test_tasks(args.senteval)
-        base = earlier.details["base"] if earlier else sts_scores(build_model(args.model), tasks, args.eval_dtype)
-        work = Path(tempfile.mkdtemp(prefix="stage2-losses-"))
-        done = {(r["loss"], r["concat"]) for r in results}
-        plan = [(loss, "uv_absdiff") for loss in args.losses]
-        if args.ablation_loss:
-            plan += [(args.ablation_loss, concat) for concat in args.ablation_concats]
-        for loss, concat in plan:
-            if (loss, concat) in done:
-                continue
-            print(f"{loss} ({concat}):", flush=True)
-            if concat == "uv_absdiff":
-                results.append(benchmark_loss(args, loss, tasks, work))
-            else:
-                main_run = next((r for r in results if r["loss"] == loss and r["concat"] == "uv_absdiff"), None)
-                results.append(
-                    benchmark_loss(
-                        args,
-                        loss,
-                        tasks,
-                        work,
-                        concat,
-                        lr=main_run["lr"] if main_run else None,
-                        seeds=args.ablation_seeds,
-                    )
-                )
-            save_rows(args.output, "stage2_losses", results, "loss", details={"base": base})
-        shutil.rmtree(work, ignore_errors=True)
-    elif earlier is None:
-        parser.error(f"nothing to summarize in {args.output / 'runs.json'}")
-    else:
-        base = earlier.details["base"]
-    total = sum(r["train_seconds"] for r in results) if args.summarize else time.perf_counter() - started
+    tasks = load_test_tasks(args.senteval)
+    base = earlier.details["base"] if earlier else sts_scores(build_model(args.model), tasks, args.eval_dtype)
+    work = Path(tempfile.mkdtemp(prefix="stage2-losses-"))
+    done = {(r["loss"], r["concat"]) for r in results}
+    for loss, concat in (step for step in plan(args) if step not in done):
+        print(f"{loss} ({concat}):", flush=True)
+        main_run = next((r for r in results if r["loss"] == loss and r["concat"] == "uv_absdiff"), None)
+        if concat == "uv_absdiff":
+            results.append(benchmark_loss(args, loss, tasks, work))
+        else:
+            lr = main_run["lr"] if main_run else None
+            results.append(benchmark_loss(args, loss, tasks, work, concat, lr=lr, seeds=args.ablation_seeds))
+        save_rows(args.output, "stage2_losses", results, "loss", details={"base": base})
+    shutil.rmtree(work, ignore_errors=True)
+    budget = f"{args.max_steps} steps" if args.max_steps else f"{args.epochs:g} epoch(s)"
     settings = (
         f"model {args.model}; stage-2 set: STS-B train + SICK-R train filtered against every test set, SICK "
-        f"rescaled to 0–5; {args.epochs:g} epoch(s), batch {args.batch_size}, max length {args.max_seq_length}, "
+        f"rescaled to 0–5; {budget}, batch {args.batch_size}, max length {args.max_seq_length}, "
         f"warmup 10%, lr grid {args.lrs} picked on SICK trial (test overlap removed) with seed {args.seeds[0]}; "
         f"seeds {args.seeds} (concatenation ablation: {args.ablation_seeds or args.seeds}); bf16 training: "
-        f"{args.bf16}; STS encoding in {args.eval_dtype}; "
-        + (f"training alone {total:.0f} s" if args.summarize else f"total {total:.0f} s")
+        f"{args.bf16}; STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s"
     )
-    write_results(args.output, "stage2_losses", summary_table(results, base), settings, results, "loss", {"base": base})
-    bar_plot(results, base, args.output / "stage2_losses.png")
+    return Measured(results, settings, {"base": base})
 
+
+BENCHMARK = Benchmark(
+    "stage2_losses",
+    __doc__,
+    measure,
+    table,
+    arguments,
+    quick={
+        "model": "{bert}",
+        "losses": ["pearson", "smooth_k2"],
+        "lrs": [1e-4],
+        "seeds": [1, 2],
+        "ablation_concats": ["uv"],
+        "max_steps": 2,
+        "batch_size": 2,
+        "eval_steps": 1,
+    },
+    label_key="loss",
+    plot=bar_plot,
+)
 
 if __name__ == "__main__":
-    main()
+    run(BENCHMARK)

@@ -17,6 +17,8 @@ This script only reads their folders (``runs/quality/<loss>``) and writes, under
         --base MPNET_EVAL.json --output docs/results/stage2_quality/mpnet   # after MODEL=all-mpnet-base-v2 sweeps
     python benchmarks/stage2_quality.py --sweeps runs/quality/round2 --space configs/sweeps/stage2_round2_space.yaml \
         --output docs/results/stage2_quality/round2                       # after ROUND=2 sweeps
+
+``--quick`` first runs two tiny sweeps (Pearson and CoSENT, one trial and one seed each) and reads those.
 """
 
 from __future__ import annotations
@@ -28,14 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from matplotlib.patches import Patch
 
-from _common import STS_COLUMNS, to_record, write_results
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, to_record
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import write_text
 from pcctune.losses.registry import LOSSES
-from pcctune.plotting import plt, save_figure
 from pcctune.results import EvalResult, RunResult
+from pcctune.testing import TinyWorkspace
 
 SHORT = {
     "stages.0.learning_rate": "lr",
@@ -123,7 +126,10 @@ def _spread(values: list[float]) -> float:
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
-def plot(model: str, base: dict[str, float], rows: list[dict[str, Any]], path: Path) -> None:
+def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
+    from pcctune.plotting import plt, save_figure
+
+    base, model = details["base"], details["model"]
     labels = ["base model", *(row["loss"] for row in rows)]
     means = [base["avg"], *(row["sts"]["avg"] for row in rows)]
     stds = [0.0, *(_spread([s["avg"] for s in row["sts_seeds"]]) for row in rows)]
@@ -140,24 +146,8 @@ def plot(model: str, base: dict[str, float], rows: list[dict[str, Any]], path: P
     save_figure(figure, path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweeps", type=Path, default=Path("runs/quality"))
-    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the swept model (titles only)")
-    parser.add_argument(
-        "--base", type=Path, default=Path("docs/results/minilm_sts_simcse.json"), help="pcctune eval JSON of the base"
-    )
-    parser.add_argument(
-        "--space", type=Path, default=Path("configs/sweeps/stage2_quality_space.yaml"), help="the sweeps' space"
-    )
-    parser.add_argument("--output", type=Path, default=Path("docs/results/stage2_quality"))
-    args = parser.parse_args()
-    base = EvalResult.from_disk(args.base).sts
-    sweeps = [sweep for sweep in sorted(args.sweeps.iterdir()) if (sweep / "study.db").is_file()]
-    trials = {sweep.name: trial_records(sweep) for sweep in sweeps}
-    rows = [row for sweep in sweeps if (row := loss_row(sweep.name, sweep))]
-    rows.sort(key=lambda row: -row["sts"]["avg"])
-    cells = [("none (base model)", {**base, "train s": "—", "selected (dev only)": "—"})]
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    cells = [("none (base model)", {**details["base"], "train s": "—", "selected (dev only)": "—"})]
     for row in rows:
         seeds = row["sts_seeds"]
         label = row["loss"] if len(seeds) == 3 else f"{row['loss']} ({len(seeds)} of 3 seeds)"
@@ -169,31 +159,91 @@ def main() -> None:
                 | {"train s": f"{row['train_s']:.0f}", "selected (dev only)": f"{chosen}; dev {row['dev']:.4f}"},
             )
         )
-    table = ScoreTable(
-        f"Stage-2 losses on {args.model} (Spearman × 100, mean ± std over 3 seeds)",
-        [*STS_COLUMNS, "train s", "selected (dev only)"],
-        cells,
-        first_column="stage-2 loss",
-    )
-    settings = (
-        f"each loss: `pcctune sweep` over {args.space} (TPE + median pruning), "
-        "selection on the combined dev set sick-trial+stsb-dev (test overlap removed), then the winner with "
-        "seeds 1–3 on the seven test sets (SimCSE protocol); train s = mean wall time of a seed's training"
-    )
-    write_results(args.output, "stage2_quality", table, settings, rows, "loss")
+    title = f"Stage-2 losses on {details['model']} (Spearman × 100, mean ± std over 3 seeds)"
+    columns = [*STS_COLUMNS, "train s", "selected (dev only)"]
+    return ScoreTable(title, columns, cells, first_column="stage-2 loss").to_markdown()
+
+
+def write_sweep_details(args: argparse.Namespace, rows: Rows, sweeps: list[Path], settings: str) -> None:
+    """Beside the table: every trial (sweeps.json), each winner's config, the dev-selected comparison."""
     trial_rows = [
-        {"trial": f"{loss} trial {t['number']}", "loss": loss, **t} for loss, ts in trials.items() for t in ts
+        {"trial": f"{sweep.name} trial {t['number']}", "loss": sweep.name, **t}
+        for sweep in sweeps
+        for t in trial_records(sweep)
     ]
     to_record("stage2_quality_trials", trial_rows, "trial", settings).to_disk(args.output / "sweeps.json")
     for row in rows:
-        best = args.sweeps / row["loss"] / "best_config.yaml"
         (args.output / "best_configs").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(best, args.output / "best_configs" / f"{row['loss']}.yaml")
-    plot(args.model, base, rows, args.output / "stage2_quality.png")
+        shutil.copyfile(
+            args.sweeps / row["loss"] / "best_config.yaml", args.output / "best_configs" / f"{row['loss']}.yaml"
+        )
     comparison = dev_selected_comparison(rows)
     print(comparison)
     write_text(args.output / "dev_selected.md", comparison + "\n")
 
 
+def measure(args: argparse.Namespace) -> Measured:
+    sweeps = [sweep for sweep in sorted(args.sweeps.iterdir()) if (sweep / "study.db").is_file()]
+    rows = sorted((row for sweep in sweeps if (row := loss_row(sweep.name, sweep))), key=lambda r: -r["sts"]["avg"])
+    settings = (
+        f"each loss: `pcctune sweep` over {args.space} (TPE + median pruning), "
+        "selection on the combined dev set sick-trial+stsb-dev (test overlap removed), then the winner with "
+        "seeds 1–3 on the seven test sets (SimCSE protocol); train s = mean wall time of a seed's training"
+    )
+    write_sweep_details(args, rows, sweeps, settings)
+    return Measured(rows, settings, {"base": EvalResult.from_disk(args.base).sts, "model": args.model})
+
+
+def tiny_sweeps(args: argparse.Namespace, tiny: TinyWorkspace) -> None:
+    """--quick: a one-trial, one-seed sweep of Pearson and of CoSENT on a tiny BERT, and its base evaluation."""
+    from rich.console import Console
+
+    from pcctune.modeling.build import build_model
+    from pcctune.orchestration.library import evaluate
+    from pcctune.orchestration.sweep import run_sweep
+
+    root = tiny.senteval.parent
+    args.sweeps, args.base, args.model = root / "sweeps", root / "base.json", str(tiny.bert)
+    evaluate(build_model(str(tiny.bert)), data=tiny.senteval).to_disk(args.base)
+    tiny_run = {
+        "model": str(tiny.bert),
+        "data_dir": str(tiny.senteval),
+        "stages.0.max_steps": 2,
+        "stages.0.eval_steps": 1,
+    }
+    space = {"stages.0.learning_rate": {"type": "float", "low": 1e-4, "high": 1e-3, "log": True}}
+    args.space = root / "space.yaml"
+    args.space.write_text(yaml.safe_dump(space))
+    for loss in ("pearson", "cosent"):
+        overrides = tiny_run | {"stages.0.loss": loss, "stages.0.batch_size": 2, "stages.0.dev": "sick-trial+stsb-dev"}
+        run_sweep(args.config, args.space, 1, 1, args.sweeps / loss, overrides, Console(quiet=True))
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sweeps", type=Path, default=Path("runs/quality"))
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the swept model (titles only)")
+    parser.add_argument(
+        "--base", type=Path, default=Path("docs/results/minilm_sts_simcse.json"), help="pcctune eval JSON of the base"
+    )
+    parser.add_argument(
+        "--space", type=Path, default=Path("configs/sweeps/stage2_quality_space.yaml"), help="the sweeps' space"
+    )
+    parser.add_argument(
+        "--config", type=Path, default=Path("configs/minilm_stage2_sweep_base.yaml"), help="the sweeps' base config"
+    )
+
+
+BENCHMARK = Benchmark(
+    "stage2_quality",
+    __doc__,
+    measure,
+    table,
+    arguments,
+    label_key="loss",
+    output="docs/results/stage2_quality",
+    plot=plot,
+    prepare_quick=tiny_sweeps,
+)
+
 if __name__ == "__main__":
-    main()
+    run(BENCHMARK)

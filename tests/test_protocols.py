@@ -11,6 +11,7 @@ from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks, pape
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.modeling.build import build_model
 from pcctune.modeling.template import Template
+from pcctune.testing import write_tokenized_copy
 from tests.conftest import make_mini_senteval, pairs_jsonl, write_lines
 
 
@@ -39,23 +40,11 @@ def test_paper_protocol_edits_only_templated_sentences():
         get_protocol("mteb")
 
 
-def _tokenized_copy(root):
-    """A senteval-tokenized/ beside the mini senteval/: its STS text lowercased (as SentEval's script leaves it)."""
-    tokenized = root.parent / "senteval-tokenized"
-    for path in (root / "downstream" / "STS").rglob("*"):
-        if path.is_file():
-            target = tokenized / path.relative_to(root)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            text = path.read_text(encoding="utf-8")
-            target.write_text(text.lower() if "input" in path.name or path.suffix == ".csv" else text, encoding="utf-8")
-    return tokenized
-
-
 def test_paper_protocol_reads_the_tokenized_text_and_sick_from_the_raw_folder(tmp_path):
     root = make_mini_senteval(tmp_path / "senteval")
     with pytest.raises(PcctuneError, match="no senteval-tokenized/ beside"):
         load_protocol_tasks(root, "paper")
-    _tokenized_copy(root)
+    write_tokenized_copy(root)
     tasks = {t.name: t for t in load_protocol_tasks(root, "paper")}
     assert tasks["STS12"].pairs[0].sentence1 == tasks["STS12"].pairs[0].sentence1.lower()
     assert tasks["SICKRelatedness"].pairs[0].sentence1[0].isupper()  # SICK stays raw, as the SimCSE fork read it
@@ -166,7 +155,7 @@ def test_eval_command_records_the_protocol_it_ran(tiny_bert, tmp_path, capsys):
     from tests.conftest import run_cli
 
     root = make_mini_senteval(tmp_path / "senteval")
-    _tokenized_copy(root)
+    write_tokenized_copy(root)
     code, output = run_cli(
         ["eval", str(tiny_bert), "--data", str(root), "--protocol", "paper", "--output", str(tmp_path / "r.json")],
         capsys,
@@ -203,6 +192,6 @@ def test_a_template_only_protocol_refuses_a_model_without_a_template(tiny_bert, 
     from tests.conftest import assert_one_line_error, run_cli
 
     root = make_mini_senteval(tmp_path / "senteval")
-    _tokenized_copy(root)
+    write_tokenized_copy(root)
     code, output = run_cli(["eval", str(tiny_bert), "--data", str(root), "--protocol", "paper-prompt"], capsys)
     assert_one_line_error(code, output, "has no template")

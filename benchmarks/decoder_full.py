@@ -43,7 +43,7 @@ def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         ("ICL (1 demonstration, dev-chosen)", [scored(load("icl_paper"), load("icl_simcse"))]),
     ]
     seed1: RunResult | None = load("seed1")
-    stage1 = scored(seed1 and seed1.sts.get(STAGE1), load("stage1_simcse"), load("stage1_4bit"))
+    stage1 = scored(seed1 and seed1.sts_by_stage.get(STAGE1), load("stage1_simcse"), load("stage1_4bit"))
     stage1["stage"] = seed1 and next((s for s in seed1.stages if s.stage == STAGE1), None)
     rows.append(("stage 1 (InfoNCE, QLoRA)", [stage1]))
     for loss, label in (("pearson", "stage 1 + Pcc (Pearson)"), ("contrastive", "stage 1 + contrastive stage 2")):
@@ -55,7 +55,12 @@ def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
             name = f"{STAGE2}-{loss}"
             stage = next((s for s in run.stages if s.stage == name), None)
             seeds.append(
-                scored(run.sts.get(name), load(f"seed{seed}_{loss}_simcse"), load(f"seed{seed}_{loss}_4bit"), stage)
+                scored(
+                    run.sts_by_stage.get(name),
+                    load(f"seed{seed}_{loss}_simcse"),
+                    load(f"seed{seed}_{loss}_4bit"),
+                    stage,
+                )
             )
         rows.append((label, seeds))
     return rows

@@ -271,7 +271,7 @@ def gradcache_step(args: argparse.Namespace) -> dict:
         step()
         seconds = time.perf_counter() - started
     measured = {"pairs": args.pairs[0], "mini_batch": args.mini_batch or None, "seconds": seconds}
-    return measured | {"peak_mb": memory.peak_mb, "memory_kind": memory.kind, "max_seq_length": args.max_seq_length}
+    return measured | {"peak_mb": memory.peak_mb, "memory_kind": memory.method, "max_seq_length": args.max_seq_length}
 
 
 def _gradcache_one(args: argparse.Namespace, pairs: int, mini_batch: int | None) -> dict:

@@ -80,7 +80,7 @@ def loss_row(loss: str, sweep: Path) -> dict[str, Any] | None:
         return None
     study = optuna.load_study(study_name="pcctune", storage=f"sqlite:///{sweep / 'study.db'}")
     runs = [RunResult.from_disk(path) for path in seeds]
-    scores = [list(run.sts.values())[-1] for run in runs]
+    scores = [list(run.sts_by_stage.values())[-1] for run in runs]
     return {
         "loss": loss,
         "sts_seeds": scores,

@@ -43,7 +43,7 @@ def main() -> None:
         ],
     }
     result = pcctune.train(pcctune.RunConfig.model_validate(run), overwrite=True)
-    print("16-bit base:", {"avg": round(result.sts["pcc"]["avg"], 2)})
+    print("16-bit base:", {"avg": round(result.sts_by_stage["pcc"]["avg"], 2)})
     four_bit = pcctune.build_model(f"{args.output}/stage1-pcc/final")  # a saved QLoRA model reloads in 4-bit
     print("4-bit base:", {"avg": round(pcctune.evaluate(four_bit, data=args.data).sts["avg"], 2)})
 

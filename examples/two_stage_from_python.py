@@ -34,7 +34,7 @@ def main() -> None:
         }
     )
     result = pcctune.train(config, overwrite=True)
-    for stage, scores in result.sts.items():
+    for stage, scores in result.sts_by_stage.items():
         print(stage, {"avg": round(scores["avg"], 2)})
 
 

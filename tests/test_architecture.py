@@ -100,7 +100,7 @@ def test_committed_results_load_through_the_typed_records(path):
     if isinstance(record, EvalResult):
         assert record.sections()
     elif isinstance(record, RunResult):
-        assert record.sts and all("avg" in row for row in record.sts.values())
+        assert record.sts_by_stage and all("avg" in row for row in record.sts_by_stage.values())
     else:
         assert isinstance(record, BenchmarkResult) and record.rows
 

@@ -220,6 +220,6 @@ def test_pipeline_under_torchrun_with_two_processes(tiny_bert, mini_senteval, tm
     )
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert set(record["sts"]) == {"one", "two"}
+    assert set(record["sts_by_stage"]) == {"one", "two"}
     assert (tmp_path / "run" / "stage2-two" / "final" / "modules.json").is_file()
     assert done.stdout.count("results ->") == 1  # only rank 0 evaluates and writes

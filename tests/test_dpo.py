@@ -93,6 +93,6 @@ def test_dpo_as_a_pipeline_stage(tiny_bert, mini_senteval, tmp_path):
         }
     )
     record = run_pipeline(config)
-    assert set(record.sts) == {"pcc", "dpo"}
+    assert set(record.sts_by_stage) == {"pcc", "dpo"}
     assert (tmp_path / "run" / "stage2-dpo" / "preference_model" / "final").is_dir()
     assert record.stages[1].train_examples == 8

@@ -45,7 +45,7 @@ def _on_file(suffix: str, reader: Callable[[Path], Any]) -> Callable[[Path, byte
 VALID_PAIRS = [{"sentence1": "A man plays.", "sentence2": "A man plays guitar.", "score": 3.5}] * 3
 VALID_RESULT = {
     "kind": "eval",
-    "schema_version": 1,
+    "schema_version": 2,
     "protocol": "simcse-senteval",
     "model": "m",
     "data_dir": "d",

@@ -83,7 +83,7 @@ def test_a_signal_inside_a_save_is_honest_and_resumable(
     monkeypatch.undo()
     code, output = run_cli(["train", str(config), "--resume"], capsys)
     assert code == 0, output
-    assert json.loads((tmp_path / "run" / "results.json").read_text())["sts"]
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["sts_by_stage"]
 
 
 def test_a_swallowed_signal_is_never_reported_as_success(tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys):
@@ -127,7 +127,7 @@ def test_a_full_disk_during_a_checkpoint_stops_cleanly_and_resume_reproduces_the
     monkeypatch.undo()
     code, output = run_cli(["train", str(config), "--resume"], capsys)
     assert code == 0, output
-    assert json.loads((tmp_path / "run" / "results.json").read_text())["sts"] == uninterrupted["sts"]
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["sts_by_stage"] == uninterrupted["sts_by_stage"]
 
 
 def test_sigint_during_the_test_evaluation_exits_130_and_resume_scores_the_run(
@@ -145,4 +145,4 @@ def test_sigint_during_the_test_evaluation_exits_130_and_resume_scores_the_run(
     assert code == 130 and "--resume" in output and not (tmp_path / "run" / "results.json").exists()
     monkeypatch.undo()
     code, output = run_cli(["train", str(config), "--resume"], capsys)
-    assert code == 0 and json.loads((tmp_path / "run" / "results.json").read_text())["sts"]
+    assert code == 0 and json.loads((tmp_path / "run" / "results.json").read_text())["sts_by_stage"]

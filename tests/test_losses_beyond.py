@@ -156,7 +156,7 @@ def test_each_new_loss_trains_a_stage(tiny_bert, shared_senteval, tmp_path, stag
         }
     )
     record = run_pipeline(config)
-    assert record.stages[0].loss == stage["loss"] and "avg" in record.sts["s"]
+    assert record.stages[0].loss == stage["loss"] and "avg" in record.sts_by_stage["s"]
 
 
 def test_group_by_source_needs_a_pearson_loss():

@@ -25,7 +25,7 @@ def test_model_card_shows_scores_leakage_config_and_loading(tiny_bert, shared_se
     section = card.split("<!-- pcctune -->")[1]
     assert card.count("<!-- pcctune -->") == 1 and card.index("<!-- pcctune -->") > 0  # after ST's own card
     assert "protocol `simcse-senteval`" in section
-    assert f"| pcc | {record.sts['pcc']['STS12']:.2f}" in section and "STS-B" in section
+    assert f"| pcc | {record.sts_by_stage['pcc']['STS12']:.2f}" in section and "STS-B" in section
     assert "| STSBenchmark:train | 3 | 2 | 1 | STS12 1, STS13 1, STS14 1, STS15 1, STS16 1 |" in section
     assert "loss: pearson" in section and "sentence-transformers" in section
     assert 'SentenceTransformer("' in section and "trust_remote_code" not in section  # saved as plain ST

@@ -142,6 +142,6 @@ def test_mpnet_from_its_split_packages_and_its_ready_config(tmp_path, mini_sente
     sets = [arg for key, value in overrides.items() for arg in ("--set", f"{key}={value}")]
     result = CliRunner().invoke(app, ["train", str(root / "configs" / "mpnet_stage2.yaml"), *sets])
     assert result.exit_code == 0, result.output
-    assert json.loads((tmp_path / "run" / "results.json").read_text())["sts"]
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["sts_by_stage"]
     trained = SentenceTransformer(str(tmp_path / "run" / "stage1-pcc" / "final"))
     assert trained.encode(["A man is playing a guitar."]).shape == (1, 768)

@@ -61,7 +61,7 @@ def test_sigint_during_train_exits_130_and_resume_finishes_identically(
     code, output = run_cli(["train", str(config), "--resume"], capsys)
     assert code == 0, output
     resumed = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert resumed["sts"] == uninterrupted["sts"]
+    assert resumed["sts_by_stage"] == uninterrupted["sts_by_stage"]
     assert resumed["stages"][0]["best_dev_spearman"] == pytest.approx(uninterrupted["stages"][0]["best_dev_spearman"])
 
 
@@ -85,7 +85,7 @@ def test_a_partial_checkpoint_is_skipped_on_resume(
     assert code == 0, output
     assert "skipping incomplete checkpoint" in caplog.text
     resumed = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert resumed["sts"] == uninterrupted["sts"]
+    assert resumed["sts_by_stage"] == uninterrupted["sts_by_stage"]
 
 
 def test_sigint_during_eval_exits_130_and_writes_nothing(tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys):

@@ -38,7 +38,7 @@ def test_tables_from_eval_and_train_results(tmp_path):
         data_dir="d",
         seed=1,
         config={"model": "m"},
-        sts={"before": dict.fromkeys(TASKS, 70.0), "pcc": dict.fromkeys(TASKS, 72.5)},
+        sts_by_stage={"before": dict.fromkeys(TASKS, 70.0), "pcc": dict.fromkeys(TASKS, 72.5)},
     ).to_disk(run / "results.json")
     runs = collect_runs([tmp_path / "eval.json", run])
     assert list(runs) == ["base", "m: before", "m: pcc"]
@@ -65,3 +65,15 @@ def test_bad_result_files(tmp_path):
 def test_scatter_plot(tmp_path):
     path = scatter_plot(np.linspace(0, 1, 20), np.linspace(0, 5, 20), "t", tmp_path / "s.png")
     assert path.stat().st_size > 1000
+
+
+def test_a_run_record_of_schema_1_reads_its_scores_as_sts_by_stage(tmp_path):
+    import json
+
+    from pcctune.results import SCHEMA_VERSION, RunResult, parse_result
+
+    old = {"kind": "run", "schema_version": 1, "protocol": "p", "data_dir": "d", "seed": 1, "config": {}}
+    record = parse_result({**old, "sts": {"pcc": {"STS12": 70.0, "avg": 70.0}}})
+    assert isinstance(record, RunResult) and record.sts_by_stage == {"pcc": {"STS12": 70.0, "avg": 70.0}}
+    saved = json.loads(record.to_disk(tmp_path / "r.json").read_text())
+    assert saved["schema_version"] == SCHEMA_VERSION == 2 and "sts" not in saved and saved["sts_by_stage"]

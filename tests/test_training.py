@@ -57,7 +57,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, shared_se
     assert (tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2").is_dir()
     assert not (tmp_path / "killed" / "stage1-pcc" / "final").exists()
     resumed = run_pipeline(config, resume=True)
-    assert resumed.sts["pcc"] == pytest.approx(whole.sts["pcc"], abs=1e-6)
+    assert resumed.sts_by_stage["pcc"] == pytest.approx(whole.sts_by_stage["pcc"], abs=1e-6)
     assert resumed.stages[0].best_dev_spearman == pytest.approx(whole.stages[0].best_dev_spearman, abs=1e-9)
     assert resumed.stages[0].best_checkpoint.endswith(whole.stages[0].best_checkpoint.split("/")[-1])
     # a finished run resumed again returns its saved result, training nothing and rewriting nothing
@@ -75,14 +75,14 @@ def test_stage_writes_final_model_curves_and_selects_on_dev(whole):
     dev = [e["eval_sick-trial_spearman_cosine"] for e in history if "eval_sick-trial_spearman_cosine" in e]
     assert record.stages[0].best_dev_spearman == pytest.approx(max(dev))
     saved = json.loads((run / "results.json").read_text())
-    assert set(saved["sts"]["pcc"]) >= {"STS12", "SICKRelatedness", "avg"}
+    assert set(saved["sts_by_stage"]["pcc"]) >= {"STS12", "SICKRelatedness", "avg"}
     assert (run / "config.yaml").is_file()
 
 
 def test_compare_runs_the_last_stage_once_per_loss(tiny_bert, mini_senteval, tmp_path):
     config = _config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / "cmp", contrastive_threshold=2.0)
     record = run_pipeline(config, compare=["pearson", "contrastive"])
-    assert set(record.sts) == {"pcc-pearson", "pcc-contrastive"}
+    assert set(record.sts_by_stage) == {"pcc-pearson", "pcc-contrastive"}
     examples = {s.stage: s.train_examples for s in record.stages}
     assert examples["pcc-pearson"] == 48 and examples["pcc-contrastive"] < 48
 
@@ -195,7 +195,7 @@ def test_resume_from_any_checkpoint(tiny_bert, shared_senteval, tmp_path, whole)
     early = tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2"  # not the last one (checkpoint-4)
     assert early.is_dir() and (early.parent / "checkpoint-4").is_dir()
     resumed = run_pipeline(config, resume_from=str(early))
-    assert resumed.sts["pcc"] == pytest.approx(whole.sts["pcc"], abs=1e-6)
+    assert resumed.sts_by_stage["pcc"] == pytest.approx(whole.sts_by_stage["pcc"], abs=1e-6)
     with pytest.raises(PcctuneError, match="not a trainer checkpoint"):
         run_pipeline(config, resume_from=str(tmp_path))
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pcctune.errors import PcctuneError
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 Scores = dict[str, float]
 
 
@@ -139,10 +139,12 @@ class RunResult(Record):
     versions: dict[str, str] = Field(default_factory=dict)
     config: dict[str, Any]
     eval_precision: str | None = Field(None, description="base of a QLoRA run's test evaluations: 16bit or 4bit")
-    sts: dict[str, Scores] = Field(default_factory=dict)
+    sts_by_stage: dict[str, Scores] = Field(
+        default_factory=dict, description="the seven STS numbers + avg after each stage (and before, when scored)"
+    )
     stages: list[StageRecord] = Field(default_factory=list)
 
-    @field_validator("sts")
+    @field_validator("sts_by_stage")
     @classmethod
     def _check_rows(cls, rows: dict[str, Scores]) -> dict[str, Scores]:
         for scores in rows.values():
@@ -202,7 +204,7 @@ def _migrate_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_result(payload: Any, source: str = "result") -> AnyResult:
-    """Validate a decoded JSON document as a result record (migrating schema 0)."""
+    """Validate a decoded JSON document as a result record (migrating schemas 0 and 1)."""
     if not isinstance(payload, dict):
         raise PcctuneError(f"{source}: a result file holds one JSON object, found {type(payload).__name__}")
     payload = dict(payload)
@@ -212,6 +214,8 @@ def parse_result(payload: Any, source: str = "result") -> AnyResult:
             raise ValueError(f"unknown result kind {kind!r}")
         if "schema_version" not in payload:
             payload = _migrate_benchmark(payload) if kind == "benchmark" else {"schema_version": 0, **payload}
+        if kind == "run" and payload["schema_version"] < 2 and "sts" in payload:  # schema 2 renamed it
+            payload["sts_by_stage"], payload["schema_version"] = payload.pop("sts"), SCHEMA_VERSION
         if payload["schema_version"] > SCHEMA_VERSION:
             raise ValueError(f"schema version {payload['schema_version']} is newer than this pcctune reads")
         record = RECORDS[kind].model_validate(payload)

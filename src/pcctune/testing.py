@@ -130,8 +130,8 @@ SENTENCES = [
 ]
 
 
-def make_mini_senteval(root: Path) -> Path:
-    """Write the miniature SentEval folder under ``root``."""
+def _write_sts(root: Path) -> None:
+    """STS12–16 (two subsets each) and STS-B, with the quirks of the real files."""
     sts = root / "downstream" / "STS"
     s = SENTENCES
     for year in range(12, 17):
@@ -160,6 +160,12 @@ def make_mini_senteval(root: Path) -> Path:
         ],
     )
     write_lines(stsb / "sts-test.csv", [row.format(id=5 + i, score=f"{i}.5", a=s[i], b=s[i + 3]) for i in range(5)])
+
+
+def make_mini_senteval(root: Path) -> Path:
+    """Write the miniature SentEval folder under ``root``."""
+    s = SENTENCES
+    _write_sts(root)
     sick = root / "downstream" / "SICK"
     header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"
     write_lines(

@@ -22,19 +22,19 @@ SINGLE_DEV_SETS: dict[str, Callable[[Path], STSTask]] = {
 COMBINED_DEV = "sick-trial+stsb-dev"
 """Both filtered dev sets, each scored on its own and averaged weighted by its size (issue 17)."""
 DEV_SETS: dict[str, tuple[str, ...]] = {
-    **{kind: (kind,) for kind in SINGLE_DEV_SETS},
+    **{name: (name,) for name in SINGLE_DEV_SETS},
     COMBINED_DEV: tuple(SINGLE_DEV_SETS),
 }
 """Every dev set a stage or a search can select on → the single sets it is made of."""
 MIN_DEV_PAIRS = 2
 
 
-def dev_parts(kind: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
-    """Each single set of dev set ``kind`` → its pairs minus every pair found in a test set (both orders)."""
-    if kind not in DEV_SETS:
-        raise PcctuneError(f"unknown dev set {kind!r}; choose from {', '.join(DEV_SETS)}")
+def dev_parts(dev_set: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
+    """Each single set of dev set ``dev_set`` → its pairs minus every pair found in a test set (both orders)."""
+    if dev_set not in DEV_SETS:
+        raise PcctuneError(f"unknown dev set {dev_set!r}; choose from {', '.join(DEV_SETS)}")
     leakage = LeakageFilter(load_test_tasks(senteval_dir))
-    parts = {part: leakage.filter(part, SINGLE_DEV_SETS[part](senteval_dir).pairs)[0] for part in DEV_SETS[kind]}
+    parts = {part: leakage.filter(part, SINGLE_DEV_SETS[part](senteval_dir).pairs)[0] for part in DEV_SETS[dev_set]}
     for part, pairs in parts.items():
         if len(pairs) < MIN_DEV_PAIRS:
             others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))

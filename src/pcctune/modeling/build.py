@@ -38,7 +38,7 @@ class ModelSource:
     """Where a model's weights come from, resolved to something ``from_pretrained`` can read."""
 
     spec: str
-    kind: Literal["packaged", "gguf", "local", "hub"]
+    origin: Literal["packaged", "gguf", "local", "hub"]
     path: str
 
 
@@ -64,7 +64,7 @@ def resolve_source(spec: str) -> ModelSource:
 
 def saved_template(source: ModelSource) -> str | None:
     """The template a local model folder applies, read from its tokenizer alone (no weights loaded)."""
-    if source.kind not in ("local", "gguf", "packaged"):
+    if source.origin not in ("local", "gguf", "packaged"):
         raise PcctuneError(f"{source.spec}: its template is known only once it is loaded")
     from transformers import AutoTokenizer
 
@@ -178,7 +178,7 @@ def _load(
     weights: torch.dtype,
 ) -> SentenceTransformer:
     folder = Path(source.path)
-    saved_as_is = (folder / "modules.json").is_file() or source.kind == "hub"
+    saved_as_is = (folder / "modules.json").is_file() or source.origin == "hub"
     if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt:
         # pcctune's own TemplateTransformer is imported from this installed package; a saved module
         # restores its own settings (template, 4-bit quantization) from its config, unless asked otherwise
@@ -199,10 +199,10 @@ def load_error(spec: str, source: ModelSource, error: Exception) -> PcctuneError
     """The one-line error for a model that would not load, with a hint for an unreachable Hub."""
     detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     hint = ""
-    if source.kind == "hub" and "connect" in str(error):
+    if source.origin == "hub" and "connect" in str(error):
         hint = " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name: "
         hint += f"{', '.join(PACKAGED_MODELS)}; HF_HUB_OFFLINE=1 fails fast)"
-    elif source.kind != "hub":
+    elif source.origin != "hub":
         hint = f" (is {source.path} complete and not damaged?)"
     return PcctuneError(f"could not load model {spec!r}: {detail}{hint}")
 

@@ -31,13 +31,13 @@ def _signature(value: object) -> str:
 
 
 def entry(name: str) -> str:
-    """One name's section: kind, module, signature and docstring."""
+    """One name's section: category, module, signature and docstring."""
     value = getattr(pcctune, name)
-    kind = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
+    category = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
     module = getattr(value, "__module__", "pcctune")
-    doc = inspect.cleandoc(value.__doc__ or "") if kind != "value" else f"`{value!r}`"
-    signature = f"\n\n```python\npcctune.{name}{_signature(value)}\n```" if kind != "value" else ""
-    return f"## `{name}` ({kind}, `{module}`){signature}\n\n{doc}\n"
+    doc = inspect.cleandoc(value.__doc__ or "") if category != "value" else f"`{value!r}`"
+    signature = f"\n\n```python\npcctune.{name}{_signature(value)}\n```" if category != "value" else ""
+    return f"## `{name}` ({category}, `{module}`){signature}\n\n{doc}\n"
 
 
 def reference() -> str:

@@ -91,7 +91,7 @@ def check_template_for(protocol: str, model_spec: str, template: str | None) -> 
     if not spec.requires_template or template is not None:
         return
     source = resolve_source(model_spec)
-    if source.kind != "hub":
+    if source.origin != "hub":
         spec.check_model(saved_template(source), model_spec)
 
 

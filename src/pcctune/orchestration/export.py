@@ -24,5 +24,7 @@ def run_export(model: Path, output: Path, merge: bool, dtype: str, backend: Back
         return
     native = export_model(model, output, backend)
     carry_section(model, output)
-    kind = "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
-    console.print(f"model ({kind}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
+    loads_in = (
+        "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
+    )
+    console.print(f"model ({loads_in}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")

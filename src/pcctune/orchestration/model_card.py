@@ -100,7 +100,7 @@ def _loading(folder: Path) -> list[str]:
 
 def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any] | None, folder: Path) -> str:
     """Markdown for the model trained up to ``stage_label`` of the run ``result``."""
-    sts = {label: scores for label, scores in result.sts.items() if label in ("before", stage_label)}
+    sts = {label: scores for label, scores in result.sts_by_stage.items() if label in ("before", stage_label)}
     parts = [
         CARD_MARKER,
         "## pcctune",

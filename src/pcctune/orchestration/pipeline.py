@@ -85,7 +85,7 @@ def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, com
     if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
         raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
     protocol = get_protocol(config.eval_protocol)
-    if resolve_source(config.model).kind != "local":  # a saved folder may carry a template: checked when scored
+    if resolve_source(config.model).origin != "local":  # a saved folder may carry a template: checked when scored
         protocol.check_model(config.template, config.model)
     quantization_settings(config.adapter)
     for stage in config.stages:
@@ -138,7 +138,7 @@ class Pipeline:
         scores, avg = evaluate_sts(model, self.tasks, protocol=self.config.eval_protocol, show_progress=self.main)
         if not self.main:
             return
-        self.result.sts[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
+        self.result.sts_by_stage[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
 
     def train(self, index: int, stage: StageConfig, source: str | None, suffix: str) -> Path:
         """Train one stage (or find it finished) and return its folder."""
@@ -245,7 +245,7 @@ def run_pipeline(
         result.to_disk(out / RESULTS)
         write_model_cards(config, result, senteval)
         title = f"{config.model}: STS, {config.eval_protocol} protocol (Spearman × 100)"
-        ScoreTable.from_rows(result.sts, title=title).print()
+        ScoreTable.from_rows(result.sts_by_stage, title=title).print()
         console.print(f"results -> {out / RESULTS}")
     barrier()  # every process returns once rank 0 has written the results
     return result

@@ -40,7 +40,7 @@ def collect_runs(paths: list[Path]) -> dict[str, Section]:
             record = load_result(file)
             if isinstance(record, RunResult):
                 prefix = str(record.config.get("model", file.parent.name))
-                for label, values in record.sts.items():
+                for label, values in record.sts_by_stage.items():
                     runs[f"{prefix}: {label}"] = {"sts": values}
             elif isinstance(record, EvalResult) and record.sections():
                 label = record.model if record.model not in runs else f"{record.model} ({file.stem})"

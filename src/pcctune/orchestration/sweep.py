@@ -217,7 +217,7 @@ def summarise(results: list[RunResult], params: dict[str, Any], dev: float) -> B
     """The winner's last-stage scores over seeds: one row per seed and their mean ± std."""
     rows = []
     for index, result in enumerate(results, start=1):
-        scores = list(result.sts.values())[-1]
+        scores = list(result.sts_by_stage.values())[-1]
         rows.append(
             BenchmarkRow(
                 label=f"seed {index}",

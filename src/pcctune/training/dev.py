@@ -44,20 +44,20 @@ class DevSTSEvaluator(SentenceEvaluator):
             metrics = {f"{self.name}_pearson_cosine": only.pearson, f"{self.name}_spearman_cosine": only.spearman}
         else:
             metrics = {f"{self.name}_{part}_spearman_cosine": r.spearman for part, r in scores.items()}
-            for kind in ("pearson", "spearman"):
-                weighted = size_weighted({part: getattr(r, kind) for part, r in scores.items()}, self.parts)
-                metrics[f"{self.name}_{kind}_cosine"] = weighted
+            for statistic in ("pearson", "spearman"):
+                weighted = size_weighted({part: getattr(r, statistic) for part, r in scores.items()}, self.parts)
+                metrics[f"{self.name}_{statistic}_cosine"] = weighted
         self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
         return metrics
 
 
-def dev_evaluator(kind: str, senteval_dir: Path) -> DevSTSEvaluator | None:
-    """The evaluator of dev set ``kind`` (test pairs removed), or ``None`` for ``none``."""
-    if kind == "none":
+def dev_evaluator(dev_set: str, senteval_dir: Path) -> DevSTSEvaluator | None:
+    """The evaluator of dev set ``dev_set`` (test pairs removed), or ``None`` for ``none``."""
+    if dev_set == "none":
         return None
-    return DevSTSEvaluator(dev_parts(kind, senteval_dir), kind)
+    return DevSTSEvaluator(dev_parts(dev_set, senteval_dir), dev_set)
 
 
-def dev_metric(kind: str) -> str | None:
-    """The trainer's name for the dev score of ``kind`` (what ``metric_for_best_model`` selects on)."""
-    return None if kind == "none" else f"eval_{kind}_spearman_cosine"
+def dev_metric(dev_set: str) -> str | None:
+    """The trainer's name for the dev score of ``dev_set`` (what ``metric_for_best_model`` selects on)."""
+    return None if dev_set == "none" else f"eval_{dev_set}_spearman_cosine"

@@ -35,11 +35,11 @@ def _cpu_peak_mb(since_reset: bool) -> float:
 
 
 class PeakMemory:
-    """``with PeakMemory() as memory: ...`` then ``memory.peak_mb`` and ``memory.kind``."""
+    """``with PeakMemory() as memory: ...`` then ``memory.peak_mb`` and ``memory.method``."""
 
     def __init__(self) -> None:
         self.cuda = torch.cuda.is_available()
-        self.kind = "cuda_max_allocated" if self.cuda else "cpu_peak_rss"
+        self.method = "cuda_max_allocated" if self.cuda else "cpu_peak_rss"
         self.peak_mb = 0.0
         self._since_reset = False
 
@@ -49,10 +49,12 @@ class PeakMemory:
         else:
             self._since_reset = _reset_cpu_peak()
             if not self._since_reset:
-                self.kind = "cpu_peak_rss_lifetime"
+                self.method = "cpu_peak_rss_lifetime"
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, error_type: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.cuda:
             self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
         else:

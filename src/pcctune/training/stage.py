@@ -268,7 +268,7 @@ def run_stage(
     final_dir = save_stage(model, history, stage, run, stage_dir)
     return StageResult(
         memory.peak_mb,
-        memory.kind,
+        memory.method,
         stage.name,
         len(dataset),
         final_dir,

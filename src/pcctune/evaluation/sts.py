@@ -52,9 +52,10 @@ def score_task(
 def evaluate_sts(
     model: SentenceTransformer,
     tasks: Sequence[STSTask],
+    *,
+    protocol: str = DEFAULT_PROTOCOL,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     show_progress: bool = True,
-    protocol: str = DEFAULT_PROTOCOL,
 ) -> tuple[list[TaskScore], float]:
     """Evaluate ``tasks`` under ``protocol``; returns per-task scores and their plain mean.
 

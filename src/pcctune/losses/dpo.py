@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32
 
 
@@ -45,12 +46,7 @@ class EmbeddingDPOLoss(EmbeddingLoss):
     Inputs: four columns (x1, x2, x3, x4), the preference model preferring (x1, x2).
     """
 
-    citation = """@article{jiang2023scaling,
-    title={Scaling Sentence Embeddings with Large Language Models},
-    author={Jiang, Ting and Huang, Shaohan and Luan, Zhongzhi and Wang, Deqing and Zhuang, Fuzhen},
-    journal={arXiv preprint arXiv:2307.16645},
-    year={2023}
-}"""
+    citation = citations.PROMPTEOL
 
     def __init__(
         self,

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pcctune.distributed import gather, get_rank
+from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32
 
 
@@ -42,12 +43,7 @@ class InfoNCELoss(EmbeddingLoss):
     Inputs: (anchor, positive, negative) triplets or (anchor, positive) pairs; no label.
     """
 
-    citation = """@inproceedings{gao2021simcse,
-    title={SimCSE: Simple Contrastive Learning of Sentence Embeddings},
-    author={Gao, Tianyu and Yao, Xingcheng and Chen, Danqi},
-    booktitle={EMNLP},
-    year={2021}
-}"""
+    citation = citations.SIMCSE
 
     def __init__(self, model: nn.Module, temperature: float = 0.05, mini_batch_size: int | None = None) -> None:
         super().__init__(model, mini_batch_size)

@@ -20,14 +20,8 @@ import warnings
 import torch
 from torch import Tensor, nn
 
+from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32, global_pair_cosines
-
-PCC_TUNING_CITATION = """@article{zhang2024pcctuning,
-    title={Pcc-tuning: Breaking the Contrastive Learning Ceiling in Semantic Textual Similarity},
-    author={Zhang, Bowen and Li, Chunping},
-    journal={arXiv preprint arXiv:2406.09790},
-    year={2024}
-}"""
 
 
 def pearson_r(x: Tensor, y: Tensor, eps: float = 1e-12) -> Tensor:
@@ -53,11 +47,25 @@ def check_gold(gold: Tensor) -> None:
         )
 
 
-def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = 1e-12) -> Tensor:
-    """1 − r(cos(u, v), gold) over the pairs of every process (eq. 8)."""
+def global_scored_cosines(u: Tensor, v: Tensor, gold: Tensor) -> tuple[Tensor, Tensor]:
+    """cos(u, v) and gold over the pairs of every process, the gold checked (:func:`check_gold`)."""
     cos_all, gold_all = global_pair_cosines(u, v, gold)
     check_gold(gold_all)
-    return 1.0 - pearson_r(cos_all, gold_all, eps)
+    return cos_all, gold_all
+
+
+def scored_pair_columns(columns: list[Tensor], labels: Tensor | None, loss: str) -> tuple[Tensor, Tensor]:
+    """The (sentence1, sentence2) embeddings' global cosines and gold scores of a scored-pair loss named ``loss``.
+
+    A second label column (the source, for ``group_by_source``) is dropped."""
+    if len(columns) != 2 or labels is None:
+        raise ValueError(f"{loss} expects (sentence1, sentence2) columns and a score label")
+    return global_scored_cosines(columns[0], columns[1], labels[:, 0] if labels.ndim == 2 else labels)
+
+
+def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = 1e-12) -> Tensor:
+    """1 − r(cos(u, v), gold) over the pairs of every process (eq. 8)."""
+    return 1.0 - pearson_r(*global_scored_cosines(u, v, gold), eps)
 
 
 class PearsonLoss(EmbeddingLoss):
@@ -77,17 +85,14 @@ class PearsonLoss(EmbeddingLoss):
         trainer = SentenceTransformerTrainer(model=model, train_dataset=pairs, loss=loss, args=args)
     """
 
-    citation = PCC_TUNING_CITATION
+    citation = citations.PCC_TUNING
 
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = 1e-12) -> None:
         super().__init__(model, mini_batch_size)
         self.eps = eps
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
-        if len(columns) != 2 or labels is None:
-            raise ValueError("Pearson loss expects (sentence1, sentence2) columns and a score label")
-        gold = labels[:, 0] if labels.ndim == 2 else labels  # a second column carries the source (group_by_source)
-        return pearson_loss(columns[0], columns[1], gold, self.eps)
+        return 1.0 - pearson_r(*scored_pair_columns(columns, labels, "Pearson loss"), self.eps)
 
     def get_config_dict(self) -> dict:
         return {"mini_batch_size": self.mini_batch_size, "eps": self.eps}

@@ -18,8 +18,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
-from pcctune.losses.pearson import PCC_TUNING_CITATION, pearson_r
+from pcctune.losses.pearson import pearson_r
 
 
 def source_pearson_loss(cos: Tensor, gold: Tensor, sources: Tensor, eps: float = 1e-12) -> Tensor:
@@ -40,7 +41,7 @@ def source_pearson_loss(cos: Tensor, gold: Tensor, sources: Tensor, eps: float =
 class SourcePearsonLoss(EmbeddingLoss):
     """Pearson loss computed within each source of the global batch (labels: score, source id)."""
 
-    citation = PCC_TUNING_CITATION
+    citation = citations.PCC_TUNING
 
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = 1e-12) -> None:
         super().__init__(model, mini_batch_size)

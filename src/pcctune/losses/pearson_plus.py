@@ -19,8 +19,9 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
-from pcctune.losses.pearson import PCC_TUNING_CITATION, check_gold, pearson_r
+from pcctune.losses import citations
+from pcctune.losses.base import EmbeddingLoss
+from pcctune.losses.pearson import pearson_r, scored_pair_columns
 
 Extra = Literal["mse", "cosent"]
 
@@ -40,7 +41,7 @@ def cosent_term(cos: Tensor, gold: Tensor, scale: float = 20.0) -> Tensor:
 class PearsonPlusLoss(EmbeddingLoss):
     """1 − r(cos, gold) + λ · (MSE or CoSENT) over the global batch."""
 
-    citation = PCC_TUNING_CITATION
+    citation = citations.PCC_TUNING
 
     def __init__(
         self,
@@ -56,10 +57,7 @@ class PearsonPlusLoss(EmbeddingLoss):
         self.max_gold = max_gold
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
-        if len(columns) != 2 or labels is None:
-            raise ValueError("Pearson plus expects (sentence1, sentence2) columns and a score label")
-        cos, gold = global_pair_cosines(columns[0], columns[1], labels)
-        check_gold(gold)
+        cos, gold = scored_pair_columns(columns, labels, "Pearson plus")
         second = mse_term(cos, gold, self.max_gold) if self.extra == "mse" else cosent_term(cos, gold)
         return 1.0 - pearson_r(cos, gold) + self.weight * second
 

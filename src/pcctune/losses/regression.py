@@ -21,6 +21,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32
 
 Concat = Literal["uv", "absdiff", "uv_absdiff"]
@@ -81,13 +82,7 @@ class RegressionLoss(EmbeddingLoss):
     Inputs: (sentence1, sentence2) pairs with a float label (e.g. 0–5, or NLI mapped to 0/1/2).
     """
 
-    citation = """@article{zhang2024regression,
-    title={Advancing Semantic Textual Similarity Modeling: A Regression Framework with
-           Translated ReLU and Smooth K2 Loss},
-    author={Zhang, Bowen and Li, Chunping},
-    journal={arXiv preprint arXiv:2406.05326},
-    year={2024}
-}"""
+    citation = citations.REGRESSION
 
     def __init__(
         self,

@@ -41,8 +41,9 @@ import torch
 from scipy.stats import rankdata
 from torch import Tensor, nn
 
-from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
-from pcctune.losses.pearson import check_gold, pearson_r
+from pcctune.losses import citations
+from pcctune.losses.base import EmbeddingLoss
+from pcctune.losses.pearson import pearson_r, scored_pair_columns
 
 
 def isotonic_decreasing(y: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -115,22 +116,14 @@ class SoftSpearmanLoss(EmbeddingLoss):
     Inputs: (sentence1, sentence2) pairs with a float score label.
     """
 
-    citation = """@inproceedings{blondel2020fast,
-    title={Fast Differentiable Sorting and Ranking},
-    author={Blondel, Mathieu and Teboul, Olivier and Berthet, Quentin and Djolonga, Josip},
-    booktitle={ICML},
-    year={2020}
-}"""
+    citation = citations.SOFT_RANKS
 
     def __init__(self, model: nn.Module, regularization: float = 1.0, mini_batch_size: int | None = None) -> None:
         super().__init__(model, mini_batch_size)
         self.regularization = regularization
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
-        if len(columns) != 2 or labels is None:
-            raise ValueError("soft Spearman expects (sentence1, sentence2) columns and a score label")
-        cos_all, gold_all = global_pair_cosines(columns[0], columns[1], labels)
-        check_gold(gold_all)
+        cos_all, gold_all = scored_pair_columns(columns, labels, "soft Spearman")
         return 1.0 - pearson_r(soft_rank(batch_scaled(cos_all, self.regularization)), hard_rank(gold_all))
 
     def get_config_dict(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,33 +94,31 @@ def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, com
             train_dataset(stage, senteval)
 
 
+@dataclass
 class Pipeline:
-    """One run of ``config``: the stages in order, an STS evaluation after each, one :class:`RunResult`."""
+    """One run of ``config``: the stages in order, an STS evaluation after each, one :class:`RunResult`.
 
-    def __init__(
-        self,
-        config: RunConfig,
-        *,
-        resume: bool,
-        compare: list[str] | None,
-        console: Console,
-        callbacks: list[Any] | None,
-        resume_from: str | None,
-        tasks: list[STSTask] | None,
-        senteval: Path,
-    ) -> None:
-        self.config = config
-        self.resume = resume
-        self.compare = compare
-        self.console = console
-        self.callbacks = callbacks
-        self.resume_from = resume_from
-        self.senteval = senteval
-        self.tasks = tasks if tasks is not None else load_protocol_tasks(senteval, config.eval_protocol)
+    ``tasks`` replaces the protocol's seven test tasks (``[]``: no test evaluation at all)."""
+
+    config: RunConfig
+    senteval: Path
+    console: Console
+    resume: bool = False
+    compare: list[str] | None = None
+    callbacks: list[Any] | None = None
+    resume_from: str | None = None
+    tasks: InitVar[list[STSTask] | None] = None
+    test_tasks: list[STSTask] = field(init=False)
+    main: bool = field(init=False)
+    result: RunResult = field(init=False)
+
+    def __post_init__(self, tasks: list[STSTask] | None) -> None:
+        config = self.config
+        self.test_tasks = tasks if tasks is not None else load_protocol_tasks(self.senteval, config.eval_protocol)
         self.main = is_main_process()
         self.result = RunResult(
             protocol=config.eval_protocol,
-            data_dir=str(senteval),
+            data_dir=str(self.senteval),
             seed=config.seed,
             versions=library_versions(),
             config=config.model_dump(mode="json"),
@@ -131,11 +130,11 @@ class Pipeline:
 
     def evaluate(self, label: str, model: SentenceTransformer) -> None:
         """Score ``model`` on the test tasks: every process encodes a shard (when distributed), rank 0 records."""
-        if not self.tasks or (not self.main and not is_distributed()):
+        if not self.test_tasks or (not self.main and not is_distributed()):
             return
         if self.config.eval_dtype == "bf16":
             model.to(torch.bfloat16)
-        scores, avg = evaluate_sts(model, self.tasks, protocol=self.config.eval_protocol, show_progress=self.main)
+        scores, avg = evaluate_sts(model, self.test_tasks, protocol=self.config.eval_protocol, show_progress=self.main)
         if not self.main:
             return
         self.result.sts_by_stage[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
@@ -228,16 +227,7 @@ def run_pipeline(
         console.print(f"{out} is finished; its results are unchanged")
         return RunResult.from_disk(out / RESULTS)
     senteval = resolve_senteval_dir(config.data_dir)
-    pipeline = Pipeline(
-        config,
-        resume=resume,
-        compare=compare,
-        console=console,
-        callbacks=callbacks,
-        resume_from=resume_from,
-        tasks=tasks,
-        senteval=senteval,
-    )
+    pipeline = Pipeline(config, senteval, console, resume, compare, callbacks, resume_from, tasks)
     validate_run(config, senteval, resume_from, compare)
     with run_lock(out) if main else nullcontext():
         result = _run_in_folder(pipeline, overwrite)

@@ -85,3 +85,10 @@ def test_a_missing_data_folder_names_the_download_command(tmp_path, capsys, monk
     monkeypatch.setenv("PCCTUNE_DATA", str(tmp_path / "nowhere"))
     code, output = run_cli(["data", "tasks"], capsys)
     assert code == 2 and "pcctune data download" in output
+
+
+def test_data_tasks_checks_a_folder_against_the_release(mini_senteval, capsys):
+    code, output = run_cli(["data", "tasks", "--check-release"], capsys)  # ../shared/data: the release itself
+    assert code == 0 and "every set matches the SentEval release" in output and "STS12: 3108 pairs" in output
+    code, output = run_cli(["data", "tasks", "--data", str(mini_senteval), "--check-release"], capsys)
+    assert code == 2 and "the data is not the standard SentEval release: STS12: 7 pairs, expected 3108" in output

@@ -8,16 +8,27 @@ from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
 from pcctune.data.sts import STSPair
-from pcctune.evaluation.mteb_bridge import evaluate_with_mteb, local_sts_task
+from pcctune.evaluation.mteb_bridge import use_local_data
 from pcctune.modeling.build import build_model
 from tests.conftest import SENTENCES
+
+
+def _mteb_scores(model: SentenceTransformer, name: str, pairs: list[STSPair]) -> dict:
+    """MTEB's own evaluator on MTEB task ``name`` filled with ``pairs`` (no results cache)."""
+    import mteb
+    from datasets import Dataset, DatasetDict
+
+    rows = {key: [getattr(p, key) for p in pairs] for key in ("sentence1", "sentence2", "score")}
+    task = use_local_data(mteb.get_task(name), DatasetDict({"test": Dataset.from_dict(rows)}))
+    result = mteb.evaluate(model, task, cache=None, show_progress_bar=False)
+    return dict(result.task_results[0].scores["test"][0])
 
 
 def test_mteb_encodes_through_the_saved_template(tiny_llama, tmp_path):
     build_model(str(tiny_llama), template="eol").save(str(tmp_path / "saved"))
     model = SentenceTransformer(str(tmp_path / "saved"), trust_remote_code=True)
     pairs = [STSPair(SENTENCES[i], SENTENCES[i + 6], float(i)) for i in range(6)]
-    scores = evaluate_with_mteb(model, local_sts_task("STSBenchmark", pairs))
+    scores = _mteb_scores(model, "STSBenchmark", pairs)
 
     a = model.encode([p.sentence1 for p in pairs])
     b = model.encode([p.sentence2 for p in pairs])

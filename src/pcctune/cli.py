@@ -389,11 +389,16 @@ def data_download_command(
 
 
 @data_app.command("tasks")
-def data_tasks_command(data: DataOption = None) -> None:
+def data_tasks_command(
+    data: DataOption = None,
+    check_release: Annotated[
+        bool, typer.Option("--check-release", help="fail unless every set is the SentEval release's (counts, hashes)")
+    ] = False,
+) -> None:
     """Count the pairs of each of the seven STS test tasks and their subsets."""
     from pcctune.orchestration.data import run_task_counts
 
-    run_task_counts(data, console)
+    run_task_counts(data, check_release, console)
 
 
 def _fail(code: int, message: str) -> None:

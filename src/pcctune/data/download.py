@@ -142,7 +142,7 @@ def verify(sets: dict[str, list[STSPair]]) -> None:
         elif content_hash(pairs) != digest:
             wrong.append(f"{name}: {count} pairs but not the SentEval release's (content hash differs)")
     if wrong:
-        raise PcctuneError("downloaded data is not the standard release: " + "; ".join(wrong))
+        raise PcctuneError("the data is not the standard SentEval release: " + "; ".join(wrong))
 
 
 def _score(value: float) -> str:

@@ -54,13 +54,13 @@ def global_scored_cosines(u: Tensor, v: Tensor, gold: Tensor) -> tuple[Tensor, T
     return cos_all, gold_all
 
 
-def scored_pair_columns(columns: list[Tensor], labels: Tensor | None, loss: str) -> tuple[Tensor, Tensor]:
-    """The (sentence1, sentence2) embeddings' global cosines and gold scores of a scored-pair loss named ``loss``.
+def scored_pair_columns(columns: list[Tensor], labels: Tensor | None, loss: str) -> tuple[Tensor, Tensor, Tensor]:
+    """The (sentence1, sentence2) embeddings and gold scores a scored-pair loss named ``loss`` was given.
 
     A second label column (the source, for ``group_by_source``) is dropped."""
     if len(columns) != 2 or labels is None:
         raise ValueError(f"{loss} expects (sentence1, sentence2) columns and a score label")
-    return global_scored_cosines(columns[0], columns[1], labels[:, 0] if labels.ndim == 2 else labels)
+    return columns[0], columns[1], labels[:, 0] if labels.ndim == 2 else labels
 
 
 def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = 1e-12) -> Tensor:
@@ -92,7 +92,7 @@ class PearsonLoss(EmbeddingLoss):
         self.eps = eps
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
-        return 1.0 - pearson_r(*scored_pair_columns(columns, labels, "Pearson loss"), self.eps)
+        return pearson_loss(*scored_pair_columns(columns, labels, "Pearson loss"), self.eps)
 
     def get_config_dict(self) -> dict:
         return {"mini_batch_size": self.mini_batch_size, "eps": self.eps}

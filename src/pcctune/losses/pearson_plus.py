@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss
-from pcctune.losses.pearson import pearson_r, scored_pair_columns
+from pcctune.losses.pearson import global_scored_cosines, pearson_r, scored_pair_columns
 
 Extra = Literal["mse", "cosent"]
 
@@ -57,7 +57,7 @@ class PearsonPlusLoss(EmbeddingLoss):
         self.max_gold = max_gold
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
-        cos, gold = scored_pair_columns(columns, labels, "Pearson plus")
+        cos, gold = global_scored_cosines(*scored_pair_columns(columns, labels, "Pearson plus"))
         second = mse_term(cos, gold, self.max_gold) if self.extra == "mse" else cosent_term(cos, gold)
         return 1.0 - pearson_r(cos, gold) + self.weight * second
 

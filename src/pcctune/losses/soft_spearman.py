@@ -43,7 +43,7 @@ from torch import Tensor, nn
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss
-from pcctune.losses.pearson import pearson_r, scored_pair_columns
+from pcctune.losses.pearson import global_scored_cosines, pearson_r, scored_pair_columns
 
 
 def isotonic_decreasing(y: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -123,7 +123,7 @@ class SoftSpearmanLoss(EmbeddingLoss):
         self.regularization = regularization
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
-        cos_all, gold_all = scored_pair_columns(columns, labels, "soft Spearman")
+        cos_all, gold_all = global_scored_cosines(*scored_pair_columns(columns, labels, "soft Spearman"))
         return 1.0 - pearson_r(soft_rank(batch_scaled(cos_all, self.regularization)), hard_rank(gold_all))
 
     def get_config_dict(self) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""``docs/api.md``, generated from the docstrings and signatures of ``pcctune.__all__`` (``make docs``; a test
-fails when it is stale), so the API reference is written once, in the code.
+"""``docs/api.md``, generated from the docstrings and signatures of ``pcctune.__all__`` and the loss registry
+(``make docs``; a test fails when it is stale), so the API reference is written once, in the code.
 
     python -m pcctune.orchestration.api_docs docs/api.md
 """
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pcctune
 from pcctune.io import write_text
+from pcctune.losses.registry import losses_markdown
 
 HEADER = """# Python API reference
 
@@ -41,9 +42,10 @@ def entry(name: str) -> str:
 
 
 def reference() -> str:
-    """The markdown page of every public name, in ``__all__``'s order."""
+    """The markdown page of every public name, in ``__all__``'s order, then the loss registry's names."""
     names = [name for name in pcctune.__all__ if name != "PcctuneError"] + ["PcctuneError"]
-    return HEADER + "\n" + "\n".join(entry(name) for name in names)
+    losses = "## The losses a stage names (`loss:` in a config)\n\n" + losses_markdown() + "\n"
+    return HEADER + "\n" + "\n".join(entry(name) for name in names) + "\n" + losses
 
 
 if __name__ == "__main__":

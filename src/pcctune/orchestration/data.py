@@ -1,4 +1,4 @@
-"""``pcctune data download`` and ``pcctune data tasks``: fetch the STS data in SentEval's layout; count its pairs.
+"""``pcctune data download`` and ``pcctune data tasks``: fetch the STS data in SentEval's layout; count and check it.
 
 The values the CLI offers as choices (protocols, leakage normalisations) are named here too, so the CLI
 imports nothing below this layer."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from pcctune.data.download import download, hub_loader, local_loader
+from pcctune.data.download import download, hub_loader, local_loader, release_sets, verify
 from pcctune.data.leakage import Normalization
 from pcctune.data.nli_download import download_nli
 from pcctune.data.tasks import load_test_tasks
@@ -34,8 +34,14 @@ def run_download(dest: Path, local_datasets: Path | None, verify: bool, overwrit
     return target
 
 
-def run_task_counts(data: Path | None, console: Console) -> None:
-    """Print the pair count of each test task and its subsets."""
-    for task in load_test_tasks(resolve_senteval_dir(data)):
+def run_task_counts(data: Path | None, check_release: bool, console: Console) -> None:
+    """Print the pair count of each test task and its subsets; with ``check_release``, stop with one error unless
+    every set (STS12–16, STS-B and SICK splits) has the SentEval release's pair count and content hash."""
+    senteval = resolve_senteval_dir(data)
+    if check_release:
+        verify(release_sets(senteval))
+    for task in load_test_tasks(senteval):
         detail = ", ".join(f"{s.name} {len(s.pairs)}" for s in task.subsets) if len(task.subsets) > 1 else ""
         console.print(f"{task.name}: {len(task.pairs)} pairs  {detail}")
+    if check_release:
+        console.print("every set matches the SentEval release (pair counts and content hashes)")

@@ -44,3 +44,42 @@ def test_encode_unique_keys_every_distinct_text_once(tiny_bert):
     vectors = encode_unique(model, [*SENTENCES, *SENTENCES], show_progress=False)
     assert set(vectors) == set(SENTENCES)
     np.testing.assert_allclose(vectors[SENTENCES[0]], encode_texts(model, [SENTENCES[0]])[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_llama", "metaspace_llama"])
+@pytest.mark.parametrize("adapter", [None, "lora"])
+def test_a_decoder_runs_its_template_prefix_once_with_the_same_embeddings(fixture, adapter, request, monkeypatch):
+    from pcctune.modeling import prefix_cache
+    from pcctune.modeling.adapters import attach_adapter
+    from pcctune.training.config import AdapterConfig
+
+    model = build_model(str(request.getfixturevalue(fixture)), template="eol")
+    if adapter:
+        attach_adapter(model, AdapterConfig(kind=adapter, r=4, alpha=8))
+    prefix = prefix_cache.cached_prefix(model)
+    assert prefix is not None and len(prefix.ids) >= 3  # 'This sentence : "' (and a BOS where the tokenizer adds one)
+    cached_batches = []
+    real_embed = prefix_cache.CachedPrefix.embed
+    monkeypatch.setattr(
+        prefix_cache.CachedPrefix, "embed", lambda self, m, f: cached_batches.append(1) or real_embed(self, m, f)
+    )
+    texts = [*SENTENCES, LONG, "a"]
+    cached = encode_texts(model, texts, token_budget=64)
+    whole = encode_texts(model, texts, token_budget=64, reuse_prefix=False)
+    assert len(cached_batches) == len(length_batches(token_lengths(model, texts), 64))
+    np.testing.assert_allclose(cached, whole, atol=1e-5)
+
+
+def test_only_a_batch_that_starts_with_the_prefix_uses_it_and_encoders_never_do(tiny_llama, tiny_bert):
+    import torch
+
+    from pcctune.modeling.prefix_cache import cached_prefix
+
+    assert cached_prefix(build_model(str(tiny_bert), template="eol")) is None  # attention sees both ways
+    assert cached_prefix(build_model(str(tiny_llama))) is None  # no template
+    prefix = cached_prefix(build_model(str(tiny_llama), template="eol"))
+    assert prefix is not None
+    rows = torch.cat([prefix.ids, torch.tensor([7, 8])]).repeat(2, 1)
+    assert prefix.covers(rows)
+    rows[1, len(prefix.ids) - 1] = 9  # a tokenizer merged the last prefix token with the sentence
+    assert not prefix.covers(rows) and not prefix.covers(rows[:, : len(prefix.ids)])

@@ -10,7 +10,9 @@ evaluations, the dev evaluations during training and ``pcctune encode``:
    fit ``token_budget`` padded tokens, so short sentences run in large batches (better use of
    the matrix units) and long ones in small ones (bounded memory), with almost no padding.
 4. ``torch.inference_mode`` and float32 results, no float64 copies.
-5. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
+5. **The template's prefix once.** A decoder runs the tokens before ``{text}`` once per call and each batch
+   over their cached key/values (:mod:`pcctune.modeling.prefix_cache`).
+6. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
    the vectors are gathered, instead of rank 0 encoding everything while the others wait.
 
 Embeddings equal ``encode``'s up to float rounding of differently padded batches (tested).
@@ -29,6 +31,7 @@ from sentence_transformers.util import batch_to_device
 from tqdm.auto import tqdm
 
 from pcctune.distributed import get_rank, get_world_size, is_distributed
+from pcctune.modeling.prefix_cache import cached_prefix
 from pcctune.modeling.template import Template, model_template
 
 DEFAULT_TOKEN_BUDGET = 2048  # measured best of 512–8192 for MiniLM on this CPU (docs/results/speed)
@@ -70,8 +73,10 @@ def encode_texts(
     texts: Sequence[str],
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     show_progress: bool = False,
+    reuse_prefix: bool = True,
 ) -> np.ndarray:
-    """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget."""
+    """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget; a decoder
+    runs its template's prefix once (``reuse_prefix``, :mod:`~pcctune.modeling.prefix_cache`)."""
     if not texts:
         return np.zeros((0, model.get_embedding_dimension() or 0), dtype=np.float32)
     was_training = model.training
@@ -80,9 +85,14 @@ def encode_texts(
     try:
         batches = length_batches(token_lengths(model, texts), token_budget)
         with torch.inference_mode():
+            prefix = cached_prefix(model) if reuse_prefix else None
             for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress):
                 features = batch_to_device(model.preprocess([texts[i] for i in batch]), model.device)
-                vectors = model(features)["sentence_embedding"].float().cpu().numpy()
+                if prefix is not None and prefix.covers(features["input_ids"]):
+                    embeddings = prefix.embed(model, features)
+                else:
+                    embeddings = model(features)["sentence_embedding"]
+                vectors = embeddings.float().cpu().numpy()
                 for row, index in enumerate(batch):
                     out[index] = vectors[row]
     finally:

@@ -54,3 +54,70 @@ def test_eval_transfer_record(mini_transfer, tiny_bert):
     assert set(record.transfer) == {*TRANSFER_TASKS, "avg"}
     assert record.sts is not None and all(0 <= v <= 100 for v in record.transfer.values())
     assert any("MRPC" in path for path in record.data_files_sha256)
+
+
+def test_senteval_probe_learns_separable_features_and_not_noise():
+    from pcctune.evaluation.senteval_probe import LogisticRegressionProbe, ProbeSettings
+
+    rng = np.random.default_rng(0)  # SentEval's probe is built for thousands of examples: small steps, early stop
+    labels = np.array([0, 1] * 300)
+    for features, accurate in (
+        (rng.normal(size=(600, 5)) + (2 * labels[:, None] - 1) * 2, True),
+        (rng.normal(size=(600, 5)), False),
+    ):
+        probe = LogisticRegressionProbe(5, 2, 1e-5, ProbeSettings())
+        probe.fit(features[:500], labels[:500])
+        assert (probe.score(features[500:], labels[500:]) > 0.97) == accurate
+
+
+def test_senteval_probe_keeps_sentevals_schedule(monkeypatch):
+    from pcctune.evaluation import senteval_probe as probe
+
+    fits, epochs = [], []
+    real_fit = probe.LogisticRegressionProbe.fit
+    monkeypatch.setattr(
+        probe.LogisticRegressionProbe, "fit", lambda self, *a, **k: fits.append(1) or real_fit(self, *a, **k)
+    )
+    monkeypatch.setattr(probe.LogisticRegressionProbe, "_epoch", lambda self, *a: epochs.append(1))  # count, no steps
+    rng = np.random.default_rng(1)
+    y = np.array([0, 1, 2] * 20)
+    x = rng.normal(size=(60, 4)) + y[:, None] * 3
+    probe.nested_cv_accuracy(x, y)
+    assert len(fits) == probe.FOLDS * (len(probe.L2_GRID) * probe.FOLDS + 1)  # an inner search in each outer fold
+    fits.clear()
+    probe.train_test_predictions((x, y), x[:5])
+    assert len(fits) == len(probe.L2_GRID) * probe.FOLDS + 1  # 10-fold CV per L2 value, then the refit
+    fits.clear()
+    probe.dev_selected_predictions((x, y), (x[:9], y[:9]), x[:5])
+    assert len(fits) == len(probe.L2_GRID) + 1
+    # early stopping: the best epoch first, then tenacity + 1 epochs without a new best
+    epochs.clear()
+    monkeypatch.setattr(probe.LogisticRegressionProbe, "score", lambda self, *a: 0.5)
+    probe.LogisticRegressionProbe(4, 3, 1e-5, probe.ProbeSettings()).fit(x, y)
+    assert len(epochs) == probe.ProbeSettings().tenacity + 2
+
+
+def test_sentevals_probe_scores_the_split_tasks_on_its_own_features(mini_transfer, tiny_bert, monkeypatch):
+    from pcctune.evaluation import senteval_probe
+    from pcctune.evaluation.transfer import _sentences
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.encoding import encode_unique
+
+    widths = []
+    real = senteval_probe.train_test_predictions
+    monkeypatch.setattr(
+        senteval_probe, "train_test_predictions", lambda train, x: widths.append(x.shape[1]) or real(train, x)
+    )
+    model = build_model(str(tiny_bert))
+    for name in ("SST2", "TREC", "MRPC"):
+        task = load_transfer_task(mini_transfer, name)
+        score = score_transfer_task(task, encode_unique(model, _sentences(task), show_progress=False), probe="senteval")
+        assert score.name == name and 0 <= score.accuracy <= 100 and (score.f1 is not None) == (name == "MRPC")
+    assert widths == [32, 64]  # TREC: u; MRPC: SentEval's [|u − v|, u·v] (the tiny BERT's width is 32)
+
+
+def test_an_unknown_probe_is_one_line(capsys):
+    from tests.conftest import assert_one_line_error, run_cli
+
+    code, output = run_cli(["eval", "all-MiniLM-L6-v2", "--tasks", "transfer", "--probe", "liblinear"], capsys)
+    assert_one_line_error(code, output, "unknown probe 'liblinear'; choose from sklearn, senteval")

@@ -109,12 +109,17 @@ def eval_command(
             help="none (a QLoRA model on its unquantized base, as the authors) | saved | nf4 | fp4 (4-bit on purpose)"
         ),
     ] = "none",
+    probe: Annotated[
+        str, typer.Option(help="transfer probe: sklearn (fast) | senteval (SentEval's own, the papers' numbers)")
+    ] = "sklearn",
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks."""
-    from pcctune.orchestration.evaluate import QUANTIZATIONS, Quantization, run_eval
+    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, Quantization, run_eval
 
     if quantization not in QUANTIZATIONS:
         raise PcctuneError(f"unknown quantization {quantization!r}; choose from {', '.join(QUANTIZATIONS)}")
+    if probe not in PROBES:
+        raise PcctuneError(f"unknown probe {probe!r}; choose from {', '.join(PROBES)}")
 
     try:
         run_eval(
@@ -132,6 +137,7 @@ def eval_command(
             protocol=protocol,
             backend=_backend(backend),
             quantization=cast(Quantization, quantization),  # checked above
+            probe=probe,
         )
     except KeyboardInterrupt:
         raise Interrupted("interrupted; nothing was written") from None

@@ -104,6 +104,7 @@ class EvalResult(Record):
     sts: Scores | None = None
     sts_detail: list[TaskScore] | None = None
     transfer: Scores | None = None
+    transfer_probe: str | None = Field(None, description="the transfer probe: sklearn or senteval")
     transfer_detail: list[TransferScore] | None = None
 
     _check_sts = field_validator("sts", "transfer")(_finite)

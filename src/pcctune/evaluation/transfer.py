@@ -1,6 +1,8 @@
-"""Transfer tasks: a logistic-regression probe on frozen sentence embeddings (SentEval's protocol).
+"""Transfer tasks: a logistic-regression probe on frozen sentence embeddings, one of two.
 
-As SentEval with its scikit-learn classifier: L2-regularised logistic regression with C chosen
+``senteval``: SentEval's own PyTorch probe, the numbers of the papers' transfer tables
+(:mod:`pcctune.evaluation.senteval_probe`). ``sklearn`` (the default, about ten times faster): as SentEval with
+its scikit-learn classifier: L2-regularised logistic regression with C chosen
 from {2⁻², …, 2³}. MR, CR, SUBJ and MPQA: 10-fold stratified cross-validation (C chosen by an
 inner 5-fold search on each training fold). SST2: C chosen on the dev split, accuracy on test.
 TREC and MRPC: C chosen by inner 5-fold search on train, accuracy on test (and F1 for MRPC).
@@ -9,6 +11,8 @@ MRPC pairs are represented as [u, v, |u−v|, u·v] (SentEval itself uses [|u−
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from sentence_transformers import SentenceTransformer
 from sklearn.linear_model import LogisticRegression
@@ -16,11 +20,14 @@ from sklearn.metrics import accuracy_score, f1_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 from pcctune.data.transfer import TransferTask
+from pcctune.evaluation import senteval_probe
 from pcctune.evaluation.protocols import senteval_text
 from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, encode_unique
 from pcctune.results import TransferScore
 
 REGULARIZATION_GRID = [2.0**t for t in range(-2, 4)]
+Probe = Literal["sklearn", "senteval"]
+PROBES: tuple[Probe, ...] = ("sklearn", "senteval")
 
 
 def _search(seed: int, folds: int = 5) -> GridSearchCV:
@@ -49,12 +56,15 @@ def dev_selected_predictions(train, dev, test) -> np.ndarray:
     return best.predict(test[0])
 
 
-def _features(task: TransferTask, split: str, vectors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _features(
+    task: TransferTask, split: str, vectors: dict[str, np.ndarray], probe: Probe = "sklearn"
+) -> tuple[np.ndarray, np.ndarray]:
+    """A split's features and labels; MRPC pairs as [u, v, |u−v|, u·v], or SentEval's [|u−v|, u·v]."""
     texts, labels = task.splits[split]
     if task.name == "MRPC":
         u = np.stack([vectors[senteval_text(a)] for a, _ in texts])
         v = np.stack([vectors[senteval_text(b)] for _, b in texts])
-        x = np.concatenate([u, v, np.abs(u - v), u * v], axis=1)
+        x = np.concatenate([np.abs(u - v), u * v] if probe == "senteval" else [u, v, np.abs(u - v), u * v], axis=1)
     else:
         x = np.stack([vectors[senteval_text(t)] for t in texts])
     return x, np.array(labels)
@@ -68,17 +78,37 @@ def _sentences(task: TransferTask) -> list[str]:
     return [senteval_text(s) for s in out]
 
 
-def score_transfer_task(task: TransferTask, vectors: dict[str, np.ndarray], seed: int = 1111) -> TransferScore:
-    if "all" in task.splits:
-        x, y = _features(task, "all", vectors)
-        return TransferScore(name=task.name, accuracy=cross_validated_accuracy(x, y, seed) * 100, n_test=len(y))
-    test_x, test_y = _features(task, "test", vectors)
+def _sklearn_predictions(task: TransferTask, vectors: dict[str, np.ndarray], seed: int) -> np.ndarray:
+    test_x = _features(task, "test", vectors)[0]
+    train = _features(task, "train", vectors)
     if "dev" in task.splits:
-        predictions = dev_selected_predictions(
-            _features(task, "train", vectors), _features(task, "dev", vectors), (test_x, test_y)
+        return dev_selected_predictions(train, _features(task, "dev", vectors), (test_x, None))
+    return _search(seed).fit(*train).predict(test_x)
+
+
+def _senteval_predictions(task: TransferTask, vectors: dict[str, np.ndarray]) -> np.ndarray:
+    train, (test_x, _) = _features(task, "train", vectors, "senteval"), _features(task, "test", vectors, "senteval")
+    if "dev" in task.splits:
+        return senteval_probe.dev_selected_predictions(train, _features(task, "dev", vectors, "senteval"), test_x)
+    return senteval_probe.train_test_predictions(train, test_x)
+
+
+def score_transfer_task(
+    task: TransferTask, vectors: dict[str, np.ndarray], seed: int = 1111, probe: Probe = "sklearn"
+) -> TransferScore:
+    """One task's test accuracy (MRPC: and F1) under ``probe``."""
+    if "all" in task.splits:
+        x, y = _features(task, "all", vectors, probe)
+        accuracy = (
+            senteval_probe.nested_cv_accuracy(x, y)
+            if probe == "senteval"
+            else cross_validated_accuracy(x, y, seed) * 100
         )
-    else:
-        predictions = _search(seed).fit(*_features(task, "train", vectors)).predict(test_x)
+        return TransferScore(name=task.name, accuracy=accuracy, n_test=len(y))
+    test_y = _features(task, "test", vectors)[1]
+    predictions = (
+        _senteval_predictions(task, vectors) if probe == "senteval" else _sklearn_predictions(task, vectors, seed)
+    )
     f1 = f1_score(test_y, predictions) * 100 if task.name == "MRPC" else None
     return TransferScore(name=task.name, accuracy=accuracy_score(test_y, predictions) * 100, n_test=len(test_y), f1=f1)
 
@@ -89,10 +119,11 @@ def evaluate_transfer(
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     seed: int = 1111,
     show_progress: bool = True,
+    probe: Probe = "sklearn",
 ) -> list[TransferScore]:
-    """Encode each task's unique sentences once and probe them."""
+    """Encode each task's unique sentences once and probe them with ``probe``."""
     scores = []
     for task in tasks:
         vectors = encode_unique(model, _sentences(task), token_budget, show_progress)
-        scores.append(score_transfer_task(task, vectors, seed))
+        scores.append(score_transfer_task(task, vectors, seed, probe))
     return scores

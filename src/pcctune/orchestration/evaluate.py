@@ -16,7 +16,8 @@ from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_ta
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, protocol_data_dir
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.evaluation.transfer import evaluate_transfer
+from pcctune.evaluation.transfer import PROBES as PROBES  # the CLI offers them
+from pcctune.evaluation.transfer import Probe, evaluate_transfer
 from pcctune.io import check_output_file
 from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
@@ -45,7 +46,7 @@ def add_scores(
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
         result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
         result.transfer_detail = transfer
-        title = "Transfer tasks (accuracy, logistic-regression probe)"
+        title = f"Transfer tasks (accuracy, {result.transfer_probe} logistic-regression probe)"
         ScoreTable.from_rows({result.model: result.transfer}, title=title).print()
 
 
@@ -111,6 +112,7 @@ def run_eval(
     protocol: str = DEFAULT_PROTOCOL,
     backend: Backend = "torch",
     quantization: Quantization = "none",
+    probe: Probe = "sklearn",
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``.
 
@@ -125,7 +127,7 @@ def run_eval(
     set_seed(seed)
     model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend)
     sts = evaluate_sts(model, sts_tasks, token_budget=token_budget, protocol=protocol) if sts_tasks else None
-    transfer = evaluate_transfer(model, transfer_tasks, token_budget=token_budget) if transfer_tasks else None
+    transfer = evaluate_transfer(model, transfer_tasks, token_budget, probe=probe) if transfer_tasks else None
     result = EvalResult(
         protocol=protocol,
         model=model_spec,
@@ -138,6 +140,7 @@ def run_eval(
         data_files_sha256=file_hashes(task_files(sts_tasks, transfer_tasks)),
         versions=library_versions(),
         wall_time_s=round(time.perf_counter() - started, 2),
+        transfer_probe=probe if transfer_tasks else None,
     )
     add_scores(result, sts, transfer)
     if output is not None:

@@ -197,3 +197,69 @@ def test_head_warm_up_runs_on_the_embeddings_device(tiny_bert, monkeypatch):
         torch.zeros(2, model.get_embedding_dimension()), torch.ones(2, model.get_embedding_dimension())
     )
     assert prediction.device == loss.head.weight.device
+
+
+@pytest.mark.parametrize("config_file", ["dcpcse_minilm.yaml", "dcpcse_mpnet.yaml"])
+def test_dcpcse_as_published_trains_prompts_and_the_mlp_head_only(
+    config_file, tiny_bert, shared_senteval, tmp_path, monkeypatch
+):
+    """The published configs, run unchanged but for the model, the data files and a tiny budget."""
+    import csv
+    from pathlib import Path
+
+    from sentence_transformers.models import Dense
+
+    from pcctune.orchestration import pipeline
+    from pcctune.training.config import load_config
+
+    initial = []
+    real_head = pipeline.add_mlp_head
+    monkeypatch.setattr(
+        pipeline, "add_mlp_head", lambda m: real_head(m) and (initial.append(m[-1].linear.weight.clone()) or m)
+    )
+
+    with (tmp_path / "nli.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["sent0", "sent1", "hard_neg"])
+        # every text distinct: the in-batch-negative sampler drops a batch with a repeated sentence
+        writer.writerows(
+            [f"{SENTENCES[i]} {i}", f"{SENTENCES[(i + 1) % 12]} {i}", f"{SENTENCES[(i + 6) % 12]} {i}"]
+            for i in range(12)
+        )
+    overrides = {"model": str(tiny_bert), "data_dir": str(shared_senteval), "output_dir": str(tmp_path / "run")}
+    overrides |= {"stages.0.data.path": str(tmp_path / "nli.csv"), "stages.0.batch_size": 4, "stages.0.max_steps": 3}
+    overrides |= {"stages.0.eval_steps": 1, "stages.0.dev": "none", "evaluate_before": False}  # the last step kept
+    config = load_config(Path("configs") / config_file, overrides)
+    assert config.pooling == "cls" and config.pooling_head == "mlp" and config.adapter.kind == "deep_prompt"
+    base = build_model(str(tiny_bert))
+    result = pipeline.run_pipeline(config)
+    trained = build_model(str(tmp_path / "run" / "stage1-dcpcse" / "final"))
+    assert isinstance(trained[-1], Dense) and "avg" in result.sts_by_stage["dcpcse"]
+    backbone = dict(trained[0].model.named_parameters())
+    assert all(torch.equal(p, backbone[n]) for n, p in base[0].model.named_parameters() if n in backbone)
+    assert len(initial) == 1 and not torch.allclose(trained[-1].linear.weight, initial[0])  # the head trained
+
+
+def test_a_stage_whose_data_gives_no_batch_of_distinct_sentences_stops_with_one_line(
+    tiny_bert, shared_senteval, tmp_path
+):
+    import csv
+
+    from pcctune.errors import PcctuneError
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import RunConfig
+
+    with (tmp_path / "nli.csv").open("w", newline="") as handle:  # each sentence in three triplets
+        writer = csv.writer(handle)
+        writer.writerow(["sent0", "sent1", "hard_neg"])
+        writer.writerows([SENTENCES[i], SENTENCES[(i + 1) % 12], SENTENCES[(i + 6) % 12]] for i in range(12))
+    stage = {"name": "s", "loss": "infonce", "data": {"source": "simcse_csv", "path": str(tmp_path / "nli.csv")}}
+    stage |= {"batch_size": 8, "max_steps": 2, "eval_steps": 1, "dev": "none"}
+    config = RunConfig.model_validate(
+        {"model": str(tiny_bert), "data_dir": str(shared_senteval), "output_dir": str(tmp_path / "run")}
+        | {"evaluate_before": False, "stages": [stage]}
+    )
+    with pytest.raises(
+        PcctuneError, match="stage 's' trained no step: 12 examples gave no full batch of 8 of distinct"
+    ):
+        run_pipeline(config)

@@ -29,6 +29,7 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.losses.registry import LOSSES
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
+from pcctune.modeling.pooler_head import add_mlp_head
 from pcctune.orchestration.model_card import add_pcctune_section, pcctune_section
 from pcctune.orchestration.run_folder import (
     RESULTS,
@@ -48,9 +49,10 @@ from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
 
 
-def load_base(config: RunConfig, quantized: bool = True) -> SentenceTransformer:
-    """The run's base model in its dtype; 4-bit for a QLoRA run unless ``quantized`` is false."""
-    return build_model(
+def load_base(config: RunConfig, quantized: bool = True, head: bool = True) -> SentenceTransformer:
+    """The run's base model in its dtype (with its MLP pooler head, if any, unless ``head`` is false); 4-bit for a
+    QLoRA run unless ``quantized`` is false."""
+    model = build_model(
         config.model,
         template=config.template,
         pooling=config.pooling,
@@ -58,6 +60,7 @@ def load_base(config: RunConfig, quantized: bool = True) -> SentenceTransformer:
         quantization=quantization_settings(config.adapter) if quantized else None,
         prompt=config.adapter.prompt_kwargs(),
     )
+    return add_mlp_head(model) if head and config.pooling_head == "mlp" else model
 
 
 def load_for_training(config: RunConfig, source: str | None) -> SentenceTransformer:
@@ -184,7 +187,8 @@ class Pipeline:
 
     def run(self) -> RunResult:
         if self.config.evaluate_before and self.main:  # before any trainer: no process group yet
-            self.evaluate("before", load_base(self.config, quantized=eval_precision(self.config) == "4bit"))
+            before = load_base(self.config, quantized=eval_precision(self.config) == "4bit", head=False)
+            self.evaluate("before", before)  # the base model itself: an untrained MLP head would only add noise
         source: str | None = None
         last = len(self.config.stages) - 1
         for index, stage in enumerate(self.config.stages):

@@ -203,6 +203,9 @@ class RunConfig(Strict):
         None,
         description="mean, cls or lasttoken; default: the saved one, else lasttoken for decoders, mean for encoders",
     )
+    pooling_head: Literal["none", "mlp"] = Field(
+        "none", description="mlp: SimCSE's and DCPCSE's dense + tanh over the pooled vector, trained and kept"
+    )
     dtype: Literal["fp32", "bf16", "fp16"] = Field(
         "fp32", description="weight dtype asked of from_pretrained at every load (docs/fidelity.md)"
     )

@@ -228,6 +228,13 @@ def check_stage_disk(
     check_disk(model, stage_dir, kept, extra_models=2 if keep_last else 1)
 
 
+def no_step_message(stage: StageConfig, examples: int) -> str:
+    """Why a stage trained nothing: its data gave no full batch."""
+    distinct = loss_spec(stage.loss).data in ("triplets", "positives")
+    why = " of distinct sentences (in-batch negatives drop a batch that repeats one)" if distinct else ""
+    return f"stage {stage.name!r} trained no step: {examples} examples gave no full batch of {stage.batch_size}{why}"
+
+
 def run_stage(
     model: SentenceTransformer,
     stage: StageConfig,
@@ -264,6 +271,8 @@ def run_stage(
         checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
     with training_lengths(model, stage), PeakMemory() as memory, disk_errors(stage, stage_dir):
         trainer.train(resume_from_checkpoint=checkpoint)
+    if trainer.state.global_step == 0:
+        raise PcctuneError(no_step_message(stage, len(dataset)))
     history = trainer.state.log_history
     final_dir = save_stage(model, history, stage, run, stage_dir)
     return StageResult(

@@ -14,6 +14,7 @@ pair is scored by cosine similarity, and the metric is Spearman's ρ × 100
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Unpack
 
 import numpy as np
 from sentence_transformers import SentenceTransformer
@@ -21,7 +22,7 @@ from sentence_transformers import SentenceTransformer
 from pcctune.correlation import correlation, pair_cosines
 from pcctune.data.sts import STSTask
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, senteval_text
-from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, encode_unique
+from pcctune.modeling.encoding import EncodeOptions, encode_unique
 from pcctune.modeling.template import model_template
 from pcctune.results import SubsetScore, TaskScore
 
@@ -52,12 +53,10 @@ def score_task(
 def evaluate_sts(
     model: SentenceTransformer,
     tasks: Sequence[STSTask],
-    *,
     protocol: str = DEFAULT_PROTOCOL,
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
-    show_progress: bool = True,
+    **options: Unpack[EncodeOptions],
 ) -> tuple[list[TaskScore], float]:
-    """Evaluate ``tasks`` under ``protocol``; returns per-task scores and their plain mean.
+    """Evaluate ``tasks`` under ``protocol`` (``options``: the encoding's); returns per-task scores and their mean.
 
     The protocol's sentence edits follow the model's template wherever it lives (pcctune's input module or the
     chat template of a model saved as plain sentence-transformers)."""
@@ -70,6 +69,6 @@ def evaluate_sts(
         return spec.prepare(sentence, templated)
 
     sentences = [text_of(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
-    vectors = encode_unique(model, sentences, token_budget, show_progress)
+    vectors = encode_unique(model, sentences, **options)
     scores = [score_task(task, vectors, len(task.subsets) > 1, text_of) for task in tasks]
     return scores, float(np.mean([s.spearman for s in scores]))

@@ -124,6 +124,6 @@ def evaluate_transfer(
     """Encode each task's unique sentences once and probe them with ``probe``."""
     scores = []
     for task in tasks:
-        vectors = encode_unique(model, _sentences(task), token_budget, show_progress)
+        vectors = encode_unique(model, _sentences(task), token_budget=token_budget, show_progress=show_progress)
         scores.append(score_transfer_task(task, vectors, seed, probe))
     return scores

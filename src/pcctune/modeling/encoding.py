@@ -21,7 +21,7 @@ Embeddings equal ``encode``'s up to float rounding of differently padded batches
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import torch
@@ -100,25 +100,33 @@ def encode_texts(
     return np.stack(out)  # type: ignore[arg-type]
 
 
+class EncodeOptions(TypedDict, total=False):
+    """:func:`encode_texts`'s options, passed on by the functions that encode through it."""
+
+    token_budget: int
+    show_progress: bool
+    reuse_prefix: bool
+
+
 def encode_unique(
     model: SentenceTransformer,
     sentences: Sequence[str],
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
-    show_progress: bool = True,
     shard: bool = True,
+    **options: Unpack[EncodeOptions],
 ) -> dict[str, np.ndarray]:
-    """Each distinct sentence's embedding.
+    """Each distinct sentence's embedding (``options``: :func:`encode_texts`'s; progress shown unless told not to).
 
     Under DDP with ``shard`` (every process must call it), each process encodes its shard and all
     get every vector. ``shard=False`` encodes everything here, without collectives: for code that
     only rank 0 runs, such as an evaluator inside sentence-transformers' trainer, whose other ranks
     meanwhile serve its own distributed ``encode``.
     """
+    options = {"show_progress": True, **options}
     unique = sorted(set(sentences))
     if not (shard and is_distributed()):
-        return dict(zip(unique, encode_texts(model, unique, token_budget, show_progress), strict=True))
+        return dict(zip(unique, encode_texts(model, unique, **options), strict=True))
     mine = unique[get_rank() :: get_world_size()]
-    vectors = dict(zip(mine, encode_texts(model, mine, token_budget, show_progress), strict=True))
+    vectors = dict(zip(mine, encode_texts(model, mine, **options), strict=True))
     gathered: list[dict[str, np.ndarray] | None] = [None] * get_world_size()
     dist.all_gather_object(gathered, vectors)
     return {text: vector for part in gathered if part for text, vector in part.items()}

@@ -17,6 +17,7 @@ from pcctune.correlation import score_pairs
 from pcctune.data.dev import dev_parts, size_weighted
 from pcctune.data.sts import STSPair
 from pcctune.modeling.encoding import encode_unique
+from pcctune.paths import resolve_senteval_dir
 
 
 class DevSTSEvaluator(SentenceEvaluator):
@@ -32,6 +33,12 @@ class DevSTSEvaluator(SentenceEvaluator):
         self.parts = parts
         self.name = name
         self.primary_metric = f"{name}_spearman_cosine"
+
+    @classmethod
+    def named(cls, dev_set: str = "sick-trial+stsb-dev", data: str | Path | None = None) -> DevSTSEvaluator:
+        """The evaluator pcctune's stages select checkpoints with: ``sick-trial``, ``stsb-dev-filtered`` or both
+        (``sick-trial+stsb-dev``), every pair found in a test set removed; ``data``: the SentEval folder."""
+        return cls(dev_parts(dev_set, resolve_senteval_dir(data)), dev_set)
 
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
@@ -55,7 +62,7 @@ def dev_evaluator(dev_set: str, senteval_dir: Path) -> DevSTSEvaluator | None:
     """The evaluator of dev set ``dev_set`` (test pairs removed), or ``None`` for ``none``."""
     if dev_set == "none":
         return None
-    return DevSTSEvaluator(dev_parts(dev_set, senteval_dir), dev_set)
+    return DevSTSEvaluator.named(dev_set, senteval_dir)
 
 
 def dev_metric(dev_set: str) -> str | None:

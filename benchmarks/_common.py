@@ -63,6 +63,14 @@ class Benchmark:
     prepare_quick: Callable[[argparse.Namespace, TinyWorkspace], None] | None = None
     """For a script that reads what others ran (sweep folders, queue records): make tiny inputs under --quick."""
 
+    @classmethod
+    def of(cls, module_name: str, **settings: Any) -> Benchmark:
+        """The benchmark a script defines: its file name, docstring, ``measure``, ``table`` and ``arguments``."""
+        module = sys.modules[module_name]
+        name = Path(str(module.__file__)).stem
+        parts = (module.measure, module.table, module.arguments)
+        return cls(name, str(module.__doc__), *parts, **settings)
+
 
 def sts_scores(model, tasks, dtype: str) -> dict[str, float]:
     """The seven STS numbers + avg of ``model``, encoded in ``dtype`` (``fp32`` or ``bf16``)."""
@@ -74,6 +82,26 @@ def sts_scores(model, tasks, dtype: str) -> dict[str, float]:
         model.to(torch.bfloat16)
     per_task, avg = evaluate_sts(model, tasks, show_progress=False)
     return {s.name: s.spearman for s in per_task} | {"avg": avg}
+
+
+def stage2_config(args: argparse.Namespace, loss: str, lr: float, **settings: Any):
+    """A stage-2 run on the filtered stage-2 set with the script's budget flags (``batch_size``, ``epochs``,
+    ``max_steps``, ``max_seq_length``, ``eval_steps``), 10 % warm-up, checkpoints picked on SICK trial; ``settings``
+    override or add any stage field."""
+    from pcctune.training.config import StageConfig
+
+    flags = vars(args)
+    stage = {"name": loss, "loss": loss, "data": {"source": "stage2"}, "learning_rate": lr, "warmup_ratio": 0.1}
+    stage |= {"epochs": args.epochs, "max_steps": args.max_steps or -1, "max_seq_length": args.max_seq_length}
+    stage |= {"dev": "sick-trial", **({"batch_size": flags["batch_size"]} if "batch_size" in flags else {})}
+    if "eval_steps" in flags:
+        stage |= {"eval_steps": args.eval_steps, "logging_steps": args.eval_steps}
+    return StageConfig.model_validate(stage | settings)
+
+
+def budget(args: argparse.Namespace) -> str:
+    """The training budget in words: ``N steps`` or ``E epoch(s)``."""
+    return f"{args.max_steps} steps" if args.max_steps else f"{args.epochs:g} epoch(s)"
 
 
 def run_python(args: list[str]) -> tuple[float, str]:

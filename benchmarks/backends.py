@@ -87,16 +87,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=2)
 
 
-BENCHMARK = Benchmark(
-    "backends",
-    __doc__,
-    measure,
-    table,
-    arguments,
-    quick={"model": "{bert}", "rounds": 1},
-    label_key="backend",
-    output="docs/results/backends",
-)
+QUICK = {"model": "{bert}", "rounds": 1}  # --quick: every code path on tiny random models
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, label_key="backend", output="docs/results/backends")
 
 if __name__ == "__main__":
     run(BENCHMARK)

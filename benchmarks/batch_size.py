@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import STS_COLUMNS, Benchmark, Measured, Rows, load_rows, run, save_rows, sts_scores
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, budget, load_rows, run, save_rows, stage2_config, sts_scores
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.tables import mean_std_cell
 from pcctune.modeling.build import build_model
@@ -43,10 +43,8 @@ def learning_rate(args: argparse.Namespace, batch: int) -> float:
 
 def stage_for(args: argparse.Namespace, loss: str, batch: int) -> StageConfig:
     """One stage-2 run's config, evaluated on dev about five times whatever the batch size."""
-    settings = {"name": loss, "loss": loss, "data": {"source": "stage2", "rescale_sick": True}, "batch_size": batch}
-    settings |= {"learning_rate": learning_rate(args, batch), "epochs": args.epochs, "max_steps": args.max_steps or -1}
-    settings |= {"warmup_ratio": 0.1, "max_seq_length": args.max_seq_length, "dev": DEV}
-    stage = StageConfig.model_validate(settings | {"eval_steps": 1})
+    data = {"source": "stage2", "rescale_sick": True}
+    stage = stage2_config(args, loss, learning_rate(args, batch), data=data, batch_size=batch, dev=DEV, eval_steps=1)
     examples = len(train_dataset(stage, args.senteval))
     steps = args.max_steps or math.ceil(examples / batch) * args.epochs
     every = max(1, math.ceil(steps / 5))
@@ -82,13 +80,17 @@ def measure(args: argparse.Namespace) -> Measured:
                     rows.append(one_run(args, loss, batch, seed, tasks, work))
                     save_rows(args.output, "batch_size", rows, "label")
     shutil.rmtree(work, ignore_errors=True)
-    budget = f"{args.max_steps} steps" if args.max_steps else f"{args.epochs} epoch(s)"
-    settings = (
-        f"model {args.model}; stage 2 from the base model, {budget}, warm-up 10 %, max length {args.max_seq_length}; "
-        f"lr {args.base_lr:g} at batch {args.base_batch}, scaled by the {args.lr_rule} rule; dev {DEV} (test pairs "
-        f"removed), about five evaluations a run; seeds {args.seeds}; SimCSE protocol on the seven test sets"
+    return Measured(rows, described(args))
+
+
+def described(args: argparse.Namespace) -> str:
+    """The settings line under the table."""
+    return (
+        f"model {args.model}; stage 2 from the base model, {budget(args)}, warm-up 10 %, max length "
+        f"{args.max_seq_length}; lr {args.base_lr:g} at batch {args.base_batch}, scaled by the {args.lr_rule} rule; "
+        f"dev {DEV} (test pairs removed), about five evaluations a run; seeds {args.seeds}; SimCSE protocol on the "
+        "seven test sets"
     )
-    return Measured(rows, settings)
 
 
 def _cells(rows: Rows, loss: str, batch: int) -> list[str]:
@@ -143,15 +145,14 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="keep the rows already in OUTPUT/runs.json")
 
 
-BENCHMARK = Benchmark(
-    "batch_size",
-    __doc__,
-    measure,
-    table,
-    arguments,
-    quick={"model": "{bert}", "batch_sizes": [2], "losses": ["pearson"], "seeds": [1, 2], "max_steps": 2},
-    plot=plot,
-)
+QUICK = {
+    "model": "{bert}",
+    "batch_sizes": [2],
+    "losses": ["pearson"],
+    "seeds": [1, 2],
+    "max_steps": 2,
+}  # --quick: every code path on tiny random models
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, plot=plot)
 
 if __name__ == "__main__":
     run(BENCHMARK)

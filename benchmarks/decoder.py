@@ -110,7 +110,7 @@ def trained_rows(args, tasks) -> list[dict]:
             "seconds": seconds.get(name, 0.0),
             "best_dev": next((s.best_dev_spearman for s in record.stages if s.stage == name), None),
         }
-        for name, scores in record.sts.items()
+        for name, scores in record.sts_by_stage.items()
     ]
 
 
@@ -219,16 +219,14 @@ def measure(args: argparse.Namespace) -> Measured:
     return Measured(rows, settings, {"config": args.config.read_text(), "scored_on": scored_on})
 
 
-BENCHMARK = Benchmark(
-    "decoder",
-    __doc__,
-    measure,
-    table,
-    arguments,
-    quick={"model": "{llama}", "max_steps": 2, "batch_size": 2, "candidates": 2, "stage2_losses": ["pearson"]},
-    label_key="row",
-    plot=bar_plot,
-)
+QUICK = {
+    "model": "{llama}",
+    "max_steps": 2,
+    "batch_size": 2,
+    "candidates": 2,
+    "stage2_losses": ["pearson"],
+}  # --quick: every code path on tiny random models
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, label_key="row", plot=bar_plot)
 
 if __name__ == "__main__":
     run(BENCHMARK)

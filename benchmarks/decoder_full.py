@@ -148,16 +148,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", type=Path, default=Path("docs/results/decoder_full/records"))
 
 
-BENCHMARK = Benchmark(
-    "decoder_full",
-    __doc__,
-    measure,
-    table,
-    arguments,
-    output="docs/results/decoder_full",
-    plot=plot,
-    prepare_quick=tiny_zero_shot_records,
-)
+BENCHMARK = Benchmark.of(__name__, output="docs/results/decoder_full", plot=plot, prepare_quick=tiny_zero_shot_records)
 
 if __name__ == "__main__":
     run(BENCHMARK)

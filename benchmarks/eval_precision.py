@@ -43,7 +43,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dev", default="sick-trial+stsb-dev")
 
 
-BENCHMARK = Benchmark("eval_precision", __doc__, measure, table, arguments, quick={"model": "{llama}"})
+QUICK = {"model": "{llama}"}  # --quick: every code path on tiny random models
+BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 
 if __name__ == "__main__":
     run(BENCHMARK)

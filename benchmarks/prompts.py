@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows, sts_scores
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, budget, run, save_rows, stage2_config, sts_scores
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.modeling.adapters import attach_adapter, trainable_fraction
 from pcctune.modeling.build import build_model
 from pcctune.paths import resolve_senteval_dir
-from pcctune.training.config import AdapterConfig, RunConfig, StageConfig
+from pcctune.training.config import AdapterConfig, RunConfig
 from pcctune.training.stage import run_stage
 
 # (label, adapter settings, learning rate): prompts train from scratch and need large rates (DCPCSE
@@ -40,31 +40,12 @@ VARIANTS = [
 ]
 
 
-def pearson_stage(args: argparse.Namespace, lr: float) -> StageConfig:
-    return StageConfig.model_validate(
-        {
-            "name": "pcc",
-            "loss": "pearson",
-            "data": {"source": "stage2"},
-            "batch_size": args.batch_size,
-            "learning_rate": lr,
-            "epochs": args.epochs,
-            "max_steps": args.max_steps or -1,
-            "warmup_ratio": 0.1,
-            "max_seq_length": args.max_seq_length,
-            "dev": "sick-trial",
-            "eval_steps": args.eval_steps,
-            "logging_steps": args.eval_steps,
-        }
-    )
-
-
 def variant_row(args: argparse.Namespace, label: str, adapter_settings: dict, lr: float, work: Path, tasks) -> dict:
     """Train one variant on the stage-2 set and score it on the seven test sets."""
     adapter = AdapterConfig.model_validate(adapter_settings)
     model = build_model(args.model, prompt=adapter.prompt_kwargs())
     attach_adapter(model, adapter)
-    stage = pearson_stage(args, lr)
+    stage = stage2_config(args, "pearson", lr, name="pcc")
     started = time.perf_counter()
     run_config = RunConfig(model=args.model, seed=args.seed, stages=[stage])
     run_stage(model, stage, run_config, work / label.replace(" ", "_"), args.senteval)
@@ -85,9 +66,8 @@ def measure(args: argparse.Namespace) -> Measured:
         rows.append(variant_row(args, label, adapter_settings, lr, work, tasks))
         save_rows(args.output, "prompts", rows, "variant")
     shutil.rmtree(work, ignore_errors=True)
-    budget = f"{args.max_steps} steps" if args.max_steps else f"{args.epochs:g} epoch(s)"
     settings = (
-        f"model {args.model}; Pearson loss on the filtered stage-2 set; {budget}, "
+        f"model {args.model}; Pearson loss on the filtered stage-2 set; {budget(args)}, "
         f"batch {args.batch_size}, max length {args.max_seq_length}, warmup 10%, seed {args.seed}; checkpoint "
         f"picked on SICK trial (test overlap removed); STS encoding in {args.eval_dtype}"
     )
@@ -121,15 +101,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=42)
 
 
-BENCHMARK = Benchmark(
-    "prompts",
-    __doc__,
-    measure,
-    table,
-    arguments,
-    quick={"model": "{bert}", "max_steps": 2, "batch_size": 2, "eval_steps": 1},
-    label_key="variant",
-)
+QUICK = {
+    "model": "{bert}",
+    "max_steps": 2,
+    "batch_size": 2,
+    "eval_steps": 1,
+}  # --quick: every code path on tiny random models
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, label_key="variant")
 
 if __name__ == "__main__":
     run(BENCHMARK)

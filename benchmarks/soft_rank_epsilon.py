@@ -66,7 +66,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=64)
 
 
-BENCHMARK = Benchmark("soft_rank_epsilon", __doc__, measure, table, arguments, quick={"batches": 3, "n": 16})
+QUICK = {"batches": 3, "n": 16}  # --quick: every code path on tiny random models
+BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 
 if __name__ == "__main__":
     run(BENCHMARK)

@@ -396,23 +396,17 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--one", choices=list(ONE), default=None, help="one measurement, printed as JSON (internal)")
 
 
-BENCHMARK = Benchmark(
-    "speed",
-    __doc__,
-    measure,
-    table,
-    arguments,
-    quick={
-        "model": "{bert}",
-        "repeats": 1,
-        "steps": 2,
-        "batch": 2,
-        "pairs": [8],
-        "mini_batch": 4,
-        "plain_max_pairs": 8,
-        "max_seq_length": 16,
-    },
-)
+QUICK = {
+    "model": "{bert}",
+    "repeats": 1,
+    "steps": 2,
+    "batch": 2,
+    "pairs": [8],
+    "mini_batch": 4,
+    "plain_max_pairs": 8,
+    "max_seq_length": 16,
+}  # --quick: every code path on tiny random models
+BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 
 if __name__ == "__main__":
     if "--one" in sys.argv:  # a single measurement in this fresh process; its JSON is the last line printed

@@ -24,14 +24,14 @@ from typing import Any
 import numpy as np
 from transformers import set_seed
 
-from _common import STS_COLUMNS, Benchmark, Measured, Rows, load_rows, run, save_rows, sts_scores
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, budget, load_rows, run, save_rows, stage2_config, sts_scores
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.losses.registry import LOSSES
 from pcctune.losses.regression import PENALTIES
 from pcctune.modeling.build import build_model
 from pcctune.paths import resolve_senteval_dir
-from pcctune.training.config import RunConfig, StageConfig
+from pcctune.training.config import RunConfig
 from pcctune.training.stage import run_stage
 
 # Every stage-2 loss: those trained on scored pairs, and the contrastive baseline.
@@ -41,24 +41,8 @@ STAGE2_LOSSES = [name for name, spec in LOSSES.items() if spec.data in ("scored"
 def train_and_score(args, loss: str, lr: float, seed: int, work: Path, concat: str = "uv_absdiff", evaluate=None):
     """One stage-2 run; returns (best dev Spearman, STS scores or None, training seconds, final model folder)."""
     set_seed(seed)
-    stage = StageConfig.model_validate(
-        {
-            "name": loss,
-            "loss": loss,
-            "data": {"source": "stage2", "rescale_sick": True},
-            "batch_size": args.batch_size,
-            "learning_rate": lr,
-            "epochs": args.epochs,
-            "max_steps": args.max_steps or -1,
-            "warmup_ratio": 0.1,
-            "max_seq_length": args.max_seq_length,
-            "dev": "sick-trial",
-            "eval_steps": args.eval_steps,
-            "logging_steps": args.eval_steps,
-            "bf16": args.bf16,
-            "regression": {"concat": concat},
-        }
-    )
+    data = {"source": "stage2", "rescale_sick": True}
+    stage = stage2_config(args, loss, lr, data=data, bf16=args.bf16, regression={"concat": concat})
     run = RunConfig(model=args.model, seed=seed, output_dir=str(work), stages=[stage])
     model = build_model(args.model)
     started = time.perf_counter()
@@ -202,10 +186,9 @@ def measure(args: argparse.Namespace) -> Measured:
             results.append(benchmark_loss(args, loss, tasks, work, concat, lr=lr, seeds=args.ablation_seeds))
         save_rows(args.output, "stage2_losses", results, "loss", details={"base": base})
     shutil.rmtree(work, ignore_errors=True)
-    budget = f"{args.max_steps} steps" if args.max_steps else f"{args.epochs:g} epoch(s)"
     settings = (
         f"model {args.model}; stage-2 set: STS-B train + SICK-R train filtered against every test set, SICK "
-        f"rescaled to 0–5; {budget}, batch {args.batch_size}, max length {args.max_seq_length}, "
+        f"rescaled to 0–5; {budget(args)}, batch {args.batch_size}, max length {args.max_seq_length}, "
         f"warmup 10%, lr grid {args.lrs} picked on SICK trial (test overlap removed) with seed {args.seeds[0]}; "
         f"seeds {args.seeds} (concatenation ablation: {args.ablation_seeds or args.seeds}); bf16 training: "
         f"{args.bf16}; STS encoding in {args.eval_dtype}; total {time.perf_counter() - started:.0f} s"
@@ -213,25 +196,17 @@ def measure(args: argparse.Namespace) -> Measured:
     return Measured(results, settings, {"base": base})
 
 
-BENCHMARK = Benchmark(
-    "stage2_losses",
-    __doc__,
-    measure,
-    table,
-    arguments,
-    quick={
-        "model": "{bert}",
-        "losses": ["pearson", "smooth_k2"],
-        "lrs": [1e-4],
-        "seeds": [1, 2],
-        "ablation_concats": ["uv"],
-        "max_steps": 2,
-        "batch_size": 2,
-        "eval_steps": 1,
-    },
-    label_key="loss",
-    plot=bar_plot,
-)
+QUICK = {
+    "model": "{bert}",
+    "losses": ["pearson", "smooth_k2"],
+    "lrs": [1e-4],
+    "seeds": [1, 2],
+    "ablation_concats": ["uv"],
+    "max_steps": 2,
+    "batch_size": 2,
+    "eval_steps": 1,
+}  # --quick: every code path on tiny random models
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, label_key="loss", plot=bar_plot)
 
 if __name__ == "__main__":
     run(BENCHMARK)

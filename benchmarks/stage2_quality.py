@@ -233,16 +233,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-BENCHMARK = Benchmark(
-    "stage2_quality",
-    __doc__,
-    measure,
-    table,
-    arguments,
-    label_key="loss",
-    output="docs/results/stage2_quality",
-    plot=plot,
-    prepare_quick=tiny_sweeps,
+BENCHMARK = Benchmark.of(
+    __name__, label_key="loss", output="docs/results/stage2_quality", plot=plot, prepare_quick=tiny_sweeps
 )
 
 if __name__ == "__main__":

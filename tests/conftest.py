@@ -125,12 +125,18 @@ def assert_one_line_error(code, output, pattern):
     assert "Traceback" not in output
 
 
-def pairs_jsonl(path: Path, count: int = 48) -> Path:
-    """A jsonl file of ``count`` scored pairs of the test sentences (scores 0–5, varied), for tiny training runs."""
+def pairs_jsonl(path: Path, count: int = 48, distinct: bool = False) -> Path:
+    """A jsonl file of ``count`` scored pairs of the test sentences (scores 0–5, varied), for tiny training runs;
+    ``distinct`` numbers every text, as in-batch negatives need (their sampler drops a batch with a repeat)."""
     import json
 
+    tag = (lambda i: f" {i}") if distinct else (lambda i: "")
     rows = [
-        {"sentence1": SENTENCES[i % 12], "sentence2": SENTENCES[(i * 5 + 1) % 12], "score": (i * 7) % 11 / 2}
+        {
+            "sentence1": SENTENCES[i % 12] + tag(i),
+            "sentence2": SENTENCES[(i * 5 + 1) % 12] + tag(i),
+            "score": (i * 7) % 11 / 2,
+        }
         for i in range(count)
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")

@@ -13,7 +13,8 @@ from tests.conftest import SENTENCES, assert_one_line_error, run_cli
 def _simcse_copy(folder):
     """A folder laid out as princeton-nlp/datasets-for-simcse: nli_for_simcse.csv with sent0, sent1, hard_neg."""
     folder.mkdir()
-    rows = ["sent0,sent1,hard_neg"] + [f"{SENTENCES[i]},{SENTENCES[i + 1]},{SENTENCES[i + 2]}" for i in range(8)]
+    triplets = [f"{SENTENCES[i]} {i},{SENTENCES[i + 1]} {i},{SENTENCES[i + 2]} {i}" for i in range(8)]  # all distinct
+    rows = ["sent0,sent1,hard_neg", *triplets]
     (folder / "nli_for_simcse.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return folder
 

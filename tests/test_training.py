@@ -80,7 +80,8 @@ def test_stage_writes_final_model_curves_and_selects_on_dev(whole):
 
 
 def test_compare_runs_the_last_stage_once_per_loss(tiny_bert, mini_senteval, tmp_path):
-    config = _config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / "cmp", contrastive_threshold=2.0)
+    pairs = pairs_jsonl(tmp_path / "distinct.jsonl", distinct=True)  # the contrastive stage's in-batch negatives
+    config = _config(tiny_bert, mini_senteval, pairs, tmp_path / "cmp", contrastive_threshold=2.0)
     record = run_pipeline(config, compare=["pearson", "contrastive"])
     assert set(record.sts_by_stage) == {"pcc-pearson", "pcc-contrastive"}
     examples = {s.stage: s.train_examples for s in record.stages}

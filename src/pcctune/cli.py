@@ -85,6 +85,19 @@ def _backend(value: str) -> Any:
     return value
 
 
+QuantizationOption = Annotated[
+    str, typer.Option(help="none (a QLoRA model on its unquantized base, as the authors) | saved | nf4 | fp4 (4-bit)")
+]
+ProbeOption = Annotated[
+    str, typer.Option(help="transfer probe: sklearn (fast) | senteval (SentEval's own, the papers' numbers)")
+]
+
+
+def _check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise PcctuneError(f"unknown {what} {value!r}; choose from {', '.join(allowed)}")
+
+
 @app.command("eval")
 def eval_command(
     model: ModelArgument,
@@ -103,23 +116,14 @@ def eval_command(
     backend: Annotated[
         str, typer.Option(help="torch | onnx | openvino (a folder written by `pcctune export --backend`)")
     ] = "torch",
-    quantization: Annotated[
-        str,
-        typer.Option(
-            help="none (a QLoRA model on its unquantized base, as the authors) | saved | nf4 | fp4 (4-bit on purpose)"
-        ),
-    ] = "none",
-    probe: Annotated[
-        str, typer.Option(help="transfer probe: sklearn (fast) | senteval (SentEval's own, the papers' numbers)")
-    ] = "sklearn",
+    quantization: QuantizationOption = "none",
+    probe: ProbeOption = "sklearn",
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks."""
-    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, Quantization, run_eval
+    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, Probe, Quantization, run_eval
 
-    if quantization not in QUANTIZATIONS:
-        raise PcctuneError(f"unknown quantization {quantization!r}; choose from {', '.join(QUANTIZATIONS)}")
-    if probe not in PROBES:
-        raise PcctuneError(f"unknown probe {probe!r}; choose from {', '.join(PROBES)}")
+    _check_choice("quantization", quantization, QUANTIZATIONS)
+    _check_choice("probe", probe, PROBES)
 
     try:
         run_eval(
@@ -137,7 +141,7 @@ def eval_command(
             protocol=protocol,
             backend=_backend(backend),
             quantization=cast(Quantization, quantization),  # checked above
-            probe=probe,
+            probe=cast(Probe, probe),  # checked above
         )
     except KeyboardInterrupt:
         raise Interrupted("interrupted; nothing was written") from None

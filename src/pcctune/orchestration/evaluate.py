@@ -33,7 +33,10 @@ QUANTIZATIONS: tuple[str, ...] = ("none", "saved", "nf4", "fp4")
 
 
 def add_scores(
-    result: EvalResult, sts: tuple[list[TaskScore], float] | None, transfer: list[TransferScore] | None
+    result: EvalResult,
+    sts: tuple[list[TaskScore], float] | None,
+    transfer: list[TransferScore] | None,
+    probe: Probe = "sklearn",
 ) -> None:
     """Put the scores (rounded headline numbers and full detail) into ``result`` and print their tables."""
     if sts is not None:
@@ -46,6 +49,7 @@ def add_scores(
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
         result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
         result.transfer_detail = transfer
+        result.transfer_probe = probe
         title = f"Transfer tasks (accuracy, {result.transfer_probe} logistic-regression probe)"
         ScoreTable.from_rows({result.model: result.transfer}, title=title).print()
 
@@ -140,9 +144,8 @@ def run_eval(
         data_files_sha256=file_hashes(task_files(sts_tasks, transfer_tasks)),
         versions=library_versions(),
         wall_time_s=round(time.perf_counter() - started, 2),
-        transfer_probe=probe if transfer_tasks else None,
     )
-    add_scores(result, sts, transfer)
+    add_scores(result, sts, transfer, probe)
     if output is not None:
         result.to_disk(output)
         (console or Console()).print(f"results -> {output}")

@@ -228,11 +228,15 @@ def check_stage_disk(
     check_disk(model, stage_dir, kept, extra_models=2 if keep_last else 1)
 
 
-def no_step_message(stage: StageConfig, examples: int) -> str:
-    """Why a stage trained nothing: its data gave no full batch."""
+def trained_history(trainer: PcctuneTrainer, stage: StageConfig, examples: int) -> list[dict[str, Any]]:
+    """The trainer's log history; a stage that trained no step (its data gave no full batch) stops here."""
+    if trainer.state.global_step > 0:
+        return trainer.state.log_history
     distinct = loss_spec(stage.loss).data in ("triplets", "positives")
     why = " of distinct sentences (in-batch negatives drop a batch that repeats one)" if distinct else ""
-    return f"stage {stage.name!r} trained no step: {examples} examples gave no full batch of {stage.batch_size}{why}"
+    raise PcctuneError(
+        f"stage {stage.name!r} trained no step: {examples} examples gave no full batch of {stage.batch_size}{why}"
+    )
 
 
 def run_stage(
@@ -271,9 +275,7 @@ def run_stage(
         checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
     with training_lengths(model, stage), PeakMemory() as memory, disk_errors(stage, stage_dir):
         trainer.train(resume_from_checkpoint=checkpoint)
-    if trainer.state.global_step == 0:
-        raise PcctuneError(no_step_message(stage, len(dataset)))
-    history = trainer.state.log_history
+    history = trained_history(trainer, stage, len(dataset))
     final_dir = save_stage(model, history, stage, run, stage_dir)
     return StageResult(
         memory.peak_mb,

@@ -55,7 +55,7 @@ class Benchmark:
     doc: str
     measure: Callable[[argparse.Namespace], Measured]
     table: Callable[[Rows, dict[str, Any]], str]
-    arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+    arguments: Callable[[argparse.ArgumentParser], None]
     quick: Mapping[str, Any] = field(default_factory=dict)
     label_key: str = "label"
     output: str = ""
@@ -197,9 +197,10 @@ def run(benchmark: Benchmark, argv: list[str] | None = None) -> BenchmarkResult:
         measured = benchmark.measure(args)
         to_record(benchmark.name, measured.rows, benchmark.label_key, measured.settings, measured.details).to_disk(path)
     record = BenchmarkResult.from_disk(path)
-    text = benchmark.table(rows_of(record), record.details) + "\n\n" + record.settings
+    rows = rows_of(record)
+    text = benchmark.table(rows, record.details) + "\n\n" + record.settings
     print(text)
     write_text(args.output / "table.md", text + "\n")
     if benchmark.plot is not None:
-        benchmark.plot(rows_of(record), record.details, args.output / f"{benchmark.name}.png")
+        benchmark.plot(rows, record.details, args.output / f"{benchmark.name}.png")
     return record

@@ -69,7 +69,11 @@ class LogisticRegressionProbe:
                 self.optimizer.step()
 
     def fit(
-        self, x: np.ndarray, y: np.ndarray, validation: tuple[np.ndarray, np.ndarray] | None = None, held_out=0.05
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        validation: tuple[np.ndarray, np.ndarray] | None = None,
+        held_out: float = 0.05,
     ) -> float:
         """Train until the validation accuracy has not improved ``tenacity`` times; keep the best epoch."""
         train_x, train_y, dev_x, dev_y = (x, y, *validation) if validation is not None else self._split(x, y, held_out)

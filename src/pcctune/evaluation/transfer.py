@@ -47,13 +47,13 @@ def cross_validated_accuracy(features: np.ndarray, labels: np.ndarray, seed: int
     return float(np.mean(scores))
 
 
-def dev_selected_predictions(train, dev, test) -> np.ndarray:
+def dev_selected_predictions(train, dev, test_x: np.ndarray) -> np.ndarray:
     """Fit on train for every C, keep the best on dev, predict test."""
     best = max(
         (LogisticRegression(C=c, max_iter=2000).fit(*train) for c in REGULARIZATION_GRID),
         key=lambda clf: clf.score(*dev),
     )
-    return best.predict(test[0])
+    return best.predict(test_x)
 
 
 def _features(
@@ -78,19 +78,17 @@ def _sentences(task: TransferTask) -> list[str]:
     return [senteval_text(s) for s in out]
 
 
-def _sklearn_predictions(task: TransferTask, vectors: dict[str, np.ndarray], seed: int) -> np.ndarray:
-    test_x = _features(task, "test", vectors)[0]
-    train = _features(task, "train", vectors)
-    if "dev" in task.splits:
-        return dev_selected_predictions(train, _features(task, "dev", vectors), (test_x, None))
-    return _search(seed).fit(*train).predict(test_x)
-
-
-def _senteval_predictions(task: TransferTask, vectors: dict[str, np.ndarray]) -> np.ndarray:
-    train, (test_x, _) = _features(task, "train", vectors, "senteval"), _features(task, "test", vectors, "senteval")
-    if "dev" in task.splits:
-        return senteval_probe.dev_selected_predictions(train, _features(task, "dev", vectors, "senteval"), test_x)
-    return senteval_probe.train_test_predictions(train, test_x)
+def _test_predictions(task: TransferTask, vectors: dict[str, np.ndarray], seed: int, probe: Probe) -> np.ndarray:
+    """A split task's test predictions: the regularisation chosen on dev (SST2) or by CV on train (TREC, MRPC)."""
+    train, test_x = _features(task, "train", vectors, probe), _features(task, "test", vectors, probe)[0]
+    dev = _features(task, "dev", vectors, probe) if "dev" in task.splits else None
+    if probe == "senteval":
+        if dev is not None:
+            return senteval_probe.dev_selected_predictions(train, dev, test_x)
+        return senteval_probe.train_test_predictions(train, test_x)
+    return (
+        dev_selected_predictions(train, dev, test_x) if dev is not None else _search(seed).fit(*train).predict(test_x)
+    )
 
 
 def score_transfer_task(
@@ -105,10 +103,8 @@ def score_transfer_task(
             else cross_validated_accuracy(x, y, seed) * 100
         )
         return TransferScore(name=task.name, accuracy=accuracy, n_test=len(y))
-    test_y = _features(task, "test", vectors)[1]
-    predictions = (
-        _senteval_predictions(task, vectors) if probe == "senteval" else _sklearn_predictions(task, vectors, seed)
-    )
+    test_y = np.array(task.splits["test"][1])
+    predictions = _test_predictions(task, vectors, seed, probe)
     f1 = f1_score(test_y, predictions) * 100 if task.name == "MRPC" else None
     return TransferScore(name=task.name, accuracy=accuracy_score(test_y, predictions) * 100, n_test=len(test_y), f1=f1)
 

@@ -12,11 +12,13 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.models import Dense
 from torch import nn
 
+from pcctune.errors import PcctuneError
+
 
 def add_mlp_head(model: SentenceTransformer) -> SentenceTransformer:
     """Append a dim → dim dense layer with tanh to ``model`` (the MLP of SimCSE's pooler); returns the model."""
     dim = model.get_embedding_dimension()
     if dim is None:
-        raise ValueError("the model does not say its embedding size; the MLP head needs it")
+        raise PcctuneError("the model does not say its embedding size; the MLP head needs it")
     model.append(Dense(dim, dim, activation_function=nn.Tanh()))
     return model

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from pcctune.modeling.template import TemplateTransformer, model_template
 
-PROBES = ("a", "Two dogs run.", '"Quoted" text')
+PROBE_SENTENCES = ("a", "Two dogs run.", '"Quoted" text')
 """Sentences whose templated token ids share exactly the template's prefix."""
 
 
@@ -59,7 +59,7 @@ class CachedPrefix:
 def prefix_ids(model: SentenceTransformer) -> list[int]:
     """The token ids every templated input starts with (the longest common start of a few probes)."""
     module: Any = model[0]  # its preprocess renders the template
-    rows = [module.preprocess([probe])["input_ids"][0].tolist() for probe in PROBES]
+    rows = [module.preprocess([probe])["input_ids"][0].tolist() for probe in PROBE_SENTENCES]
     common: list[int] = []
     for column in zip(*rows, strict=False):
         if len(set(column)) > 1:

@@ -125,13 +125,17 @@ def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
+def in_batch_negatives(stage: StageConfig) -> bool:
+    """True when the stage's loss contrasts each pair with the batch's others: its batches need distinct sentences."""
+    return loss_spec(stage.loss).data in ("triplets", "positives")
+
+
 def training_arguments(
     stage: StageConfig, run: RunConfig, stage_dir: Path, plan: BatchPlan
 ) -> SentenceTransformerTrainingArguments:
     """The trainer's arguments for ``stage``: no accumulation (see ``batching``), dev selection when set."""
     metric = dev_metric(stage.dev)
-    in_batch_negatives = loss_spec(stage.loss).data in ("triplets", "positives")
-    sampler: Any = BatchSamplers.NO_DUPLICATES if in_batch_negatives else BatchSamplers.BATCH_SAMPLER
+    sampler: Any = BatchSamplers.NO_DUPLICATES if in_batch_negatives(stage) else BatchSamplers.BATCH_SAMPLER
     if stage.group_by_source:
         sampler = SourceBatchSampler
     return SentenceTransformerTrainingArguments(
@@ -232,8 +236,9 @@ def trained_history(trainer: PcctuneTrainer, stage: StageConfig, examples: int) 
     """The trainer's log history; a stage that trained no step (its data gave no full batch) stops here."""
     if trainer.state.global_step > 0:
         return trainer.state.log_history
-    distinct = loss_spec(stage.loss).data in ("triplets", "positives")
-    why = " of distinct sentences (in-batch negatives drop a batch that repeats one)" if distinct else ""
+    why = (
+        " of distinct sentences (in-batch negatives drop a batch that repeats one)" if in_batch_negatives(stage) else ""
+    )
     raise PcctuneError(
         f"stage {stage.name!r} trained no step: {examples} examples gave no full batch of {stage.batch_size}{why}"
     )

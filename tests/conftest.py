@@ -15,7 +15,7 @@ from pcctune.testing import (
     metaspace_tokenizer,
     save_tiny_llama,
     save_tiny_model,
-    write_lines,
+    write_mini_transfer,
 )
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -75,30 +75,7 @@ def encode_both_padding_sides(model, sentences):
 @pytest.fixture()
 def mini_transfer(mini_senteval) -> Path:
     """Adds the seven transfer tasks' files (tiny, clearly learnable) to the mini SentEval folder."""
-    down = mini_senteval / "downstream"
-    good = [f"a good red car number {i} ." for i in range(20)]
-    bad = [f"the old dog is eating food {i} ." for i in range(20)]
-    for task, (pos, neg) in {
-        "MR": ("rt-polarity.pos", "rt-polarity.neg"),
-        "CR": ("custrev.pos", "custrev.neg"),
-        "SUBJ": ("subj.objective", "subj.subjective"),
-        "MPQA": ("mpqa.pos", "mpqa.neg"),
-    }.items():
-        write_lines(down / task / pos, good)
-        write_lines(down / task / neg, bad)
-    for split in ("train", "dev", "test"):
-        write_lines(
-            down / "SST" / "binary" / f"sentiment-{split}", [f"{s} \t1" for s in good] + [f"{s} \t0" for s in bad]
-        )
-    write_lines(down / "TREC" / "train_5500.label", [f"DESC:manner {s}" for s in good] + [f"HUM:ind {s}" for s in bad])
-    write_lines(down / "TREC" / "TREC_10.label", [f"DESC:def {s}" for s in good[:5]] + [f"HUM:gr {s}" for s in bad[:5]])
-    header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
-    rows = [f"1\t{i}\t{i}\t{g}\t{g}" for i, g in enumerate(good)] + [
-        f"0\t{i}\t{i}\t{g}\t{b}" for i, (g, b) in enumerate(zip(good, bad, strict=False))
-    ]
-    write_lines(down / "MRPC" / "msr_paraphrase_train.txt", [header] + rows)
-    write_lines(down / "MRPC" / "msr_paraphrase_test.txt", [header] + rows[::2])
-    return mini_senteval
+    return write_mini_transfer(mini_senteval)
 
 
 def run_cli(args, capsys):

@@ -21,6 +21,7 @@ from transformers import TrainerCallback
 
 from pcctune.modeling.quantization import linear_4bit_layers
 from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.results import RunResult
 from pcctune.training.config import RunConfig
 from tests.conftest import SENTENCES, pairs_jsonl
 
@@ -206,18 +207,34 @@ def test_the_saved_model_reloads_in_4bit(qlora):
 
 
 def test_kill_and_resume_mid_stage_two_gives_identical_metrics(qlora, tiny_llama, shared_senteval):
+    import pcctune.orchestration.pipeline as pipeline
     import pcctune.training.stage as stage_module
 
     record, _, _, folder = qlora
     config = _config(tiny_llama, shared_senteval, folder, "killed")
+    killed = folder / "killed"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stage_module, "dev_evaluator", lambda kind, senteval: ScriptedDev(SCRIPTED_DEV))
         with pytest.raises(KeyboardInterrupt):
             run_pipeline(config, callbacks=[KillAt("stage2-two", 3)])
-        assert (folder / "killed" / "stage2-two" / "checkpoints" / "checkpoint-2").is_dir()
+        assert (killed / "stage2-two" / "checkpoints" / "checkpoint-2").is_dir()
+        before_kill = RunResult.from_disk(killed / "results.partial.json")
+        scored, real_evaluate = [], pipeline.evaluate_sts
+        patch.setattr(
+            pipeline, "evaluate_sts", lambda *args, **kwargs: scored.append(1) or real_evaluate(*args, **kwargs)
+        )
         resumed = run_pipeline(config, resume=True)
     assert resumed.sts_by_stage == record.sts_by_stage
     assert resumed.stages[-1].best_checkpoint.endswith("checkpoint-2")
+    # what the killed process recorded is kept: stage one is not scored again, and its record (time, memory) stays
+    assert len(scored) == 1 and list(before_kill.sts_by_stage) == ["one"]
+    assert [s.stage for s in resumed.stages] == ["one", "two"] and resumed.stages[0] == before_kill.stages[0]
+    # stage two's cost adds the steps the killed process kept in checkpoint-2 to the resumed process's
+    kept = json.loads((killed / "stage2-two" / "checkpoints" / "checkpoint-2" / "stage_cost.json").read_text())
+    assert kept["sessions"] == 1 and [s.sessions for s in resumed.stages] == [1, 2]
+    assert 0 < kept["seconds"] < resumed.stages[1].wall_time_s
+    assert resumed.stages[1].peak_memory_mb >= kept["peak_memory_mb"] > 0
+    assert not (killed / "results.partial.json").exists()  # results.json supersedes it
 
 
 def test_qlora_without_bitsandbytes_is_a_clear_error(monkeypatch):

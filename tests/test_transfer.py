@@ -99,7 +99,7 @@ def test_senteval_probe_keeps_sentevals_schedule(monkeypatch):
 
 def test_sentevals_probe_scores_the_split_tasks_on_its_own_features(mini_transfer, tiny_bert, monkeypatch):
     from pcctune.evaluation import senteval_probe
-    from pcctune.evaluation.transfer import _sentences
+    from pcctune.evaluation.transfer import transfer_sentences
     from pcctune.modeling.build import build_model
     from pcctune.modeling.encoding import encode_unique
 
@@ -111,7 +111,9 @@ def test_sentevals_probe_scores_the_split_tasks_on_its_own_features(mini_transfe
     model = build_model(str(tiny_bert))
     for name in ("SST2", "TREC", "MRPC"):
         task = load_transfer_task(mini_transfer, name)
-        score = score_transfer_task(task, encode_unique(model, _sentences(task), show_progress=False), probe="senteval")
+        score = score_transfer_task(
+            task, encode_unique(model, transfer_sentences(task), show_progress=False), probe="senteval"
+        )
         assert score.name == name and 0 <= score.accuracy <= 100 and (score.f1 is not None) == (name == "MRPC")
     assert widths == [32, 64]  # TREC: u; MRPC: SentEval's [|u − v|, u·v] (the tiny BERT's width is 32)
 

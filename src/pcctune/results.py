@@ -124,9 +124,10 @@ class StageRecord(BaseModel):
     best_dev_spearman: float | None = None
     final_dir: str
     plot: str
-    wall_time_s: float
+    wall_time_s: float = Field(description="the stage's training time, summed over the processes that trained it")
     peak_memory_mb: float | None = None
     memory_kind: str | None = None
+    sessions: int | None = Field(None, description="how many processes trained the stage: 1 + its resumes")
 
 
 class RunResult(Record):

@@ -202,6 +202,34 @@ def write_tokenized_copy(root: Path) -> Path:
     return tokenized
 
 
+def write_mini_transfer(root: Path) -> Path:
+    """Add the seven transfer tasks' files (tiny, clearly learnable) to the mini SentEval folder ``root``."""
+    down = root / "downstream"
+    good = [f"a good red car number {i} ." for i in range(20)]
+    bad = [f"the old dog is eating food {i} ." for i in range(20)]
+    for task, (pos, neg) in {
+        "MR": ("rt-polarity.pos", "rt-polarity.neg"),
+        "CR": ("custrev.pos", "custrev.neg"),
+        "SUBJ": ("subj.objective", "subj.subjective"),
+        "MPQA": ("mpqa.pos", "mpqa.neg"),
+    }.items():
+        write_lines(down / task / pos, good)
+        write_lines(down / task / neg, bad)
+    for split in ("train", "dev", "test"):
+        write_lines(
+            down / "SST" / "binary" / f"sentiment-{split}", [f"{s} \t1" for s in good] + [f"{s} \t0" for s in bad]
+        )
+    write_lines(down / "TREC" / "train_5500.label", [f"DESC:manner {s}" for s in good] + [f"HUM:ind {s}" for s in bad])
+    write_lines(down / "TREC" / "TREC_10.label", [f"DESC:def {s}" for s in good[:5]] + [f"HUM:gr {s}" for s in bad[:5]])
+    header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
+    rows = [f"1\t{i}\t{i}\t{g}\t{g}" for i, g in enumerate(good)] + [
+        f"0\t{i}\t{i}\t{g}\t{b}" for i, (g, b) in enumerate(zip(good, bad, strict=False))
+    ]
+    write_lines(down / "MRPC" / "msr_paraphrase_train.txt", [header] + rows)
+    write_lines(down / "MRPC" / "msr_paraphrase_test.txt", [header] + rows[::2])
+    return root
+
+
 @dataclass(frozen=True)
 class TinyWorkspace:
     """A tiny BERT, a tiny Llama and a miniature SentEval folder side by side."""

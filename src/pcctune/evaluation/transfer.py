@@ -70,7 +70,8 @@ def _features(
     return x, np.array(labels)
 
 
-def _sentences(task: TransferTask) -> list[str]:
+def transfer_sentences(task: TransferTask) -> list[str]:
+    """Every sentence of a task's splits (MRPC: both sides of each pair) as SentEval sees it."""
     out: list[str] = []
     for texts, _ in task.splits.values():
         for item in texts:
@@ -120,6 +121,6 @@ def evaluate_transfer(
     """Encode each task's unique sentences once and probe them with ``probe``."""
     scores = []
     for task in tasks:
-        vectors = encode_unique(model, _sentences(task), token_budget=token_budget, show_progress=show_progress)
+        vectors = encode_unique(model, transfer_sentences(task), token_budget=token_budget, show_progress=show_progress)
         scores.append(score_transfer_task(task, vectors, seed, probe))
     return scores

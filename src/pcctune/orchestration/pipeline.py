@@ -3,12 +3,13 @@
 ``compare`` reruns the last stage once per loss (e.g. ``pearson`` and ``contrastive``, the
 §4.3 ablation) from the same starting point, and prints them side by side. ``resume`` skips
 finished stages (their ``final/`` folder exists) and continues an interrupted stage from its
-last complete checkpoint, adapter included. The run folder's rules are in :mod:`.run_folder`.
+last complete checkpoint, adapter included. What a run has recorded so far (each finished stage's record, each
+test evaluation) is kept in ``results.partial.json`` as it lands, so a resumed run neither scores a finished
+stage again nor loses its wall time and peak memory. The run folder's rules are in :mod:`.run_folder`.
 """
 
 from __future__ import annotations
 
-import time
 from contextlib import nullcontext
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from pcctune.modeling.build import build_model, resolve_source
 from pcctune.modeling.pooler_head import add_mlp_head
 from pcctune.orchestration.model_card import add_pcctune_section, pcctune_section
 from pcctune.orchestration.run_folder import (
+    PARTIAL_RESULTS,
     RESULTS,
     check_run_folder,
     discard_if_nothing_to_resume,
@@ -127,6 +129,20 @@ class Pipeline:
             config=config.model_dump(mode="json"),
             eval_precision=eval_precision(config),
         )
+        partial = Path(config.output_dir) / PARTIAL_RESULTS
+        if self.resume and partial.is_file():  # every rank: they must agree on what is left to score
+            kept = RunResult.from_disk(partial)
+            self.result.sts_by_stage, self.result.stages = kept.sts_by_stage, kept.stages
+
+    def record(self) -> None:
+        """Save what the run has recorded so far (rank 0), for a resume to keep."""
+        if self.main:
+            self.result.to_disk(Path(self.config.output_dir) / PARTIAL_RESULTS)
+
+    def forget(self, label: str) -> None:
+        """Drop the stage record and the evaluation of a stage about to train (again)."""
+        self.result.stages = [s for s in self.result.stages if s.stage != label]
+        self.result.sts_by_stage.pop(label, None)
 
     def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
         return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
@@ -141,6 +157,11 @@ class Pipeline:
         if not self.main:
             return
         self.result.sts_by_stage[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
+        self.record()
+
+    def scored(self, label: str) -> bool:
+        """Whether ``label`` already has its test scores (kept from before a resume): not scored twice."""
+        return label in self.result.sts_by_stage
 
     def train(self, index: int, stage: StageConfig, source: str | None, suffix: str) -> Path:
         """Train one stage (or find it finished) and return its folder."""
@@ -149,9 +170,9 @@ class Pipeline:
         if self.resume and from_here is None and (stage_dir / "final" / "modules.json").is_file():
             self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / 'final'}")
             return stage_dir
+        self.forget(stage.name + suffix)
         model = load_for_training(self.config, source)
         stages = self.config.stages
-        started = time.perf_counter()
         result = run_stage(
             model,
             stage,
@@ -174,11 +195,13 @@ class Pipeline:
                 best_dev_spearman=result.best_dev,
                 final_dir=str(result.final_dir),
                 plot=str(result.plot),
-                wall_time_s=round(time.perf_counter() - started, 1),
-                peak_memory_mb=round(result.peak_memory_mb, 1),
+                wall_time_s=result.cost.seconds,
+                peak_memory_mb=result.cost.peak_memory_mb,
                 memory_kind=result.memory_kind,
+                sessions=result.cost.sessions,
             )
         )
+        self.record()
         self.console.print(
             f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
             f"best dev {result.best_dev} at {result.best_checkpoint}"
@@ -186,7 +209,7 @@ class Pipeline:
         return stage_dir
 
     def run(self) -> RunResult:
-        if self.config.evaluate_before and self.main:  # before any trainer: no process group yet
+        if self.config.evaluate_before and self.main and not self.scored("before"):  # no process group yet
             before = load_base(self.config, quantized=eval_precision(self.config) == "4bit", head=False)
             self.evaluate("before", before)  # the base model itself: an untrained MLP head would only add noise
         source: str | None = None
@@ -196,8 +219,9 @@ class Pipeline:
             for loss in variants:
                 suffix = f"-{loss}" if self.compare and index == last else ""
                 stage_dir = self.train(index, stage.model_copy(update={"loss": loss}), source, suffix)
-                if self.config.evaluate_after_each_stage or index == last:
-                    self.evaluate(f"{stage.name}{suffix}", load_for_evaluation(self.config, stage_dir / "final"))
+                label = f"{stage.name}{suffix}"
+                if (self.config.evaluate_after_each_stage or index == last) and not self.scored(label):
+                    self.evaluate(label, load_for_evaluation(self.config, stage_dir / "final"))
                 if index < last:
                     source = str(continued_model(stage_dir, self.config.stages[index + 1].init))
         return self.result
@@ -237,6 +261,7 @@ def run_pipeline(
         result = _run_in_folder(pipeline, overwrite)
     if main:
         result.to_disk(out / RESULTS)
+        (out / PARTIAL_RESULTS).unlink(missing_ok=True)
         write_model_cards(config, result, senteval)
         title = f"{config.model}: STS, {config.eval_protocol} protocol (Spearman × 100)"
         ScoreTable.from_rows(result.sts_by_stage, title=title).print()

@@ -32,6 +32,8 @@ RUN_MARKER = "run.json"
 LOCK = ".lock"
 """Held by the process that trains or evaluates into the folder: its pid, host and start time."""
 RESULTS = "results.json"
+PARTIAL_RESULTS = "results.partial.json"
+"""What an unfinished run has recorded so far (finished stages, test evaluations): kept by ``--resume``."""
 
 
 def _saved_marker(out: Path) -> dict[str, Any] | None:

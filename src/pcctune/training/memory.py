@@ -52,10 +52,13 @@ class PeakMemory:
                 self.method = "cpu_peak_rss_lifetime"
         return self
 
+    def so_far(self) -> float:
+        """The peak in MB since ``__enter__``, read now (a checkpoint records it mid-stage)."""
+        if self.cuda:
+            return torch.cuda.max_memory_allocated() / 2**20
+        return _cpu_peak_mb(self._since_reset)
+
     def __exit__(
         self, error_type: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self.cuda:
-            self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
-        else:
-            self.peak_mb = _cpu_peak_mb(self._since_reset)
+        self.peak_mb = self.so_far()

@@ -45,6 +45,7 @@ from pcctune.training.losses import build_loss
 from pcctune.training.memory import PeakMemory
 from pcctune.training.plots import plot_training
 from pcctune.training.sampling import SourceBatchSampler
+from pcctune.training.stage_cost import StageClock, StageCost, cost_in
 from pcctune.training.trainer import PcctuneTrainer
 
 
@@ -110,7 +111,7 @@ def check_template_budget(model: SentenceTransformer, stage: StageConfig) -> Non
 
 @dataclass
 class StageResult:
-    peak_memory_mb: float
+    cost: StageCost
     memory_kind: str
     name: str
     examples: int
@@ -259,6 +260,10 @@ def run_stage(
     from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's model
     in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``)."""
     check_template_budget(model, stage)
+    if checkpoint is None and resume:
+        checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
+    memory = PeakMemory()
+    clock = StageClock(cost_in(checkpoint), memory)
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
     num_classes = max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
@@ -271,19 +276,17 @@ def run_stage(
         model=model,
         args=args,
         train_dataset=dataset,
-        callbacks=[*stage_callbacks(loss, model, stage), *(callbacks or [])],
+        callbacks=[*stage_callbacks(loss, model, stage), clock, *(callbacks or [])],
         loss=loss,
         evaluator=dev_evaluator(stage.dev, senteval_dir),
     )
     trainer.last_dir = stage_dir / LAST if keep_last else None
-    if checkpoint is None and resume:
-        checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
-    with training_lengths(model, stage), PeakMemory() as memory, disk_errors(stage, stage_dir):
+    with training_lengths(model, stage), memory, disk_errors(stage, stage_dir):
         trainer.train(resume_from_checkpoint=checkpoint)
     history = trained_history(trainer, stage, len(dataset))
     final_dir = save_stage(model, history, stage, run, stage_dir)
     return StageResult(
-        memory.peak_mb,
+        clock.total(),
         memory.method,
         stage.name,
         len(dataset),

@@ -1,0 +1,61 @@
+"""What a stage cost, counted across interruptions: its wall time and peak memory (Pcc-tuning Appendix D, Table 7
+reports both per stage).
+
+A long stage is often trained by several processes: killed, then resumed from its last checkpoint. Each checkpoint
+therefore keeps the cost of the steps it holds (``stage_cost.json``: seconds since the stage began, the peak memory,
+how many processes trained it), and a stage resumed from that checkpoint starts its count there. Steps trained after
+the last checkpoint of a killed process are trained again, so their time is not counted twice.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from pcctune.io import write_json
+from pcctune.training.memory import PeakMemory
+
+COST_FILE = "stage_cost.json"
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """Seconds, peak memory (MB) and the number of processes (sessions) that trained a stage so far."""
+
+    seconds: float = 0.0
+    peak_memory_mb: float = 0.0
+    sessions: int = 0
+
+
+def cost_in(checkpoint: str | None) -> StageCost:
+    """The cost recorded in ``checkpoint`` (nothing for a fresh stage, or a checkpoint saved before this record)."""
+    path = Path(checkpoint) / COST_FILE if checkpoint else None
+    if path is None or not path.is_file():
+        return StageCost()
+    return StageCost(**json.loads(path.read_text()))
+
+
+class StageClock(TrainerCallback):
+    """Counts this process's time and peak memory on top of ``before``, and writes the total into every checkpoint."""
+
+    def __init__(self, before: StageCost, memory: PeakMemory) -> None:
+        self.before = before
+        self.memory = memory
+        self.started = time.perf_counter()
+
+    def total(self) -> StageCost:
+        return StageCost(
+            seconds=round(self.before.seconds + time.perf_counter() - self.started, 1),
+            peak_memory_mb=round(max(self.before.peak_memory_mb, self.memory.so_far()), 1),
+            sessions=self.before.sessions + 1,
+        )
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if state.is_world_process_zero and folder.is_dir():
+            write_json(asdict(self.total()), folder / COST_FILE)

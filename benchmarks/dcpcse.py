@@ -1,0 +1,156 @@
+"""DCPCSE's claim (Jiang et al. 2022, Table 4): deep continuous prompts beat shallow prompts, at a fraction of the
+trainable parameters of fine-tuning (issue 26, claim 3).
+
+Each published config (``configs/dcpcse_minilm.yaml``, ``configs/dcpcse_mpnet.yaml``: CLS pooler with SimCSE's MLP,
+supervised InfoNCE with hard negatives, τ 0.05, the paper's prompt length, batch and learning rate) is run as is but
+for what is trainable: deep prompts (the config), shallow prompts (same length and rate, input layer only), full
+fine-tuning and LoRA r = 8 (rates of ``--full-lr`` / ``--lora-lr``). All variants share the data, the steps and the
+dev selection (STS-B dev, test overlap removed); scores are the seven test sets, SimCSE protocol.
+SimCSE's 275k NLI csv is not on this machine: ``--nli-csv PATH`` uses it, otherwise SNLI's dev+test triplets
+(5,883) are the training set, and ``--max-steps`` replaces the paper's 10 epochs.
+
+One ``pcctune train`` run folder per (config, variant, seed) under ``--runs``, resumed if killed; rows land as
+runs finish.
+
+    OMP_NUM_THREADS=1 python benchmarks/dcpcse.py --output docs/results/dcpcse
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows
+from pcctune.evaluation.tables import mean_std_cell
+from pcctune.orchestration.library import train
+from pcctune.orchestration.run_folder import RUN_MARKER
+from pcctune.training.config import RunConfig, load_config
+
+VARIANTS = ("deep prompts", "shallow prompts", "full fine-tuning", "LoRA r=8")
+
+
+def variant_config(args: argparse.Namespace, path: Path, variant: str, seed: int) -> RunConfig:
+    """The published config with only what trains changed (and this machine's data and budget)."""
+    config = load_config(path)
+    stage = config.stages[0]
+    adapter, rate = config.adapter, stage.learning_rate
+    if variant == "shallow prompts":
+        adapter = adapter.model_copy(update={"kind": "shallow_prompt"})
+    elif variant == "full fine-tuning":
+        adapter, rate = adapter.model_copy(update={"kind": "none"}), args.full_lr
+    elif variant == "LoRA r=8":
+        adapter, rate = adapter.model_copy(update={"kind": "lora", "r": 8, "alpha": 16}), args.lora_lr
+    data = (
+        {"source": "simcse_csv", "path": str(args.nli_csv)}
+        if args.nli_csv
+        else {"source": "snli", "splits": ["dev", "test"]}
+    )
+    every = max(1, args.max_steps // 4)
+    stage = stage.model_copy(update={"learning_rate": rate, "max_steps": args.max_steps, "eval_steps": every})
+    stage = stage.model_copy(update={"logging_steps": every, "data": stage.data.model_validate(data)})
+    stage = stage.model_copy(update={"batch_size": args.batch_size or stage.batch_size})
+    name = f"{path.stem}-{variant.replace(' ', '_').replace('=', '')}-seed{seed}"
+    update = {"adapter": adapter, "stages": [stage], "seed": seed, "output_dir": str(args.runs / name)}
+    update |= {"evaluate_before": False, "data_dir": args.data} | ({"model": args.model} if args.model else {})
+    return config.model_copy(update=update)
+
+
+def measure(args: argparse.Namespace) -> Measured:
+    rows: Rows = []
+    for path in map(Path, args.configs):
+        for seed in args.seeds:
+            for variant in args.variants:
+                config = variant_config(args, path, variant, seed)
+                result = train(config, resume=(Path(config.output_dir) / RUN_MARKER).is_file())
+                stage = result.stages[0]
+                row = {"label": f"{path.stem} | {variant} | seed {seed}", "config": path.stem, "variant": variant}
+                row |= {"seed": seed, "lr": config.stages[0].learning_rate, "trainable": stage.trainable_fraction * 100}
+                rows.append(
+                    row
+                    | {
+                        "seconds": stage.wall_time_s,
+                        "dev": stage.best_dev_spearman,
+                        "sts": result.sts_by_stage[stage.stage],
+                    }
+                )
+                save_rows(args.output, "dcpcse", rows, "label")
+    return Measured(rows, described(args))
+
+
+def described(args: argparse.Namespace) -> str:
+    data = (
+        f"SimCSE's NLI csv ({args.nli_csv})" if args.nli_csv else "SNLI dev+test triplets (5,883; SimCSE's csv absent)"
+    )
+    return (
+        f"configs {[str(p) for p in args.configs]} as published but the variant, the data ({data}) and the budget: "
+        f"{args.max_steps} steps of batch {args.batch_size or 'as published'}; full fine-tuning lr {args.full_lr:g}, "
+        f"LoRA lr {args.lora_lr:g}, prompts at the config's rate; dev STS-B dev (filtered); seeds {args.seeds}; "
+        "SimCSE protocol on the seven test sets"
+    )
+
+
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    header = ["config", "variant", "trainable %", "lr", *STS_COLUMNS, "seeds", "train s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for config in dict.fromkeys(r["config"] for r in rows):
+        for variant in VARIANTS:
+            mine = [r for r in rows if r["config"] == config and r["variant"] == variant]
+            if not mine:
+                continue
+            scores = [mean_std_cell([r["sts"][c] for r in mine]) for c in STS_COLUMNS]
+            seconds = sum(r["seconds"] for r in mine) / len(mine)
+            first = mine[0]
+            cells = [
+                config,
+                variant,
+                f"{first['trainable']:.3f}",
+                f"{first['lr']:g}",
+                *scores,
+                str(len(mine)),
+                f"{seconds:.0f}",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
+    """Average Spearman per variant (mean ± std over seeds), one group of bars per config."""
+    import numpy as np
+
+    from pcctune.plotting import plt, save_figure
+
+    configs = list(dict.fromkeys(r["config"] for r in rows))
+    figure, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / len(VARIANTS)
+    for i, variant in enumerate(VARIANTS):
+        values = [[r["sts"]["avg"] for r in rows if r["config"] == c and r["variant"] == variant] for c in configs]
+        means = [float(np.mean(v)) if v else 0.0 for v in values]
+        errors = [float(np.std(v, ddof=1)) if len(v) > 1 else 0.0 for v in values]
+        ax.bar(np.arange(len(configs)) + i * width, means, width, yerr=errors, capsize=3, label=variant)
+    ax.set_xticks(np.arange(len(configs)) + width * (len(VARIANTS) - 1) / 2, configs)
+    ax.set(ylabel="avg Spearman × 100, 7 STS tasks", title="DCPCSE: what trains")
+    ax.legend(fontsize=8)
+    save_figure(figure, path)
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    configs = [Path("configs/dcpcse_minilm.yaml"), Path("configs/dcpcse_mpnet.yaml")]
+    parser.add_argument("--configs", type=Path, nargs="+", default=configs)
+    parser.add_argument("--model", default=None, help="replace the configs' model")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--max-steps", type=int, default=46, help="46: two epochs of SNLI's 5,883 at batch 256")
+    parser.add_argument("--batch-size", type=int, default=None, help="replace the configs' batch")
+    parser.add_argument("--full-lr", type=float, default=5e-5, help="SimCSE's supervised BERT-base rate")
+    parser.add_argument("--lora-lr", type=float, default=5e-4)
+    parser.add_argument("--nli-csv", type=Path, default=None, help="SimCSE's nli_for_simcse.csv, if you have it")
+    parser.add_argument("--runs", type=Path, default=Path("runs/dcpcse"), help="the run folders")
+
+
+QUICK = {"configs": ["configs/dcpcse_minilm.yaml"], "model": "{bert}", "seeds": [1], "max_steps": 2, "batch_size": 2}
+QUICK |= {"runs": "{senteval}/../runs"}  # --quick: the four variants on a tiny BERT
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, plot=plot)
+
+if __name__ == "__main__":
+    run(BENCHMARK)

@@ -107,12 +107,16 @@ def measure(args: argparse.Namespace) -> Measured:
                 rows.append(row | scored | {"seconds": time.perf_counter() - started})
                 print(f"{row['label']}: {scored['accuracy']:.2f} ({rows[-1]['seconds']:.0f} s)", flush=True)
                 save_rows(args.output, "transfer_probe", rows, "label")
-    return Measured(rows, described(args))
+    return Measured(rows, described(rows))
 
 
-def described(args: argparse.Namespace) -> str:
-    reference = f"; reference: SentEval at {args.reference}" if args.reference else ""
-    return f"models {args.models}; probes {args.probes}{reference}; test accuracy (MRPC: accuracy / F1)"
+def described(rows: Rows) -> str:
+    """What the record holds (a resumed run may add models or probes): each model's probes."""
+    probes = {
+        model: [r["probe"] for r in rows if r["model"] == model] for model in dict.fromkeys(r["model"] for r in rows)
+    }
+    held = "; ".join(f"{model}: {', '.join(dict.fromkeys(names))}" for model, names in probes.items())
+    return f"{held}; test accuracy (MRPC: accuracy / F1); SentEval's classifier settings: {CLASSIFIER}, kfold 10"
 
 
 def _cell(row: dict[str, Any] | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -11,7 +12,7 @@ import sys
 import pytest
 from transformers import TrainerCallback
 
-from tests.conftest import run_cli, write_run_config
+from tests.conftest import assert_one_line_error, run_cli, write_run_config
 
 
 @pytest.fixture(autouse=True)
@@ -178,6 +179,35 @@ def test_resume_ignores_settings_that_do_not_change_results(tiny_bert, shared_se
     )
     assert code == 0 and "its results are unchanged" in output
     assert (tmp_path / "run" / "results.json").read_bytes() == before
+
+
+def test_a_run_saved_before_a_setting_existed_resumes_and_one_with_other_values_does_not(
+    tiny_bert, shared_senteval, tmp_path, capsys
+):
+    import yaml
+
+    from pcctune.training.config import RunConfig, config_fingerprint
+
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
+    assert run_cli(["train", str(config)], capsys)[0] == 0
+    (tmp_path / "run" / "results.json").unlink()  # unfinished, as if killed after its last stage
+    # the folder as an older pcctune left it: no pooling_head in its config, and a fingerprint computed without it
+    saved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    del saved["pooling_head"]
+    (tmp_path / "run" / "config.yaml").write_text(yaml.safe_dump(saved))
+    old = RunConfig.model_validate(saved).model_dump(mode="json")
+    old.pop("pooling_head")
+    marker = json.loads((tmp_path / "run" / "run.json").read_text())
+    marker["fingerprint"] = hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()
+    assert marker["fingerprint"] != config_fingerprint(RunConfig.model_validate(saved))
+    (tmp_path / "run" / "run.json").write_text(json.dumps(marker))
+    code, output = run_cli(["train", str(config), "--resume"], capsys)
+    assert code == 0, output
+    assert (tmp_path / "run" / "results.json").is_file()
+    # a run whose saved settings differ in value is still refused
+    (tmp_path / "run" / "results.json").unlink()
+    code, output = run_cli(["train", str(config), "--resume", "--set", "stages.0.learning_rate=0.5"], capsys)
+    assert_one_line_error(code, output, "holds a run with other settings")
 
 
 def test_an_unexpected_error_is_one_line_with_a_pointer_to_debug(monkeypatch, capsys):

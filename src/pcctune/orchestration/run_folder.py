@@ -5,6 +5,9 @@
 - ``--resume`` continues only the run that the folder holds: the fingerprint of the
   run-defining settings (:func:`~pcctune.training.config.config_fingerprint`) must match the one
   saved there; settings that do not change results (where it writes, how often it logs) may differ.
+  A run saved before a setting existed continues too: its ``config.yaml``, read with today's
+  settings (the new one at its default, which keeps the behaviour from before it existed), must
+  give the resumed config's fingerprint.
 - Nothing is written until the config, the data and the model source have been validated; the
   first write is ``run.json`` and ``config.yaml``, both atomic.
 """
@@ -24,7 +27,7 @@ from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
-from pcctune.training.config import RunConfig, config_fingerprint, dump_config
+from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +54,19 @@ def _saved_marker(out: Path) -> dict[str, Any] | None:
 
 def _same_run(saved: dict[str, Any], config: RunConfig) -> bool:
     """The folder's run is ``config``'s; after a non-finite stop, up to its optimisation settings."""
-    if saved.get("stopped_nonfinite"):
-        return bool(saved.get("recovery_fingerprint") == config_fingerprint(config, recovery=True))
-    return bool(saved["fingerprint"] == config_fingerprint(config))
+    recovery = bool(saved.get("stopped_nonfinite"))
+    wanted = config_fingerprint(config, recovery=recovery)
+    if saved.get("recovery_fingerprint" if recovery else "fingerprint") == wanted:
+        return True
+    return _saved_config_fingerprint(Path(config.output_dir), recovery) == wanted
+
+
+def _saved_config_fingerprint(out: Path, recovery: bool) -> str | None:
+    """The fingerprint of the folder's ``config.yaml`` under today's settings (``None`` if it cannot be read)."""
+    try:
+        return config_fingerprint(load_config(out / "config.yaml"), recovery=recovery)
+    except PcctuneError:
+        return None
 
 
 def _marker(config: RunConfig, **extra: Any) -> dict[str, Any]:

@@ -71,7 +71,9 @@ def pcctune_eval_scores(args: argparse.Namespace) -> dict:
     from pcctune.evaluation.sts import evaluate_sts
     from pcctune.modeling.build import build_model
 
-    scores, avg = evaluate_sts(build_model(args.model, template=args.template), _tasks(args), show_progress=False)
+    budget = {"token_budget": args.token_budget} if args.token_budget else {}
+    model = build_model(args.model, template=args.template)
+    scores, avg = evaluate_sts(model, _tasks(args), show_progress=False, **budget)
     return {s.name: s.spearman for s in scores} | {"avg": avg}
 
 
@@ -91,6 +93,8 @@ def eval_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
     ours = [*one, "pcctune-eval"] if args.sample else ["-m", "pcctune.cli", "eval", args.model, "--tasks", "sts"]
     if not args.sample:
         ours += ["--output", str(out), *template, *data_flag(args)]
+    if args.token_budget:
+        ours += ["--token-budget", str(args.token_budget)]
     return {"pcctune eval": ours, ST_LABEL: [*one, "st-evaluator"]}
 
 
@@ -115,6 +119,7 @@ def eval_rows(args: argparse.Namespace) -> Rows:
             "model": args.model,
             "template": args.template,
             "sample": args.sample,
+            "token_budget": args.token_budget if label == "pcctune eval" else None,
             "seconds": times[label],
             "mean_s": sum(times[label]) / args.repeats,
             "ratio_vs_st": peer / (sum(times[label]) / args.repeats),
@@ -380,6 +385,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--template", default=None)
     parser.add_argument("--sample", type=int, default=None, help="pairs per task (a seeded sample) for a quick run")
+    parser.add_argument("--token-budget", type=int, default=None, help="pcctune's padded tokens per batch (eval)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--batch", type=int, default=64)

@@ -24,8 +24,8 @@ from typing import Any
 from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows
 from pcctune.evaluation.tables import mean_std_cell
 from pcctune.orchestration.library import train
-from pcctune.orchestration.run_folder import RUN_MARKER
-from pcctune.training.config import RunConfig, load_config
+from pcctune.orchestration.run_folder import holds_a_run
+from pcctune.training.config import RunConfig, StageConfig, load_config
 
 VARIANTS = ("deep prompts", "shallow prompts", "full fine-tuning", "LoRA r=8")
 
@@ -47,9 +47,9 @@ def variant_config(args: argparse.Namespace, path: Path, variant: str, seed: int
         else {"source": "snli", "splits": ["dev", "test"]}
     )
     every = max(1, args.max_steps // 4)
-    stage = stage.model_copy(update={"learning_rate": rate, "max_steps": args.max_steps, "eval_steps": every})
-    stage = stage.model_copy(update={"logging_steps": every, "data": stage.data.model_validate(data)})
-    stage = stage.model_copy(update={"batch_size": args.batch_size or stage.batch_size})
+    budget = {"max_steps": args.max_steps, "eval_steps": every, "logging_steps": every}
+    changed = {"learning_rate": rate, "data": data, "batch_size": args.batch_size or stage.batch_size, **budget}
+    stage = StageConfig.model_validate(stage.model_dump() | changed)
     name = f"{path.stem}-{variant.replace(' ', '_').replace('=', '')}-seed{seed}"
     update = {"adapter": adapter, "stages": [stage], "seed": seed, "output_dir": str(args.runs / name)}
     update |= {"evaluate_before": False, "data_dir": args.data} | ({"model": args.model} if args.model else {})
@@ -62,7 +62,7 @@ def measure(args: argparse.Namespace) -> Measured:
         for seed in args.seeds:
             for variant in args.variants:
                 config = variant_config(args, path, variant, seed)
-                result = train(config, resume=(Path(config.output_dir) / RUN_MARKER).is_file())
+                result = train(config, resume=holds_a_run(Path(config.output_dir)))
                 stage = result.stages[0]
                 row = {"label": f"{path.stem} | {variant} | seed {seed}", "config": path.stem, "variant": variant}
                 row |= {"seed": seed, "lr": config.stages[0].learning_rate, "trainable": stage.trainable_fraction * 100}

@@ -24,7 +24,7 @@ import numpy as np
 from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows
 from pcctune.evaluation.tables import mean_std_cell
 from pcctune.orchestration.library import train
-from pcctune.orchestration.run_folder import RUN_MARKER
+from pcctune.orchestration.run_folder import holds_a_run
 from pcctune.training.config import RunConfig, load_config
 
 PHASES = {"before": "zero-shot", "stage 1": "stage 1", "stage 2": "stage 2"}
@@ -57,7 +57,7 @@ def measure(args: argparse.Namespace) -> Measured:
     for seed in args.seeds:
         for template in args.templates:
             config = run_config(args, template, seed)
-            result = train(config, resume=(Path(config.output_dir) / RUN_MARKER).is_file())
+            result = train(config, resume=holds_a_run(Path(config.output_dir)))
             stage1, stage2 = (s.name for s in config.stages)
             scores = dict(zip(PHASES, (result.sts_by_stage[k] for k in ("before", stage1, stage2)), strict=True))
             times = {s.stage: s.wall_time_s for s in result.stages}

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import SENTENCES, run_cli, write_lines
+from pcctune.testing import write_lines
+from tests.conftest import SENTENCES, run_cli
 
 
 @dataclass

@@ -6,7 +6,7 @@ import pytest
 
 from pcctune.data.nli import Triplet, read_simcse_csv, read_snli_folder, triplets_from_hf_dataset
 from pcctune.errors import PcctuneError
-from tests.conftest import write_lines
+from pcctune.testing import write_lines
 
 
 def test_simcse_csv_with_and_without_negatives(tmp_path):

@@ -11,7 +11,8 @@ from pcctune.data.senteval import load_stsb
 from pcctune.data.sts import read_sick_txt, read_stsb_csv
 from pcctune.data.tasks import SEVEN_TASKS, load_task, load_test_tasks, subsample_task
 from pcctune.errors import PcctuneError
-from tests.conftest import SENTENCES, write_lines
+from pcctune.testing import write_lines
+from tests.conftest import SENTENCES
 
 
 def test_sts_year_drops_empty_gold_and_takes_first_two_fields(mini_senteval):

@@ -11,8 +11,8 @@ from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks, pape
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.modeling.build import build_model
 from pcctune.modeling.template import Template
-from pcctune.testing import write_tokenized_copy
-from tests.conftest import make_mini_senteval, pairs_jsonl, write_lines
+from pcctune.testing import make_mini_senteval, write_lines, write_tokenized_copy
+from tests.conftest import pairs_jsonl
 
 
 @pytest.mark.parametrize(

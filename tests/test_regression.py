@@ -15,8 +15,9 @@ from pcctune.losses.regression import (
     translated_relu,
 )
 from pcctune.modeling.build import build_model
+from pcctune.testing import write_lines
 from pcctune.training.head_warmup import warm_up_head
-from tests.conftest import SENTENCES, write_lines
+from tests.conftest import SENTENCES
 
 
 def test_translated_relu_by_hand():

@@ -260,8 +260,7 @@ def run_stage(
     from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's model
     in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``)."""
     check_template_budget(model, stage)
-    if checkpoint is None and resume:
-        checkpoint = last_complete_checkpoint(stage_dir / "checkpoints")
+    checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / "checkpoints") if resume else None)
     memory = PeakMemory()
     clock = StageClock(cost_in(checkpoint), memory)
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)

@@ -17,7 +17,7 @@ def test_readers_and_splits(mini_transfer):
     assert set(tasks["SST2"].splits) == {"train", "dev", "test"}
     assert tasks["SST2"].splits["train"][0][0] == "a good red car number 0 ."
     trec_labels = tasks["TREC"].splits["train"][1] + tasks["TREC"].splits["test"][1]
-    assert sorted(set(trec_labels)) == [0, 1]  # coarse classes: DESC:manner and DESC:def are one class
+    assert sorted(set(trec_labels)) == [1, 3]  # coarse classes, numbered as SentEval's trec.py: DESC 1, HUM 3
     assert isinstance(tasks["MRPC"].splits["train"][0][0], tuple)
 
 
@@ -27,6 +27,18 @@ def test_unknown_task_and_bad_line(mini_transfer):
     (mini_transfer / "downstream" / "SST" / "binary" / "sentiment-dev").write_text("no label here\n")
     with pytest.raises(PcctuneError, match="expected a 0/1 label"):
         load_transfer_task(mini_transfer, "SST2")
+    (mini_transfer / "downstream" / "TREC" / "TREC_10.label").write_text("DESC:def What is it ?\nWHO:x Who ?\n")
+    with pytest.raises(PcctuneError, match=r"TREC_10.label:2: unknown TREC class 'WHO'"):
+        load_transfer_task(mini_transfer, "TREC")
+
+
+def test_sentevals_row_order_is_word_count_then_label_and_stable():
+    from pcctune.evaluation.senteval_probe import senteval_order
+
+    texts = ["a b c", "a b", "x y", "z", "p q"]
+    assert senteval_order(texts, [0, 1, 0, 1, 0]) == [3, 2, 4, 1, 0]  # ties on (2 words, label 0) keep file order
+    pairs = [("a b", "c"), ("a", "b c d"), ("a", "b")]
+    assert senteval_order(pairs, [1, 0, 0]) == [2, 1, 0]
 
 
 def test_probe_learns_separable_features_and_not_noise():
@@ -103,11 +115,17 @@ def test_sentevals_probe_scores_the_split_tasks_on_its_own_features(mini_transfe
     from pcctune.modeling.build import build_model
     from pcctune.modeling.encoding import encode_unique
 
-    widths = []
+    widths, train_labels = [], []
     real = senteval_probe.train_test_predictions
-    monkeypatch.setattr(
-        senteval_probe, "train_test_predictions", lambda train, x: widths.append(x.shape[1]) or real(train, x)
-    )
+
+    def spy(train, x):
+        widths.append(x.shape[1])
+        train_labels.append(list(train[1]))
+        return real(train, x)
+
+    monkeypatch.setattr(senteval_probe, "train_test_predictions", spy)
+    trec_file = mini_transfer / "downstream" / "TREC" / "train_5500.label"
+    trec_file.write_text("\n".join(reversed(trec_file.read_text().splitlines())))  # longer questions first
     model = build_model(str(tiny_bert))
     for name in ("SST2", "TREC", "MRPC"):
         task = load_transfer_task(mini_transfer, name)
@@ -116,6 +134,8 @@ def test_sentevals_probe_scores_the_split_tasks_on_its_own_features(mini_transfe
         )
         assert score.name == name and 0 <= score.accuracy <= 100 and (score.f1 is not None) == (name == "MRPC")
     assert widths == [32, 64]  # TREC: u; MRPC: SentEval's [|u − v|, u·v] (the tiny BERT's width is 32)
+    trec = load_transfer_task(mini_transfer, "TREC").splits["train"]
+    assert train_labels[0] == [trec[1][i] for i in senteval_probe.senteval_order(*trec)] != trec[1]
 
 
 def test_an_unknown_probe_is_one_line(capsys):

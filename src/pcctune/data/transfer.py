@@ -14,6 +14,7 @@ BINARY_FILES = {
     "SUBJ": ("subj.objective", "subj.subjective"),
     "MPQA": ("mpqa.pos", "mpqa.neg"),
 }
+TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")  # the coarse classes, numbered as SentEval's trec.py
 
 
 @dataclass
@@ -62,16 +63,19 @@ def _sst2(folder: Path) -> TransferTask:
 
 def _trec(folder: Path) -> TransferTask:
     splits, files = {}, []
-    classes: dict[str, int] = {}
     for split, file in (("train", "train_5500.label"), ("test", "TREC_10.label")):
         path = folder / "TREC" / file
         texts, labels = [], []
-        for line in _lines(path):
+        for number, line in enumerate(_lines(path), start=1):
             if not line.strip():
                 continue
             target, _, sentence = line.partition(" ")
             coarse = target.split(":")[0]
-            labels.append(classes.setdefault(coarse, len(classes)))
+            if coarse not in TREC_CLASSES:
+                raise PcctuneError(
+                    f"{path}:{number}: unknown TREC class {coarse!r}; expected {', '.join(TREC_CLASSES)}"
+                )
+            labels.append(TREC_CLASSES.index(coarse))
             texts.append(sentence.strip())
         splits[split] = (texts, labels)
         files.append(path)

@@ -101,6 +101,20 @@ class LogisticRegressionProbe:
         return float((self.predict(x) == y).mean())
 
 
+def senteval_order(texts: list, labels: list[int]) -> list[int]:
+    """The row order in which SentEval hands a split to its classifier: sorted, stably, by word count and then
+    label (MRPC: the first sentence's count, the second's, then the label) — the "sort to reduce padding" of its
+    ``binary.py``, ``sst.py``, ``trec.py`` and ``mrpc.py``. Its folds and seeded shuffles index rows in this
+    order, so the same vectors in the same order give SentEval's folds and its numbers."""
+
+    def key(row: int) -> tuple[int, ...]:
+        item = texts[row]
+        counts = [len(text.split()) for text in (item if isinstance(item, tuple) else (item,))]
+        return (*counts, labels[row])
+
+    return sorted(range(len(texts)), key=key)
+
+
 def _classes(*labels: np.ndarray) -> int:
     return int(max(label.max() for label in labels)) + 1
 

@@ -59,8 +59,12 @@ def dev_selected_predictions(train, dev, test_x: np.ndarray) -> np.ndarray:
 def _features(
     task: TransferTask, split: str, vectors: dict[str, np.ndarray], probe: Probe = "sklearn"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A split's features and labels; MRPC pairs as [u, v, |u−v|, u·v], or SentEval's [|u−v|, u·v]."""
+    """A split's features and labels; MRPC pairs as [u, v, |u−v|, u·v], or SentEval's [|u−v|, u·v]. The
+    senteval probe gets the rows in SentEval's order (:func:`senteval_probe.senteval_order`)."""
     texts, labels = task.splits[split]
+    if probe == "senteval":
+        order = senteval_probe.senteval_order(texts, labels)
+        texts, labels = [texts[i] for i in order], [labels[i] for i in order]
     if task.name == "MRPC":
         u = np.stack([vectors[senteval_text(a)] for a, _ in texts])
         v = np.stack([vectors[senteval_text(b)] for _, b in texts])

@@ -138,6 +138,19 @@ def test_sentevals_probe_scores_the_split_tasks_on_its_own_features(mini_transfe
     assert train_labels[0] == [trec[1][i] for i in senteval_probe.senteval_order(*trec)] != trec[1]
 
 
+def test_sentevals_probe_score_does_not_depend_on_the_test_files_order(mini_transfer):
+    from pcctune.evaluation.transfer import transfer_sentences
+
+    test_file = mini_transfer / "downstream" / "TREC" / "TREC_10.label"
+    scores = []
+    for _ in range(2):
+        task = load_transfer_task(mini_transfer, "TREC")
+        vectors = {s: np.array([1.0, 0.0]) if "good" in s else np.array([0.0, 1.0]) for s in transfer_sentences(task)}
+        scores.append(score_transfer_task(task, vectors, probe="senteval").accuracy)
+        test_file.write_text("\n".join(reversed(test_file.read_text().splitlines())))  # HUM's longer ones first
+    assert scores == [100.0, 100.0]
+
+
 def test_an_unknown_probe_is_one_line(capsys):
     from tests.conftest import assert_one_line_error, run_cli
 

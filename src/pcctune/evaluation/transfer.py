@@ -60,9 +60,10 @@ def _features(
     task: TransferTask, split: str, vectors: dict[str, np.ndarray], probe: Probe = "sklearn"
 ) -> tuple[np.ndarray, np.ndarray]:
     """A split's features and labels; MRPC pairs as [u, v, |u−v|, u·v], or SentEval's [|u−v|, u·v]. The
-    senteval probe gets the rows in SentEval's order (:func:`senteval_probe.senteval_order`)."""
+    senteval probe gets its training rows in SentEval's order (:func:`senteval_probe.senteval_order`); test rows
+    keep the task's order, which its labels are scored in."""
     texts, labels = task.splits[split]
-    if probe == "senteval":
+    if probe == "senteval" and split != "test":
         order = senteval_probe.senteval_order(texts, labels)
         texts, labels = [texts[i] for i in order], [labels[i] for i in order]
     if task.name == "MRPC":

@@ -311,3 +311,38 @@ def test_export_merge_writes_one_full_precision_model_equal_to_the_adapter_on_it
     )
     code, output = run_cli(["export", str(run / "stage2-two" / "final"), "--output", str(tmp_path / "x")], capsys)
     assert code == 2 and "--merge" in output
+
+
+def test_an_adapter_exported_alone_in_fp16_scores_on_its_base_as_the_run_did(
+    qlora, tiny_llama, shared_senteval, tmp_path, capsys
+):
+    from pcctune.orchestration.evaluate import eval_model
+    from tests.conftest import assert_one_line_error, run_cli
+
+    _, run, _, _ = qlora
+    final, adapter = run / "stage2-two" / "final", tmp_path / "adapter"
+    code, output = run_cli(
+        ["export", str(final), "--adapter-only", "--dtype", "fp16", "--output", str(adapter)], capsys
+    )
+    assert code == 0, output
+    assert {p.name for p in adapter.iterdir()} == {"adapter_config.json", "adapter_model.safetensors", "README.md"}
+    tensors = load_file(adapter / "adapter_model.safetensors")
+    assert tensors and all(t.dtype == torch.float16 for t in tensors.values())
+    assert f"pcctune eval BASE --template eol --adapter {adapter}" in (adapter / "README.md").read_text()
+
+    as_the_run_scored = eval_model(str(final), None, None, None, "fp32", "none", "torch")  # 16-bit base + adapter
+    as_the_run_scored[0].sentence_max_tokens = None  # the stages' cut-off (6 tokens here), which the base lacks
+    on_its_base = eval_model(str(tiny_llama), "eol", None, None, "fp32", "none", "torch", adapter)
+    bare_base = eval_model(str(tiny_llama), "eol", None, None, "fp32", "none", "torch")
+    run_vectors, rescored, bare = (m.encode(SENTENCES[:4]) for m in (as_the_run_scored, on_its_base, bare_base))
+    assert np.abs(rescored - run_vectors).max() < 1e-3 < np.abs(bare - run_vectors).max()
+
+    out = tmp_path / "scores.json"
+    args = ["eval", str(tiny_llama), "--template", "eol", "--adapter", str(adapter), "--data", str(shared_senteval)]
+    code, output = run_cli([*args, "--output", str(out)], capsys)
+    assert code == 0, output
+    assert json.loads(out.read_text())["adapter"] == str(adapter)
+    code, output = run_cli(["eval", str(tiny_llama), "--adapter", str(tiny_llama)], capsys)
+    assert_one_line_error(code, output, "holds no LoRA adapter")
+    code, output = run_cli(["export", str(tiny_llama), "--adapter-only", "--output", str(tmp_path / "x")], capsys)
+    assert_one_line_error(code, output, "holds no LoRA adapter")

@@ -118,6 +118,9 @@ def eval_command(
     ] = "torch",
     quantization: QuantizationOption = "none",
     probe: ProbeOption = "sklearn",
+    adapter: Annotated[
+        Path | None, typer.Option(help="a LoRA adapter folder to put on MODEL first (pcctune export --adapter-only)")
+    ] = None,
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks."""
     from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, Probe, Quantization, run_eval
@@ -142,6 +145,7 @@ def eval_command(
             backend=_backend(backend),
             quantization=cast(Quantization, quantization),  # checked above
             probe=cast(Probe, probe),  # checked above
+            adapter=adapter,
         )
     except KeyboardInterrupt:
         raise Interrupted("interrupted; nothing was written") from None
@@ -295,19 +299,23 @@ def export_command(
     model: Annotated[Path, typer.Argument(help="a saved pcctune model folder (e.g. RUN/stage2-pcc/final)")],
     output: Annotated[Path, typer.Option(help="folder for the exported model")],
     merge: Annotated[bool, typer.Option(help="fold the LoRA adapter into full-precision weights")] = False,
-    dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16: weights of the merged model")] = "fp32",
+    adapter_only: Annotated[
+        bool, typer.Option(help="write the LoRA adapter alone, to score on its base: pcctune eval BASE --adapter")
+    ] = False,
+    dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16: weights of the merged model or adapter")] = "fp32",
     backend: Annotated[
         str, typer.Option(help="torch | onnx | openvino: also export the backbone (onnx/, openvino/ as ST lays out)")
     ] = "torch",
 ) -> None:
     """Export a trained model for sharing, as plain sentence-transformers where it can be (no pcctune needed).
 
-    --merge folds a LoRA / QLoRA adapter into one full-precision model; --backend onnx | openvino adds
-    the backbone in that format (score it with `pcctune eval OUTPUT --backend onnx`).
+    --merge folds a LoRA / QLoRA adapter into one full-precision model; --adapter-only writes the adapter alone
+    (e.g. --dtype fp16, to commit or share); --backend onnx | openvino adds the backbone in that format (score it
+    with `pcctune eval OUTPUT --backend onnx`).
     """
     from pcctune.orchestration.export import run_export
 
-    run_export(model, output, merge, dtype, _backend(backend), console)
+    run_export(model, output, merge, dtype, _backend(backend), console, adapter_only)
 
 
 @app.command("push")

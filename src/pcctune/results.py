@@ -92,6 +92,7 @@ class EvalResult(Record):
     protocol: str
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     model: str
+    adapter: str | None = Field(None, description="the LoRA adapter folder put on the model (pcctune eval --adapter)")
     template: str | None = None
     pooling: str | None = None
     dtype: str = "fp32"

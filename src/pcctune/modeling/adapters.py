@@ -8,11 +8,13 @@ training the same adapter.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sentence_transformers import SentenceTransformer
 
+from pcctune.errors import PcctuneError
 from pcctune.modeling.quantization import QuantizationConfig, bitsandbytes_config
 
 
@@ -96,3 +98,22 @@ def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
 def trainable_fraction(model: SentenceTransformer) -> float:
     total = sum(p.numel() for p in model.parameters())
     return sum(p.numel() for p in model.parameters() if p.requires_grad) / max(total, 1)
+
+
+def check_adapter_folder(folder: str | Path) -> Path:
+    """``folder`` when it holds a saved LoRA adapter (checked before any weight loads), else one clear error."""
+    folder = Path(folder)
+    if not (folder / "adapter_config.json").is_file():
+        raise PcctuneError(f"{folder} holds no LoRA adapter (no adapter_config.json)")
+    return folder
+
+
+def load_adapter_folder(model: SentenceTransformer, folder: str | Path) -> None:
+    """Put a saved LoRA adapter (``adapter_config.json`` and its weights, e.g. from ``pcctune export
+    --adapter-only``) on ``model``'s backbone, frozen for inference: the base and the adapter given apart, as the
+    authors' ``evaluation.py`` scores a QLoRA run (its ``--lora_weight`` on the model it names)."""
+    folder = check_adapter_folder(folder)
+    if getattr(model[0].model, "peft_config", None):
+        raise PcctuneError("the model already carries a LoRA adapter: give its base model with --adapter")
+    model.load_adapter(str(folder))
+    model.eval()

@@ -7,6 +7,8 @@ adapted layer with peft's ``merge_and_unload``, and writes a sentence-transforme
 the merged weights and the same template and pooling, without the 4-bit settings, as plain
 sentence-transformers (:mod:`pcctune.modeling.saving`). The folder is written atomically.
 
+:func:`export_adapter` writes the adapter alone (fp16 halves it), to be scored on its base.
+
 :func:`export_model` re-saves any model folder, old ones included, as plain sentence-transformers,
 with an ONNX or OpenVINO export of its backbone on request.
 """
@@ -52,6 +54,24 @@ def merge_adapter(folder: str | Path, output: str | Path, dtype: str = "fp32") -
             module_config["quantization"] = None
             write_json(module_config, staging / "sentence_bert_config.json")
         nativize(staging)
+    return output
+
+
+def export_adapter(folder: str | Path, output: str | Path, dtype: str = "fp16") -> Path:
+    """Write only the LoRA adapter of a saved model (its ``adapter_config.json`` and weights, floats cast to
+    ``dtype``): the small artefact that, put on the base model, scores as the run did (``pcctune eval BASE
+    --template T --adapter OUTPUT``)."""
+    from safetensors.torch import load_file, save_file
+
+    folder, output = Path(folder), Path(output)
+    weights = folder / "adapter_model.safetensors"
+    if not (folder / "adapter_config.json").is_file() or not weights.is_file():
+        raise PcctuneError(f"{folder} holds no LoRA adapter (adapter_config.json, adapter_model.safetensors)")
+    target = torch_dtype(dtype)
+    tensors = {k: v.to(target) if v.is_floating_point() else v for k, v in load_file(weights).items()}
+    with atomic_folder(output) as staging:
+        save_file(tensors, staging / weights.name, metadata={"format": "pt"})
+        shutil.copy2(folder / "adapter_config.json", staging / "adapter_config.json")
     return output
 
 

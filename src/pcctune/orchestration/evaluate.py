@@ -13,12 +13,14 @@ from transformers import set_seed
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_task
+from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, protocol_data_dir
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.evaluation.transfer import PROBES as PROBES  # the CLI offers them
 from pcctune.evaluation.transfer import Probe, evaluate_transfer
 from pcctune.io import check_output_file
+from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET
@@ -78,9 +80,17 @@ def eval_model(
     dtype: str,
     quantization: Quantization,
     backend: Backend,
+    adapter: Path | None = None,
 ) -> SentenceTransformer:
-    """The model ``pcctune eval`` scores: built as asked, at the asked precision, run by ``backend``."""
+    """The model ``pcctune eval`` scores: built as asked, at the asked precision, with ``adapter`` on it, run by
+    ``backend``; the adapter folder is checked before any weight loads."""
+    if adapter is not None:
+        check_adapter_folder(adapter)
+        if backend != "torch":
+            raise PcctuneError("--adapter runs on the torch backend: export the merged model for onnx / openvino")
     model = build_model(spec, template, pooling, max_seq_length, dtype, **precision(quantization))
+    if adapter is not None:
+        load_adapter_folder(model, adapter)
     return use_backend(model, Path(spec), backend)
 
 
@@ -117,24 +127,24 @@ def run_eval(
     backend: Backend = "torch",
     quantization: Quantization = "none",
     probe: Probe = "sklearn",
+    adapter: Path | None = None,
 ) -> EvalResult:
-    """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``.
-
-    ``quantization``: the backbone's precision (:func:`precision`). The output path, the data and the model
-    are checked before any encoding; the result is written (atomically) only when all of it has finished."""
+    """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
+    backbone precision ``quantization`` (:func:`precision`), with ``adapter`` (a LoRA folder) on it. The output path,
+    the data and the model are checked before any encoding; the result is written (atomically) only when complete."""
     started = time.perf_counter()
     if output is not None:
         check_output_file(output)
-    senteval = resolve_senteval_dir(data)
-    sts_tasks, transfer_tasks = load_tasks(senteval, tasks, protocol)
+    sts_tasks, transfer_tasks = load_tasks(senteval := resolve_senteval_dir(data), tasks, protocol)
     check_template_for(protocol, model_spec, template)
     set_seed(seed)
-    model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend)
+    model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
     sts = evaluate_sts(model, sts_tasks, token_budget=token_budget, protocol=protocol) if sts_tasks else None
     transfer = evaluate_transfer(model, transfer_tasks, token_budget, probe=probe) if transfer_tasks else None
     result = EvalResult(
         protocol=protocol,
         model=model_spec,
+        adapter=str(adapter) if adapter is not None else None,
         template=model_template(model),
         pooling=getattr(model[1], "pooling_mode", None),
         dtype=dtype,

@@ -7,17 +7,29 @@ from pathlib import Path
 from rich.console import Console
 
 from pcctune.errors import PcctuneError
-from pcctune.io import check_output_folder
+from pcctune.io import check_output_folder, write_text
 from pcctune.modeling.backends import Backend
-from pcctune.modeling.export import export_model, merge_adapter
+from pcctune.modeling.build import resolve_source, saved_template
+from pcctune.modeling.export import export_adapter, export_model, merge_adapter
+from pcctune.modeling.template import PRESETS
 from pcctune.orchestration.model_card import carry_section
 
 
-def run_export(model: Path, output: Path, merge: bool, dtype: str, backend: Backend, console: Console) -> None:
-    """``--merge`` folds a LoRA / QLoRA adapter into one model in ``dtype``; else re-save (with ``backend``)."""
+def run_export(
+    model: Path, output: Path, merge: bool, dtype: str, backend: Backend, console: Console, adapter_only: bool = False
+) -> None:
+    """``--merge`` folds a LoRA / QLoRA adapter into one model in ``dtype``; ``--adapter-only`` writes the adapter
+    alone in ``dtype``; else re-save (with ``backend``)."""
     if merge and backend != "torch":
         raise PcctuneError("--merge and --backend are two steps: merge first, then export the merged folder")
+    if adapter_only and (merge or backend != "torch"):
+        raise PcctuneError("--adapter-only writes the adapter alone: no --merge, no --backend")
     check_output_folder(output)
+    if adapter_only:
+        export_adapter(model, output, dtype)
+        write_text(output / "README.md", adapter_card(model, output, dtype))
+        console.print(f"adapter ({dtype}) -> {output}")
+        return
     if merge:
         console.print(f"merged model -> {merge_adapter(model, output, dtype)}")
         carry_section(model, output)
@@ -28,3 +40,23 @@ def run_export(model: Path, output: Path, merge: bool, dtype: str, backend: Back
         "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
     )
     console.print(f"model ({loads_in}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
+
+
+def adapter_card(model: Path, output: Path, dtype: str) -> str:
+    """The adapter folder's README: where it came from and the line that scores it on its base."""
+    template = saved_template(resolve_source(str(model)))
+    preset = {text: name for name, text in PRESETS.items()}.get(template or "", f"'{template}'")
+    flag = f" --template {preset}" if template else ""
+    return "\n".join(
+        [
+            f"# LoRA adapter exported from `{model}` ({dtype})",
+            "",
+            "Only the adapter: `adapter_config.json` names the base model it was trained on. Score it on that base,",
+            "unquantized, as the authors evaluate a QLoRA run (their `--load_kbit 16`):",
+            "",
+            "```bash",
+            f"pcctune eval BASE{flag} --adapter {output} --protocol paper-prompt",
+            "```",
+            "",
+        ]
+    )

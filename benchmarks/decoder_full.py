@@ -35,6 +35,9 @@ def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         path = records / f"{name}.json"
         return load_result(path) if path.is_file() else None
 
+    def run_of(seed: int) -> RunResult | None:  # its finished record, else what it has recorded so far
+        return load(f"seed{seed}") or load(f"seed{seed}_partial")
+
     def scored(paper: Any, simcse: Any, four: Any = NOT_QUANTIZED, stage: Any = None) -> dict[str, Any]:
         return {"paper": paper, "simcse": simcse, "4bit": four, "stage": stage}
 
@@ -42,17 +45,16 @@ def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         ("zero-shot PromptEOL", [scored(load("zero_shot_paper"), load("zero_shot_simcse"))]),
         ("ICL (1 demonstration, dev-chosen)", [scored(load("icl_paper"), load("icl_simcse"))]),
     ]
-    seed1: RunResult | None = load("seed1")
+    seed1 = run_of(1)
     stage1 = scored(seed1 and seed1.sts_by_stage.get(STAGE1), load("stage1_simcse"), load("stage1_4bit"))
     stage1["stage"] = seed1 and next((s for s in seed1.stages if s.stage == STAGE1), None)
     rows.append(("stage 1 (InfoNCE, QLoRA)", [stage1]))
     for loss, label in (("pearson", "stage 1 + Pcc (Pearson)"), ("contrastive", "stage 1 + contrastive stage 2")):
         seeds = []
         for seed in (1, 2, 3):
-            run: RunResult | None = load(f"seed{seed}")
-            if run is None:
+            run, name = run_of(seed), f"{STAGE2}-{loss}"
+            if run is None or name not in run.sts_by_stage:
                 continue
-            name = f"{STAGE2}-{loss}"
             stage = next((s for s in run.stages if s.stage == name), None)
             seeds.append(
                 scored(

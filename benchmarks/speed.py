@@ -13,6 +13,8 @@
 4. **GradCache.** One optimizer step of the Pearson loss over a group of N pairs, plain against
    cached (GradCache mini-batches), at N = 256, 1,024 and 4,096, with the peak memory of each
    (each measurement in its own process; peak RSS on CPU).
+5. **Tokens** (not timed): the padded tokens each evaluation of (1) runs through the model; their ratio bounds
+   what running fewer tokens can gain.
 
     python benchmarks/speed.py --output docs/results/speed                      # all four (long)
     python benchmarks/speed.py --only eval --model smollm2-135m --template eol --sample 300  # a quick look
@@ -300,6 +302,39 @@ def gradcache_rows(args: argparse.Namespace) -> Rows:
     return rows
 
 
+# --- 5. tokens run through the model ------------------------------------------------------------------
+
+
+def token_rows(args: argparse.Namespace) -> Rows:
+    """The padded tokens each evaluation runs through the model (no timing): ST's evaluator encodes each side of
+    each task in batches of 16 by character length; pcctune each distinct text once by token length within the
+    token budget, a decoder's template prefix once. Their ratio bounds the speed-up that fewer tokens can give."""
+    import numpy as np
+
+    from pcctune.evaluation.protocols import senteval_text
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, length_batches, token_lengths
+    from pcctune.modeling.prefix_cache import cached_prefix, prefix_ids
+
+    model = build_model(args.model, template=args.template)
+    sides = [
+        [senteval_text(getattr(p, side)) for p in t.pairs] for t in _tasks(args) for side in ("sentence1", "sentence2")
+    ]
+    st_tokens = 0
+    for texts in sides:
+        lengths = np.array(token_lengths(model, texts))[np.argsort([-len(t) for t in texts], kind="stable")]
+        st_tokens += sum(int(lengths[i : i + 16].max()) * len(lengths[i : i + 16]) for i in range(0, len(texts), 16))
+    unique = sorted({t for texts in sides for t in texts})
+    lengths, budget = token_lengths(model, unique), args.token_budget or DEFAULT_TOKEN_BUDGET
+    prefix = len(prefix_ids(model)) if cached_prefix(model) is not None else 0
+    ours = sum((lengths[b[0]] - prefix) * len(b) for b in length_batches(lengths, budget))
+    counts = {"texts": sum(map(len, sides)), "distinct": len(unique), "prefix tokens": prefix}
+    return [
+        {"label": "ST evaluator", "what": "tokens", "tokens": st_tokens, **counts},
+        {"label": f"pcctune (budget {budget})", "what": "tokens", "tokens": ours, "ratio": st_tokens / ours, **counts},
+    ]
+
+
 # --- tables -------------------------------------------------------------------------------------------
 
 
@@ -343,12 +378,23 @@ def gradcache_table(rows: Rows) -> ScoreTable:
     return table
 
 
+def token_table(rows: Rows) -> ScoreTable:
+    columns = ["texts", "padded tokens run", "ST tokens / these"]
+    table = ScoreTable("tokens", columns, first_column="path")
+    for r in rows:
+        texts = f"{r['distinct']:,} distinct" if "ratio" in r else f"{r['texts']:,}"
+        values = [texts, f"{r['tokens']:,}", f"{r['ratio']:.3f}" if "ratio" in r else "1"]
+        table.rows.append((r["label"], dict(zip(columns, values, strict=True))))
+    return table
+
+
 # --only's name of each part: how it measures, how it tabulates, and the ``what`` of its rows
 PARTS = {
     "eval": (eval_rows, eval_table, "eval"),
     "steps": (step_rows, step_table, "train-step"),
     "dev-eval": (dev_eval_rows, dev_table, "dev-eval"),
     "gradcache": (gradcache_rows, gradcache_table, "gradcache"),
+    "tokens": (token_rows, token_table, "tokens"),
 }
 
 

@@ -21,6 +21,13 @@ def test_readers_and_splits(mini_transfer):
     assert isinstance(tasks["MRPC"].splits["train"][0][0], tuple)
 
 
+def test_a_blank_line_of_a_binary_task_is_a_sample_as_in_senteval(mini_transfer):
+    positive = mini_transfer / "downstream" / "CR" / "custrev.pos"
+    positive.write_text(positive.read_text().replace("\n", "\n\n", 1) + "\n")  # one blank line inside, one at the end
+    texts, labels = load_transfer_task(mini_transfer, "CR").splits["all"]
+    assert len(texts) == 22 + 20 and texts[1] == texts[21] == "" and labels.count(1) == 22
+
+
 def test_unknown_task_and_bad_line(mini_transfer):
     with pytest.raises(PcctuneError, match="unknown transfer task"):
         load_transfer_task(mini_transfer, "SST5")

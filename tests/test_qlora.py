@@ -336,6 +336,11 @@ def test_an_adapter_exported_alone_in_fp16_scores_on_its_base_as_the_run_did(
     bare_base = eval_model(str(tiny_llama), "eol", None, None, "fp32", "none", "torch")
     run_vectors, rescored, bare = (m.encode(SENTENCES[:4]) for m in (as_the_run_scored, on_its_base, bare_base))
     assert np.abs(rescored - run_vectors).max() < 1e-3 < np.abs(bare - run_vectors).max()
+    on_4bit = eval_model(str(final), None, None, None, "fp32", "saved", "torch")  # as trained: the NF4 base
+    on_4bit[0].sentence_max_tokens = None
+    on_its_4bit_base = eval_model(str(tiny_llama), "eol", None, None, "fp32", "nf4", "torch", adapter)
+    assert linear_4bit_layers(on_its_4bit_base)
+    assert np.abs(on_its_4bit_base.encode(SENTENCES[:4]) - on_4bit.encode(SENTENCES[:4])).max() < 1e-3
 
     out = tmp_path / "scores.json"
     args = ["eval", str(tiny_llama), "--template", "eol", "--adapter", str(adapter), "--data", str(shared_senteval)]

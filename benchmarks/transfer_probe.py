@@ -141,7 +141,8 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
         ours, theirs = ([found.get((model, p, t)) for t in tasks] for p in ("senteval", REFERENCE))
         if any(a and b for a, b in zip(ours, theirs, strict=True)):
             gaps = [
-                f"{a['accuracy'] - b['accuracy']:+.2f}" if a and b else "—" for a, b in zip(ours, theirs, strict=True)
+                f"{round(a['accuracy'] - b['accuracy'], 2) + 0.0:+.2f}" if a and b else "—"
+                for a, b in zip(ours, theirs, strict=True)
             ]
             lines.append(f"| {model} | senteval − {REFERENCE} | " + " | ".join(gaps) + " | |")
     return "\n".join(lines)

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -102,6 +102,20 @@ def stage2_config(args: argparse.Namespace, loss: str, lr: float, **settings: An
 def budget(args: argparse.Namespace) -> str:
     """The training budget in words: ``N steps`` or ``E epoch(s)``."""
     return f"{args.max_steps} steps" if args.max_steps else f"{args.epochs:g} epoch(s)"
+
+
+def trained_runs(
+    seeds: list[int], variants: list[Any], config_of: Callable[[Any, int], Any]
+) -> Iterator[tuple[int, Any, Any, Any]]:
+    """Each (seed, variant)'s ``RunConfig`` and ``RunResult``, trained by pcctune's pipeline and resumed when its
+    folder already holds the run (a killed queue continues; a finished run gives back its record)."""
+    from pcctune.orchestration.library import train
+    from pcctune.orchestration.run_folder import holds_a_run
+
+    for seed in seeds:
+        for variant in variants:
+            config = config_of(variant, seed)
+            yield seed, variant, config, train(config, resume=holds_a_run(Path(config.output_dir)))
 
 
 def run_python(args: list[str]) -> tuple[float, str]:

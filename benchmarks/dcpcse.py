@@ -21,10 +21,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows, trained_runs
 from pcctune.evaluation.tables import mean_std_cell
-from pcctune.orchestration.library import train
-from pcctune.orchestration.run_folder import holds_a_run
 from pcctune.training.config import RunConfig, StageConfig, load_config
 
 VARIANTS = ("deep prompts", "shallow prompts", "full fine-tuning", "LoRA r=8")
@@ -58,23 +56,16 @@ def variant_config(args: argparse.Namespace, path: Path, variant: str, seed: int
 
 def measure(args: argparse.Namespace) -> Measured:
     rows: Rows = []
-    for path in map(Path, args.configs):
-        for seed in args.seeds:
-            for variant in args.variants:
-                config = variant_config(args, path, variant, seed)
-                result = train(config, resume=holds_a_run(Path(config.output_dir)))
-                stage = result.stages[0]
-                row = {"label": f"{path.stem} | {variant} | seed {seed}", "config": path.stem, "variant": variant}
-                row |= {"seed": seed, "lr": config.stages[0].learning_rate, "trainable": stage.trainable_fraction * 100}
-                rows.append(
-                    row
-                    | {
-                        "seconds": stage.wall_time_s,
-                        "dev": stage.best_dev_spearman,
-                        "sts": result.sts_by_stage[stage.stage],
-                    }
-                )
-                save_rows(args.output, "dcpcse", rows, "label")
+    pairs = [(Path(path), variant) for path in args.configs for variant in args.variants]
+    for seed, (path, variant), config, result in trained_runs(
+        args.seeds, pairs, lambda pair, s: variant_config(args, pair[0], pair[1], s)
+    ):
+        stage = result.stages[0]
+        row = {"label": f"{path.stem} | {variant} | seed {seed}", "config": path.stem, "variant": variant}
+        row |= {"seed": seed, "lr": config.stages[0].learning_rate, "trainable": stage.trainable_fraction * 100}
+        row |= {"seconds": stage.wall_time_s, "dev": stage.best_dev_spearman}
+        rows.append(row | {"sts": result.sts_by_stage[stage.stage]})
+        save_rows(args.output, "dcpcse", rows, "label")
     return Measured(rows, described(args))
 
 

@@ -27,10 +27,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows, trained_runs
 from pcctune.evaluation.tables import mean_std_cell
-from pcctune.orchestration.library import train
-from pcctune.orchestration.run_folder import holds_a_run
 from pcctune.training.config import RunConfig
 
 BASE = "base model (no training)"
@@ -79,18 +77,15 @@ def variant_config(args: argparse.Namespace, variant: str, seed: int) -> RunConf
 
 def measure(args: argparse.Namespace) -> Measured:
     rows: Rows = []
-    for seed in args.seeds:
-        for variant in args.variants:
-            config = variant_config(args, variant, seed)
-            result = train(config, resume=holds_a_run(Path(config.output_dir)))
-            stage = result.stages[0]
-            row = {"label": f"{variant} | seed {seed}", "variant": variant, "seed": seed}
-            row |= {"seconds": stage.wall_time_s, "dev": stage.best_dev_spearman}
-            rows.append(row | {"sts": result.sts_by_stage[stage.stage]})
-            if "before" in result.sts_by_stage:
-                rows.append({"label": BASE, "variant": BASE, "seed": None, "seconds": 0.0, "dev": None})
-                rows[-1]["sts"] = result.sts_by_stage["before"]
-            save_rows(args.output, "regression", rows, "label")
+    for seed, variant, _, result in trained_runs(args.seeds, args.variants, lambda v, s: variant_config(args, v, s)):
+        stage = result.stages[0]
+        row = {"label": f"{variant} | seed {seed}", "variant": variant, "seed": seed}
+        row |= {"seconds": stage.wall_time_s, "dev": stage.best_dev_spearman}
+        rows.append(row | {"sts": result.sts_by_stage[stage.stage]})
+        if "before" in result.sts_by_stage:
+            rows.append({"label": BASE, "variant": BASE, "seed": None, "seconds": 0.0, "dev": None})
+            rows[-1]["sts"] = result.sts_by_stage["before"]
+        save_rows(args.output, "regression", rows, "label")
     return Measured(rows, described(args))
 
 

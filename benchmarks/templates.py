@@ -21,10 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, run, save_rows, trained_runs
 from pcctune.evaluation.tables import mean_std_cell
-from pcctune.orchestration.library import train
-from pcctune.orchestration.run_folder import holds_a_run
 from pcctune.training.config import RunConfig, load_config
 
 PHASES = {"before": "zero-shot", "stage 1": "stage 1", "stage 2": "stage 2"}
@@ -54,18 +52,15 @@ def run_config(args: argparse.Namespace, template: str, seed: int) -> RunConfig:
 
 def measure(args: argparse.Namespace) -> Measured:
     rows: Rows = []
-    for seed in args.seeds:
-        for template in args.templates:
-            config = run_config(args, template, seed)
-            result = train(config, resume=holds_a_run(Path(config.output_dir)))
-            stage1, stage2 = (s.name for s in config.stages)
-            scores = dict(zip(PHASES, (result.sts_by_stage[k] for k in ("before", stage1, stage2)), strict=True))
-            times = {s.stage: s.wall_time_s for s in result.stages}
-            rows.append(
-                {"label": f"{template} seed {seed}", "template": template, "seed": seed, "scores": scores}
-                | {"sts": scores["stage 2"], "stage_seconds": times}
-            )
-            save_rows(args.output, "templates", rows, "label")
+    for seed, template, config, result in trained_runs(args.seeds, args.templates, lambda t, s: run_config(args, t, s)):
+        stage1, stage2 = (s.name for s in config.stages)
+        scores = dict(zip(PHASES, (result.sts_by_stage[k] for k in ("before", stage1, stage2)), strict=True))
+        times = {s.stage: s.wall_time_s for s in result.stages}
+        rows.append(
+            {"label": f"{template} seed {seed}", "template": template, "seed": seed, "scores": scores}
+            | {"sts": scores["stage 2"], "stage_seconds": times}
+        )
+        save_rows(args.output, "templates", rows, "label")
     return Measured(rows, described(args))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from rich.console import Console
 
 from pcctune.errors import PcctuneError
@@ -42,6 +43,14 @@ def run_export(
     console.print(f"model ({loads_in}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
 
 
+def trained_from(model: Path) -> str:
+    """The model a run's stage folder (``RUN/STAGE/final``) was trained from, read from the run's
+    ``config.yaml``; ``BASE`` for a folder outside a run."""
+    run_config = model.parent.parent / "config.yaml"
+    saved = yaml.safe_load(run_config.read_text(encoding="utf-8")) if run_config.is_file() else None
+    return str(saved.get("model", "BASE")) if isinstance(saved, dict) else "BASE"
+
+
 def adapter_card(model: Path, output: Path, dtype: str) -> str:
     """The adapter folder's README: where it came from and the line that scores it on its base."""
     template = saved_template(resolve_source(str(model)))
@@ -51,11 +60,11 @@ def adapter_card(model: Path, output: Path, dtype: str) -> str:
         [
             f"# LoRA adapter exported from `{model}` ({dtype})",
             "",
-            "Only the adapter: `adapter_config.json` names the base model it was trained on. Score it on that base,",
-            "unquantized, as the authors evaluate a QLoRA run (their `--load_kbit 16`):",
+            "Only the adapter. Score it on the base it was trained on, unquantized, as the authors evaluate a QLoRA",
+            "run (their `--load_kbit 16`):",
             "",
             "```bash",
-            f"pcctune eval BASE{flag} --adapter {output} --protocol paper-prompt",
+            f"pcctune eval {trained_from(model)}{flag} --adapter {output} --protocol paper-prompt",
             "```",
             "",
         ]

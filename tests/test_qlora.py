@@ -149,6 +149,49 @@ def test_stage_two_trains_4bit_layers_and_continues_the_last_stage_one_adapter(q
     assert record.stages[1].trainable_fraction < 0.5
 
 
+def test_every_saved_model_keeps_whole_sentences_though_training_cut_them(qlora):
+    import json
+
+    _, run, _, _ = qlora
+    saved = sorted(path.parent for path in run.rglob("sentence_bert_config.json"))
+    names = {path.relative_to(run).as_posix() for path in saved}
+    assert {"stage1-one/last", "stage1-one/final", "stage2-two/final", "stage1-one/checkpoints/checkpoint-2"} <= names
+    # the stages cut training sentences to 6 tokens; a saved model (the next stage's start, a test evaluation's
+    # model, a checkpoint) must not carry that cut into what it encodes later
+    cuts = {name: json.loads((run / name / "sentence_bert_config.json").read_text()) for name in names}
+    cuts = {name: config["sentence_max_tokens"] for name, config in cuts.items()}
+    assert set(cuts.values()) == {None}, cuts
+
+
+def test_a_run_can_start_from_another_runs_saved_stage(qlora, tiny_llama, shared_senteval):
+    """The decoder table's seeds 2 and 3: stage 2 alone, its ``model`` the stage-1 folder of seed 1's run."""
+    import pcctune.orchestration.pipeline as pipeline
+    import pcctune.training.stage as stage_module
+
+    _, run, _, folder = qlora
+    config = _config(tiny_llama, shared_senteval, folder, "from_saved", evaluate_after_each_stage=False)
+    config = config.model_copy(
+        update={"model": str(run / "stage1-one" / "last"), "template": None, "pooling": "lasttoken"}
+    )
+    config.stages = config.stages[1:]
+    started: list[tuple[int, dict[str, torch.Tensor]]] = []
+    real_run_stage = pipeline.run_stage
+
+    def spy(model, stage, *args, **kwargs):
+        lora = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+        started.append((len(linear_4bit_layers(model)), lora))
+        return real_run_stage(model, stage, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "run_stage", spy)
+        patch.setattr(stage_module, "dev_evaluator", lambda kind, senteval: ScriptedDev(SCRIPTED_DEV))
+        patch.setattr(pipeline, "evaluate_sts", lambda model, tasks, **kwargs: ([], 0.0))
+        run_pipeline(config)
+    [(linear4bit, lora)] = started
+    assert linear4bit > 0  # trained on the 4-bit base
+    assert _started_from(lora, run / "stage1-one" / "last" / "adapter_model.safetensors")
+
+
 def test_the_best_dev_checkpoint_is_the_one_loaded(qlora):
     record, run, _, _ = qlora
     stage = run / "stage2-two"

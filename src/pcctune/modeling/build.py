@@ -179,6 +179,8 @@ def _load(
 ) -> SentenceTransformer:
     folder = Path(source.path)
     saved_as_is = (folder / "modules.json").is_file() or source.origin == "hub"
+    if pooling is not None and pooling == _saved_pooling(folder):
+        pooling = None  # the pooling it was saved with: nothing to assemble anew
     if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt:
         # pcctune's own TemplateTransformer is imported from this installed package; a saved module
         # restores its own settings (template, 4-bit quantization) from its config, unless asked otherwise

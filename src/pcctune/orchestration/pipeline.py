@@ -53,13 +53,14 @@ from pcctune.training.stage import continued_model, run_stage
 
 def load_base(config: RunConfig, quantized: bool = True, head: bool = True) -> SentenceTransformer:
     """The run's base model in its dtype (with its MLP pooler head, if any, unless ``head`` is false); 4-bit for a
-    QLoRA run unless ``quantized`` is false."""
+    QLoRA run unless ``quantized`` is false. A saved model (e.g. another run's finished stage, adapter included)
+    loads as it was saved, its base in 4-bit or not as asked."""
     model = build_model(
         config.model,
         template=config.template,
         pooling=config.pooling,
         dtype=config.dtype,
-        quantization=quantization_settings(config.adapter) if quantized else None,
+        quantization=quantization_settings(config.adapter) if quantized else {},
         prompt=config.adapter.prompt_kwargs(),
     )
     return add_mlp_head(model) if head and config.pooling_head == "mlp" else model

@@ -41,6 +41,7 @@ from pcctune.training.dev import dev_evaluator, dev_metric
 from pcctune.training.disk import check_disk, checkpoints_kept
 from pcctune.training.head_warmup import warm_up_head
 from pcctune.training.health import NonFiniteGuard
+from pcctune.training.lengths import InputLengths, input_lengths, lengths_of
 from pcctune.training.losses import build_loss
 from pcctune.training.memory import PeakMemory
 from pcctune.training.plots import plot_training
@@ -50,26 +51,21 @@ from pcctune.training.trainer import PcctuneTrainer
 
 
 @contextmanager
-def training_lengths(model: SentenceTransformer, stage: StageConfig) -> Iterator[None]:
-    """The stage's ``max_seq_length`` and ``sentence_max_tokens`` cut training inputs (and the dev
-    evaluations during training); the saved model and the STS evaluations keep the model's own."""
-    module = model[0]
-    if stage.sentence_max_tokens is not None and not isinstance(module, TemplateTransformer):
+def training_lengths(model: SentenceTransformer, stage: StageConfig) -> Iterator[InputLengths]:
+    """The stage's ``max_seq_length`` and ``sentence_max_tokens`` cut training inputs (and the dev evaluations
+    during training), yielding the model's own lengths: the saved models and the STS evaluations keep those."""
+    own = lengths_of(model)
+    if stage.sentence_max_tokens is not None and not isinstance(model[0], TemplateTransformer):
         raise PcctuneError(
             f"stage {stage.name!r}: sentence_max_tokens needs pcctune's input module (give the run a template); "
             "use max_seq_length for a plain model"
         )
-    saved = (model.max_seq_length, getattr(module, "sentence_max_tokens", None))
-    if stage.max_seq_length is not None:
-        model.max_seq_length = stage.max_seq_length
-    if stage.sentence_max_tokens is not None and isinstance(module, TemplateTransformer):
-        module.sentence_max_tokens = stage.sentence_max_tokens
-    try:
-        yield
-    finally:
-        model.max_seq_length = saved[0]
-        if isinstance(module, TemplateTransformer):
-            module.sentence_max_tokens = saved[1]
+    stage_lengths = InputLengths(
+        stage.max_seq_length if stage.max_seq_length is not None else own.max_seq_length,
+        stage.sentence_max_tokens if stage.sentence_max_tokens is not None else own.sentence_max_tokens,
+    )
+    with input_lengths(model, stage_lengths):
+        yield own
 
 
 LAST = "last"
@@ -280,7 +276,8 @@ def run_stage(
         evaluator=dev_evaluator(stage.dev, senteval_dir),
     )
     trainer.last_dir = stage_dir / LAST if keep_last else None
-    with training_lengths(model, stage), memory, disk_errors(stage, stage_dir):
+    with training_lengths(model, stage) as own_lengths, memory, disk_errors(stage, stage_dir):
+        trainer.own_lengths = own_lengths
         trainer.train(resume_from_checkpoint=checkpoint)
     history = trained_history(trainer, stage, len(dataset))
     final_dir = save_stage(model, history, stage, run, stage_dir)

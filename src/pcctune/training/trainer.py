@@ -1,4 +1,4 @@
-"""sentence-transformers' trainer, with two behaviours changed for pcctune's runs.
+"""sentence-transformers' trainer, with these behaviours changed for pcctune's runs.
 
 - A failed reload of the best dev checkpoint is an error. ``SentenceTransformerTrainer._load_best_model``
   catches any exception and only logs it, so a run whose best checkpoint could not be loaded
@@ -13,10 +13,13 @@
 - With ``last_dir`` set, the weights of the last step are saved there before the best dev checkpoint
   replaces them: the model the authors' stage 2 continues (``lora_path`` is stage 1's output folder,
   written at its last step; Pcc-tuning ``tune.py``), when a stage's ``init`` is ``final``.
+- With ``own_lengths`` set, every save (checkpoints, ``last``) keeps the model's own input lengths, not the
+  stage's training cut (:mod:`pcctune.training.lengths`).
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +31,29 @@ from pcctune.distributed import is_main_process
 from pcctune.errors import PcctuneError
 from pcctune.modeling.quantization import linear_4bit_layers
 from pcctune.modeling.saving import save_model
+from pcctune.training.lengths import InputLengths, input_lengths
 
 
 class PcctuneTrainer(SentenceTransformerTrainer):
     last_dir: Path | None = None
     """Where the last step's model is saved before the best checkpoint is loaded (None: not kept)."""
+    own_lengths: InputLengths | None = None
+    """The model's own input lengths, which every save keeps (the stage's cut applies to training only)."""
+
+    def _own_lengths(self) -> AbstractContextManager[Any]:
+        return nullcontext() if self.own_lengths is None else input_lengths(self.model, self.own_lengths)
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        with self._own_lengths():
+            super().save_model(output_dir, _internal_call)
 
     def _load_best_model(self) -> None:
         checkpoint = self.state.best_model_checkpoint
         if not checkpoint:
             return
         if self.last_dir is not None and is_main_process():
-            save_model(self.model, self.last_dir)
+            with self._own_lengths():
+                save_model(self.model, self.last_dir)
         try:
             self._load_from_checkpoint(checkpoint)
         except Exception as error:

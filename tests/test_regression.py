@@ -88,3 +88,57 @@ def test_snli_as_regression_and_head_warmup(tiny_bert, tmp_path):
     last = warm_up_head(loss, pairs, epochs=30, lr=0.05, batch_size=2)
     assert last < first
     assert all(torch.equal(a, b) for a, b in zip(encoder_before, model.parameters(), strict=False))  # encoder frozen
+
+
+def _normalized_tiny_bert(tiny_bert, folder):
+    """The tiny BERT as all-MiniLM-L6-v2 is built: Transformer, Pooling, Normalize."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules.normalize import Normalize
+
+    base = build_model(str(tiny_bert))
+    SentenceTransformer(modules=[*base, Normalize()]).save(str(folder))
+    return folder
+
+
+def test_pooled_embeddings_pass_normalize_through_and_keep_the_saved_model(tiny_bert, tmp_path):
+    from pcctune.training.pooled import pooled_embeddings
+
+    model = build_model(str(_normalized_tiny_bert(tiny_bert, tmp_path / "normalized")))
+    features = model.preprocess(SENTENCES[:4])
+    with torch.no_grad():
+        with pooled_embeddings(model):
+            pooled = model(dict(features))["sentence_embedding"]
+            model.save(str(tmp_path / "saved_inside"))
+        after = model(dict(features))["sentence_embedding"]
+    assert not torch.allclose(pooled.norm(dim=-1), torch.ones(4), atol=1e-3)  # the pooled, unnormalised vectors
+    assert torch.allclose(after.norm(dim=-1), torch.ones(4), atol=1e-5)  # normalised again after the block
+    assert torch.allclose(torch.nn.functional.normalize(pooled, dim=-1), after, atol=1e-6)
+    again = build_model(str(tmp_path / "saved_inside"))  # a save inside the block keeps its Normalize
+    assert type(again[-1]).__name__ == "Normalize"
+
+
+def test_a_regression_stage_trains_its_head_on_the_pooled_embeddings(tiny_bert, shared_senteval, tmp_path):
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import RunConfig
+    from tests.conftest import pairs_jsonl
+
+    model = _normalized_tiny_bert(tiny_bert, tmp_path / "normalized")
+    norms: list[torch.Tensor] = []
+    real = RegressionLoss.loss_from_embeddings
+
+    def spy(self, columns, labels):
+        norms.append(torch.cat([c.detach().norm(dim=-1) for c in columns]))
+        return real(self, columns, labels)
+
+    data = {"source": "pairs", "path": str(pairs_jsonl(tmp_path / "p.jsonl", 16))}
+    stage = {"name": "r", "loss": "smooth_k2", "data": data, "batch_size": 4, "max_steps": 2, "dev": "none"}
+    config = RunConfig.model_validate(
+        {"model": str(model), "data_dir": str(shared_senteval), "output_dir": str(tmp_path / "run")}
+        | {"evaluate_before": False, "stages": [stage]}
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RegressionLoss, "loss_from_embeddings", spy)
+        run_pipeline(config, tasks=[])
+    assert norms and not torch.allclose(torch.cat(norms), torch.ones(1), atol=1e-3)
+    final = build_model(str(tmp_path / "run" / "stage1-r" / "final"))
+    assert torch.allclose(torch.as_tensor(final.encode(SENTENCES[:3])).norm(dim=-1), torch.ones(3), atol=1e-5)

@@ -45,6 +45,7 @@ from pcctune.training.lengths import InputLengths, input_lengths, lengths_of
 from pcctune.training.losses import build_loss
 from pcctune.training.memory import PeakMemory
 from pcctune.training.plots import plot_training
+from pcctune.training.pooled import pooled_embeddings
 from pcctune.training.sampling import SourceBatchSampler
 from pcctune.training.stage_cost import StageClock, StageCost, cost_in
 from pcctune.training.trainer import PcctuneTrainer
@@ -266,19 +267,20 @@ def run_stage(
     check_stage_disk(
         model, stage, len(dataset) // plan.group_size, args.metric_for_best_model is not None, stage_dir, keep_last
     )
-    loss = stage_loss(stage, model, plan, num_classes, senteval_dir, run.seed)
-    trainer = PcctuneTrainer(
-        model=model,
-        args=args,
-        train_dataset=dataset,
-        callbacks=[*stage_callbacks(loss, model, stage), clock, *(callbacks or [])],
-        loss=loss,
-        evaluator=dev_evaluator(stage.dev, senteval_dir),
-    )
-    trainer.last_dir = stage_dir / LAST if keep_last else None
-    with training_lengths(model, stage) as own_lengths, memory, disk_errors(stage, stage_dir):
-        trainer.own_lengths = own_lengths
-        trainer.train(resume_from_checkpoint=checkpoint)
+    with pooled_embeddings(model, active=issubclass(loss_spec(stage.loss).cls, RegressionLoss)):
+        loss = stage_loss(stage, model, plan, num_classes, senteval_dir, run.seed)
+        trainer = PcctuneTrainer(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            callbacks=[*stage_callbacks(loss, model, stage), clock, *(callbacks or [])],
+            loss=loss,
+            evaluator=dev_evaluator(stage.dev, senteval_dir),
+        )
+        trainer.last_dir = stage_dir / LAST if keep_last else None
+        with training_lengths(model, stage) as own_lengths, memory, disk_errors(stage, stage_dir):
+            trainer.own_lengths = own_lengths
+            trainer.train(resume_from_checkpoint=checkpoint)
     history = trained_history(trainer, stage, len(dataset))
     final_dir = save_stage(model, history, stage, run, stage_dir)
     return StageResult(

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Issue 26's tables (docs/results/{regression,batch_size,dcpcse,templates}), one benchmark after another on one
+# core, cheapest first. Each benchmark resumes its own runs, so rerunning the same line continues the queue.
+# Usage: OMP_NUM_THREADS=1 PCCTUNE_DATA=../shared/data benchmarks/claims_queue.sh
+set -euo pipefail
+python benchmarks/regression.py --output docs/results/regression
+python benchmarks/batch_size.py --output docs/results/batch_size --resume
+python benchmarks/dcpcse.py --configs configs/dcpcse_minilm.yaml --output docs/results/dcpcse
+python benchmarks/templates.py --output docs/results/templates
+python benchmarks/dcpcse.py --output docs/results/dcpcse   # adds all-mpnet-base-v2's rows to MiniLM's

@@ -313,7 +313,7 @@ def token_rows(args: argparse.Namespace) -> Rows:
 
     from pcctune.evaluation.protocols import senteval_text
     from pcctune.modeling.build import build_model
-    from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, length_batches, token_lengths
+    from pcctune.modeling.encoding import default_token_budget, length_batches, token_lengths
     from pcctune.modeling.prefix_cache import cached_prefix, prefix_ids
 
     model = build_model(args.model, template=args.template)
@@ -325,7 +325,7 @@ def token_rows(args: argparse.Namespace) -> Rows:
         lengths = np.array(token_lengths(model, texts))[np.argsort([-len(t) for t in texts], kind="stable")]
         st_tokens += sum(int(lengths[i : i + 16].max()) * len(lengths[i : i + 16]) for i in range(0, len(texts), 16))
     unique = sorted({t for texts in sides for t in texts})
-    lengths, budget = token_lengths(model, unique), args.token_budget or DEFAULT_TOKEN_BUDGET
+    lengths, budget = token_lengths(model, unique), args.token_budget or default_token_budget(model)
     prefix = len(prefix_ids(model)) if cached_prefix(model) is not None else 0
     ours = sum((lengths[b[0]] - prefix) * len(b) for b in length_batches(lengths, budget))
     counts = {"texts": sum(map(len, sides)), "distinct": len(unique), "prefix tokens": prefix}

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from pcctune.modeling.build import build_model
-from pcctune.modeling.encoding import encode_texts, encode_unique, length_batches, token_lengths
+from pcctune.modeling.encoding import (
+    DECODER_TOKEN_BUDGET,
+    ENCODER_TOKEN_BUDGET,
+    encode_texts,
+    encode_unique,
+    length_batches,
+    token_lengths,
+)
 from tests.conftest import SENTENCES
 
 LONG = " ".join(SENTENCES)  # longer than the tiny models' 64 positions: truncated
@@ -83,3 +90,23 @@ def test_only_a_batch_that_starts_with_the_prefix_uses_it_and_encoders_never_do(
     assert prefix.covers(rows)
     rows[1, len(prefix.ids) - 1] = 9  # a tokenizer merged the last prefix token with the sentence
     assert not prefix.covers(rows) and not prefix.covers(rows[:, : len(prefix.ids)])
+
+
+@pytest.mark.parametrize(
+    ("fixture", "budget"), [("tiny_bert", ENCODER_TOKEN_BUDGET), ("tiny_llama", DECODER_TOKEN_BUDGET)]
+)
+def test_the_default_budget_depends_on_the_model_kind(fixture, budget, request, monkeypatch):
+    import pcctune.modeling.encoding as encoding
+
+    model = build_model(str(request.getfixturevalue(fixture)))
+    asked: list[int] = []
+    real = encoding.length_batches
+
+    def spy(lengths, token_budget, *args):
+        asked.append(token_budget)
+        return real(lengths, token_budget, *args)
+
+    monkeypatch.setattr(encoding, "length_batches", spy)
+    encode_texts(model, SENTENCES[:3])
+    encode_texts(model, SENTENCES[:3], token_budget=32)
+    assert asked == [budget, 32] and DECODER_TOKEN_BUDGET != ENCODER_TOKEN_BUDGET

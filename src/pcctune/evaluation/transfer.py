@@ -22,7 +22,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from pcctune.data.transfer import TransferTask
 from pcctune.evaluation import senteval_probe
 from pcctune.evaluation.protocols import senteval_text
-from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET, encode_unique
+from pcctune.modeling.encoding import encode_unique
 from pcctune.results import TransferScore
 
 REGULARIZATION_GRID = [2.0**t for t in range(-2, 4)]
@@ -118,7 +118,7 @@ def score_transfer_task(
 def evaluate_transfer(
     model: SentenceTransformer,
     tasks: list[TransferTask],
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    token_budget: int | None = None,
     seed: int = 1111,
     show_progress: bool = True,
     probe: Probe = "sklearn",

@@ -8,7 +8,8 @@ evaluations, the dev evaluations during training and ``pcctune encode``:
    model will see (template included) groups equal lengths exactly.
 3. **A token budget per batch** instead of a fixed sentence count: a batch holds as many texts as
    fit ``token_budget`` padded tokens, so short sentences run in large batches (better use of
-   the matrix units) and long ones in small ones (bounded memory), with almost no padding.
+   the matrix units) and long ones in small ones (bounded memory), with almost no padding. The
+   default depends on the model (:func:`default_token_budget`).
 4. ``torch.inference_mode`` and float32 results, no float64 copies.
 5. **The template's prefix once.** A decoder runs the tokens before ``{text}`` once per call and each batch
    over their cached key/values (:mod:`pcctune.modeling.prefix_cache`).
@@ -31,11 +32,21 @@ from sentence_transformers.util import batch_to_device
 from tqdm.auto import tqdm
 
 from pcctune.distributed import get_rank, get_world_size, is_distributed
+from pcctune.modeling.build import is_decoder_only
 from pcctune.modeling.prefix_cache import cached_prefix
 from pcctune.modeling.template import Template, model_template
 
-DEFAULT_TOKEN_BUDGET = 2048  # measured best of 512–8192 for MiniLM on this CPU (docs/results/speed)
+ENCODER_TOKEN_BUDGET = 2048  # measured best of 512–8192 for all-MiniLM-L6-v2 on this CPU (docs/results/speed)
+DECODER_TOKEN_BUDGET = 768  # SmolLM2-135M: 49–54 s at 512–1,024, 58 s at 2,048 for 1,000 sentences (same)
 MAX_BATCH = 512
+
+
+def default_token_budget(model: SentenceTransformer) -> int:
+    """Padded tokens per batch when none is asked: smaller for a decoder LLM, whose wider layers and longer
+    (templated) inputs gain less from large batches than a small encoder's."""
+    backbone = getattr(model[0], "auto_model", None)
+    config = getattr(backbone, "config", None)
+    return DECODER_TOKEN_BUDGET if config is not None and is_decoder_only(config) else ENCODER_TOKEN_BUDGET
 
 
 def token_lengths(model: SentenceTransformer, texts: Sequence[str]) -> list[int]:
@@ -71,19 +82,20 @@ def length_batches(lengths: Sequence[int], token_budget: int, max_batch: int = M
 def encode_texts(
     model: SentenceTransformer,
     texts: Sequence[str],
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    token_budget: int | None = None,
     show_progress: bool = False,
     reuse_prefix: bool = True,
 ) -> np.ndarray:
-    """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget; a decoder
-    runs its template's prefix once (``reuse_prefix``, :mod:`~pcctune.modeling.prefix_cache`)."""
+    """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget (default:
+    :func:`default_token_budget`); a decoder runs its template's prefix once (``reuse_prefix``,
+    :mod:`~pcctune.modeling.prefix_cache`)."""
     if not texts:
         return np.zeros((0, model.get_embedding_dimension() or 0), dtype=np.float32)
     was_training = model.training
     model.eval()
     out: list[np.ndarray | None] = [None] * len(texts)
     try:
-        batches = length_batches(token_lengths(model, texts), token_budget)
+        batches = length_batches(token_lengths(model, texts), token_budget or default_token_budget(model))
         with torch.inference_mode():
             prefix = cached_prefix(model) if reuse_prefix else None
             for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress):
@@ -103,7 +115,7 @@ def encode_texts(
 class EncodeOptions(TypedDict, total=False):
     """:func:`encode_texts`'s options, passed on by the functions that encode through it."""
 
-    token_budget: int
+    token_budget: int | None
     show_progress: bool
     reuse_prefix: bool
 

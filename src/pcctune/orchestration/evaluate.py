@@ -23,7 +23,6 @@ from pcctune.io import check_output_file
 from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
-from pcctune.modeling.encoding import DEFAULT_TOKEN_BUDGET
 from pcctune.modeling.template import model_template
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import file_hashes, library_versions
@@ -118,7 +117,7 @@ def run_eval(
     template: str | None = None,
     pooling: PoolingName | None = None,
     dtype: str = "fp32",
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    token_budget: int | None = None,
     max_seq_length: int | None = None,
     seed: int = 42,
     output: Path | None = None,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.sampler import BatchSamplers
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
@@ -220,12 +221,13 @@ def check_stage_disk(
     model: SentenceTransformer,
     stage: StageConfig,
     steps_per_epoch: int,
-    selects: bool,
+    args: SentenceTransformerTrainingArguments,
     stage_dir: Path,
     keep_last: bool,
 ) -> None:
     """Stop before training when the stage's checkpoints and saved models would not fit the free disk."""
     steps = stage.max_steps if stage.max_steps > 0 else math.ceil(stage.epochs * steps_per_epoch)
+    selects = args.metric_for_best_model is not None
     kept = checkpoints_kept(steps, stage.eval_steps, stage.save_total_limit, selects)
     check_disk(model, stage_dir, kept, extra_models=2 if keep_last else 1)
 
@@ -240,6 +242,12 @@ def trained_history(trainer: PcctuneTrainer, stage: StageConfig, examples: int) 
     raise PcctuneError(
         f"stage {stage.name!r} trained no step: {examples} examples gave no full batch of {stage.batch_size}{why}"
     )
+
+
+def class_count(stage: StageConfig, dataset: Dataset) -> int | None:
+    """The classes of a classifier loss (Pcc-tuning's binary-classifier bound): the largest label + 1; ``None``
+    for every other loss."""
+    return max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
 
 
 def run_stage(
@@ -262,13 +270,10 @@ def run_stage(
     clock = StageClock(cost_in(checkpoint), memory)
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
-    num_classes = max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
     args = training_arguments(stage, run, stage_dir, plan)
-    check_stage_disk(
-        model, stage, len(dataset) // plan.group_size, args.metric_for_best_model is not None, stage_dir, keep_last
-    )
+    check_stage_disk(model, stage, len(dataset) // plan.group_size, args, stage_dir, keep_last)
     with pooled_embeddings(model, active=issubclass(loss_spec(stage.loss).cls, RegressionLoss)):
-        loss = stage_loss(stage, model, plan, num_classes, senteval_dir, run.seed)
+        loss = stage_loss(stage, model, plan, class_count(stage, dataset), senteval_dir, run.seed)
         trainer = PcctuneTrainer(
             model=model,
             args=args,

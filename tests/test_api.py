@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 import pcctune
+from pcctune.results import EvalResult
+from pcctune.testing import write_tokenized_copy
 
 ROOT = Path(__file__).parents[1]
 
@@ -44,13 +46,19 @@ def test_datasets_and_evaluation_for_a_plain_st_script(tiny_bert, tiny_llama, sh
 
 
 @pytest.mark.parametrize("script", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
-def test_example_runs_on_tiny_models(script, tiny_bert, tiny_llama, shared_senteval, tmp_path):
+def test_example_runs_on_tiny_models(script, tiny_bert, tiny_llama, mini_senteval, tmp_path):
+    write_tokenized_copy(mini_senteval)  # the paper protocol's text form
     model = tiny_llama if "decoder" in script.name else tiny_bert
-    args = ["--model", str(model), "--data", str(shared_senteval), "--output", str(tmp_path / "out")]
-    args += ["--batch-size", "2", "--max-steps", "2"]
+    args = ["--model", str(model), "--data", str(mini_senteval), "--output", str(tmp_path / "out")]
+    if "evaluate" not in script.name:  # the scripts that train
+        args += ["--batch-size", "2", "--max-steps", "2"]
     done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "'avg':" in done.stdout
+    if "evaluate" in script.name:  # both protocols' records, and the evaluator agrees with the paper protocol's
+        paper = EvalResult.from_disk(tmp_path / "out" / "eval.paper.json")
+        assert EvalResult.from_disk(tmp_path / "out" / "eval.simcse-senteval.json").protocol == "simcse-senteval"
+        assert f"PccEvaluator: {{'avg': {round(paper.sts['avg'], 2)}}}" in done.stdout
 
 
 def test_docs_api_md_is_generated_from_the_public_names():

@@ -13,7 +13,8 @@ evaluations, the dev evaluations during training and ``pcctune encode``:
 4. ``torch.inference_mode`` and float32 results, no float64 copies.
 5. **The template's prefix once.** A decoder runs the tokens before ``{text}`` once per call and each batch
    over their cached key/values (:mod:`pcctune.modeling.prefix_cache`).
-6. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
+6. **oneDNN's GEMM on CPU** for the float32 linear layers, where MKL's is slow (:mod:`pcctune.modeling.onednn`).
+7. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
    the vectors are gathered, instead of rank 0 encoding everything while the others wait.
 
 Embeddings equal ``encode``'s up to float rounding of differently padded batches (tested).
@@ -33,6 +34,7 @@ from tqdm.auto import tqdm
 
 from pcctune.distributed import get_rank, get_world_size, is_distributed
 from pcctune.modeling.build import is_decoder_only
+from pcctune.modeling.onednn import onednn_linears
 from pcctune.modeling.prefix_cache import cached_prefix
 from pcctune.modeling.template import Template, model_template
 
@@ -85,10 +87,12 @@ def encode_texts(
     token_budget: int | None = None,
     show_progress: bool = False,
     reuse_prefix: bool = True,
+    onednn: bool = True,
 ) -> np.ndarray:
     """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget (default:
     :func:`default_token_budget`); a decoder runs its template's prefix once (``reuse_prefix``,
-    :mod:`~pcctune.modeling.prefix_cache`)."""
+    :mod:`~pcctune.modeling.prefix_cache`); float32 linear layers on CPU run through oneDNN (``onednn``,
+    :mod:`~pcctune.modeling.onednn`)."""
     if not texts:
         return np.zeros((0, model.get_embedding_dimension() or 0), dtype=np.float32)
     was_training = model.training
@@ -96,7 +100,7 @@ def encode_texts(
     out: list[np.ndarray | None] = [None] * len(texts)
     try:
         batches = length_batches(token_lengths(model, texts), token_budget or default_token_budget(model))
-        with torch.inference_mode():
+        with torch.inference_mode(), onednn_linears(model, active=onednn):
             prefix = cached_prefix(model) if reuse_prefix else None
             for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress):
                 features = batch_to_device(model.preprocess([texts[i] for i in batch]), model.device)
@@ -118,6 +122,7 @@ class EncodeOptions(TypedDict, total=False):
     token_budget: int | None
     show_progress: bool
     reuse_prefix: bool
+    onednn: bool
 
 
 def encode_unique(

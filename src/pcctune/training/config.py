@@ -228,6 +228,11 @@ class RunConfig(Strict):
         "none",
         description="the HF Trainer's logging integration (install its package: tensorboard, wandb, mlflow, trackio)",
     )
+    onednn: bool = Field(
+        True,
+        description="train float32 linear layers on CPU by oneDNN's GEMM (1.6x a MiniLM step here, "
+        "docs/results/speed); false: torch's default (MKL), as every run before this option",
+    )
     seed: int = Field(42, description="seeds the trainer, the data order and the weights pcctune initialises")
     data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, then ../shared/data)")
     output_dir: str = Field("runs/run", description="the run folder (stages, checkpoints, results.json)")

@@ -31,6 +31,7 @@ from pcctune.errors import PcctuneError
 from pcctune.io import write_json
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
+from pcctune.modeling.onednn import onednn_linears
 from pcctune.modeling.saving import save_model
 from pcctune.modeling.template import TemplateTransformer
 from pcctune.training.batching import BatchPlan, plan_batches
@@ -244,6 +245,27 @@ def trained_history(trainer: PcctuneTrainer, stage: StageConfig, examples: int) 
     )
 
 
+def stage_trainer(
+    model: SentenceTransformer,
+    stage: StageConfig,
+    args: SentenceTransformerTrainingArguments,
+    dataset: Dataset,
+    loss: nn.Module,
+    callbacks: list[Any],
+    senteval_dir: Path,
+) -> PcctuneTrainer:
+    """The stage's sentence-transformers trainer: its loss, the stage's own callbacks before ``callbacks``, and the
+    dev evaluator that selects checkpoints."""
+    return PcctuneTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        callbacks=[*stage_callbacks(loss, model, stage), *callbacks],
+        loss=loss,
+        evaluator=dev_evaluator(stage.dev, senteval_dir),
+    )
+
+
 def class_count(stage: StageConfig, dataset: Dataset) -> int | None:
     """The classes of a classifier loss (Pcc-tuning's binary-classifier bound): the largest label + 1; ``None``
     for every other loss."""
@@ -274,16 +296,14 @@ def run_stage(
     check_stage_disk(model, stage, len(dataset) // plan.group_size, args, stage_dir, keep_last)
     with pooled_embeddings(model, active=issubclass(loss_spec(stage.loss).cls, RegressionLoss)):
         loss = stage_loss(stage, model, plan, class_count(stage, dataset), senteval_dir, run.seed)
-        trainer = PcctuneTrainer(
-            model=model,
-            args=args,
-            train_dataset=dataset,
-            callbacks=[*stage_callbacks(loss, model, stage), clock, *(callbacks or [])],
-            loss=loss,
-            evaluator=dev_evaluator(stage.dev, senteval_dir),
-        )
+        trainer = stage_trainer(model, stage, args, dataset, loss, [clock, *(callbacks or [])], senteval_dir)
         trainer.last_dir = stage_dir / LAST if keep_last else None
-        with training_lengths(model, stage) as own_lengths, memory, disk_errors(stage, stage_dir):
+        with (
+            training_lengths(model, stage) as own_lengths,
+            memory,
+            disk_errors(stage, stage_dir),
+            onednn_linears(model, active=run.onednn),
+        ):
             trainer.own_lengths = own_lengths
             trainer.train(resume_from_checkpoint=checkpoint)
     history = trained_history(trainer, stage, len(dataset))

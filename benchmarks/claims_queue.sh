@@ -3,7 +3,8 @@
 # core, cheapest first. Each benchmark resumes its own runs, so rerunning the same line continues the queue.
 # Usage: OMP_NUM_THREADS=1 PCCTUNE_DATA=../shared/data benchmarks/claims_queue.sh
 set -euo pipefail
-python benchmarks/regression.py --output docs/results/regression
+# regression (claim 4) is complete: its 24 rows are in docs/results/regression/runs.json; rerunning it
+# without its run folders would train them again: python benchmarks/regression.py --output docs/results/regression
 python benchmarks/batch_size.py --output docs/results/batch_size --resume
 python benchmarks/dcpcse.py --configs configs/dcpcse_minilm.yaml --output docs/results/dcpcse
 python benchmarks/templates.py --output docs/results/templates

@@ -85,6 +85,7 @@ def _seed_summary(seed: dict[str, Any]) -> dict[str, Any]:
         "simcse_avg": _avg(seed["simcse"]),
         "4bit_avg": NOT_QUANTIZED if seed["4bit"] == NOT_QUANTIZED else _avg(seed["4bit"]),
         "stage_s": stage and stage.wall_time_s,
+        "cpu_s": stage and stage.cpu_time_s,
         "peak_mb": stage and stage.peak_memory_mb,
     }
 
@@ -95,15 +96,15 @@ def _cells(seeds: list[dict[str, Any]]) -> list[str]:
         values = [s[key] for s in seeds if s[key] not in (None, NOT_QUANTIZED)]
         na = all(s[key] == NOT_QUANTIZED for s in seeds)
         cells.append(mean_std_cell(values) if values else "—" if na else "pending")
-    timed = [s for s in seeds if s["stage_s"] is not None]
     cells.append(str(len(seeds)))
-    if not timed:
-        return [*cells, "—", "—"]
-    return [*cells, f"{np.mean([s['stage_s'] for s in timed]):.0f}", f"{np.mean([s['peak_mb'] for s in timed]):.0f}"]
+    for key in ("stage_s", "cpu_s", "peak_mb"):  # a seed without the measurement (older records) is left out
+        values = [s[key] for s in seeds if s.get(key) is not None]
+        cells.append(f"{np.mean(values):.0f}" if values else "—")
+    return cells
 
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
-    header = ["row", *STS_COLUMNS, "SimCSE avg", "4-bit avg", "seeds", "stage s", "peak MB"]
+    header = ["row", *STS_COLUMNS, "SimCSE avg", "4-bit avg", "seeds", "stage s", "stage CPU s", "peak MB"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for row in rows:
         present = [s for s in row["seeds"] if s["paper"] is not None]

@@ -15,9 +15,13 @@
    (each measurement in its own process; peak RSS on CPU).
 5. **Tokens** (not timed): the padded tokens each evaluation of (1) runs through the model; their ratio bounds
    what running fewer tokens can gain.
+6. **Kernels.** A training step of ``--loss`` with the linear layers by oneDNN (``onednn: true``, the default;
+   QLoRA's 4-bit layers too) against torch's default CPU kernel (``onednn: false``), alternating, each in a fresh
+   process; ``--template`` and ``--qlora`` (the decoder recipe's LoRA r = 64 on an NF4 base) as a run sets them.
 
-    python benchmarks/speed.py --output docs/results/speed                      # all four (long)
+    python benchmarks/speed.py --output docs/results/speed                      # every part (long)
     python benchmarks/speed.py --only eval --model smollm2-135m --template eol --sample 300  # a quick look
+    python benchmarks/speed.py --only kernels --model smollm2-135m --template eol --qlora --batch 16 --steps 4
 
 Prints markdown tables and saves them (``table.md``) with every measurement (``runs.json``). Each
 measurement runs in a fresh process: this script again, with ``--one``.
@@ -136,7 +140,8 @@ def eval_rows(args: argparse.Namespace) -> Rows:
 
 def train_step_seconds(args: argparse.Namespace) -> dict:
     """Seconds per step of ``--loss`` in the trainer (the first step, a warm-up, not counted)."""
-    from pcctune.modeling.build import build_model
+    from pcctune.modeling.adapters import AdapterConfig
+    from pcctune.orchestration.pipeline import load_for_training
     from pcctune.paths import resolve_senteval_dir
     from pcctune.training.config import RunConfig, StageConfig
     from pcctune.training.stage import run_stage
@@ -155,16 +160,27 @@ def train_step_seconds(args: argparse.Namespace) -> dict:
         }
     )
     work = Path(tempfile.mkdtemp())
-    run_config = RunConfig(model=args.model, seed=1, stages=[stage])
-    model = build_model(args.model)
+    adapter = AdapterConfig(kind="qlora", r=64, alpha=16) if args.qlora else AdapterConfig()
+    run_config = RunConfig(
+        model=args.model, template=args.template, adapter=adapter, onednn=args.onednn == "on", seed=1, stages=[stage]
+    )
+    model = load_for_training(run_config, None)
     result = run_stage(model, stage, run_config, work / args.loss, resolve_senteval_dir(args.data))
     stamps = [entry["train_runtime"] for entry in result.log_history if "train_runtime" in entry]
-    return {"loss": args.loss, "seconds_per_step": stamps[-1] / args.steps, "steps": args.steps, "batch": args.batch}
+    timing = {"seconds_per_step": stamps[-1] / args.steps, "peak_mb": result.cost.peak_memory_mb}
+    return {"loss": args.loss, **timing, "steps": args.steps, "batch": args.batch}
+
+
+def _step_budget(args: argparse.Namespace) -> list[str]:
+    """The flags that give a ``--one train-step`` process this run's model, template and budget."""
+    template = ["--template", args.template] if args.template else []
+    qlora = ["--qlora"] if args.qlora else []
+    return ["--steps", str(args.steps), "--batch", str(args.batch), "--model", args.model, *template, *qlora]
 
 
 def step_rows(args: argparse.Namespace) -> Rows:
     runs: dict[str, list[float]] = {"pearson": [], "cosent": []}
-    budget = ["--steps", str(args.steps), "--batch", str(args.batch), "--model", args.model, *data_flag(args)]
+    budget = [*_step_budget(args), *data_flag(args)]
     for repeat in range(args.repeats):
         for loss in runs:
             _, last = run_python([str(HERE / "speed.py"), "--loss", loss, *budget, "--one", "train-step"])
@@ -335,6 +351,40 @@ def token_rows(args: argparse.Namespace) -> Rows:
     ]
 
 
+# --- 6. kernels ---------------------------------------------------------------------------------------
+
+
+KERNELS = {"on": "oneDNN (onednn: true)", "off": "torch's default (onednn: false)"}
+
+
+def kernel_rows(args: argparse.Namespace) -> Rows:
+    """``--loss`` steps with the linear layers by oneDNN against torch's default kernel, alternating."""
+    runs: dict[str, list[float]] = {kernel: [] for kernel in KERNELS}
+    peaks: dict[str, list[float]] = {kernel: [] for kernel in KERNELS}  # each process's peak RSS (MB)
+    budget = [*_step_budget(args), "--loss", args.loss, *data_flag(args)]
+    for repeat in range(args.repeats):
+        for kernel in runs:
+            _, last = run_python([str(HERE / "speed.py"), *budget, "--onednn", kernel, "--one", "train-step"])
+            measured = json.loads(last)
+            runs[kernel].append(measured["seconds_per_step"])
+            peaks[kernel].append(measured["peak_mb"])
+            print(f"  {KERNELS[kernel]}: {runs[kernel][-1]:.3f} s/step (repeat {repeat + 1})", flush=True)
+    default = sum(runs["off"]) / len(runs["off"])
+    setting = f"{args.loss} step, {args.model}{', QLoRA' if args.qlora else ''}, batch {args.batch}"
+    return [
+        {
+            "label": f"{setting}: {KERNELS[kernel]}",
+            "what": "kernels",
+            "seconds_per_step": values,
+            "mean_s": sum(values) / len(values),
+            "speedup": default / (sum(values) / len(values)),
+            "peak_mb": max(peaks[kernel]),
+            "batch": args.batch,
+        }
+        for kernel, values in runs.items()
+    ]
+
+
 # --- tables -------------------------------------------------------------------------------------------
 
 
@@ -388,6 +438,15 @@ def token_table(rows: Rows) -> ScoreTable:
     return table
 
 
+def kernel_table(rows: Rows) -> ScoreTable:
+    table = ScoreTable("kernels", ["s/step", "× torch's default", "peak MB"], first_column="step")
+    for r in rows:
+        peak = f"{r['peak_mb']:.0f}" if r.get("peak_mb") else "—"  # rows recorded before session 14's peak
+        cells = {"s/step": f"{r['mean_s']:.3f}", "× torch's default": f"{r['speedup']:.2f}", "peak MB": peak}
+        table.rows.append((r["label"], cells))
+    return table
+
+
 # --only's name of each part: how it measures, how it tabulates, and the ``what`` of its rows
 PARTS = {
     "eval": (eval_rows, eval_table, "eval"),
@@ -395,6 +454,7 @@ PARTS = {
     "dev-eval": (dev_eval_rows, dev_table, "dev-eval"),
     "gradcache": (gradcache_rows, gradcache_table, "gradcache"),
     "tokens": (token_rows, token_table, "tokens"),
+    "kernels": (kernel_rows, kernel_table, "kernels"),
 }
 
 
@@ -436,6 +496,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--loss", default="pearson")
+    parser.add_argument("--qlora", action="store_true", help="train steps on an NF4 base with LoRA r = 64 (QLoRA)")
+    parser.add_argument("--onednn", choices=list(KERNELS), default="on", help="linear layers' kernel of a train step")
     parser.add_argument("--pairs", type=int, nargs="+", default=[256, 1024, 4096])
     parser.add_argument("--mini-batch", type=int, default=32)
     parser.add_argument("--max-seq-length", type=int, default=64, help="token cap of the GradCache measurements")

@@ -15,7 +15,7 @@ import pcctune
 from pcctune.modeling import onednn as onednn_module
 from pcctune.modeling.build import build_model
 from pcctune.modeling.encoding import encode_texts
-from pcctune.modeling.onednn import onednn_linears, routable
+from pcctune.modeling.onednn import OneDNNLinear, onednn_linears, routed_class
 from tests.conftest import SENTENCES, pairs_jsonl, tiny_run
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
@@ -76,16 +76,77 @@ def test_a_copy_made_inside_the_block_computes_with_its_own_weights():
     assert type(layer) is nn.Linear
 
 
-def test_quantized_half_precision_and_hooked_layers_keep_their_own_forward():
-    bnb = pytest.importorskip("bitsandbytes")
+def test_half_precision_and_hooked_layers_keep_their_own_forward():
     hooked = nn.Linear(8, 8)
     hooked.forward = lambda x: x  # e.g. accelerate's hooks replace forward on the instance
-    assert routable(nn.Linear(8, 8))
-    assert not routable(bnb.nn.Linear4bit(8, 8))
-    assert not routable(nn.Linear(8, 8).to(torch.bfloat16))
-    assert not routable(hooked)
+    assert routed_class(nn.Linear(8, 8)) is OneDNNLinear
+    assert routed_class(nn.Linear(8, 8).to(torch.bfloat16)) is None
+    assert routed_class(hooked) is None
+    assert routed_class(nn.Conv1d(8, 8, 1)) is None
     with onednn_linears(nn.Linear(8, 8), active=False) as count:
         assert count == 0
+
+
+def _nf4_layer(bias: bool) -> nn.Module:
+    """A quantized NF4 ``Linear4bit`` (double quantisation, fp32 compute), as QLoRA loads one."""
+    bnb = pytest.importorskip("bitsandbytes")
+    torch.manual_seed(0)
+    layer = bnb.nn.Linear4bit(64, 32, bias=bias, compute_dtype=torch.float32, quant_type="nf4")
+    layer.weight = bnb.nn.Params4bit(torch.randn(32, 64), requires_grad=False, quant_type="nf4")
+    if bias:
+        layer.bias = nn.Parameter(torch.randn(32))
+    layer = layer.to("cpu")  # quantizes
+    layer.support_avx512bf16_for_cpu = False  # pcctune's training layout (modeling/quantization.py)
+    return layer
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_4bit_layer_through_oneDNN_gives_bitsandbytes_outputs_and_gradients(bias):
+    layer = _nf4_layer(bias)
+    own_class = type(layer)
+    inputs = torch.randn(3, 5, 64, requires_grad=True)
+    wrt = [inputs, layer.bias] if bias else [inputs]
+
+    def output_and_gradients() -> list[torch.Tensor]:
+        output = layer(inputs)
+        return [output, *torch.autograd.grad(output.square().sum(), wrt)]
+
+    expected = output_and_gradients()
+    with onednn_linears(layer) as count:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            got = output_and_gradients()
+    calls = {event.key: event.count for event in prof.key_averages()}
+    assert count == 1 and type(layer) is own_class
+    assert calls.get("mkldnn::_linear_pointwise", 0) == 2  # forward and input gradient; the weight is frozen
+    assert not {"aten::addmm", "aten::mm", "aten::linear"} & set(calls)
+    for ours, theirs in zip(got, expected, strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-5)
+
+
+def test_lora_on_a_4bit_model_gets_the_same_gradients_through_oneDNN(tiny_llama):
+    from peft import LoraConfig, TaskType
+
+    from pcctune.modeling.quantization import linear_4bit_layers
+
+    torch.manual_seed(0)
+    model = build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"})
+    model.add_adapter(
+        LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False, task_type=TaskType.FEATURE_EXTRACTION)
+    )
+    model.train()
+    lora = [p for name, p in model.named_parameters() if "lora_" in name]
+
+    def lora_gradients() -> list[torch.Tensor]:
+        embeddings = model(model.preprocess(SENTENCES[:4]))["sentence_embedding"]
+        return list(torch.autograd.grad(embeddings.square().sum(), lora))
+
+    expected = lora_gradients()
+    with onednn_linears(model):
+        routed = {type(layer).__name__ for layer in linear_4bit_layers(model)}
+        got = lora_gradients()
+    assert routed == {"OneDNNLinear4bit"}
+    for ours, theirs in zip(got, expected, strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("onednn", [True, False])

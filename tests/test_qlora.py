@@ -276,6 +276,7 @@ def test_kill_and_resume_mid_stage_two_gives_identical_metrics(qlora, tiny_llama
     kept = json.loads((killed / "stage2-two" / "checkpoints" / "checkpoint-2" / "stage_cost.json").read_text())
     assert kept["sessions"] == 1 and [s.sessions for s in resumed.stages] == [1, 2]
     assert 0 < kept["seconds"] < resumed.stages[1].wall_time_s
+    assert 0 < kept["cpu_seconds"] < resumed.stages[1].cpu_time_s
     assert resumed.stages[1].peak_memory_mb >= kept["peak_memory_mb"] > 0
     assert not (killed / "results.partial.json").exists()  # results.json supersedes it
 

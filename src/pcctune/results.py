@@ -126,6 +126,9 @@ class StageRecord(BaseModel):
     final_dir: str
     plot: str
     wall_time_s: float = Field(description="the stage's training time, summed over the processes that trained it")
+    cpu_time_s: float | None = Field(
+        None, description="their CPU seconds, all threads (pauses and competing processes do not count)"
+    )
     peak_memory_mb: float | None = None
     memory_kind: str | None = None
     sessions: int | None = Field(None, description="how many processes trained the stage: 1 + its resumes")

@@ -14,6 +14,7 @@ use the same NF4 weights and the same kernel.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,13 +53,17 @@ def bitsandbytes_config(settings: dict[str, Any]) -> Any:
     )
 
 
+def loaded_linear_4bit_type() -> type[nn.Module] | None:
+    """bitsandbytes' ``Linear4bit`` if bitsandbytes is loaded, else None: a model can hold no 4-bit layer then, and
+    asking does not import bitsandbytes."""
+    module = sys.modules.get("bitsandbytes.nn")
+    return None if module is None else module.Linear4bit
+
+
 def linear_4bit_layers(model: nn.Module) -> list[nn.Module]:
-    """The bitsandbytes ``Linear4bit`` layers of ``model`` (none when bitsandbytes is not installed)."""
-    try:
-        from bitsandbytes.nn import Linear4bit
-    except ImportError:
-        return []
-    return [module for module in model.modules() if isinstance(module, Linear4bit)]
+    """The bitsandbytes ``Linear4bit`` layers of ``model`` (none when bitsandbytes is not loaded)."""
+    linear_4bit = loaded_linear_4bit_type()
+    return [] if linear_4bit is None else [module for module in model.modules() if isinstance(module, linear_4bit)]
 
 
 def keep_4bit_layout(model: nn.Module) -> int:

@@ -197,6 +197,7 @@ class Pipeline:
                 final_dir=str(result.final_dir),
                 plot=str(result.plot),
                 wall_time_s=result.cost.seconds,
+                cpu_time_s=result.cost.cpu_seconds,
                 peak_memory_mb=result.cost.peak_memory_mb,
                 memory_kind=result.memory_kind,
                 sessions=result.cost.sessions,

@@ -5,6 +5,10 @@ A long stage is often trained by several processes: killed, then resumed from it
 therefore keeps the cost of the steps it holds (``stage_cost.json``: seconds since the stage began, the peak memory,
 how many processes trained it), and a stage resumed from that checkpoint starts its count there. Steps trained after
 the last checkpoint of a killed process are trained again, so their time is not counted twice.
+
+Wall time also counts what the process did not spend training: hours stopped (``kill -STOP``) or waiting for cores
+that other processes held. The stage's CPU time (``time.process_time``: every thread of the process) does not, so
+both are kept; one thread alone on its core gives CPU time ≈ wall time.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ COST_FILE = "stage_cost.json"
 
 @dataclass(frozen=True)
 class StageCost:
-    """Seconds, peak memory (MB) and the number of processes (sessions) that trained a stage so far."""
+    """Seconds, peak memory (MB), the number of processes (sessions) that trained a stage so far, and their CPU
+    seconds (None when a checkpoint from before this count started it)."""
 
     seconds: float = 0.0
     peak_memory_mb: float = 0.0
     sessions: int = 0
+    cpu_seconds: float | None = 0.0
 
 
 def cost_in(checkpoint: str | None) -> StageCost:
@@ -37,7 +43,7 @@ def cost_in(checkpoint: str | None) -> StageCost:
     path = Path(checkpoint) / COST_FILE if checkpoint else None
     if path is None or not path.is_file():
         return StageCost()
-    return StageCost(**json.loads(path.read_text()))
+    return StageCost(**{"cpu_seconds": None} | json.loads(path.read_text()))
 
 
 class StageClock(TrainerCallback):
@@ -47,12 +53,15 @@ class StageClock(TrainerCallback):
         self.before = before
         self.memory = memory
         self.started = time.perf_counter()
+        self.cpu_started = time.process_time()
 
     def total(self) -> StageCost:
+        cpu_before = self.before.cpu_seconds
         return StageCost(
             seconds=round(self.before.seconds + time.perf_counter() - self.started, 1),
             peak_memory_mb=round(max(self.before.peak_memory_mb, self.memory.so_far()), 1),
             sessions=self.before.sessions + 1,
+            cpu_seconds=None if cpu_before is None else round(cpu_before + time.process_time() - self.cpu_started, 1),
         )
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

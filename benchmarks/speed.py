@@ -178,25 +178,36 @@ def _step_budget(args: argparse.Namespace) -> list[str]:
     return ["--steps", str(args.steps), "--batch", str(args.batch), "--model", args.model, *template, *qlora]
 
 
-def step_rows(args: argparse.Namespace) -> Rows:
-    runs: dict[str, list[float]] = {"pearson": [], "cosent": []}
-    budget = [*_step_budget(args), *data_flag(args)]
+def alternating_steps(args: argparse.Namespace, budget: list[str], variants: dict[str, list[str]]) -> dict[str, list]:
+    """Each variant's ``--one train-step`` measurements (one fresh process each), the variants alternating within
+    every repeat so that a drift in the machine's speed falls on all of them alike."""
+    measured: dict[str, list[dict]] = {name: [] for name in variants}
     for repeat in range(args.repeats):
-        for loss in runs:
-            _, last = run_python([str(HERE / "speed.py"), "--loss", loss, *budget, "--one", "train-step"])
-            runs[loss].append(json.loads(last)["seconds_per_step"])
-            print(f"  {loss}: {runs[loss][-1]:.3f} s/step (repeat {repeat + 1})", flush=True)
-    cosent = sum(runs["cosent"]) / len(runs["cosent"])
+        for name, flags in variants.items():
+            _, last = run_python([str(HERE / "speed.py"), *budget, *flags, "--one", "train-step"])
+            measured[name].append(json.loads(last))
+            print(f"  {name}: {measured[name][-1]['seconds_per_step']:.3f} s/step (repeat {repeat + 1})", flush=True)
+    return measured
+
+
+def _mean_seconds(measurements: list[dict]) -> float:
+    return sum(m["seconds_per_step"] for m in measurements) / len(measurements)
+
+
+def step_rows(args: argparse.Namespace) -> Rows:
+    budget = [*_step_budget(args), *data_flag(args)]
+    runs = alternating_steps(args, budget, {loss: ["--loss", loss] for loss in ("pearson", "cosent")})
+    cosent = _mean_seconds(runs["cosent"])
     return [
         {
             "label": f"{loss} step",
             "what": "train-step",
-            "seconds_per_step": values,
-            "mean_s": sum(values) / len(values),
-            "ratio_vs_cosent": (sum(values) / len(values)) / cosent,
+            "seconds_per_step": [m["seconds_per_step"] for m in measurements],
+            "mean_s": _mean_seconds(measurements),
+            "ratio_vs_cosent": _mean_seconds(measurements) / cosent,
             "batch": args.batch,
         }
-        for loss, values in runs.items()
+        for loss, measurements in runs.items()
     ]
 
 
@@ -359,29 +370,21 @@ KERNELS = {"on": "oneDNN (onednn: true)", "off": "torch's default (onednn: false
 
 def kernel_rows(args: argparse.Namespace) -> Rows:
     """``--loss`` steps with the linear layers by oneDNN against torch's default kernel, alternating."""
-    runs: dict[str, list[float]] = {kernel: [] for kernel in KERNELS}
-    peaks: dict[str, list[float]] = {kernel: [] for kernel in KERNELS}  # each process's peak RSS (MB)
     budget = [*_step_budget(args), "--loss", args.loss, *data_flag(args)]
-    for repeat in range(args.repeats):
-        for kernel in runs:
-            _, last = run_python([str(HERE / "speed.py"), *budget, "--onednn", kernel, "--one", "train-step"])
-            measured = json.loads(last)
-            runs[kernel].append(measured["seconds_per_step"])
-            peaks[kernel].append(measured["peak_mb"])
-            print(f"  {KERNELS[kernel]}: {runs[kernel][-1]:.3f} s/step (repeat {repeat + 1})", flush=True)
-    default = sum(runs["off"]) / len(runs["off"])
+    runs = alternating_steps(args, budget, {label: ["--onednn", kernel] for kernel, label in KERNELS.items()})
+    default = _mean_seconds(runs[KERNELS["off"]])
     setting = f"{args.loss} step, {args.model}{', QLoRA' if args.qlora else ''}, batch {args.batch}"
     return [
         {
-            "label": f"{setting}: {KERNELS[kernel]}",
+            "label": f"{setting}: {label}",
             "what": "kernels",
-            "seconds_per_step": values,
-            "mean_s": sum(values) / len(values),
-            "speedup": default / (sum(values) / len(values)),
-            "peak_mb": max(peaks[kernel]),
+            "seconds_per_step": [m["seconds_per_step"] for m in measurements],
+            "mean_s": _mean_seconds(measurements),
+            "speedup": default / _mean_seconds(measurements),
+            "peak_mb": max(m["peak_mb"] for m in measurements),  # each process's peak RSS
             "batch": args.batch,
         }
-        for kernel, values in runs.items()
+        for label, measurements in runs.items()
     ]
 
 

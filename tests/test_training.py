@@ -218,3 +218,23 @@ def test_a_dev_set_emptied_by_the_leakage_filter_is_one_clear_error(mini_senteva
     with pytest.raises(PcctuneError, match=r"'stsb-dev-filtered' keeps 0 pairs .* \(sick-trial, none\)"):
         dev_parts("sick-trial+stsb-dev", mini_senteval)
     assert len(dev_parts("sick-trial", mini_senteval)["sick-trial"]) >= 2
+
+
+def test_a_stage_shows_its_progress_bar_when_transformers_is_told_to_be_quiet(monkeypatch):
+    """TRANSFORMERS_VERBOSITY=error silences warnings; transformers would also hide the trainer's progress bar."""
+    from pathlib import Path
+
+    from transformers.utils import logging as hf_logging
+
+    from pcctune.training.batching import plan_batches
+    from pcctune.training.config import StageConfig
+    from pcctune.training.stage import training_arguments
+
+    stage = StageConfig.model_validate({"name": "s", "loss": "pearson", "data": {"source": "stage2"}, "dev": "none"})
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        arguments = training_arguments(stage, RunConfig(model="m", stages=[stage]), Path("unused"), plan_batches(16))
+    finally:
+        hf_logging.set_verbosity(level)
+    assert arguments.disable_tqdm is False

@@ -163,6 +163,9 @@ def training_arguments(
         dataloader_drop_last=True,
         dataloader_pin_memory=torch.cuda.is_available(),
         report_to=run.report_to,
+        # transformers hides the progress bar whenever its log level is above warning (TRANSFORMERS_VERBOSITY=error,
+        # which quiets its warnings): a stage of hours then shows nothing at all.
+        disable_tqdm=False,
         # In-batch negatives must not repeat a sentence; Pearson groups are plain random batches.
         batch_sampler=sampler,
         activation_checkpointing=stage.gradient_checkpointing,

@@ -485,12 +485,24 @@ def main() -> None:
             signal.signal(signum, handler)
 
 
+def _app(args: list[str]) -> int | None:
+    """The app's own outcome; the progress bars an exception left open are closed first, so that the message
+    about it starts its own line instead of trailing a half-drawn bar."""
+    try:
+        return app(args=args, prog_name="pcctune", standalone_mode=False)
+    finally:
+        from tqdm import tqdm
+
+        for bar in list(tqdm._instances):  # tqdm's registry of open bars
+            bar.close()
+
+
 def _run(argv: list[str]) -> None:
     quiet_known_noise()
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     args = [arg for arg in argv if arg != "--debug"]
     try:
-        code = app(args=args, prog_name="pcctune", standalone_mode=False)
+        code = _app(args)
     except PcctuneError as error:
         _fail(2, str(error))
     except typer.TyperException as error:  # click's usage errors, from typer's own copy of click

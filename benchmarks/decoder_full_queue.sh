@@ -45,15 +45,19 @@ train seed1 "$recipe" --set seed=1 --compare pearson,contrastive
 # folder is gone, its stage 1 is trained again as it first ran (seed 1, MKL's GEMM: onednn=false), and the
 # record of that run (stage1_rerun) shows whether it reproduces seed 1's stage-1 row.
 stage1="$runs/seed1/stage1-contrastive-nli" start=last
-if [[ ! -d "$stage1/last" ]]; then
-  stage1="$runs/stage1_rerun/stage1-contrastive-nli" start=final
-  stage_configs "$stage1/$start"
-  train stage1_rerun "$runs/stage1_only.yaml" --set seed=1 --set onednn=false
-  # alone, stage 1 keeps no separate last-step model: its final one must be its last step (91 of 91)
-  python -c "import json, sys; s = json.load(open(sys.argv[1]))['stages'][0]; \
-assert s['best_checkpoint'].endswith('-91'), s['best_checkpoint']" "$records/stage1_rerun.json"
-fi
+[[ -d "$stage1/last" ]] || stage1="$runs/stage1_rerun/stage1-contrastive-nli" start=final
 stage_configs "$stage1/$start"
+if [[ $start == final ]]; then
+  train stage1_rerun "$runs/stage1_only.yaml" --set seed=1 --set onednn=false
+  # alone, stage 1 keeps no separate last-step model: its final (dev-best) one must be its last checkpoint
+  python - "$stage1/checkpoints" "$records/stage1_rerun.json" <<'PY'
+import json, sys
+from pathlib import Path
+last = max(int(p.name.rsplit("-", 1)[1]) for p in Path(sys.argv[1]).glob("checkpoint-*"))
+best = json.loads(Path(sys.argv[2]).read_text())["stages"][0]["best_checkpoint"]
+assert best.endswith(f"checkpoint-{last}"), f"stage 1's best checkpoint {best} is not its last step {last}"
+PY
+fi
 both_precisions stage1 "$stage1/final"
 both_precisions seed1_pearson "$runs/seed1/stage2-pcc-pearson/final"
 both_precisions seed1_contrastive "$runs/seed1/stage2-pcc-contrastive/final"

@@ -220,7 +220,7 @@ def test_a_dev_set_emptied_by_the_leakage_filter_is_one_clear_error(mini_senteva
     assert len(dev_parts("sick-trial", mini_senteval)["sick-trial"]) >= 2
 
 
-def test_a_stage_shows_its_progress_bar_when_transformers_is_told_to_be_quiet(monkeypatch):
+def test_a_stage_shows_its_progress_bar_when_transformers_is_told_to_be_quiet():
     """TRANSFORMERS_VERBOSITY=error silences warnings; transformers would also hide the trainer's progress bar."""
     from pathlib import Path
 

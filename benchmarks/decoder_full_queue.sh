@@ -5,9 +5,9 @@
 # SimCSE-protocol and 4-bit evaluations follow its training at once, so a lost run folder costs one row at most.
 # Usage: PCCTUNE_DATA=../shared/data benchmarks/decoder_full_queue.sh      Table: python benchmarks/decoder_full.py
 set -euo pipefail
-recipe=configs/paper_recipe_smollm2_cpu.yaml runs=runs/decoder_full records=docs/results/decoder_full/records
+recipe=configs/paper_recipe_smollm2_cpu.yaml runs=${RUNS:-runs/decoder_full} records=${RECORDS:-docs/results/decoder_full/records}
 adapter=docs/results/decoder_full/adapter   # seed 1's stage 1 + Pcc, committed (fp16)
-mkdir -p "$records"
+mkdir -p "$records" "$runs"
 
 score() {  # score NAME MODEL ARGS...: one pcctune eval, its record kept under docs/results
   local name=$1; shift

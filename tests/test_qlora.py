@@ -90,7 +90,7 @@ def qlora(tiny_llama, shared_senteval, tmp_path_factory):
     real_run_stage, real_evaluate = pipeline.run_stage, pipeline.evaluate_sts
 
     def spy_run_stage(model, stage, *args, **kwargs):
-        lora = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+        lora = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if "lora_" in n}
         seen["trained"].append(
             {
                 "stage": stage.name,
@@ -178,7 +178,7 @@ def test_a_run_can_start_from_another_runs_saved_stage(qlora, tiny_llama, shared
     real_run_stage = pipeline.run_stage
 
     def spy(model, stage, *args, **kwargs):
-        lora = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+        lora = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if "lora_" in n}
         started.append((len(linear_4bit_layers(model)), lora))
         return real_run_stage(model, stage, *args, **kwargs)
 
@@ -213,7 +213,7 @@ def test_init_best_starts_stage_two_from_the_dev_best_adapter(tiny_llama, shared
     real_run_stage = pipeline.run_stage
 
     def spy(model, stage, *args, **kwargs):
-        started.append({n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n})
+        started.append({n: p.detach().cpu().clone() for n, p in model.named_parameters() if "lora_" in n})
         return real_run_stage(model, stage, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:

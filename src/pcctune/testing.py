@@ -61,15 +61,20 @@ TINY_SIZES: dict[str, Any] = {
 
 
 def save_tiny_model(folder: Path, kind: str) -> Path:
-    """A 2-layer random BERT (``kind='bert'``) or Llama (anything else) with its tokenizer, saved to ``folder``."""
-    from transformers import BertConfig, BertModel
+    """A 2-layer random BERT (``kind='bert'``), MPNet (``'mpnet'``, BERT's tokenizer) or Llama (anything else)
+    with its tokenizer, saved to ``folder``."""
+    from transformers import BertConfig, BertModel, MPNetConfig, MPNetModel
 
-    tokenizer = word_level_tokenizer(kind)
-    if kind != "bert":
+    tokenizer = word_level_tokenizer("bert" if kind == "mpnet" else kind)
+    if kind not in ("bert", "mpnet"):
         return save_tiny_llama(folder, tokenizer)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), **TINY_SIZES)
-    BertModel(config).save_pretrained(folder)
+    if kind == "bert":
+        BertModel(BertConfig(vocab_size=len(tokenizer), **TINY_SIZES)).save_pretrained(folder)
+    else:  # MPNet numbers positions from pad_token_id + 1, as RoBERTa: two more rows in the position table
+        sizes = {**TINY_SIZES, "max_position_embeddings": TINY_SIZES["max_position_embeddings"] + 2}
+        config = MPNetConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **sizes)
+        MPNetModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

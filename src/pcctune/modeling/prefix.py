@@ -5,7 +5,10 @@
   MLP re-parameterisation (``projection``). The prefix lives in the attention cache, not in the
   sequence, so the outputs keep one position per real token and mean, cls and last-token pooling
   work unchanged. BERT numbers positions after the cache (positions P..P+L−1); DCPCSE's code
-  inherited that offset. ``offset_positions=False`` passes positions 0..L−1 instead.
+  inherited that offset. ``offset_positions=False`` passes positions 0..L−1 instead. Backbones whose
+  attention reads no cache get the prefix another way (MPNet: :mod:`pcctune.modeling.prefix_mpnet`; it
+  numbers positions from the input ids whatever the prefix, so ``offset_positions`` does not apply) or a
+  one-line error.
 - **Shallow prompts** (SCPCSE, the ablation): P trainable input embeddings inserted after the
   first token, initialised from the embeddings of a manual template; their output positions are
   removed again before pooling.
@@ -16,6 +19,8 @@ the (unchanged) backbone weights and restored on load, so a saved model keeps it
 
 from __future__ import annotations
 
+import inspect
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -92,6 +97,7 @@ class PromptedTransformer(TemplateTransformer):
         self.prompt_init_text = prompt_init_text
         for parameter in self.model.parameters():
             parameter.requires_grad_(False)
+        self.prefixed_layers: list[Any] = []
         if prompt_kind == "deep":
             from peft import PrefixTuningConfig, TaskType, get_peft_model
 
@@ -101,6 +107,7 @@ class PromptedTransformer(TemplateTransformer):
                 prefix_projection=prompt_projection,
                 encoder_hidden_size=self.model.config.hidden_size,
             )
+            self.prefixed_layers = self._prefix_route()
             self.model: Any = get_peft_model(self.model, config)
             self.shallow: ShallowPrompt | None = None
         else:
@@ -108,7 +115,7 @@ class PromptedTransformer(TemplateTransformer):
         # Shallow prompts lengthen the sequence, and offset deep prompts number it from P: either way the
         # input may use at most max_position_embeddings − P tokens.
         limit = getattr(self.model.config, "max_position_embeddings", None)
-        if limit is not None and (prompt_kind == "shallow" or offset_positions):
+        if limit is not None and (prompt_kind == "shallow" or (offset_positions and not self.prefixed_layers)):
             room = limit - prompt_length
             if self.max_seq_length is None or self.max_seq_length > room:
                 self.max_seq_length = room
@@ -120,6 +127,20 @@ class PromptedTransformer(TemplateTransformer):
     def native(self) -> bool:
         """Continuous prompts are never expressible in plain sentence-transformers."""
         return False
+
+    def _prefix_route(self) -> list[Any]:
+        """How the prefix reaches each layer: peft's cache (``[]``), or MPNet's prefixed attentions."""
+        if "past_key_values" in inspect.signature(type(self.model).forward).parameters:
+            return []
+        model_type = getattr(self.model.config, "model_type", type(self.model).__name__)
+        if model_type == "mpnet":
+            from pcctune.modeling.prefix_mpnet import accept_prefixes
+
+            return accept_prefixes(self.model)
+        raise PcctuneError(
+            f"deep prompts need an attention that reads a prefix cache, as BERT's, RoBERTa's or (through "
+            f"pcctune) MPNet's; {model_type}'s does not: use shallow prompts or LoRA"
+        )
 
     def _init_embeddings(self, text: str, length: int) -> torch.Tensor:
         ids = self._ids(text) or [int(self.text_tokenizer.unk_token_id or 0)]
@@ -166,14 +187,19 @@ class PromptedTransformer(TemplateTransformer):
             batch = mask.shape[0]
             prefix_mask = mask.new_ones(batch, self.prompt_length)
             inputs: dict[str, Any] = {key: features[key] for key in ("input_ids", "token_type_ids") if key in features}
-            if not self.offset_positions:
+            if not self.offset_positions and not self.prefixed_layers:
                 inputs["position_ids"] = (mask.long().cumsum(-1) - 1).clamp(min=0)
-            output = self.model.get_base_model()(
-                **inputs,
-                attention_mask=torch.cat([prefix_mask, mask], dim=1),
-                past_key_values=self.model.get_prompt(batch_size=batch),
-                return_dict=True,
-            )
+            prefix = self.model.get_prompt(batch_size=batch)
+            if self.prefixed_layers:
+                from pcctune.modeling.prefix_mpnet import prefixes_set
+
+                route: Any = prefixes_set(self.prefixed_layers, prefix)
+            else:
+                route, inputs["past_key_values"] = nullcontext(), prefix
+            with route:
+                output = self.model.get_base_model()(
+                    **inputs, attention_mask=torch.cat([prefix_mask, mask], dim=1), return_dict=True
+                )
             features["token_embeddings"] = output.last_hidden_state
             return features
         backbone: Any = self.model

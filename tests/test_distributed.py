@@ -39,7 +39,7 @@ def _columns(kind: str, begin: int, end: int) -> list[list[str]]:
 
 def _loss_and_grads(model_path: str, kind: str, mini_batch: int | None, begin: int, end: int):
     torch.manual_seed(0)
-    model = build_model(model_path)
+    model = build_model(model_path, device="cpu")  # gloo: CPU processes
     model.eval()  # no dropout: the two runs must see the same function
     model.double()  # float64, so that 1e-6 measures the method and not fp32 summation order
     loss_fn = PearsonLoss(model, mini_batch) if kind == "pearson" else InfoNCELoss(model, 0.05, mini_batch)
@@ -89,7 +89,7 @@ def _heads_after_steps(model_path: str, rank: int, synced: bool) -> bool:
     from pcctune.training.callbacks import SyncLossParameters
 
     torch.manual_seed(rank)  # different initial heads too: the callback's broadcast must align them
-    model = build_model(model_path)
+    model = build_model(model_path, device="cpu")  # gloo: CPU processes
     loss_fn = RegressionLoss(model, model.get_embedding_dimension(), "mse")
     head = list(loss_fn.head.parameters())
     callback = SyncLossParameters(head)

@@ -37,7 +37,7 @@ def test_similarity_is_mapped_to_a_positive_range():
 
 
 def test_reference_is_frozen_and_not_trained(tiny_bert):
-    model = build_model(str(tiny_bert))
+    model = build_model(str(tiny_bert), device="cpu")
     loss = EmbeddingDPOLoss(model, beta=1.0)
     assert not any(p is q for p in loss.parameters() for q in loss.reference.parameters())
     assert all(not p.requires_grad for p in loss.reference.parameters())

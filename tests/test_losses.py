@@ -101,7 +101,7 @@ def test_gradient_cache_equals_the_plain_loss(tiny_bert, kind):
     """Mini-batches (which replace gradient accumulation) leave loss and gradients unchanged."""
     results = []
     for mini_batch in (None, 3):
-        model = build_model(str(tiny_bert))
+        model = build_model(str(tiny_bert), device="cpu")
         model.eval()
         loss_fn = PearsonLoss(model, mini_batch) if kind == "pearson" else InfoNCELoss(model, 0.05, mini_batch)
         columns = [SENTENCES[:8], SENTENCES[2:10]] + ([SENTENCES[4:12]] if kind == "infonce" else [])

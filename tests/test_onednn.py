@@ -29,7 +29,7 @@ def _ops_run(model, features) -> set[str]:
 
 @pytest.mark.parametrize(("fixture", "template"), [("tiny_bert", None), ("tiny_llama", "eol")])
 def test_encoding_through_onednn_gives_the_mkl_embeddings(fixture, template, request):
-    model = build_model(str(request.getfixturevalue(fixture)), template=template)
+    model = build_model(str(request.getfixturevalue(fixture)), template=template, device="cpu")
     texts = [*SENTENCES, "a"]
     routed = encode_texts(model, texts, onednn=True)
     plain = encode_texts(model, texts, onednn=False)
@@ -37,7 +37,7 @@ def test_encoding_through_onednn_gives_the_mkl_embeddings(fixture, template, req
 
 
 def test_the_linear_layers_run_oneDNNs_kernel_inside_and_their_own_after(tiny_llama):
-    model = build_model(str(tiny_llama), template="eol").eval()
+    model = build_model(str(tiny_llama), template="eol", device="cpu").eval()
     features = model.preprocess(SENTENCES[:3])
     linears = [m for m in model.modules() if type(m) is nn.Linear]
     with torch.inference_mode():
@@ -129,7 +129,7 @@ def test_lora_on_a_4bit_model_gets_the_same_gradients_through_oneDNN(tiny_llama)
     from pcctune.modeling.quantization import linear_4bit_layers
 
     torch.manual_seed(0)
-    model = build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"})
+    model = build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"}, device="cpu")
     model.add_adapter(
         LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False, task_type=TaskType.FEATURE_EXTRACTION)
     )
@@ -163,7 +163,7 @@ def test_a_run_trains_through_oneDNN_unless_told_not_to(onednn, tiny_bert, share
 
     with mock.patch("pcctune.modeling.onednn._gemm", side_effect=spy):
         pcctune.train(pcctune.RunConfig.model_validate(config), overwrite=True)
-    linears = sum(type(m) is nn.Linear for m in build_model(str(tiny_bert)).modules())
+    linears = sum(type(m) is nn.Linear for m in build_model(str(tiny_bert), device="cpu").modules())
     if onednn:  # each linear layer's forward in each of the 2 steps, and the gradients' products
         assert sum(training) >= 2 * linears
     else:

@@ -313,7 +313,7 @@ def test_an_eval_pass_does_not_change_4bit_gradients(tiny_llama):
 
     def first_layer_grad(evaluate_first: bool) -> torch.Tensor:
         torch.manual_seed(0)
-        model = build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"})
+        model = build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"}, device="cpu")
         torch.manual_seed(1)
         model.add_adapter(
             LoraConfig(

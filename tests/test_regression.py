@@ -62,7 +62,7 @@ def test_pair_features():
 
 
 def test_regression_loss_equals_head_by_hand(tiny_bert):
-    model = build_model(str(tiny_bert))
+    model = build_model(str(tiny_bert), device="cpu")
     loss = RegressionLoss(model, 32, "smooth_k2", k=2.0, x0=0.25, concat="absdiff")
     features = [model.preprocess(SENTENCES[:3]), model.preprocess(SENTENCES[3:6])]
     labels = torch.tensor([0.0, 2.5, 5.0])
@@ -103,7 +103,7 @@ def _normalized_tiny_bert(tiny_bert, folder):
 def test_pooled_embeddings_pass_normalize_through_and_keep_the_saved_model(tiny_bert, tmp_path):
     from pcctune.training.pooled import pooled_embeddings
 
-    model = build_model(str(_normalized_tiny_bert(tiny_bert, tmp_path / "normalized")))
+    model = build_model(str(_normalized_tiny_bert(tiny_bert, tmp_path / "normalized")), device="cpu")
     features = model.preprocess(SENTENCES[:4])
     with torch.no_grad():
         with pooled_embeddings(model):

@@ -81,7 +81,7 @@ def test_left_and_right_padding_give_the_same_embeddings(tiny_llama, pooling):
 
 def test_lasttoken_takes_the_templates_last_token(tiny_llama):
     """Last-token pooling equals the backbone's hidden state at the final real position."""
-    model = build_model(str(tiny_llama), template="eol")
+    model = build_model(str(tiny_llama), template="eol", device="cpu")
     model[0].tokenizer.padding_side = "right"
     features = model.preprocess(["a dog", "two kids are eating food"])
     with torch.no_grad():

@@ -15,8 +15,9 @@
 #
 # prepare takes the committed 39 MB adapter (docs/results/decoder_full/adapter) out of git's index, so that the
 # working tree that every call sends leaves room for a chunk; restore puts it back. JOB is templates (the
-# templates claim at the recipe's full budget, then issue 25's table again), or dcpcse-mpnet (DCPCSE's 12 runs
-# on all-mpnet-base-v2, from its weights carried in fp16). Results of session 16: docs/results/gpu/README.md.
+# templates claim at the recipe's full budget, then issue 25's table again), dcpcse-mpnet (DCPCSE's 12 runs
+# on all-mpnet-base-v2, from its weights carried in fp16), dcpcse-mpnet-long (its deep and shallow prompts at
+# 10 epochs) or suite (the tests on CUDA). Results so far: docs/results/gpu/README.md.
 set -uo pipefail
 work=/tmp/pcctune-device
 chunk_bytes=58000000
@@ -97,7 +98,13 @@ job() {  # the work, in the background
     dcpcse-mpnet)
       python3 benchmarks/dcpcse.py --configs configs/dcpcse_mpnet.yaml --model "$work/payload/mpnet" \
         --output "$work/out/dcpcse" --runs "$work/runs/dcpcse" ;;
-    *) echo "unknown job $1 (templates, dcpcse-mpnet)" >&2; return 2 ;;
+    dcpcse-mpnet-long)   # deep vs shallow at Table 4's 10 epochs of the 5,883 (230 steps), seeds 1-3
+      python3 benchmarks/dcpcse.py --configs configs/dcpcse_mpnet.yaml --model "$work/payload/mpnet" \
+        --variants "deep prompts" "shallow prompts" --max-steps 230 \
+        --output "$work/out/dcpcse_10_epochs" --runs "$work/runs/dcpcse_10_epochs" ;;
+    suite)   # the default test run on CUDA, each test's name and outcome streamed to the log as it ends
+      python3 -m pytest -o addopts= -m "not slow" -n 14 -v -rfE -p no:cacheprovider > "$work/out/suite.log" 2>&1 ;;
+    *) echo "unknown job $1 (templates, dcpcse-mpnet, dcpcse-mpnet-long, suite)" >&2; return 2 ;;
   esac
 }
 
@@ -113,11 +120,9 @@ case ${1:-} in
   setup) setup; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
          python3 -c "import torch, transformers as t, sentence_transformers as s, peft, bitsandbytes as b
 print(torch.__version__, t.__version__, s.__version__, peft.__version__, b.__version__)" ;;
-  smoke) setup; timeout 300 python3 -m pytest tests/test_qlora.py -q -p no:cacheprovider 2>&1 | tee "$OUT/smoke.log" |
-           tail -5 ;;
   start) setup; mkdir -p "$work/out"; setsid nohup bash "$0" job "$2" >> "$work/queue.log" 2>&1 < /dev/null & ;;
   job) job "$2" ;;
   wait)  for _ in $(seq "${2:-540}"); do pgrep -f "device_queue.sh job" > /dev/null || break; sleep 1; done
          tail -c 4000 "$work/queue.log" | tr '\r' '\n' | grep -av '^\s*$' | tail -25; collect ;;
-  *) echo "usage: $0 prepare MODEL... | restore | receive K | setup | smoke | start JOB | wait SECONDS" >&2; exit 2 ;;
+  *) echo "usage: $0 prepare MODEL... | restore | receive K | setup | start JOB | wait SECONDS" >&2; exit 2 ;;
 esac

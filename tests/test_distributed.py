@@ -196,7 +196,11 @@ def test_pipeline_under_torchrun_with_two_processes(tiny_bert, mini_senteval, tm
         "data_dir": str(mini_senteval),
         "output_dir": str(tmp_path / "run"),
         "evaluate_before": False,
-        "stages": [{"name": "one", "loss": "pearson", **stage}, {"name": "two", "loss": "pearson", **stage}],
+        "stages": [
+            {"name": "one", "loss": "pearson", **stage},
+            # the clock's resume points: every rank must save at the same step (``timed_saves``)
+            {"name": "two", "loss": "pearson", **stage, "max_steps": 3, "eval_steps": 2, "save_every_minutes": 1e-9},
+        ],
     }
     (tmp_path / "run.yaml").write_text(json.dumps(config))
     done = subprocess.run(
@@ -223,3 +227,5 @@ def test_pipeline_under_torchrun_with_two_processes(tiny_bert, mini_senteval, tm
     assert set(record["sts_by_stage"]) == {"one", "two"}
     assert (tmp_path / "run" / "stage2-two" / "final" / "modules.json").is_file()
     assert done.stdout.count("results ->") == 1  # only rank 0 evaluates and writes
+    saved = sorted(p.name for p in (tmp_path / "run" / "stage2-two" / "checkpoints").glob("checkpoint-*"))
+    assert saved == ["checkpoint-2", "checkpoint-3"]  # step 1's resume point gave way to step 2's checkpoint

@@ -12,6 +12,7 @@ from transformers import TrainerCallback
 from pcctune.data.sts import STSPair
 from pcctune.errors import PcctuneError
 from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.training.checkpoints import checkpoints
 from pcctune.training.config import RunConfig, load_config
 from pcctune.training.datasets import contrastive_pairs
 from tests.conftest import pairs_jsonl, tiny_run
@@ -64,6 +65,22 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, shared_se
     saved = (tmp_path / "killed" / "results.json").read_bytes()
     again = run_pipeline(config, resume=True)
     assert again == resumed and (tmp_path / "killed" / "results.json").read_bytes() == saved
+
+
+def test_a_checkpoint_made_by_the_clock_resumes_to_the_same_run_and_does_not_stay(
+    tiny_bert, shared_senteval, tmp_path, whole
+):
+    whole, _, pairs = whole
+    config = _config(tiny_bert, shared_senteval, pairs, tmp_path / "clock", save_every_minutes=1e-9)  # due every step
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(config, callbacks=[KillAt(4)])  # the kill comes before step 4's save
+    folder = tmp_path / "clock" / "stage1-pcc" / "checkpoints"
+    # step 1's resume point was removed by step 2's regular checkpoint; step 3's is the newest
+    assert [p.name for p in checkpoints(folder)] == ["checkpoint-2", "checkpoint-3"]
+    resumed = run_pipeline(config, resume=True)
+    assert resumed.sts_by_stage["pcc"] == pytest.approx(whole.sts_by_stage["pcc"], abs=1e-6)
+    assert resumed.stages[0].best_checkpoint.endswith(whole.stages[0].best_checkpoint.split("/")[-1])
+    assert all(int(p.name.split("-")[1]) % 2 == 0 for p in checkpoints(folder))  # no resume point outlives the run
 
 
 def test_stage_writes_final_model_curves_and_selects_on_dev(whole):

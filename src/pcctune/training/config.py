@@ -159,6 +159,13 @@ class StageConfig(Strict):
         "stop",
         description="a non-finite loss or gradient stops the stage (keeping the last checkpoint) or skips the batch",
     )
+    save_every_minutes: float | None = Field(
+        15,
+        gt=0,
+        description="also checkpoint when this many minutes have passed since the last checkpoint, so an "
+        "interrupted stage loses at most that much (a resume point only, removed by the next checkpoint; "
+        "results unchanged); None: checkpoints at eval_steps only",
+    )
     save_total_limit: int | None = Field(
         2, ge=1, description="checkpoints kept on disk (the best dev one is never deleted); None keeps all"
     )
@@ -297,7 +304,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
 # differ between a run and its resumption. After a stage stopped on a non-finite loss, its optimisation
 # settings may change too (training/health.py): the recovery fingerprint leaves them out.
 NOT_RUN_DEFINING = {"output_dir", "report_to"}
-STAGE_NOT_RUN_DEFINING = {"logging_steps"}
+STAGE_NOT_RUN_DEFINING = {"logging_steps", "save_every_minutes"}
 RECOVERY_SETTINGS = {"learning_rate", "warmup_ratio", "on_nonfinite"}
 
 

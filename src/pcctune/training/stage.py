@@ -50,6 +50,7 @@ from pcctune.training.plots import plot_training
 from pcctune.training.pooled import pooled_embeddings
 from pcctune.training.sampling import SourceBatchSampler
 from pcctune.training.stage_cost import StageClock, StageCost, cost_in
+from pcctune.training.timed_saves import SaveEvery
 from pcctune.training.trainer import PcctuneTrainer
 
 
@@ -189,13 +190,15 @@ def stage_loss(
 
 def stage_callbacks(loss: nn.Module, model: SentenceTransformer, stage: StageConfig) -> list[TrainerCallback]:
     """The health guard over every trainable weight (``on_nonfinite``), and what keeps a loss's own state right:
-    its parameters synchronised across processes, its step resumed."""
+    its parameters synchronised across processes, its step resumed; and the clock's resume points (``timed_saves``)."""
     trainable = [p for p in [*model.parameters(), *loss_owned_parameters(loss, model)] if p.requires_grad]
     found: list[TrainerCallback] = [NonFiniteGuard(trainable, stage.name, stage.on_nonfinite)]
     if owned := loss_owned_parameters(loss, model):
         found.append(SyncLossParameters(owned))
     if hasattr(loss, "step"):
         found.append(StepToLoss(loss))
+    if stage.save_every_minutes is not None:
+        found.append(SaveEvery(stage.save_every_minutes))
     return found
 
 
@@ -233,6 +236,7 @@ def check_stage_disk(
     steps = stage.max_steps if stage.max_steps > 0 else math.ceil(stage.epochs * steps_per_epoch)
     selects = args.metric_for_best_model is not None
     kept = checkpoints_kept(steps, stage.eval_steps, stage.save_total_limit, selects)
+    kept += stage.save_every_minutes is not None  # the one resume point written by the clock
     check_disk(model, stage_dir, kept, extra_models=2 if keep_last else 1)
 
 

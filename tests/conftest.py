@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -185,3 +186,26 @@ def uninterrupted(tiny_bert, shared_senteval, tmp_path_factory) -> dict:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads((folder / "whole" / "results.json").read_text())
+
+
+class CountedBatches:
+    """Stands in for the encoder's one-batch step: counts the batches it encodes, and sends a real SIGINT at
+    batch ``interrupt_at`` (before encoding it)."""
+
+    def __init__(self, real, interrupt_at: int | None = None) -> None:
+        self.real, self.interrupt_at, self.calls = real, interrupt_at, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.calls == self.interrupt_at:
+            os.kill(os.getpid(), signal.SIGINT)
+        return self.real(*args)
+
+
+def count_encoded_batches(monkeypatch, interrupt_at: int | None = None) -> CountedBatches:
+    """Count the batches the encoder encodes from now on (interrupting at batch ``interrupt_at``)."""
+    import pcctune.modeling.encoding as encoding
+
+    counted = CountedBatches(getattr(encoding._encode_batch, "real", encoding._encode_batch), interrupt_at)
+    monkeypatch.setattr(encoding, "_encode_batch", counted)
+    return counted

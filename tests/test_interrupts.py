@@ -4,6 +4,7 @@ and how to continue, and a folder that ``--resume`` finishes (issue 28)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 
@@ -13,7 +14,7 @@ from transformers import TrainerCallback
 import pcctune.orchestration.pipeline as pipeline
 import pcctune.training.stage as stage_module
 from pcctune.training.trainer import PcctuneTrainer
-from tests.conftest import run_cli, write_run_config
+from tests.conftest import count_encoded_batches, run_cli, write_run_config
 
 EVENTS = ["on_train_begin", "on_step_begin", "on_step_end", "on_log", "on_evaluate", "on_save", "on_train_end"]
 
@@ -146,3 +147,31 @@ def test_sigint_during_the_test_evaluation_exits_130_and_resume_scores_the_run(
     monkeypatch.undo()
     code, output = run_cli(["train", str(config), "--resume"], capsys)
     assert code == 0 and json.loads((tmp_path / "run" / "results.json").read_text())["sts_by_stage"]
+
+
+def test_an_interrupted_test_evaluation_keeps_its_vectors_and_resume_encodes_only_the_rest(
+    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, caplog
+):
+    import pcctune.modeling.encoding as encoding
+
+    monkeypatch.setattr(encoding, "default_token_budget", lambda model: 16)  # many small batches, in every run
+    whole = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "whole")
+    assert run_cli(["train", str(whole)], capsys)[0] == 0
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
+    real = pipeline.evaluate_sts
+
+    def interrupted_at_batch_4(*args, **kwargs):
+        count_encoded_batches(monkeypatch, interrupt_at=4)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "evaluate_sts", interrupted_at_batch_4)
+    code, output = run_cli(["train", str(config)], capsys)
+    kept = tmp_path / "run" / "eval-pcc.vectors.npz"
+    assert code == 130 and kept.is_file(), output
+    monkeypatch.setattr(pipeline, "evaluate_sts", real)
+    caplog.set_level(logging.INFO, logger="pcctune.modeling.vector_store")
+    code, output = run_cli(["train", str(config), "--resume"], capsys)
+    assert code == 0, output
+    assert "continuing an interrupted evaluation: " in caplog.text and not kept.exists()
+    scores = [json.loads((tmp_path / run / "results.json").read_text())["sts_by_stage"] for run in ("whole", "run")]
+    assert scores[0] == scores[1]

@@ -12,7 +12,7 @@ import sys
 import pytest
 from transformers import TrainerCallback
 
-from tests.conftest import assert_one_line_error, run_cli, write_run_config
+from tests.conftest import assert_one_line_error, count_encoded_batches, run_cli, write_run_config
 
 
 @pytest.fixture(autouse=True)
@@ -100,8 +100,49 @@ def test_sigint_during_eval_exits_130_and_writes_nothing(tiny_bert, shared_sente
     monkeypatch.chdir(tmp_path)
     code, output = run_cli(["eval", str(tiny_bert), "--data", str(shared_senteval), "--output", "r.json"], capsys)
     assert code == 130, output
-    assert "interrupted; nothing was written" in output and "Traceback" not in output
+    assert "interrupted; no results were written" in output and "Traceback" not in output
     assert list(tmp_path.iterdir()) == []
+
+
+EVAL = ["--token-budget", "16"]  # a batch or two of sentences at a time: many batches
+
+
+def test_an_interrupted_eval_continues_from_its_kept_vectors_to_the_same_numbers(
+    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    command = ["eval", str(tiny_bert), "--data", str(shared_senteval), *EVAL]
+    counted = count_encoded_batches(monkeypatch)
+    assert run_cli([*command, "--output", "whole.json"], capsys)[0] == 0
+    batches, whole = counted.calls, json.loads((tmp_path / "whole.json").read_text())["sts"]
+    assert batches >= 8 and not (tmp_path / "whole.json.vectors.npz").exists()  # a finished one keeps nothing
+
+    count_encoded_batches(monkeypatch, interrupt_at=batches // 2)
+    code, output = run_cli([*command, "--output", "cut.json"], capsys)
+    assert code == 130 and "run the same command to continue" in output, output
+    assert (tmp_path / "cut.json.vectors.npz").is_file() and not (tmp_path / "cut.json").exists()
+
+    counted = count_encoded_batches(monkeypatch)
+    assert run_cli([*command, "--output", "cut.json"], capsys)[0] == 0
+    assert counted.calls == batches - (batches // 2 - 1)  # only the batches the first run had not finished
+    assert json.loads((tmp_path / "cut.json").read_text())["sts"] == whole
+    assert not (tmp_path / "cut.json.vectors.npz").exists()
+
+
+def test_kept_vectors_of_another_evaluation_are_not_used(tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    command = ["eval", str(tiny_bert), "--data", str(shared_senteval), *EVAL]
+    counted = count_encoded_batches(monkeypatch)
+    assert run_cli([*command, "--pooling", "cls", "--output", "cls.json"], capsys)[0] == 0
+    batches = counted.calls
+    count_encoded_batches(monkeypatch, interrupt_at=batches)  # all but the last batch kept, mean-pooled
+    assert run_cli([*command, "--pooling", "mean", "--output", "r.json"], capsys)[0] == 130
+    counted = count_encoded_batches(monkeypatch)
+    assert run_cli([*command, "--pooling", "cls", "--output", "r.json"], capsys)[0] == 0  # other settings
+    assert counted.calls == batches  # nothing taken from the mean-pooled vectors
+    assert (
+        json.loads((tmp_path / "r.json").read_text())["sts"] == json.loads((tmp_path / "cls.json").read_text())["sts"]
+    )
 
 
 def test_a_results_file_survives_a_failed_write(tiny_bert, shared_senteval, tmp_path):

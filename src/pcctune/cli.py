@@ -98,6 +98,9 @@ def _check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
         raise PcctuneError(f"unknown {what} {value!r}; choose from {', '.join(allowed)}")
 
 
+KEPT_VECTORS = "; the vectors encoded so far are kept: run the same command to continue"
+
+
 @app.command("eval")
 def eval_command(
     model: ModelArgument,
@@ -148,7 +151,7 @@ def eval_command(
             adapter=adapter,
         )
     except KeyboardInterrupt:
-        raise Interrupted("interrupted; nothing was written") from None
+        raise Interrupted(f"interrupted; no results were written{KEPT_VECTORS if output else ''}") from None
 
 
 @app.command("encode")

@@ -23,6 +23,7 @@ from pcctune.data.transfer import TransferTask
 from pcctune.evaluation import senteval_probe
 from pcctune.evaluation.protocols import senteval_text
 from pcctune.modeling.encoding import encode_unique
+from pcctune.modeling.vector_store import VectorStore
 from pcctune.results import TransferScore
 
 REGULARIZATION_GRID = [2.0**t for t in range(-2, 4)]
@@ -122,10 +123,13 @@ def evaluate_transfer(
     seed: int = 1111,
     show_progress: bool = True,
     probe: Probe = "sklearn",
+    store: VectorStore | None = None,
 ) -> list[TransferScore]:
-    """Encode each task's unique sentences once and probe them with ``probe``."""
+    """Encode each task's unique sentences once (kept in ``store`` as they are, when given) and probe them with
+    ``probe``."""
     scores = []
     for task in tasks:
-        vectors = encode_unique(model, transfer_sentences(task), token_budget=token_budget, show_progress=show_progress)
+        sentences = transfer_sentences(task)
+        vectors = encode_unique(model, sentences, token_budget=token_budget, show_progress=show_progress, store=store)
         scores.append(score_transfer_task(task, vectors, seed, probe))
     return scores

@@ -17,6 +17,9 @@ evaluations, the dev evaluations during training and ``pcctune encode``:
 7. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
    the vectors are gathered, instead of rank 0 encoding everything while the others wait.
 
+8. **Resumable.** With a :class:`~pcctune.modeling.vector_store.VectorStore`, finished batches are kept on
+   disk and a rerun skips them (the batch plan does not depend on what is stored: same vectors).
+
 Embeddings equal ``encode``'s up to float rounding of differently padded batches (tested).
 """
 
@@ -35,8 +38,9 @@ from tqdm.auto import tqdm
 from pcctune.distributed import get_rank, get_world_size, is_distributed
 from pcctune.modeling.build import is_decoder_only
 from pcctune.modeling.onednn import onednn_linears
-from pcctune.modeling.prefix_cache import cached_prefix
+from pcctune.modeling.prefix_cache import CachedPrefix, cached_prefix
 from pcctune.modeling.template import Template, model_template
+from pcctune.modeling.vector_store import VectorStore
 
 ENCODER_TOKEN_BUDGET = 2048  # measured best of 512–8192 for all-MiniLM-L6-v2 on this CPU (docs/results/speed)
 DECODER_TOKEN_BUDGET = 768  # SmolLM2-135M: 49–54 s at 512–1,024, 58 s at 2,048 for 1,000 sentences (same)
@@ -88,11 +92,12 @@ def encode_texts(
     show_progress: bool = False,
     reuse_prefix: bool = True,
     onednn: bool = True,
+    store: VectorStore | None = None,
 ) -> np.ndarray:
     """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget (default:
     :func:`default_token_budget`); a decoder runs its template's prefix once (``reuse_prefix``,
     :mod:`~pcctune.modeling.prefix_cache`); float32 linear layers on CPU run through oneDNN (``onednn``,
-    :mod:`~pcctune.modeling.onednn`)."""
+    :mod:`~pcctune.modeling.onednn`); batches that ``store`` holds are taken from it, and the others added to it."""
     if not texts:
         return np.zeros((0, model.get_embedding_dimension() or 0), dtype=np.float32)
     was_training = model.training
@@ -103,17 +108,30 @@ def encode_texts(
         with torch.inference_mode(), onednn_linears(model, active=onednn):
             prefix = cached_prefix(model) if reuse_prefix else None
             for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress):
-                features = batch_to_device(model.preprocess([texts[i] for i in batch]), model.device)
-                if prefix is not None and prefix.covers(features["input_ids"]):
-                    embeddings = prefix.embed(model, features)
+                batch_texts = [texts[i] for i in batch]
+                if store is not None and all(text in store for text in batch_texts):
+                    vectors = np.stack([store.vectors[text] for text in batch_texts])
                 else:
-                    embeddings = model(features)["sentence_embedding"]
-                vectors = embeddings.float().cpu().numpy()
+                    vectors = _encode_batch(model, batch_texts, prefix)
+                    if store is not None:
+                        store.add(batch_texts, vectors)
                 for row, index in enumerate(batch):
                     out[index] = vectors[row]
     finally:
         model.train(was_training)
+        if store is not None:
+            store.flush()  # also when interrupted: what was encoded is kept
     return np.stack(out)  # type: ignore[arg-type]
+
+
+def _encode_batch(model: SentenceTransformer, texts: list[str], prefix: CachedPrefix | None) -> np.ndarray:
+    """One batch's embeddings, over the template prefix's cached key/values where they apply."""
+    features = batch_to_device(model.preprocess(texts), model.device)
+    if prefix is not None and prefix.covers(features["input_ids"]):
+        embeddings = prefix.embed(model, features)
+    else:
+        embeddings = model(features)["sentence_embedding"]
+    return embeddings.float().cpu().numpy()
 
 
 class EncodeOptions(TypedDict, total=False):
@@ -123,6 +141,7 @@ class EncodeOptions(TypedDict, total=False):
     show_progress: bool
     reuse_prefix: bool
     onednn: bool
+    store: VectorStore | None
 
 
 def encode_unique(
@@ -142,6 +161,7 @@ def encode_unique(
     unique = sorted(set(sentences))
     if not (shard and is_distributed()):
         return dict(zip(unique, encode_texts(model, unique, **options), strict=True))
+    options.pop("store", None)  # one file for one process: a sharded encoding is not resumable
     mine = unique[get_rank() :: get_world_size()]
     vectors = dict(zip(mine, encode_texts(model, mine, **options), strict=True))
     gathered: list[dict[str, np.ndarray] | None] = [None] * get_world_size()

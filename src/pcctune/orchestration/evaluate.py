@@ -24,6 +24,8 @@ from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.template import model_template
+from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
+from pcctune.modeling.vector_store import VectorStore, settings_key
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
@@ -138,8 +140,9 @@ def run_eval(
     check_template_for(protocol, model_spec, template)
     set_seed(seed)
     model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
-    sts = evaluate_sts(model, sts_tasks, token_budget=token_budget, protocol=protocol) if sts_tasks else None
-    transfer = evaluate_transfer(model, transfer_tasks, token_budget, probe=probe) if transfer_tasks else None
+    settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
+    store = resume_store(output, model_spec, adapter, settings)
+    sts, transfer = score_tasks(model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store)
     result = EvalResult(
         protocol=protocol,
         model=model_spec,
@@ -155,7 +158,49 @@ def run_eval(
         wall_time_s=round(time.perf_counter() - started, 2),
     )
     add_scores(result, sts, transfer, probe)
+    save_result(result, output, store, console or Console())
+    return result
+
+
+def score_tasks(
+    model: SentenceTransformer,
+    sts_tasks: list[STSTask],
+    transfer_tasks: list[TransferTask],
+    token_budget: int | None,
+    protocol: str,
+    probe: Probe,
+    store: VectorStore | None,
+) -> tuple[tuple[list[TaskScore], float] | None, list[TransferScore] | None]:
+    """The STS scores (under ``protocol``) and the transfer scores (by ``probe``) of the tasks asked; ``None``
+    for a group not asked."""
+    sts = (
+        evaluate_sts(model, sts_tasks, token_budget=token_budget, protocol=protocol, store=store) if sts_tasks else None
+    )
+    transfer = (
+        evaluate_transfer(model, transfer_tasks, token_budget, probe=probe, store=store) if transfer_tasks else None
+    )
+    return sts, transfer
+
+
+def save_result(result: EvalResult, output: Path | None, store: VectorStore | None, console: Console) -> None:
+    """Write the result to ``output`` (when asked); then the vectors kept for a resume are no longer needed."""
     if output is not None:
         result.to_disk(output)
-        (console or Console()).print(f"results -> {output}")
-    return result
+        console.print(f"results -> {output}")
+    if store is not None:
+        store.discard()
+
+
+def resume_store(
+    output: Path | None, model_spec: str, adapter: Path | None, settings: tuple[Any, ...]
+) -> VectorStore | None:
+    """With ``--output``, the evaluation's vectors so far, kept beside it (``OUTPUT.vectors.npz``) until the
+    results are written: the same command run again after an interrupt encodes only what is missing. Its key:
+    the model, the adapter and their files, the encoding ``settings`` and the library versions."""
+    if output is None:
+        return None
+    folders = [Path(model_spec), *([adapter] if adapter else [])]
+    key = settings_key(
+        {"model": model_spec, "adapter": adapter, "settings": settings, "versions": library_versions()}, *folders
+    )
+    return VectorStore.open(output.with_name(output.name + STORE_SUFFIX), key)

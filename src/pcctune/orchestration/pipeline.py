@@ -31,6 +31,8 @@ from pcctune.losses.registry import LOSSES
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
 from pcctune.modeling.pooler_head import add_mlp_head
+from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
+from pcctune.modeling.vector_store import VectorStore, settings_key
 from pcctune.orchestration.model_card import add_pcctune_section, pcctune_section
 from pcctune.orchestration.run_folder import (
     PARTIAL_RESULTS,
@@ -45,7 +47,7 @@ from pcctune.orchestration.run_folder import (
 from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import library_versions
 from pcctune.results import RunResult, StageRecord
-from pcctune.training.config import RunConfig, StageConfig
+from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import train_dataset
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
@@ -148,17 +150,27 @@ class Pipeline:
     def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
         return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
 
-    def evaluate(self, label: str, model: SentenceTransformer) -> None:
-        """Score ``model`` on the test tasks: every process encodes a shard (when distributed), rank 0 records."""
+    def evaluate(self, label: str, model: SentenceTransformer, source: Path) -> None:
+        """Score ``model`` (loaded from ``source``) on the test tasks: every process encodes a shard (when
+        distributed), rank 0 records. In one process, the vectors so far are kept in the run folder until the
+        scores are recorded, so ``--resume`` after an interrupt encodes only the rest."""
         if not self.test_tasks or (not self.main and not is_distributed()):
             return
         if self.config.eval_dtype == "bf16":
             model.to(torch.bfloat16)
-        scores, avg = evaluate_sts(model, self.test_tasks, protocol=self.config.eval_protocol, show_progress=self.main)
+        store = None
+        if not is_distributed():
+            settings = {"label": label, "config": config_fingerprint(self.config), "versions": library_versions()}
+            path = Path(self.config.output_dir) / f"eval-{label}{STORE_SUFFIX}"
+            store = VectorStore.open(path, settings_key(settings, source))
+        protocol = self.config.eval_protocol
+        scores, avg = evaluate_sts(model, self.test_tasks, protocol=protocol, show_progress=self.main, store=store)
         if not self.main:
             return
         self.result.sts_by_stage[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
         self.record()
+        if store is not None:
+            store.discard()
 
     def scored(self, label: str) -> bool:
         """Whether ``label`` already has its test scores (kept from before a resume): not scored twice."""
@@ -212,8 +224,9 @@ class Pipeline:
 
     def run(self) -> RunResult:
         if self.config.evaluate_before and self.main and not self.scored("before"):  # no process group yet
+            # the base model itself: an untrained MLP head would only add noise
             before = load_base(self.config, quantized=eval_precision(self.config) == "4bit", head=False)
-            self.evaluate("before", before)  # the base model itself: an untrained MLP head would only add noise
+            self.evaluate("before", before, Path(self.config.model))
         source: str | None = None
         last = len(self.config.stages) - 1
         for index, stage in enumerate(self.config.stages):
@@ -223,7 +236,7 @@ class Pipeline:
                 stage_dir = self.train(index, stage.model_copy(update={"loss": loss}), source, suffix)
                 label = f"{stage.name}{suffix}"
                 if (self.config.evaluate_after_each_stage or index == last) and not self.scored(label):
-                    self.evaluate(label, load_for_evaluation(self.config, stage_dir / "final"))
+                    self.evaluate(label, load_for_evaluation(self.config, stage_dir / "final"), stage_dir / "final")
                 if index < last:
                     source = str(continued_model(stage_dir, self.config.stages[index + 1].init))
         return self.result

@@ -106,3 +106,52 @@ def test_a_demonstration_is_scored_like_a_checkpoint_each_dev_set_on_its_own(tin
     assert len(parts["sick-trial"]) != len(parts["stsb-dev-filtered"])  # so weighting differs from a plain mean
     selector = DevSTSEvaluator(parts, "both")(model)["both_spearman_cosine"]
     assert dev_spearman(model, parts) == pytest.approx(selector * 100, abs=1e-6)
+
+
+def test_an_interrupted_search_scores_only_the_missing_candidates(
+    tiny_llama, mini_senteval, tmp_path, monkeypatch, capfd
+):
+    import json
+
+    from rich.console import Console
+
+    import pcctune.evaluation.demonstrations as demonstrations
+    from pcctune.orchestration.icl import SEARCH_SUFFIX, run_icl
+
+    # three candidates (the mini data's pool is smaller), each with a word (the tiny random model predicts none)
+    monkeypatch.setattr(demonstrations, "candidate_sentences", lambda folder, count, seed: SENTENCES[:count])
+    monkeypatch.setattr(demonstrations, "predict_words", lambda model, sentences, base: ["thing"] * len(sentences))
+
+    real = demonstrations.dev_spearman
+
+    def search(output, fail_at=None):
+        calls = []
+
+        def counted(model, parts):
+            calls.append(model[0].template)
+            if len(calls) == fail_at:
+                raise KeyboardInterrupt
+            return real(model, parts)
+
+        monkeypatch.setattr(demonstrations, "dev_spearman", counted)
+        run_icl(str(tiny_llama), "eol", 3, "sick-trial", "fp32", 0, mini_senteval, output, Console(quiet=True))
+        return calls
+
+    uninterrupted = search(tmp_path / "whole")
+    assert len(uninterrupted) == 4  # no demonstration and three candidates
+    assert "Demonstrations: 100%" in capfd.readouterr().err  # one progress bar over the candidates
+
+    output = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        search(output, fail_at=3)
+    kept = output.with_name(output.name + SEARCH_SUFFIX)
+    assert len(json.loads(kept.read_text())["scores"]) == 2 and not output.exists()
+    assert search(output) == uninterrupted[2:]  # the two scored before the interrupt are not scored again
+    assert not kept.exists()  # gone once the model is saved
+    scores = [json.loads((o / "demonstration_search.json").read_text()) for o in (tmp_path / "whole", output)]
+    assert scores[0] == scores[1]
+
+    other = tmp_path / "other"  # kept scores made under another key are not used
+    stale = {"key": "another search", "scores": dict.fromkeys(uninterrupted, 99.0)}
+    other.with_name(other.name + SEARCH_SUFFIX).write_text(json.dumps(stale))
+    assert len(search(other)) == 4

@@ -277,7 +277,11 @@ def icl_command(
     """Pick an in-context demonstration (PromptEOL §3.2) on a dev set; print every candidate's score."""
     from pcctune.orchestration.icl import run_icl
 
-    run_icl(model, template, candidates, dev, dtype, seed, data, output, console)
+    try:
+        run_icl(model, template, candidates, dev, dtype, seed, data, output, console)
+    except KeyboardInterrupt:
+        kept = "; the candidates scored so far are kept: run the same command to continue" if output else ""
+        raise Interrupted(f"interrupted; no model was saved{kept}") from None
 
 
 @app.command("bound")

@@ -9,11 +9,13 @@ test set, and reports them all.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from sentence_transformers import SentenceTransformer
+from tqdm.auto import tqdm
 
 from pcctune.correlation import score_pairs
 from pcctune.data.dev import size_weighted
@@ -62,17 +64,29 @@ def search_demonstrations(
     demonstrations: list[Demonstration],
     dev: dict[str, list[STSPair]],
     base: str,
+    known: Mapping[str, float] | None = None,
+    on_scored: Callable[[str, float], None] | None = None,
 ) -> list[CandidateScore]:
-    """Every candidate's dev score, best first; the base template alone is scored too (as ``word=''``)."""
+    """Every candidate's dev score, best first; the base template alone is scored too (as ``word=''``).
+
+    ``known`` maps a candidate's template to its dev score from an interrupted search of the same model and
+    dev set (it is not scored again); ``on_scored(template, score)`` is told each new score as it lands."""
     module = input_module(model)
     original = module.template
+    known = known or {}
     results = []
     try:
         candidates = [(Demonstration("", ""), Template.parse(base).text)]
         candidates += [(d, demonstration_template(base, d)) for d in demonstrations]
-        for demonstration, template in candidates:
-            module.template = template
-            results.append(CandidateScore(demonstration, template, dev_spearman(model, dev)))
+        for demonstration, template in tqdm(candidates, desc="Demonstrations", unit="candidate"):
+            if template in known:
+                score = known[template]
+            else:
+                module.template = template
+                score = dev_spearman(model, dev)
+                if on_scored is not None:
+                    on_scored(template, score)
+            results.append(CandidateScore(demonstration, template, score))
     finally:
         module.template = original
     return sorted(results, key=lambda r: r.dev_spearman, reverse=True)
@@ -84,14 +98,16 @@ def rank_demonstrations(
     count: int,
     seed: int,
     dev: dict[str, list[STSPair]],
+    known: Mapping[str, float] | None = None,
+    on_scored: Callable[[str, float], None] | None = None,
 ) -> list[CandidateScore]:
     """The whole search for ``model``'s current template: draw ``count`` candidate sentences, label
     each with the model's own word, score every candidate (and no demonstration) on ``dev``
-    (:func:`pcctune.data.dev.dev_parts`)."""
+    (:func:`pcctune.data.dev.dev_parts`); ``known`` and ``on_scored`` as :func:`search_demonstrations`."""
     base = input_module(model).template
     if base is None:
         raise PcctuneError("a demonstration is prepended to a template; give the model one (e.g. --template eol)")
     sentences = candidate_sentences(senteval_dir, count, seed)
     words = predict_words(model, sentences, base)
     demonstrations = [Demonstration(s, w) for s, w in zip(sentences, words, strict=True) if w]
-    return search_demonstrations(model, demonstrations, dev, base)
+    return search_demonstrations(model, demonstrations, dev, base, known, on_scored)

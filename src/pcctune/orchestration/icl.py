@@ -1,11 +1,20 @@
-"""``pcctune icl``: choose an in-context demonstration on a dev set and save the model with it."""
+"""``pcctune icl``: choose an in-context demonstration on a dev set and save the model with it.
+
+With ``--output``, each candidate's dev score is kept beside it as it lands (``OUTPUT.search.json``, keyed by
+the model, its files, the dtype, the dev set and the library versions), so the same command run after an
+interrupt scores only the candidates still missing (a search of a 135M decoder takes half an hour on one core
+here).
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from sentence_transformers import SentenceTransformer
 
 from pcctune.data.dev import dev_parts
 from pcctune.errors import PcctuneError
@@ -14,7 +23,9 @@ from pcctune.io import atomic_folder, check_output_folder, write_json
 from pcctune.modeling.build import build_model, is_decoder_only
 from pcctune.modeling.saving import save_native
 from pcctune.modeling.template import input_module
+from pcctune.modeling.vector_store import settings_key
 from pcctune.paths import resolve_senteval_dir
+from pcctune.provenance import library_versions
 
 
 def candidates_table(results: list[CandidateScore], title: str) -> Table:
@@ -26,6 +37,29 @@ def candidates_table(results: list[CandidateScore], title: str) -> Table:
             str(rank), r.demonstration.sentence or "(no demonstration)", r.demonstration.word, f"{r.dev_spearman:.2f}"
         )
     return table
+
+
+logger = logging.getLogger(__name__)
+SEARCH_SUFFIX = ".search.json"
+
+
+class KeptScores:
+    """The dev scores of a search so far, in ``path``, valid for the search whose settings hash to ``key``."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path, self.key = path, key
+        self.scores: dict[str, float] = {}
+        try:
+            saved = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return  # none yet (or unreadable: started afresh)
+        if saved.get("key") == key:
+            self.scores = dict(saved["scores"])
+            logger.info("continuing an interrupted search: %d candidates scored in %s", len(self.scores), path)
+
+    def add(self, template: str, score: float) -> None:
+        self.scores[template] = score
+        write_json({"key": self.key, "scores": self.scores}, self.path)
 
 
 def run_icl(
@@ -50,27 +84,32 @@ def run_icl(
             f"pcctune icl needs a causal language model (a decoder that writes the demonstration's word); "
             f"{model} is a {input_module(encoder).model.config.model_type} encoder"
         )
-    results = rank_demonstrations(encoder, senteval, candidates, seed, parts)
+    kept = None
+    if output is not None:
+        settings = {"model": model, "template": template, "dtype": dtype, "dev": dev, "versions": library_versions()}
+        kept = KeptScores(output.with_name(output.name + SEARCH_SUFFIX), settings_key(settings, Path(model)))
+    results = rank_demonstrations(
+        encoder, senteval, candidates, seed, parts, kept.scores if kept else None, kept.add if kept else None
+    )
     console.print(candidates_table(results, f"demonstrations for {model} on {dev} (Spearman × 100, dev only)"))
     if output is not None:
-        input_module(encoder).template = results[0].template
-        with atomic_folder(output) as staging:
-            save_native(encoder, staging)
-            write_json(
-                {
-                    "model": model,
-                    "dev": dev,
-                    "chosen_template": results[0].template,
-                    "candidates": [
-                        {
-                            "sentence": r.demonstration.sentence,
-                            "word": r.demonstration.word,
-                            "dev_spearman": r.dev_spearman,
-                        }
-                        for r in results
-                    ],
-                },
-                staging / "demonstration_search.json",
-            )
+        save_best(encoder, results, {"model": model, "dev": dev}, output)
         console.print(f"model with the best demonstration -> {output}")
+    if kept is not None:
+        kept.path.unlink(missing_ok=True)
     return results
+
+
+def save_best(
+    encoder: SentenceTransformer, results: list[CandidateScore], search: dict[str, str], output: Path
+) -> None:
+    """The model with the best candidate's template, and every candidate's dev score beside it."""
+    input_module(encoder).template = results[0].template
+    candidates = [
+        {"sentence": r.demonstration.sentence, "word": r.demonstration.word, "dev_spearman": r.dev_spearman}
+        for r in results
+    ]
+    with atomic_folder(output) as staging:
+        save_native(encoder, staging)
+        record = search | {"chosen_template": results[0].template, "candidates": candidates}
+        write_json(record, staging / "demonstration_search.json")

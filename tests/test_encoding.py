@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,12 @@ def test_a_decoder_runs_its_template_prefix_once_with_the_same_embeddings(fixtur
         attach_adapter(model, AdapterConfig(kind=adapter, r=4, alpha=8))
     prefix = prefix_cache.cached_prefix(model)
     assert prefix is not None and len(prefix.ids) >= 3  # 'This sentence : "' (and a BOS where the tokenizer adds one)
+    _assert_every_batch_runs_over_the_prefix_to_the_same_embeddings(model, monkeypatch)
+
+
+def _assert_every_batch_runs_over_the_prefix_to_the_same_embeddings(model, monkeypatch):
+    from pcctune.modeling import prefix_cache
+
     cached_batches = []
     real_embed = prefix_cache.CachedPrefix.embed
     monkeypatch.setattr(
@@ -75,6 +83,33 @@ def test_a_decoder_runs_its_template_prefix_once_with_the_same_embeddings(fixtur
     whole = encode_texts(model, texts, token_budget=64, reuse_prefix=False)
     assert len(cached_batches) == len(length_batches(token_lengths(model, texts), 64))
     np.testing.assert_allclose(cached, whole, atol=1e-5)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_llama", "metaspace_llama"])
+def test_a_decoder_saved_natively_runs_its_prefix_once_too(fixture, request, tmp_path, monkeypatch):
+    """A model saved as plain sentence-transformers (``pcctune icl`` saves one) loads with ST's own input
+    module; padding on the right, its rows' positions continue from the prefix's as well."""
+    from sentence_transformers import SentenceTransformer
+
+    from pcctune.modeling.prefix_cache import cached_prefix
+    from pcctune.modeling.saving import save_native
+    from pcctune.modeling.template import TemplateTransformer
+
+    native = tmp_path / "native"
+    trained = build_model(str(request.getfixturevalue(fixture)), template="eol")
+    save_native(trained, native)
+    model = SentenceTransformer(str(native))  # right-padded in plain ST too (Llama-2-style tokenizers default left)
+    assert type(model[0]) is not TemplateTransformer and model[0].tokenizer.padding_side == "right"
+    texts = [*SENTENCES, LONG]  # batches mix lengths: padded rows embed as they did in pcctune
+    np.testing.assert_allclose(model.encode(texts, batch_size=4), encode_texts(trained, texts), atol=1e-5)
+    _assert_every_batch_runs_over_the_prefix_to_the_same_embeddings(model, monkeypatch)
+    model[0].tokenizer.padding_side = "left"  # pads would come before the prefix: encoded whole
+    assert cached_prefix(model) is None
+
+    config = json.loads((native / "tokenizer_config.json").read_text())
+    del config["padding_side"]  # a folder saved before the padding side was kept: pcctune loads it right-padded
+    (native / "tokenizer_config.json").write_text(json.dumps(config))
+    assert build_model(str(native))[0].tokenizer.padding_side == "right"
 
 
 def test_only_a_batch_that_starts_with_the_prefix_uses_it_and_encoders_never_do(tiny_llama, tiny_bert):

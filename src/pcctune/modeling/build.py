@@ -189,9 +189,13 @@ def _load(
         if quantization:  # sentence-transformers' own Transformer (a plain save) takes it from model_kwargs
             kwargs["quantization_config"] = bitsandbytes_config(quantization)
         with loading_quantization(quantization or None) if quantization is not None else nullcontext():
-            return SentenceTransformer(
+            model = SentenceTransformer(
                 source.path, device=device, trust_remote_code=_is_pcctune_model(folder), model_kwargs=kwargs
             )
+        tokenizer = getattr(model[0], "tokenizer", None)
+        if tokenizer is not None and chat_template.template_in(tokenizer) is not None:
+            tokenizer.padding_side = "right"  # as chat_template.install sets it; older native saves did not keep it
+        return model
     quantization = quantization or None
     model_kwargs = {"dtype": weights, **model_kwargs}
     return _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt, quantization)

@@ -134,6 +134,7 @@ def install(module: Transformer, template: str | None) -> None:
         tokenizer.chat_template = render(template, tokenizer)
         check_tokens(tokenizer, template)
         tokenizer.padding_side = "right"
+        tokenizer.init_kwargs["padding_side"] = "right"  # saved with it: Llama-2-style tokenizers default to left
         module.modality_config = {"text": text, "message": {**text, "format": "flat"}}
         processing["chat_template"] = {"restore_suffix": True}
     module.processing_kwargs = processing  # type: ignore[assignment]

@@ -19,9 +19,11 @@ from typing import Any
 
 import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Transformer
 from torch import Tensor
 
-from pcctune.modeling.template import TemplateTransformer, model_template
+from pcctune.modeling.build import is_decoder_only
+from pcctune.modeling.template import model_template
 
 PROBE_SENTENCES = ("a", "Two dogs run.", '"Quoted" text')
 """Sentences whose templated token ids share exactly the template's prefix."""
@@ -69,10 +71,17 @@ def prefix_ids(model: SentenceTransformer) -> list[int]:
 
 
 def cached_prefix(model: SentenceTransformer) -> CachedPrefix | None:
-    """The prefix cache of a decoder under a template of at least two prefix tokens; ``None`` for anything else
-    (encoders attend both ways; a model without pcctune's decoder input module is encoded whole)."""
+    """The prefix cache of a decoder under a template of at least two prefix tokens; ``None`` for anything else.
+
+    The input module is pcctune's (position ids from the mask) or a plain sentence-transformers ``Transformer``
+    that pads on the right (a model saved natively, as ``pcctune icl`` saves one): either way a row's positions
+    continue from the prefix's. Encoders attend both ways, and a left-padded plain module would put pads before
+    the prefix: both are encoded whole."""
     module: Any = model[0]
-    if type(module) is not TemplateTransformer or not module.position_ids_from_mask or not model_template(model):
+    if not isinstance(module, Transformer) or not is_decoder_only(module.model.config) or not model_template(model):
+        return None
+    tokenizer = getattr(module, "tokenizer", None)
+    if not getattr(module, "position_ids_from_mask", False) and getattr(tokenizer, "padding_side", "") != "right":
         return None
     ids = prefix_ids(model)
     if len(ids) < 2:

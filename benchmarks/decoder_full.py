@@ -28,15 +28,23 @@ STAGE1, STAGE2 = "contrastive-nli", "pcc"
 NOT_QUANTIZED = "n/a"  # an untrained row has no adapter, so no 4-bit evaluation
 
 
+def stage2_record(records: Path, seed: int, loss: str) -> RunResult | None:
+    """The run record that scores stage 2 with ``loss`` for ``seed``: one run of both losses (``seedN``, or
+    ``seedN_partial`` while it runs: a copy of its ``results.partial.json``), or a run of that loss alone
+    (``seedN_LOSS``). ``benchmarks/decoder_full_queue.sh`` asks it which rows are still to train."""
+    for name in (f"seed{seed}", f"seed{seed}_partial", f"seed{seed}_{loss}"):
+        path = records / f"{name}.json"
+        if path.is_file() and f"{STAGE2}-{loss}" in (run := load_result(path)).sts_by_stage:
+            return run
+    return None
+
+
 def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
     """Each row's per-seed measurements (scores under both protocols and precisions, time, memory)."""
 
     def load(name: str) -> Any:
         path = records / f"{name}.json"
         return load_result(path) if path.is_file() else None
-
-    def run_of(seed: int) -> RunResult | None:  # its finished record, else what it has recorded so far
-        return load(f"seed{seed}") or load(f"seed{seed}_partial")
 
     def scored(paper: Any, simcse: Any, four: Any = NOT_QUANTIZED, stage: Any = None) -> dict[str, Any]:
         return {"paper": paper, "simcse": simcse, "4bit": four, "stage": stage}
@@ -45,15 +53,15 @@ def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         ("zero-shot PromptEOL", [scored(load("zero_shot_paper"), load("zero_shot_simcse"))]),
         ("ICL (1 demonstration, dev-chosen)", [scored(load("icl_paper"), load("icl_simcse"))]),
     ]
-    seed1 = run_of(1)
+    seed1 = load("seed1")
     stage1 = scored(seed1 and seed1.sts_by_stage.get(STAGE1), load("stage1_simcse"), load("stage1_4bit"))
     stage1["stage"] = seed1 and next((s for s in seed1.stages if s.stage == STAGE1), None)
     rows.append(("stage 1 (InfoNCE, QLoRA)", [stage1]))
     for loss, label in (("pearson", "stage 1 + Pcc (Pearson)"), ("contrastive", "stage 1 + contrastive stage 2")):
         seeds = []
         for seed in (1, 2, 3):
-            run, name = run_of(seed), f"{STAGE2}-{loss}"
-            if run is None or name not in run.sts_by_stage:
+            run, name = stage2_record(records, seed, loss), f"{STAGE2}-{loss}"
+            if run is None:
                 continue
             stage = next((s for s in run.stages if s.stage == name), None)
             seeds.append(

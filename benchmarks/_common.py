@@ -105,17 +105,30 @@ def budget(args: argparse.Namespace) -> str:
 
 
 def trained_runs(
-    seeds: list[int], variants: list[Any], config_of: Callable[[Any, int], Any]
+    seeds: list[int], variants: list[Any], config_of: Callable[[Any, int], Any], output: Path
 ) -> Iterator[tuple[int, Any, Any, Any]]:
     """Each (seed, variant)'s ``RunConfig`` and ``RunResult``, trained by pcctune's pipeline and resumed when its
-    folder already holds the run (a killed queue continues; a finished run gives back its record)."""
+    folder already holds the run (a killed queue continues; a finished run gives back its record).
+
+    Each finished run's record is kept beside the benchmark's record (``OUTPUT/records/NAME.json``, NAME its run
+    folder's), and a run whose kept record was made under the same run-defining settings is not trained again:
+    the run folders are scratch that a session here may not get back, the records are committed."""
     from pcctune.orchestration.library import train
     from pcctune.orchestration.run_folder import holds_a_run
+    from pcctune.results import RunResult
+    from pcctune.training.config import RunConfig, config_fingerprint
 
     for seed in seeds:
         for variant in variants:
             config = config_of(variant, seed)
-            yield seed, variant, config, train(config, resume=holds_a_run(Path(config.output_dir)))
+            kept = output / "records" / f"{Path(config.output_dir).name}.json"
+            result = RunResult.from_disk(kept) if kept.is_file() else None
+            if result is None or config_fingerprint(RunConfig.model_validate(result.config)) != config_fingerprint(
+                config
+            ):
+                result = train(config, resume=holds_a_run(Path(config.output_dir)))
+                result.to_disk(kept)
+            yield seed, variant, config, result
 
 
 def run_python(args: list[str]) -> tuple[float, str]:

@@ -6,11 +6,14 @@
 # docs/results/dcpcse/mpnet_h100. Here they would take about 20 single-core hours (estimated: 5.5 times
 # MiniLM's step, models.md): python benchmarks/dcpcse.py --configs configs/dcpcse_mpnet.yaml (make install-mpnet).
 set -euo pipefail
-# regression (claim 4) is complete: its 24 rows are in docs/results/regression/runs.json; rerunning it
-# without its run folders would train them again: python benchmarks/regression.py --output docs/results/regression
+# Complete, each with its rows in its runs.json; they ran before a benchmark kept each run's record
+# (OUTPUT/records), so rerunning one without its run folders would train every run again:
+#   regression (claim 4, 24 runs): python benchmarks/regression.py --output docs/results/regression
+#   DCPCSE on MiniLM (claim 3, 12 runs): python benchmarks/dcpcse.py --configs configs/dcpcse_minilm.yaml \
+#     --output docs/results/dcpcse
+#   deep vs shallow prompts at Table 4's 10 epochs (2 runs): python benchmarks/dcpcse.py \
+#     --configs configs/dcpcse_minilm.yaml --variants "deep prompts" "shallow prompts" --seeds 1 --max-steps 230 \
+#     --runs runs/dcpcse_10_epochs --output docs/results/dcpcse/10_epochs
 python benchmarks/batch_size.py --output docs/results/batch_size --resume
-python benchmarks/dcpcse.py --configs configs/dcpcse_minilm.yaml --output docs/results/dcpcse
-# deep prompts were still climbing on dev at step 46 (2 epochs): the two prompt variants again at Table 4's 10 epochs
-python benchmarks/dcpcse.py --configs configs/dcpcse_minilm.yaml --variants "deep prompts" "shallow prompts" \
-  --seeds 1 --max-steps 230 --runs runs/dcpcse_10_epochs --output docs/results/dcpcse/10_epochs
+# templates (claim 2): each finished run's record lands in docs/results/templates/records and is not trained again
 python benchmarks/templates.py --output docs/results/templates

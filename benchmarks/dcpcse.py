@@ -58,7 +58,7 @@ def measure(args: argparse.Namespace) -> Measured:
     rows: Rows = []
     pairs = [(Path(path), variant) for path in args.configs for variant in args.variants]
     for seed, (path, variant), config, result in trained_runs(
-        args.seeds, pairs, lambda pair, s: variant_config(args, pair[0], pair[1], s)
+        args.seeds, pairs, lambda pair, s: variant_config(args, pair[0], pair[1], s), args.output
     ):
         stage = result.stages[0]
         row = {"label": f"{path.stem} | {variant} | seed {seed}", "config": path.stem, "variant": variant}

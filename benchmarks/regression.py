@@ -77,7 +77,9 @@ def variant_config(args: argparse.Namespace, variant: str, seed: int) -> RunConf
 
 def measure(args: argparse.Namespace) -> Measured:
     rows: Rows = []
-    for seed, variant, _, result in trained_runs(args.seeds, args.variants, lambda v, s: variant_config(args, v, s)):
+    for seed, variant, _, result in trained_runs(
+        args.seeds, args.variants, lambda v, s: variant_config(args, v, s), args.output
+    ):
         stage = result.stages[0]
         row = {"label": f"{variant} | seed {seed}", "variant": variant, "seed": seed}
         row |= {"seconds": stage.wall_time_s, "dev": stage.best_dev_spearman}

@@ -52,7 +52,9 @@ def run_config(args: argparse.Namespace, template: str, seed: int) -> RunConfig:
 
 def measure(args: argparse.Namespace) -> Measured:
     rows: Rows = []
-    for seed, template, config, result in trained_runs(args.seeds, args.templates, lambda t, s: run_config(args, t, s)):
+    for seed, template, config, result in trained_runs(
+        args.seeds, args.templates, lambda t, s: run_config(args, t, s), args.output
+    ):
         stage1, stage2 = (s.name for s in config.stages)
         scores = dict(zip(PHASES, (result.sts_by_stage[k] for k in ("before", stage1, stage2)), strict=True))
         times = {s.stage: s.wall_time_s for s in result.stages}

@@ -4,6 +4,7 @@ tiny random models in seconds and leaves its typed record and table; no function
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pcctune.results import BenchmarkResult
+from tests.conftest import one_step_stage2
 
 ROOT = Path(__file__).parents[1]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
@@ -52,3 +54,35 @@ def test_no_benchmark_function_is_longer_than_50_lines():
             if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 50:
                 long.append(f"{script.name}:{node.name}")
     assert long == []
+
+
+def test_a_benchmark_run_is_kept_as_a_record_and_not_trained_again(tiny_bert, mini_senteval, tmp_path, monkeypatch):
+    """Run folders are scratch that a session here may not get back: each finished run's record is kept under
+    OUTPUT/records and the same run is taken from it, while a run-defining change trains again."""
+    import pcctune.orchestration.library as library
+    from pcctune.training.config import RunConfig
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from _common import trained_runs
+
+    def config_of(rate: float) -> RunConfig:
+        return RunConfig.model_validate(
+            {"model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / "runs" / "pcc")}
+            | {"evaluate_before": False, "stages": [one_step_stage2(learning_rate=rate)]}
+        )
+
+    first = list(trained_runs([1], ["pcc"], lambda variant, seed: config_of(1e-3), tmp_path / "out"))
+    assert (tmp_path / "out" / "records" / "pcc.json").is_file()
+    shutil.rmtree(tmp_path / "runs")  # the scratch folders are lost
+
+    class TrainedAgain(Exception):
+        pass
+
+    def refuse(*args, **kwargs):
+        raise TrainedAgain
+
+    monkeypatch.setattr(library, "train", refuse)
+    again = list(trained_runs([1], ["pcc"], lambda variant, seed: config_of(1e-3), tmp_path / "out"))
+    assert again[0][3] == first[0][3]
+    with pytest.raises(TrainedAgain):  # another learning rate is another run, though its folder has the same name
+        list(trained_runs([1], ["pcc"], lambda variant, seed: config_of(2e-3), tmp_path / "out"))

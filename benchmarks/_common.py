@@ -1,4 +1,4 @@
-"""The one pattern every benchmark script follows (issue 29), and what the scripts share.
+"""The one pattern every script in ``benchmarks/`` and ``reproductions/`` follows, and what they share.
 
 A script is its docstring (the ``--help`` text), a :class:`Benchmark`, and ``run(BENCHMARK)``:
 
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -72,65 +72,6 @@ class Benchmark:
         return cls(name, str(module.__doc__), *parts, **settings)
 
 
-def sts_scores(model, tasks, dtype: str) -> dict[str, float]:
-    """The seven STS numbers + avg of ``model``, encoded in ``dtype`` (``fp32`` or ``bf16``)."""
-    import torch
-
-    from pcctune.evaluation.sts import evaluate_sts
-
-    if dtype == "bf16":
-        model.to(torch.bfloat16)
-    per_task, avg = evaluate_sts(model, tasks, show_progress=False)
-    return {s.name: s.spearman for s in per_task} | {"avg": avg}
-
-
-def stage2_config(args: argparse.Namespace, loss: str, lr: float, **settings: Any):
-    """A stage-2 run on the filtered stage-2 set with the script's budget flags (``batch_size``, ``epochs``,
-    ``max_steps``, ``max_seq_length``, ``eval_steps``), 10 % warm-up, checkpoints picked on SICK trial; ``settings``
-    override or add any stage field."""
-    from pcctune.training.config import StageConfig
-
-    flags = vars(args)
-    stage = {"name": loss, "loss": loss, "data": {"source": "stage2"}, "learning_rate": lr, "warmup_ratio": 0.1}
-    stage |= {"epochs": args.epochs, "max_steps": args.max_steps or -1, "max_seq_length": args.max_seq_length}
-    stage |= {"dev": "sick-trial", **({"batch_size": flags["batch_size"]} if "batch_size" in flags else {})}
-    if "eval_steps" in flags:
-        stage |= {"eval_steps": args.eval_steps, "logging_steps": args.eval_steps}
-    return StageConfig.model_validate(stage | settings)
-
-
-def budget(args: argparse.Namespace) -> str:
-    """The training budget in words: ``N steps`` or ``E epoch(s)``."""
-    return f"{args.max_steps} steps" if args.max_steps else f"{args.epochs:g} epoch(s)"
-
-
-def trained_runs(
-    seeds: list[int], variants: list[Any], config_of: Callable[[Any, int], Any], output: Path
-) -> Iterator[tuple[int, Any, Any, Any]]:
-    """Each (seed, variant)'s ``RunConfig`` and ``RunResult``, trained by pcctune's pipeline and resumed when its
-    folder already holds the run (a killed queue continues; a finished run gives back its record).
-
-    Each finished run's record is kept beside the benchmark's record (``OUTPUT/records/NAME.json``, NAME its run
-    folder's), and a run whose kept record was made under the same run-defining settings is not trained again:
-    the run folders are scratch that a session here may not get back, the records are committed."""
-    from pcctune.orchestration.library import train
-    from pcctune.orchestration.run_folder import holds_a_run
-    from pcctune.results import RunResult
-    from pcctune.training.config import RunConfig, config_fingerprint
-
-    for seed in seeds:
-        for variant in variants:
-            config = config_of(variant, seed)
-            kept = output / "records" / f"{Path(config.output_dir).name}.json"
-            result = RunResult.from_disk(kept) if kept.is_file() else None
-            if result is None or config_fingerprint(RunConfig.model_validate(result.config)) != config_fingerprint(
-                config
-            ):
-                result = train(config, resume=holds_a_run(Path(config.output_dir)))
-                result.to_disk(kept)
-            yield seed, variant, config, result
-
-
 def run_python(args: list[str]) -> tuple[float, str]:
     """Run ``python ARGS`` in a fresh process (offline); return its wall time and its last stdout line."""
     started = time.perf_counter()
@@ -166,14 +107,6 @@ def rows_of(record: BenchmarkResult) -> Rows:
     return [{**row.details, **({"sts": row.sts} if row.sts else {})} for row in record.rows]
 
 
-def load_rows(path: Path) -> tuple[Rows, BenchmarkResult | None]:
-    """A benchmark's saved rows as dicts and its record; nothing if the file is absent."""
-    if not path.is_file():
-        return [], None
-    record = BenchmarkResult.from_disk(path)
-    return rows_of(record), record
-
-
 def save_rows(output: Path, name: str, rows: Rows, label_key: str, settings: str = "", details=None) -> Path:
     """Save the rows measured so far (a resumable script calls this after each row)."""
     return to_record(name, rows, label_key, settings, details).to_disk(output / "runs.json")
@@ -198,6 +131,7 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None) -> argparse.Names
     parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
     parser.add_argument("--output", type=Path, default=Path(benchmark.output or f"runs/{benchmark.name}"))
     parser.add_argument("--summarize", action="store_true", help="only redraw the table of OUTPUT/runs.json")
+    parser.add_argument("--records-from", type=Path, default=None, help="with --summarize: read runs.json here")
     parser.add_argument("--quick", action="store_true", help="seconds on tiny random models (what CI runs)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -217,7 +151,7 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None) -> argparse.Names
 def run(benchmark: Benchmark, argv: list[str] | None = None) -> BenchmarkResult:
     """Parse, measure (unless ``--summarize``), save the record, then print and save the table made from it."""
     args = parse(benchmark, argv)
-    path = args.output / "runs.json"
+    path = (args.records_from if args.summarize and args.records_from else args.output) / "runs.json"
     if args.summarize and not path.is_file():
         raise SystemExit(f"error: nothing to summarize: no {path}")
     if not args.summarize:

@@ -6,7 +6,8 @@ Every result pcctune writes is one of three records, each tagged with ``kind`` a
 - :class:`EvalResult`: one model evaluated (``pcctune eval``): STS and/or transfer scores with
   their breakdown, and what produced them (protocol, data hashes, versions, wall time);
 - :class:`RunResult`: one training run (``pcctune train``): the STS scores after each stage,
-  one :class:`StageRecord` per trained stage, and the config;
+  one :class:`StageRecord` per trained stage, the config, and the pairs and data hashes of the test sets
+  (schema 3; a record written before has neither, and loads with both empty);
 - :class:`BenchmarkResult`: rows of a benchmark script, each a label, STS scores and details.
 
 :func:`load_result` reads any of them, including files written before records were typed
@@ -27,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pcctune.errors import PcctuneError
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 Scores = dict[str, float]
 
 
@@ -145,6 +146,12 @@ class RunResult(Record):
     versions: dict[str, str] = Field(default_factory=dict)
     config: dict[str, Any]
     eval_precision: str | None = Field(None, description="base of a QLoRA run's test evaluations: 16bit or 4bit")
+    pairs_by_task: dict[str, int] = Field(
+        default_factory=dict, description="the pairs each test task was scored on (empty before schema 3)"
+    )
+    data_files_sha256: dict[str, str] = Field(
+        default_factory=dict, description="SHA-256 of every test file scored (empty before schema 3)"
+    )
     sts_by_stage: dict[str, Scores] = Field(
         default_factory=dict, description="the seven STS numbers + avg after each stage (and before, when scored)"
     )

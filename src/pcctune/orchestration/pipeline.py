@@ -45,7 +45,7 @@ from pcctune.orchestration.run_folder import (
     start_run_folder,
 )
 from pcctune.paths import resolve_senteval_dir
-from pcctune.provenance import library_versions
+from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import train_dataset
@@ -131,6 +131,8 @@ class Pipeline:
             versions=library_versions(),
             config=config.model_dump(mode="json"),
             eval_precision=eval_precision(config),
+            pairs_by_task={task.name: len(task.pairs) for task in self.test_tasks},
+            data_files_sha256=file_hashes([path for task in self.test_tasks for path in task.files]),
         )
         partial = Path(config.output_dir) / PARTIAL_RESULTS
         if self.resume and partial.is_file():  # every rank: they must agree on what is left to score

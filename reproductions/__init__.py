@@ -1,0 +1,1 @@
+"""Each claim of the papers reproduced in its own folder: script, configs, records, table, plot, README."""

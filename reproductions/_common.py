@@ -1,0 +1,222 @@
+"""What the reproduction scripts share, on top of the script pattern of ``benchmarks/_common.py``.
+
+A claim's script lives in its folder (``reproductions/<claim>/<claim>.py``) and writes its record
+(``runs.json``), table and plot there; a trained run's own record is kept under ``records/`` and is never trained
+again (:func:`trained_runs`), and a claim made of ``pcctune`` commands runs only the :class:`Step` whose record
+is missing (:func:`run_steps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import (
+    ROOT,
+    STS_COLUMNS,
+    Benchmark,
+    Measured,
+    Rows,
+    rows_of,
+    run,
+    save_rows,
+    to_record,
+)
+
+from pcctune.data.download import EXPECTED
+from pcctune.results import AnyResult, BenchmarkResult, EvalResult, RunResult, load_result
+
+__all__ = [
+    "ROOT",
+    "STS_COLUMNS",
+    "Benchmark",
+    "Measured",
+    "Rows",
+    "Step",
+    "budget",
+    "claim",
+    "load_rows",
+    "overrides",
+    "pair_counts",
+    "record_row",
+    "rows_of",
+    "run",
+    "run_steps",
+    "save_rows",
+    "stage2_config",
+    "sts_scores",
+    "sts_table",
+    "to_record",
+    "trained_runs",
+]
+
+
+TEST_SETS = {**{f"STS{year}": f"STS{year}" for year in range(12, 17)}}
+TEST_SETS |= {"STSBenchmark": "STSBenchmark:test", "SICKRelatedness": "SICK:test"}
+"""Each of the seven STS tasks → its test set's name in the SentEval release's known counts and hashes."""
+
+
+def claim(module_name: str, **settings: Any) -> Benchmark:
+    """The :class:`Benchmark` of a claim's script: its output is the claim's folder, where its records live."""
+    folder = Path(str(sys.modules[module_name].__file__)).resolve().parent
+    return Benchmark.of(module_name, output=str(folder.relative_to(ROOT)), **settings)
+
+
+def sts_scores(model, tasks, dtype: str) -> dict[str, float]:
+    """The seven STS numbers + avg of ``model``, encoded in ``dtype`` (``fp32`` or ``bf16``)."""
+    import torch
+
+    from pcctune.evaluation.sts import evaluate_sts
+
+    if dtype == "bf16":
+        model.to(torch.bfloat16)
+    per_task, avg = evaluate_sts(model, tasks, show_progress=False)
+    return {s.name: s.spearman for s in per_task} | {"avg": avg}
+
+
+def pair_counts(record: AnyResult) -> dict[str, int]:
+    """The pairs each STS task of ``record`` was scored on: recorded (eval records, and run records of schema 3),
+    or, for a run record written before runs kept them, the full test sets' known sizes (a run always scores the
+    full sets)."""
+    if isinstance(record, EvalResult) and record.sts_detail:
+        return {task.name: task.n for task in record.sts_detail}
+    if isinstance(record, RunResult):
+        return record.pairs_by_task or {task: EXPECTED[TEST_SETS[task]][0] for task in STS_COLUMNS[:-1]}
+    return {}
+
+
+def stage2_config(args: argparse.Namespace, loss: str, lr: float, **settings: Any):
+    """A stage-2 run on the filtered stage-2 set with the script's budget flags (``batch_size``, ``epochs``,
+    ``max_steps``, ``max_seq_length``, ``eval_steps``), 10 % warm-up, checkpoints picked on SICK trial; ``settings``
+    override or add any stage field."""
+    from pcctune.training.config import StageConfig
+
+    flags = vars(args)
+    stage = {"name": loss, "loss": loss, "data": {"source": "stage2"}, "learning_rate": lr, "warmup_ratio": 0.1}
+    stage |= {"epochs": args.epochs, "max_steps": args.max_steps or -1, "max_seq_length": args.max_seq_length}
+    stage |= {"dev": "sick-trial", **({"batch_size": flags["batch_size"]} if "batch_size" in flags else {})}
+    if "eval_steps" in flags:
+        stage |= {"eval_steps": args.eval_steps, "logging_steps": args.eval_steps}
+    return StageConfig.model_validate(stage | settings)
+
+
+def budget(args: argparse.Namespace) -> str:
+    """The training budget in words: ``N steps`` or ``E epoch(s)``."""
+    return f"{args.max_steps} steps" if args.max_steps else f"{args.epochs:g} epoch(s)"
+
+
+def trained_runs(
+    seeds: list[int], variants: list[Any], config_of: Callable[[Any, int], Any], output: Path
+) -> Iterator[tuple[int, Any, Any, Any]]:
+    """Each (seed, variant)'s ``RunConfig`` and ``RunResult``, trained by pcctune's pipeline and resumed when its
+    folder already holds the run.
+
+    Each finished run's record is kept beside the claim's record (``OUTPUT/records/NAME.json``, NAME its run
+    folder's), and a run whose kept record was made under the same run-defining settings is not trained again:
+    the run folders are scratch, the records are committed."""
+    from pcctune.orchestration.library import train
+    from pcctune.orchestration.run_folder import holds_a_run
+    from pcctune.training.config import RunConfig, config_fingerprint
+
+    for seed in seeds:
+        for variant in variants:
+            config = config_of(variant, seed)
+            kept = output / "records" / f"{Path(config.output_dir).name}.json"
+            result = RunResult.from_disk(kept) if kept.is_file() else None
+            if result is None or config_fingerprint(RunConfig.model_validate(result.config)) != config_fingerprint(
+                config
+            ):
+                result = train(config, resume=holds_a_run(Path(config.output_dir)))
+                result.to_disk(kept)
+            yield seed, variant, config, result
+
+
+def load_rows(path: Path) -> tuple[Rows, BenchmarkResult | None]:
+    """A script's saved rows as dicts and its record; nothing if the file is absent."""
+    if not path.is_file():
+        return [], None
+    record = BenchmarkResult.from_disk(path)
+    return rows_of(record), record
+
+
+@dataclass(frozen=True)
+class Step:
+    """``pcctune`` commands whose record is kept as ``records/NAME.json``: they run only while it is missing.
+
+    In the commands, ``{record}`` is that record's path, ``{runs}`` the scratch folder for run folders and
+    ``{folder}`` the claim's folder. A ``train`` command trains into ``{runs}/NAME`` (resumed when it holds the
+    run) and its ``results.json`` becomes the record."""
+
+    name: str
+    commands: tuple[tuple[str, ...], ...]
+
+
+def _pcctune(argv: Sequence[str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "pcctune", *argv], cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if done.returncode != 0:
+        raise SystemExit(f"pcctune {' '.join(argv)} failed (exit {done.returncode})")
+
+
+def run_steps(steps: Sequence[Step], folder: Path, runs: Path) -> dict[str, AnyResult]:
+    """Run each step whose record is missing under ``folder/records`` and return every step's record by name
+    (a step's record may also be another JSON file, e.g. a bound's numbers: read it yourself): the committed
+    records say what is done, so an interrupted claim continues where it stopped."""
+    records = folder / "records"
+    for step in steps:
+        record = records / f"{step.name}.json"
+        if record.is_file():
+            continue
+        values = {"record": str(record), "runs": str(runs), "folder": str(folder)}
+        for command in step.commands:
+            argv = [part.format(**values) for part in command]
+            if argv[0] == "train":
+                run_dir = runs / step.name
+                resume = ["--resume"] if (run_dir / "run.json").is_file() else []
+                _pcctune([*argv, "--set", f"output_dir={run_dir}", *resume])
+                load_result(run_dir / "results.json").to_disk(record)
+            else:
+                _pcctune(argv)
+    return {step.name: load_result(records / f"{step.name}.json") for step in steps}
+
+
+def overrides(settings: Sequence[str]) -> tuple[str, ...]:
+    """``--set KEY=VALUE`` for each setting (what ``--quick`` adds to a claim's ``train`` commands)."""
+    return tuple(part for setting in settings for part in ("--set", setting))
+
+
+def record_row(label: str, name: str, record: AnyResult, stage: str | None = None) -> dict[str, Any]:
+    """A table row of one record (a run's ``stage``, or an evaluation): its scores and the pairs they rest on."""
+    if isinstance(record, RunResult):
+        scores = record.sts_by_stage[stage or next(iter(record.sts_by_stage))]
+    else:
+        assert isinstance(record, EvalResult) and record.sts is not None, f"{name}: no STS scores"
+        scores = record.sts
+    recorded = not isinstance(record, RunResult) or bool(record.pairs_by_task)
+    return {"row": label, "record": name, "stage": stage, "sts": scores, "pairs": pair_counts(record)} | (
+        {} if recorded else {"pairs_from": KNOWN_SIZES}
+    )
+
+
+def sts_table(rows: Rows, details: dict[str, Any] | None = None) -> str:
+    """Rows of :func:`record_row` as markdown: the seven tasks, their average and the pairs scored."""
+    header = ["row", *STS_COLUMNS, "pairs"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    notes = list(dict.fromkeys(row["pairs_from"] for row in rows if "pairs_from" in row))
+    for row in rows:
+        cells = [f"{row['sts'][column]:.2f}" for column in STS_COLUMNS]
+        mark = "*" * (notes.index(row["pairs_from"]) + 1) if "pairs_from" in row else ""
+        lines.append(f"| {row['row']} | " + " | ".join(cells) + f" | {sum(row['pairs'].values()):,}{mark} |")
+    lines += [""] * bool(notes) + [f"{'*' * (i + 1)} pairs not in the record: {note}." for i, note in enumerate(notes)]
+    return "\n".join(lines)
+
+
+KNOWN_SIZES = (
+    "a run record written before records kept their pair counts; a run scores the full test sets, whose sizes "
+    "are the SentEval release's (pcctune.data.download.EXPECTED)"
+)

@@ -1,8 +1,9 @@
-"""Issue 15, acceptance 5: ``pcctune data download`` end to end, offline, on local dataset objects.
+"""``pcctune data download`` and the STS data fetched on first use, end to end, offline, on local dataset objects.
 
 The local copies are shaped like MTEB's Hub datasets (``sentence1`` / ``sentence2`` / ``score``;
 STS-B with train / validation / test; SICK-R as one 9,927-pair ``test`` split) and built from the
-standard SentEval release in ``../shared/data``, so the pinned counts and hashes are checked for real.
+standard SentEval release (the ``shared/data`` folder beside the checkout), so the pinned counts and hashes are
+checked for real.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pcctune.data.download import SICK_SLICES, SOURCES, STSB_HUB_SPLITS, release_sets
+from pcctune.data import download
+from pcctune.data.download import SICK_SLICES, SOURCES, STSB_HUB_SPLITS, local_loader, release_sets
 from pcctune.paths import resolve_senteval_dir
-from tests.conftest import run_cli
+from tests.conftest import assert_one_line_error, run_cli
 
 
 def _rows(pairs) -> dict[str, list]:
@@ -92,3 +94,75 @@ def test_data_tasks_checks_a_folder_against_the_release(mini_senteval, capsys):
     assert code == 0 and "every set matches the SentEval release" in output and "STS12: 3108 pairs" in output
     code, output = run_cli(["data", "tasks", "--data", str(mini_senteval), "--check-release"], capsys)
     assert code == 2 and "the data is not the standard SentEval release: STS12: 7 pairs, expected 3108" in output
+
+
+@pytest.fixture(scope="module")
+def hub_copies(release, tmp_path_factory) -> Path:
+    """The release saved as MTEB's Hub datasets: what the Hub serves, read offline."""
+    return save_hub_copies(release, tmp_path_factory.mktemp("hub"))
+
+
+@pytest.fixture()
+def no_data_folder(tmp_path, monkeypatch) -> Path:
+    """No --data, no PCCTUNE_DATA, nothing beside the checkout; the user cache in a fresh folder (returned)."""
+    monkeypatch.delenv("PCCTUNE_DATA", raising=False)
+    monkeypatch.setattr("pcctune.paths._candidate_roots", lambda: [tmp_path / "nothing-here"])
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def serve_hub(monkeypatch, folder: Path, fail_at: str | None = None) -> list[str]:
+    """Serve ``folder``'s copies as the Hub; return the list of sources fetched (growing as they are).
+    ``fail_at``: that source's fetch is cut by Ctrl-C."""
+    fetched: list[str] = []
+    load = local_loader(folder)
+
+    def hub(source):
+        if source.path == fail_at:
+            raise KeyboardInterrupt
+        fetched.append(source.path)
+        return load(source)
+
+    monkeypatch.setattr(download, "hub_loader", hub)
+    return fetched
+
+
+def test_first_use_fetches_the_data_into_the_cache_and_later_commands_reuse_it(
+    hub_copies, no_data_folder, monkeypatch, capsys
+):
+    fetched = serve_hub(monkeypatch, hub_copies)
+    code, output = run_cli(["data", "tasks", "--check-release"], capsys)
+    assert code == 0, output
+    assert "every set matches the SentEval release" in output and "STS12: 3108 pairs" in output
+    assert sorted(fetched) == sorted(s.path for s in SOURCES.values())
+    cached = no_data_folder / "data" / "senteval"
+    assert (cached / "pcctune-entry.json").is_file()
+    assert release_sets(cached).keys() == release_sets(resolve_senteval_dir(cached)).keys()
+    fetched.clear()
+    code, output = run_cli(["data", "tasks"], capsys)
+    assert code == 0 and "STS12: 3108 pairs" in output
+    assert fetched == []  # the second command reads the cache
+
+
+def test_a_fetch_cut_short_is_not_taken_for_a_complete_one(hub_copies, no_data_folder, monkeypatch, capsys):
+    serve_hub(monkeypatch, hub_copies, fail_at=SOURCES["STS16"].path)
+    code, _ = run_cli(["data", "tasks"], capsys)
+    assert code == 130
+    cached = no_data_folder / "data" / "senteval"
+    assert not cached.exists()
+    # a copy whose writing was cut (files there, one short, no manifest) is fetched again, not read
+    serve_hub(monkeypatch, hub_copies)
+    assert run_cli(["data", "tasks"], capsys)[0] == 0
+    gold = cached / "downstream" / "STS" / "STS12-en-test" / "STS.gs.all.txt"
+    gold.write_text("".join(gold.read_text().splitlines(keepends=True)[:100]))
+    fetched = serve_hub(monkeypatch, hub_copies)
+    code, output = run_cli(["data", "tasks"], capsys)
+    assert code == 0 and "STS12: 3108 pairs" in output, output
+    assert len(fetched) == len(SOURCES)
+
+
+def test_no_data_folder_and_no_hub_is_one_error_line_and_nothing_written(no_data_folder, capsys):
+    code, output = run_cli(["data", "tasks"], capsys)  # HF_HUB_OFFLINE=1: the real loader cannot reach the Hub
+    assert_one_line_error(code, output, "pcctune data download --dest DIR")
+    assert "--data DIR" in output
+    assert not no_data_folder.exists()

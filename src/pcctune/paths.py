@@ -1,7 +1,9 @@
 """Where pcctune reads data and keeps its cache.
 
-SentEval data: a flag, ``PCCTUNE_DATA``, or ``../shared/data`` beside the checkout. Cache (converted
-GGUF files, unzipped packaged models): ``PCCTUNE_CACHE``, else ``~/.cache/pcctune``.
+SentEval data: the ``--data`` flag, ``PCCTUNE_DATA``, or a ``shared/data`` folder beside a source checkout (a data
+folder kept next to the repository); else the copy fetched on first use into the user cache
+(:mod:`pcctune.data.cache`). Cache (converted GGUF files, unzipped packaged models, the fetched STS data):
+``PCCTUNE_CACHE``, else ``~/.cache/pcctune``.
 """
 
 from __future__ import annotations
@@ -16,11 +18,22 @@ CACHE_ENV = "PCCTUNE_CACHE"
 
 
 def cache_root() -> Path:
-    """The folder pcctune caches derived model files in."""
+    """The folder pcctune caches derived model files and fetched data in."""
     return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "pcctune"))
 
 
+def data_cache_dir() -> Path:
+    """Where the STS data fetched on first use lives (``cache_root()/data/senteval``)."""
+    return cache_root() / "data" / "senteval"
+
+
+def data_is_chosen(path: str | Path | None) -> bool:
+    """Whether the user named a data folder (``--data`` or ``PCCTUNE_DATA``): then nothing is fetched in its place."""
+    return path is not None or bool(os.environ.get(DATA_ENV))
+
+
 def _candidate_roots() -> list[Path]:
+    """A ``shared/data`` folder beside the working directory's parent or beside the source checkout."""
     here = Path(__file__).resolve()
     # src/pcctune/paths.py -> repo root is parents[2]; shared/ sits beside the checkout.
     repo_root = here.parents[2]
@@ -31,7 +44,8 @@ def resolve_senteval_dir(path: str | Path | None = None) -> Path:
     """Return a SentEval folder (one holding ``downstream/``).
 
     ``path`` may name the SentEval folder itself or a data root holding ``senteval/``.
-    Without ``path``: ``$PCCTUNE_DATA``, then ``../shared/data`` beside the checkout.
+    Without ``path``: ``$PCCTUNE_DATA``, then ``shared/data`` beside the checkout. Where none is found, the
+    commands that read STS data use the copy fetched into the user cache (:func:`pcctune.data.cache.senteval_folder`).
     """
     candidates: list[Path]
     if path is not None:
@@ -47,5 +61,5 @@ def resolve_senteval_dir(path: str | Path | None = None) -> Path:
     where = ", ".join(str(c) for c in candidates)
     raise PcctuneError(
         f"no SentEval data folder (with downstream/) at {where}; pass --data PATH or set {DATA_ENV}, "
-        "or fetch the STS data with: pcctune data download --dest data"
+        "or fetch the STS data with: pcctune data download --dest DIR"
     )

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from pcctune.data.senteval import SICK_SPLITS, STSB_SPLITS, load_sick, load_stsb, sts_dir
 from pcctune.data.sts import STSPair, read_senteval_sts_year
 from pcctune.errors import PcctuneError
@@ -67,17 +69,21 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "SICK:dev": (500, "02dd49fc738ad0cf20bf071f0c1773ef7576fa45fbb77a734d8598d4df479948"),
     "SICK:test": (4927, "03afcd3af4a07d510a9889b1c3dbafbd65550cde5e8b465a9677c797ca278330"),
 }
-"""Set → (pairs, :func:`content_hash`) of the standard SentEval release (``../shared/data``)."""
+"""Set → (pairs, :func:`content_hash`) of the standard SentEval release."""
 
 Loader = Callable[[HubSource], Any]
 """Returns the dataset (a ``DatasetDict``: split → rows of sentence1, sentence2, score) of a source."""
 
 
 def hub_loader(source: HubSource) -> Any:
-    """The real loader: ``datasets.load_dataset`` at the pinned revision."""
+    """The real loader: ``datasets.load_dataset`` at the pinned revision; an unreachable Hub is one clear error."""
     from datasets import load_dataset
 
-    return load_dataset(source.path, revision=source.revision)
+    try:
+        return load_dataset(source.path, revision=source.revision)
+    except Exception as error:  # offline, no network, a missing revision: one line for the user
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PcctuneError(f"could not load {source.path} from the Hugging Face Hub: {detail}") from None
 
 
 def local_loader(folder: Path) -> Loader:
@@ -122,12 +128,21 @@ def _pairs(rows: Any, where: str) -> list[STSPair]:
     return pairs
 
 
+def fetch_sources(load: Loader) -> dict[str, Any]:
+    """Each of :data:`SOURCES` loaded, with a progress bar over the seven datasets."""
+    return {
+        name: load(source)
+        for name, source in tqdm(SOURCES.items(), desc="Fetching STS data", unit="dataset", disable=None)
+    }
+
+
 def hub_sets(load: Loader) -> dict[str, list[STSPair]]:
     """Every set, named as in :data:`EXPECTED`, from the Hub sources (or a loader of local copies)."""
-    sets = {f"STS{y}": _pairs(load(SOURCES[f"STS{y}"])["test"], f"STS{y}") for y in range(12, 17)}
-    stsb = load(SOURCES["STSBenchmark"])
+    loaded = fetch_sources(load)
+    sets = {f"STS{y}": _pairs(loaded[f"STS{y}"]["test"], f"STS{y}") for y in range(12, 17)}
+    stsb = loaded["STSBenchmark"]
     sets.update({f"STSBenchmark:{s}": _pairs(stsb[hub], f"STSBenchmark:{hub}") for s, hub in STSB_HUB_SPLITS.items()})
-    sick = _pairs(load(SOURCES["SICK"])["test"], "SICK")
+    sick = _pairs(loaded["SICK"]["test"], "SICK")
     sets.update({f"SICK:{split}": sick[start:end] for split, (start, end) in SICK_SLICES.items()})
     return sets
 

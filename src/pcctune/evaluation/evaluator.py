@@ -13,9 +13,9 @@ from typing import Any
 
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
+from pcctune.data.cache import senteval_folder
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import evaluate_sts
-from pcctune.paths import resolve_senteval_dir
 
 
 class PccEvaluator(SentenceEvaluator):
@@ -29,7 +29,7 @@ class PccEvaluator(SentenceEvaluator):
     def __init__(self, data: str | Path | None = None, protocol: str = DEFAULT_PROTOCOL) -> None:
         super().__init__()
         self.protocol = protocol
-        self.tasks = load_protocol_tasks(resolve_senteval_dir(data or None), protocol)
+        self.tasks = load_protocol_tasks(senteval_folder(data or None), protocol)
         self.primary_metric = "sts_avg"
 
     def __call__(

@@ -7,13 +7,13 @@ from typing import Any
 
 from rich.console import Console
 
+from pcctune.data.cache import senteval_folder
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.bound import binary_bound
 from pcctune.evaluation.bound_report import dataset_ceilings, plot_bounds
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_file, write_json
-from pcctune.paths import resolve_senteval_dir
 from pcctune.results import EvalResult
 
 N_TITLE = "Best Spearman of a two-valued scorer over n pairs with distinct gold scores"
@@ -67,7 +67,7 @@ def run_bound(
         n_table(payload).print(console)
         console.print(LIMITS)
     if sts:
-        ceilings = dataset_ceilings(load_test_tasks(resolve_senteval_dir(senteval)))
+        ceilings = dataset_ceilings(load_test_tasks(senteval_folder(senteval)))
         sts_table(ceilings).print(console)
         payload["sts_ceilings"] = ceilings
     if plot is not None:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from rich.console import Console
 
+from pcctune.data.cache import senteval_folder
 from pcctune.data.download import download, hub_loader, local_loader, release_sets, verify
 from pcctune.data.leakage import Normalization
 from pcctune.data.nli_download import download_nli
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
-from pcctune.paths import resolve_senteval_dir
 
 __all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Normalization", "run_download", "run_nli_download", "run_task_counts"]
 
@@ -37,7 +37,7 @@ def run_download(dest: Path, local_datasets: Path | None, verify: bool, overwrit
 def run_task_counts(data: Path | None, check_release: bool, console: Console) -> None:
     """Print the pair count of each test task and its subsets; with ``check_release``, stop with one error unless
     every set (STS12–16, STS-B and SICK splits) has the SentEval release's pair count and content hash."""
-    senteval = resolve_senteval_dir(data)
+    senteval = senteval_folder(data)
     if check_release:
         verify(release_sets(senteval))
     for task in load_test_tasks(senteval):

@@ -10,6 +10,7 @@ from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
+from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_task
@@ -26,7 +27,6 @@ from pcctune.modeling.build import PoolingName, build_model, resolve_source, sav
 from pcctune.modeling.template import model_template
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore, settings_key
-from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
 
@@ -136,7 +136,7 @@ def run_eval(
     started = time.perf_counter()
     if output is not None:
         check_output_file(output)
-    sts_tasks, transfer_tasks = load_tasks(senteval := resolve_senteval_dir(data), tasks, protocol)
+    sts_tasks, transfer_tasks = load_tasks(senteval := senteval_folder(data), tasks, protocol)
     check_template_for(protocol, model_spec, template)
     set_seed(seed)
     model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from sentence_transformers import SentenceTransformer
 
+from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import dev_parts
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.demonstrations import CandidateScore, rank_demonstrations
@@ -24,7 +25,6 @@ from pcctune.modeling.build import build_model, is_decoder_only
 from pcctune.modeling.saving import save_native
 from pcctune.modeling.template import input_module
 from pcctune.modeling.vector_store import settings_key
-from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import library_versions
 
 
@@ -76,7 +76,7 @@ def run_icl(
     """Score ``candidates`` demonstrations (and none) on ``dev``; save the best with the model to ``output``."""
     if output is not None:
         check_output_folder(output)
-    senteval = resolve_senteval_dir(data)
+    senteval = senteval_folder(data)
     parts = dev_parts(dev, senteval)
     encoder = build_model(model, template=template, dtype=dtype)
     if not is_decoder_only(input_module(encoder).model.config):

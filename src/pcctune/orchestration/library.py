@@ -11,6 +11,7 @@ from typing import Any
 from datasets import Dataset, DatasetInfo
 from sentence_transformers import SentenceTransformer
 
+from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import Normalization
 from pcctune.data.nli import read_snli_folder
 from pcctune.data.senteval import snli_dir
@@ -19,7 +20,6 @@ from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.modeling.template import model_template
 from pcctune.orchestration.pipeline import run_pipeline
-from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, RunResult
 from pcctune.training.config import RunConfig, load_config
@@ -29,7 +29,7 @@ def stage2_dataset(data: str | Path | None = None, normalization: str = "exact",
     """Pcc-tuning's stage-2 set (§3, App. B): STS-B train + SICK-R train minus every pair of the seven test
     sets, as columns ``sentence1, sentence2, score`` (what :class:`~pcctune.losses.pearson.PearsonLoss` reads).
     The leakage report (kept and removed pairs per source and test set) is ``json.loads(dataset.info.description)``."""
-    built = build_stage2_set(resolve_senteval_dir(data or None), Normalization(normalization), rescale_sick)
+    built = build_stage2_set(senteval_folder(data or None), Normalization(normalization), rescale_sick)
     columns = {
         "sentence1": [p.sentence1 for p in built.pairs],
         "sentence2": [p.sentence2 for p in built.pairs],
@@ -41,7 +41,7 @@ def stage2_dataset(data: str | Path | None = None, normalization: str = "exact",
 def nli_triplets(data: str | Path | None = None, splits: tuple[str, ...] = ("dev", "test")) -> Dataset:
     """SNLI (premise, entailment, contradiction) triplets as columns ``anchor, positive, negative``: stage 1's
     InfoNCE with hard negatives (Pcc-tuning eq. 7) in a plain sentence-transformers trainer."""
-    rows = read_snli_folder(snli_dir(resolve_senteval_dir(data or None)), splits)
+    rows = read_snli_folder(snli_dir(senteval_folder(data or None)), splits)
     return Dataset.from_dict(
         {
             "anchor": [t.anchor for t in rows],
@@ -56,7 +56,7 @@ def evaluate(
 ) -> EvalResult:
     """Score any loaded model on the seven STS tasks under ``protocol``; the same record ``pcctune eval`` writes."""
     started = time.perf_counter()
-    senteval = resolve_senteval_dir(data or None)
+    senteval = senteval_folder(data or None)
     tasks = load_protocol_tasks(senteval, protocol)
     scores, avg = evaluate_sts(model, tasks, protocol=protocol, show_progress=False)
     return EvalResult(

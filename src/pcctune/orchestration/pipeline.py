@@ -20,6 +20,7 @@ from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
+from pcctune.data.cache import senteval_folder
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSTask
 from pcctune.distributed import barrier, is_distributed, is_main_process
@@ -44,7 +45,6 @@ from pcctune.orchestration.run_folder import (
     run_lock,
     start_run_folder,
 )
-from pcctune.paths import resolve_senteval_dir
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
@@ -271,7 +271,7 @@ def run_pipeline(
     if resume and resume_from is None and (out / RESULTS).is_file():
         console.print(f"{out} is finished; its results are unchanged")
         return RunResult.from_disk(out / RESULTS)
-    senteval = resolve_senteval_dir(config.data_dir)
+    senteval = senteval_folder(config.data_dir)
     pipeline = Pipeline(config, senteval, console, resume, compare, callbacks, resume_from, tasks)
     validate_run(config, senteval, resume_from, compare)
     with run_lock(out) if main else nullcontext():

@@ -7,10 +7,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import Normalization
 from pcctune.data.stage2 import Stage2Set, build_stage2_set, save_pairs_jsonl
 from pcctune.io import check_output_file, write_json
-from pcctune.paths import resolve_senteval_dir
 
 
 def leakage_table(result: Stage2Set, title: str) -> Table:
@@ -30,7 +30,7 @@ def run_stage2(
     """Filter STS-B + SICK-R train against the test sets; write the pairs (jsonl) and the report (json)."""
     for path in (output, report):
         check_output_file(path)
-    senteval = resolve_senteval_dir(data)
+    senteval = senteval_folder(data)
     result = build_stage2_set(senteval, normalization, rescale_sick)
     save_pairs_jsonl(result.pairs, output)
     write_json(result.report_dict(), report)

@@ -14,10 +14,10 @@ from typing import Any
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from pcctune.correlation import score_pairs
+from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import dev_parts, size_weighted
 from pcctune.data.sts import STSPair
 from pcctune.modeling.encoding import encode_unique
-from pcctune.paths import resolve_senteval_dir
 
 
 class DevSTSEvaluator(SentenceEvaluator):
@@ -38,7 +38,7 @@ class DevSTSEvaluator(SentenceEvaluator):
     def named(cls, dev_set: str = "sick-trial+stsb-dev", data: str | Path | None = None) -> DevSTSEvaluator:
         """The evaluator pcctune's stages select checkpoints with: ``sick-trial``, ``stsb-dev-filtered`` or both
         (``sick-trial+stsb-dev``), every pair found in a test set removed; ``data``: the SentEval folder."""
-        return cls(dev_parts(dev_set, resolve_senteval_dir(data)), dev_set)
+        return cls(dev_parts(dev_set, senteval_folder(data)), dev_set)
 
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1

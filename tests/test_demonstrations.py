@@ -116,7 +116,9 @@ def test_an_interrupted_search_scores_only_the_missing_candidates(
     from rich.console import Console
 
     import pcctune.evaluation.demonstrations as demonstrations
-    from pcctune.orchestration.icl import SEARCH_SUFFIX, run_icl
+    from pcctune.orchestration.icl import run_icl
+
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))  # the kept scores live in pcctune's cache
 
     # three candidates (the mini data's pool is smaller), each with a word (the tiny random model predicts none)
     monkeypatch.setattr(demonstrations, "candidate_sentences", lambda folder, count, seed: SENTENCES[:count])
@@ -144,14 +146,19 @@ def test_an_interrupted_search_scores_only_the_missing_candidates(
     output = tmp_path / "resumed"
     with pytest.raises(KeyboardInterrupt):
         search(output, fail_at=3)
-    kept = output.with_name(output.name + SEARCH_SUFFIX)
+    [kept] = (tmp_path / "cache").glob("resume/icl-*/scores.json")
     assert len(json.loads(kept.read_text())["scores"]) == 2 and not output.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "senteval", "whole"]  # nothing beside the output
     assert search(output) == uninterrupted[2:]  # the two scored before the interrupt are not scored again
     assert not kept.exists()  # gone once the model is saved
     scores = [json.loads((o / "demonstration_search.json").read_text()) for o in (tmp_path / "whole", output)]
     assert scores[0] == scores[1]
 
-    other = tmp_path / "other"  # kept scores made under another key are not used
-    stale = {"key": "another search", "scores": dict.fromkeys(uninterrupted, 99.0)}
-    other.with_name(other.name + SEARCH_SUFFIX).write_text(json.dumps(stale))
-    assert len(search(other)) == 4
+    with pytest.raises(KeyboardInterrupt):  # kept scores made under another key are set aside, not used
+        search(tmp_path / "other", fail_at=2)
+    [kept] = (tmp_path / "cache").glob("resume/icl-*/scores.json")
+    kept.write_text(json.dumps({"key": "another search", "scores": dict.fromkeys(uninterrupted, 99.0)}))
+    assert len(search(tmp_path / "other")) == 4
+    kept.parent.mkdir()  # a file cut short where the kept scores live: set aside too
+    kept.write_text('{"key": "cut short')
+    assert len(search(tmp_path / "third")) == 4

@@ -4,15 +4,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from transformers import TrainerCallback
 
 from tests.conftest import assert_one_line_error, count_encoded_batches, run_cli, write_run_config
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch) -> Path:
+    """pcctune's cache for this test alone, outside the folder the test's commands are run in."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("PCCTUNE_CACHE", str(cache))
+    return cache
+
+
+def kept_stores(cache: Path, *beside: Path) -> list[Path]:
+    """The resume stores of evaluations: in pcctune's cache, or beside an output (where they were once kept)."""
+    return sorted([*cache.glob("resume/*/vectors.npz"), *(p for f in beside for p in f.glob("*.vectors.npz"))])
 
 
 @pytest.fixture(autouse=True)
@@ -108,25 +124,106 @@ EVAL = ["--token-budget", "16"]  # a batch or two of sentences at a time: many b
 
 
 def test_an_interrupted_eval_continues_from_its_kept_vectors_to_the_same_numbers(
-    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys
+    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, private_cache
 ):
     monkeypatch.chdir(tmp_path)
     command = ["eval", str(tiny_bert), "--data", str(shared_senteval), *EVAL]
     counted = count_encoded_batches(monkeypatch)
     assert run_cli([*command, "--output", "whole.json"], capsys)[0] == 0
     batches, whole = counted.calls, json.loads((tmp_path / "whole.json").read_text())["sts"]
-    assert batches >= 8 and not (tmp_path / "whole.json.vectors.npz").exists()  # a finished one keeps nothing
+    assert batches >= 8 and kept_stores(private_cache, tmp_path) == []  # a finished one keeps nothing
 
     count_encoded_batches(monkeypatch, interrupt_at=batches // 2)
     code, output = run_cli([*command, "--output", "cut.json"], capsys)
     assert code == 130 and "run the same command to continue" in output, output
-    assert (tmp_path / "cut.json.vectors.npz").is_file() and not (tmp_path / "cut.json").exists()
+    assert len(kept_stores(private_cache)) == 1 and [p.name for p in tmp_path.iterdir()] == ["whole.json"]
 
     counted = count_encoded_batches(monkeypatch)
     assert run_cli([*command, "--output", "cut.json"], capsys)[0] == 0
     assert counted.calls == batches - (batches // 2 - 1)  # only the batches the first run had not finished
     assert json.loads((tmp_path / "cut.json").read_text())["sts"] == whole
-    assert not (tmp_path / "cut.json.vectors.npz").exists()
+    assert kept_stores(private_cache, tmp_path) == []
+
+
+def _cut_in_half(store: Path) -> None:
+    store.write_bytes(store.read_bytes()[: store.stat().st_size // 2])
+
+
+def _random_bytes(store: Path) -> None:
+    store.write_bytes(os.urandom(store.stat().st_size))
+
+
+@pytest.mark.parametrize("damage", ["cut in half", "random bytes", "another evaluation"])
+def test_a_damaged_or_foreign_resume_store_gives_the_clean_runs_numbers(
+    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, caplog, private_cache, damage
+):
+    monkeypatch.chdir(tmp_path)
+    command = ["eval", str(tiny_bert), "--data", str(shared_senteval), *EVAL]
+    counted = count_encoded_batches(monkeypatch)
+    assert run_cli([*command, "--pooling", "mean", "--output", "clean.json"], capsys)[0] == 0
+    batches, clean = counted.calls, json.loads((tmp_path / "clean.json").read_text())["sts"]
+    foreign = b""
+    if damage == "another evaluation":  # all but the last batch of a cls-pooled evaluation
+        count_encoded_batches(monkeypatch, interrupt_at=batches)
+        assert run_cli([*command, "--pooling", "cls", "--output", "other.json"], capsys)[0] == 130
+        [other] = kept_stores(private_cache, tmp_path)
+        foreign = other.read_bytes()
+    count_encoded_batches(monkeypatch, interrupt_at=batches // 2)
+    assert run_cli([*command, "--pooling", "mean", "--output", "r.json"], capsys)[0] == 130
+    [store] = [p for p in kept_stores(private_cache, tmp_path) if p.read_bytes() != foreign]
+    {"cut in half": _cut_in_half, "random bytes": _random_bytes}.get(damage, lambda p: p.write_bytes(foreign))(store)
+
+    counted = count_encoded_batches(monkeypatch)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        code, output = run_cli([*command, "--pooling", "mean", "--output", "r.json"], capsys)
+    assert code == 0, output
+    assert counted.calls == batches  # nothing taken from the damaged or foreign store
+    assert json.loads((tmp_path / "r.json").read_text())["sts"] == clean
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and str(store) in warnings[0], warnings
+
+
+def _full_device(folder: Path) -> str:
+    if os.geteuid() != 0:
+        pytest.skip("making a device node needs root")
+    os.mknod(folder / "full", stat.S_IFCHR | 0o666, os.makedev(1, 7))  # /dev/full's numbers, in the user's folder
+    return "full"
+
+
+FAILURES = {  # how the command fails -> (its --output, its --data, the exit code and what the error says)
+    "ctrl-c": (lambda folder: "r.json", None, 130, "interrupted; no results were written"),
+    "full device": (_full_device, None, 2, "No space left on device"),
+    "unwritable folder": (lambda folder: "notes.txt/r.json", None, 2, "is a file, not a folder"),
+    "bad data": (lambda folder: "r.json", "no-such-folder", 2, "no SentEval data folder"),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+def test_a_failed_or_interrupted_eval_adds_no_file_to_the_users_folders_and_the_rerun_resumes(
+    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, private_cache, failure
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("the user's own file")
+    output, data, exit_code, message = FAILURES[failure]
+    command = ["eval", str(tiny_bert), *EVAL]
+    counted = count_encoded_batches(monkeypatch)
+    assert run_cli([*command, "--data", str(shared_senteval), "--output", "clean.json"], capsys)[0] == 0
+    batches, clean = counted.calls, json.loads((tmp_path / "clean.json").read_text())["sts"]
+    target = output(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    counted = count_encoded_batches(monkeypatch, interrupt_at=batches // 2 if failure == "ctrl-c" else None)
+    code, said = run_cli([*command, "--data", data or str(shared_senteval), "--output", target], capsys)
+    assert code == exit_code and message in said and "Traceback" not in said, said
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing new in the user's folder
+    assert shared_senteval.is_dir() and not list(shared_senteval.rglob("*.npz"))
+
+    encoded = counted.calls - (failure == "ctrl-c")  # the interrupted batch was not finished
+    counted = count_encoded_batches(monkeypatch)
+    assert run_cli([*command, "--data", str(shared_senteval), "--output", "r.json"], capsys)[0] == 0
+    assert counted.calls == batches - encoded  # the rerun encodes only what the failed command had not
+    assert json.loads((tmp_path / "r.json").read_text())["sts"] == clean
 
 
 def test_kept_vectors_of_another_evaluation_are_not_used(tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys):

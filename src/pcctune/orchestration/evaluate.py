@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -10,6 +12,7 @@ from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
+from pcctune.cache_entry import remove, resume_folder, writing
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import load_test_tasks
@@ -25,7 +28,6 @@ from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.template import model_template
-from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore, settings_key
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
@@ -132,33 +134,37 @@ def run_eval(
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
     backbone precision ``quantization`` (:func:`precision`), with ``adapter`` (a LoRA folder) on it. The output path,
-    the data and the model are checked before any encoding; the result is written (atomically) only when complete."""
+    the data and the model are checked before any encoding; the result is written (atomically) only when complete,
+    and no other command writes ``output`` meanwhile (:func:`~pcctune.cache_entry.writing`)."""
     started = time.perf_counter()
     if output is not None:
         check_output_file(output)
-    sts_tasks, transfer_tasks = load_tasks(senteval := senteval_folder(data), tasks, protocol)
-    check_template_for(protocol, model_spec, template)
-    set_seed(seed)
-    model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
-    settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
-    store = resume_store(output, model_spec, adapter, settings)
-    sts, transfer = score_tasks(model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store)
-    result = EvalResult(
-        protocol=protocol,
-        model=model_spec,
-        adapter=str(adapter) if adapter is not None else None,
-        template=model_template(model),
-        pooling=getattr(model[1], "pooling_mode", None),
-        dtype=dtype,
-        quantization=quantization,
-        seed=seed,
-        data_dir=str(senteval),
-        data_files_sha256=file_hashes(task_files(sts_tasks, transfer_tasks)),
-        versions=library_versions(),
-        wall_time_s=round(time.perf_counter() - started, 2),
-    )
-    add_scores(result, sts, transfer, probe)
-    save_result(result, output, store, console or Console())
+    with writing(output) if output is not None else contextlib.nullcontext():
+        sts_tasks, transfer_tasks = load_tasks(senteval := senteval_folder(data), tasks, protocol)
+        data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks))
+        check_template_for(protocol, model_spec, template)
+        set_seed(seed)
+        model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
+        settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
+        evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}
+        with kept_vectors(output, evaluation, adapter) as store:
+            sts, transfer = score_tasks(model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store)
+            result = EvalResult(
+                protocol=protocol,
+                model=model_spec,
+                adapter=str(adapter) if adapter is not None else None,
+                template=model_template(model),
+                pooling=getattr(model[1], "pooling_mode", None),
+                dtype=dtype,
+                quantization=quantization,
+                seed=seed,
+                data_dir=str(senteval),
+                data_files_sha256=data_hashes,
+                versions=library_versions(),
+                wall_time_s=round(time.perf_counter() - started, 2),
+            )
+            add_scores(result, sts, transfer, probe)
+            save_result(result, output, store, console or Console())
     return result
 
 
@@ -188,19 +194,20 @@ def save_result(result: EvalResult, output: Path | None, store: VectorStore | No
         result.to_disk(output)
         console.print(f"results -> {output}")
     if store is not None:
-        store.discard()
+        remove(store.path.parent)
 
 
-def resume_store(
-    output: Path | None, model_spec: str, adapter: Path | None, settings: tuple[Any, ...]
-) -> VectorStore | None:
-    """With ``--output``, the evaluation's vectors so far, kept beside it (``OUTPUT.vectors.npz``) until the
-    results are written: the same command run again after an interrupt encodes only what is missing. Its key:
-    the model, the adapter and their files, the encoding ``settings`` and the library versions."""
+@contextlib.contextmanager
+def kept_vectors(output: Path | None, evaluation: dict[str, Any], adapter: Path | None) -> Iterator[VectorStore | None]:
+    """With ``--output``, the evaluation's vectors so far, kept in pcctune's cache (``resume/eval-KEY``, never in
+    the user's folders) until the results are written: the same command run again after an interrupt or a failure
+    encodes only what is missing. Its key: the ``evaluation`` (model, adapter, encoding settings, data files' sha256),
+    the files of the model and adapter folders, and the library versions."""
     if output is None:
-        return None
-    folders = [Path(model_spec), *([adapter] if adapter else [])]
-    key = settings_key(
-        {"model": model_spec, "adapter": adapter, "settings": settings, "versions": library_versions()}, *folders
-    )
-    return VectorStore.open(output.with_name(output.name + STORE_SUFFIX), key)
+        yield None
+        return
+    model = str(evaluation["model"])
+    folders = [Path(model), *([adapter] if adapter else [])]
+    key = settings_key(evaluation | {"versions": library_versions()}, *folders)
+    with resume_folder(f"eval-{key[:24]}", f"pcctune eval {model} --output {output}") as folder:
+        yield None if folder is None else VectorStore.open(folder / "vectors.npz", key)

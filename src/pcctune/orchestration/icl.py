@@ -1,21 +1,25 @@
 """``pcctune icl``: choose an in-context demonstration on a dev set and save the model with it.
 
-With ``--output``, each candidate's dev score is kept beside it as it lands (``OUTPUT.search.json``, keyed by
-the model, its files, the dtype, the dev set and the library versions), so the same command run after an
-interrupt scores only the candidates still missing (a search of a 135M decoder takes half an hour on one core
-here).
+With ``--output``, each candidate's dev score is kept in pcctune's cache as it lands (``resume/icl-KEY``, keyed by
+the model, its files, the template, the dtype, the dev set and the library versions; never in the user's folders),
+so the same command run after an interrupt scores only the candidates still missing (a search of a 135M decoder
+takes half an hour on one core here). A kept file that cannot be read or was made by another search is set aside
+with a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from sentence_transformers import SentenceTransformer
 
+from pcctune.cache_entry import remove, resume_folder, set_aside, writing
 from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import dev_parts
 from pcctune.errors import PcctuneError
@@ -40,7 +44,6 @@ def candidates_table(results: list[CandidateScore], title: str) -> Table:
 
 
 logger = logging.getLogger(__name__)
-SEARCH_SUFFIX = ".search.json"
 
 
 class KeptScores:
@@ -49,17 +52,37 @@ class KeptScores:
     def __init__(self, path: Path, key: str) -> None:
         self.path, self.key = path, key
         self.scores: dict[str, float] = {}
+        if not path.is_file():
+            return
         try:
-            saved = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return  # none yet (or unreadable: started afresh)
-        if saved.get("key") == key:
-            self.scores = dict(saved["scores"])
-            logger.info("continuing an interrupted search: %d candidates scored in %s", len(self.scores), path)
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            scores = {str(t): float(v) for t, v in saved["scores"].items()} if saved["key"] == key else None
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+            set_aside(path, f"unreadable kept scores: {type(error).__name__}: {error}")
+            return
+        if scores is None:
+            set_aside(path, "kept scores of another search (other settings or model files)")
+            return
+        self.scores = scores
+        logger.info("continuing an interrupted search: %d candidates scored in %s", len(scores), path)
 
     def add(self, template: str, score: float) -> None:
         self.scores[template] = score
         write_json({"key": self.key, "scores": self.scores}, self.path)
+
+
+@contextlib.contextmanager
+def kept_scores(output: Path | None, settings: dict[str, str], model: str) -> Iterator[KeptScores | None]:
+    """With ``--output``, the search's scores so far, in pcctune's cache until the model is saved."""
+    if output is None:
+        yield None
+        return
+    key = settings_key(settings | {"versions": library_versions()}, Path(model))
+    with resume_folder(f"icl-{key[:24]}", f"pcctune icl {model} --output {output}") as folder:
+        kept = None if folder is None else KeptScores(folder / "scores.json", key)
+        yield kept
+        if folder is not None:
+            remove(folder)
 
 
 def run_icl(
@@ -73,30 +96,28 @@ def run_icl(
     output: Path | None,
     console: Console,
 ) -> list[CandidateScore]:
-    """Score ``candidates`` demonstrations (and none) on ``dev``; save the best with the model to ``output``."""
+    """Score ``candidates`` demonstrations (and none) on ``dev``; save the best with the model to ``output``
+    (which no other command writes meanwhile)."""
     if output is not None:
         check_output_folder(output)
-    senteval = senteval_folder(data)
-    parts = dev_parts(dev, senteval)
-    encoder = build_model(model, template=template, dtype=dtype)
-    if not is_decoder_only(input_module(encoder).model.config):
-        raise PcctuneError(
-            f"pcctune icl needs a causal language model (a decoder that writes the demonstration's word); "
-            f"{model} is a {input_module(encoder).model.config.model_type} encoder"
-        )
-    kept = None
-    if output is not None:
-        settings = {"model": model, "template": template, "dtype": dtype, "dev": dev, "versions": library_versions()}
-        kept = KeptScores(output.with_name(output.name + SEARCH_SUFFIX), settings_key(settings, Path(model)))
-    results = rank_demonstrations(
-        encoder, senteval, candidates, seed, parts, kept.scores if kept else None, kept.add if kept else None
-    )
-    console.print(candidates_table(results, f"demonstrations for {model} on {dev} (Spearman × 100, dev only)"))
-    if output is not None:
-        save_best(encoder, results, {"model": model, "dev": dev}, output)
-        console.print(f"model with the best demonstration -> {output}")
-    if kept is not None:
-        kept.path.unlink(missing_ok=True)
+    with writing(output) if output is not None else contextlib.nullcontext():
+        senteval = senteval_folder(data)
+        parts = dev_parts(dev, senteval)
+        encoder = build_model(model, template=template, dtype=dtype)
+        if not is_decoder_only(input_module(encoder).model.config):
+            raise PcctuneError(
+                f"pcctune icl needs a causal language model (a decoder that writes the demonstration's word); "
+                f"{model} is a {input_module(encoder).model.config.model_type} encoder"
+            )
+        settings = {"model": model, "template": template, "dtype": dtype, "dev": dev}
+        with kept_scores(output, settings, model) as kept:
+            results = rank_demonstrations(
+                encoder, senteval, candidates, seed, parts, kept.scores if kept else None, kept.add if kept else None
+            )
+            console.print(candidates_table(results, f"demonstrations for {model} on {dev} (Spearman × 100, dev only)"))
+            if output is not None:
+                save_best(encoder, results, {"model": model, "dev": dev}, output)
+                console.print(f"model with the best demonstration -> {output}")
     return results
 
 

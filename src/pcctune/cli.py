@@ -34,6 +34,8 @@ app = typer.Typer(
 )
 data_app = typer.Typer(no_args_is_help=True, help="Prepare and inspect data (stage-2 set, leakage reports).")
 app.add_typer(data_app, name="data")
+cache_app = typer.Typer(no_args_is_help=True, help="List and remove what pcctune keeps in its cache ($PCCTUNE_CACHE).")
+app.add_typer(cache_app, name="cache")
 
 
 def _show_version(value: bool) -> None:
@@ -98,7 +100,7 @@ def _check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
         raise PcctuneError(f"unknown {what} {value!r}; choose from {', '.join(allowed)}")
 
 
-KEPT_VECTORS = "; the vectors encoded so far are kept: run the same command to continue"
+KEPT_VECTORS = "; the vectors encoded so far are kept in pcctune's cache: run the same command to continue"
 
 
 @app.command("eval")
@@ -424,6 +426,32 @@ def data_tasks_command(
     from pcctune.orchestration.data import run_task_counts
 
     run_task_counts(data, check_release, console)
+
+
+@cache_app.command("list")
+def cache_list_command(
+    kind: Annotated[str | None, typer.Option(help="only this kind (gguf, packaged, resume, ...)")] = None,
+) -> None:
+    """Show every cache entry: kind, name, size, age and what made it."""
+    from pcctune.orchestration.cache import entries_table, list_entries
+
+    console.print(entries_table(list_entries(kind)))
+
+
+@cache_app.command("clear")
+def cache_clear_command(
+    kind: Annotated[str | None, typer.Option(help="remove only this kind (gguf, packaged, resume, ...)")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="remove every entry")] = False,
+) -> None:
+    """Remove cache entries, of one kind or all; entries another command is using are left alone."""
+    from pcctune.orchestration.cache import clear_entries, human_size
+
+    if (kind is None) == (not all_):
+        raise PcctuneError("say what to remove: --kind KIND or --all (see: pcctune cache list)")
+    removed, busy = clear_entries(kind)
+    console.print(f"removed {len(removed)} entries ({human_size(sum(e.size for e in removed))})")
+    for entry in busy:
+        console.print(f"kept {entry.path}: in use by another pcctune command")
 
 
 def _fail(code: int, message: str) -> None:

@@ -140,7 +140,7 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("bound-nothing", lambda c: ["bound"], "give --n"),
     ("bound-n-one", lambda c: ["bound", "--n", "1"], "at least 2"),
     ("icl-unknown-dev", lambda c: ["icl", str(c.llama), "--dev", "test", "--data", str(c.senteval)], "unknown dev set"),
-    ("stage2-bad-normalization", lambda c: ["data", "stage2", "--normalize", "fold"], "Invalid value"),
+    ("stage2-bad-leakage-level", lambda c: ["data", "stage2", "--leakage", "fold"], "Invalid value"),
     # --- data folders and outputs -------------------------------------------------------------
     ("missing-data-folder", lambda c: _eval(c, str(c.inputs / "nowhere")), "no SentEval data folder"),
     ("data-is-a-file", lambda c: _eval(c, c.file("data.txt", "x")), "no SentEval data folder"),

@@ -2,52 +2,83 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
-from pcctune.data.leakage import LeakageFilter, Normalization
+import pytest
+
+from pcctune.data.leakage import LEVELS, LeakageLevel, TestIndex, normalize_sentence, split_clean
 from pcctune.data.stage2 import build_stage2_set, rescale_sick_score
 from pcctune.data.sts import STSPair, STSSubset, STSTask
 
-
-def _filter(normalization=Normalization.exact):
-    test = STSTask("T", [STSSubset("s", [STSPair("A man  plays.", "A Woman sings.", 3.0)])])
-    return LeakageFilter([test], normalization)
-
-
-def test_both_orders_match_regardless_of_score():
-    leakage = _filter()
-    assert leakage.matches(STSPair("A man  plays.", "A Woman sings.", 0.0)) == ["T"]
-    assert leakage.matches(STSPair("A Woman sings.", "A man  plays.", 5.0)) == ["T"]
-    assert leakage.matches(STSPair("A man  plays.", "Someone else.", 3.0)) == []
-
-
-def test_exact_by_default_normalisation_optional():
-    pair = STSPair("a man plays.", "a woman sings.", 1.0)
-    assert _filter().matches(pair) == []
-    assert _filter(Normalization.case).matches(pair) == []  # double space still differs
-    assert _filter(Normalization.whitespace_case).matches(pair) == ["T"]
-    assert _filter(Normalization.whitespace).matches(STSPair("A man plays.", "A Woman sings.", 1.0)) == ["T"]
+TEST_PAIR = STSPair(
+    "A man is playing a large guitar on the stage.", "A woman is slicing a red onion in the kitchen.", 3.0
+)
+# Each training pair below is caught first by the level it is named after, in either order.
+FIRST_CAUGHT_BY = {
+    "pair": (TEST_PAIR.sentence2, TEST_PAIR.sentence1),
+    "normalized": ("a MAN is playing a large guitar on the stage!", "A woman is slicing a red onion in the kitchen"),
+    "near": ("A man is playing a large guitar on a stage.", "A woman is slicing a red onion in a kitchen."),
+    "sentence": (TEST_PAIR.sentence1, "Stocks fell sharply on Monday morning."),
+}
+CLEAN = ("The cat sleeps on the mat all afternoon.", "A child is riding a bicycle down the hill.")
 
 
-def test_filter_report_counts():
-    kept, report = _filter().filter("train", [STSPair("A Woman sings.", "A man  plays.", 1.0), STSPair("x", "y", 2.0)])
-    assert [p.sentence1 for p in kept] == ["x"]
-    assert (report.total, report.kept, report.removed) == (2, 1, 1)
-    assert report.removed_by_test_set == {"T": 1}
-    assert report.examples[0]["test_sets"] == ["T"]
+def _index() -> TestIndex:
+    other = STSPair("Two dogs run across a snowy field.", "A dog runs in the snow.", 4.0)
+    return TestIndex([STSTask("T", [STSSubset("s", [TEST_PAIR])]), STSTask("U", [STSSubset("s", [other])])])
+
+
+def test_normalization_folds_unicode_case_punctuation_and_whitespace():
+    assert normalize_sentence("  Ｃafé —  it's   GREAT!! ") == normalize_sentence("café it s great")
+
+
+@pytest.mark.parametrize("level", list(LeakageLevel))
+@pytest.mark.parametrize("reverse", [False, True])
+def test_each_level_catches_a_pair_that_no_lower_level_catches_in_either_order(level, reverse):
+    first, second = FIRST_CAUGHT_BY[level.value]
+    pair = STSPair(second, first, 1.0) if reverse else STSPair(first, second, 1.0)
+    (check,) = _index().check_all([pair])
+    assert check.first_level() == level
+    assert check.hits(level) == ("T",)
+    for other in LEVELS:
+        assert check.flagged(other) == other.includes(level)
+
+
+def test_a_clean_pair_is_flagged_by_no_level():
+    (check,) = _index().check_all([STSPair(*CLEAN, 2.0)])
+    assert check.first_level() is None and check.sentences_in_test == 0
+    assert not any(check.flagged(level) for level in LEVELS)
+
+
+def test_sentence_level_counts_one_or_both_sentences_and_the_near_threshold_is_a_setting():
+    index = _index()
+    mixed = STSPair(TEST_PAIR.sentence1, "A dog runs in the snow.", 1.0)  # both sentences in tests, never paired
+    one = STSPair(*FIRST_CAUGHT_BY["sentence"], 1.0)
+    assert [c.sentences_in_test for c in index.check_all([mixed, one])] == [2, 1]
+    near = STSPair(*FIRST_CAUGHT_BY["near"], 1.0)
+    assert TestIndex(index_tasks := [STSTask("T", [STSSubset("s", [TEST_PAIR])])], 0.99).check_all([near])[0].near == ()
+    assert TestIndex(index_tasks, 0.6).check_all([near])[0].near == ("T",)
+
+
+def test_a_filter_keeps_exactly_the_pairs_no_level_up_to_it_flags():
+    pairs = [STSPair(*FIRST_CAUGHT_BY[level.value], 1.0) for level in LEVELS] + [STSPair(*CLEAN, 2.0)]
+    checks = _index().check_all(pairs)
+    for number, level in enumerate(LEVELS, 1):
+        kept, removed = split_clean(pairs, checks, level)
+        assert len(removed) == number and kept[-1].sentence1 == CLEAN[0] and len(kept) == len(pairs) - number
 
 
 def test_stage2_set_on_mini_senteval(mini_senteval, tmp_path):
     result = build_stage2_set(mini_senteval)
-    sources = {r.source: r for r in result.reports}
-    # STS-B train pair 1 is an STS12–16 test pair reversed; SICK train pair 2 is in SICK test.
-    assert (sources["STSBenchmark:train"].total, sources["STSBenchmark:train"].kept) == (3, 2)
-    assert (sources["SICKRelatedness:train"].total, sources["SICKRelatedness:train"].kept) == (2, 1)
-    assert len(result.pairs) == 3
-    assert result.dev_overlap.removed == 1
     report = result.report_dict()
+    sources = {r["source"]: r for r in report["sources"]}
+    # STS-B train pair 1 is an STS12–16 test pair reversed; SICK train pair 2 is in SICK test.
+    assert sources["STSBenchmark:train"]["total"] == 3 and sources["STSBenchmark:train"]["removed"]["pair"] == 1
+    assert report["kept_by_source"] == {"STSBenchmark:train": 2, "SICKRelatedness:train": 1}
+    assert len(result.pairs) == 3 and report["total_kept"] == 3 and report["level"] == "pair"
+    assert {d["source"]: d["removed"]["pair"] for d in report["dev_sets"]}["STSBenchmark:dev"] == 1
     json.dumps(report)
-    assert report["total_kept"] == 3
 
 
 def test_sick_rescale():
@@ -90,3 +121,82 @@ def test_the_stage2_set_is_built_once_per_run_and_again_when_its_files_change(mi
     os.utime(sick, ns=(sick.stat().st_atime_ns, sick.stat().st_mtime_ns + 10**9))
     stage2.build_stage2_set(mini_senteval)
     assert stage2._build.cache_info().misses == 2
+
+
+def test_the_cached_stage2_set_cannot_be_changed_by_a_caller(mini_senteval):
+    first = build_stage2_set(mini_senteval)
+    with pytest.raises(AttributeError):
+        first.pairs.append(first.pairs[0])  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.pairs[0].score = 0.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.level = LeakageLevel.sentence  # type: ignore[misc]
+    first.report_dict()["total_kept"] = -1
+    again = build_stage2_set(mini_senteval)
+    assert again is first and again.report_dict()["total_kept"] == len(again.pairs) == 3
+
+
+def test_sentence_level_leaves_no_test_sentence_on_mini_senteval(mini_senteval):
+    from pcctune.data.tasks import load_test_tasks
+
+    test_sentences = {
+        normalize_sentence(s)
+        for task in load_test_tasks(mini_senteval)
+        for p in task.pairs
+        for s in (p.sentence1, p.sentence2)
+    }
+    built = build_stage2_set(mini_senteval, LeakageLevel.sentence)
+    assert all(normalize_sentence(s) not in test_sentences for p in built.pairs for s in (p.sentence1, p.sentence2))
+    assert built.report_dict()["level"] == "sentence"
+
+
+@pytest.mark.slow
+def test_sentence_level_on_the_standard_data_leaves_no_test_sentence():
+    """On the shared SentEval data: the sentence-disjoint stage-2 set, and every level's count."""
+    from pcctune.data.tasks import load_test_tasks
+    from pcctune.paths import resolve_senteval_dir
+
+    senteval = resolve_senteval_dir(None)
+    test_sentences = {
+        normalize_sentence(s)
+        for task in load_test_tasks(senteval)
+        for p in task.pairs
+        for s in (p.sentence1, p.sentence2)
+    }
+    built = build_stage2_set(senteval, LeakageLevel.sentence)
+    assert built.pairs and all(
+        normalize_sentence(s) not in test_sentences for p in built.pairs for s in (p.sentence1, p.sentence2)
+    )
+    kept = [build_stage2_set(senteval, level).report_dict()["total_kept"] for level in LEVELS]
+    assert kept[0] == 5398 and kept == sorted(kept, reverse=True) and kept[-1] == len(built.pairs)
+
+
+def test_data_audit_command_reports_every_level_and_writes_the_record(capsys, mini_senteval, tmp_path):
+    from pcctune.results import AuditResult
+    from tests.conftest import run_cli
+
+    out = tmp_path / "audit.json"
+    code, printed = run_cli(["data", "audit", "--data", str(mini_senteval), "--output", str(out)], capsys)
+    assert code == 0 and "normalized" in printed and "sentence" in printed
+    record = AuditResult.from_disk(out)
+    sources = {s.source: s for s in record.sources}
+    assert set(sources) == {"STSBenchmark:train", "SICKRelatedness:train", "SICKRelatedness:trial", "STSBenchmark:dev"}
+    assert sources["STSBenchmark:train"].removed["pair"] == 1 and sources["SICKRelatedness:trial"].role == "dev"
+    assert all(s.removed == dict(sorted(s.removed.items(), key=lambda kv: LEVELS.index(kv[0]))) for s in record.sources)
+    assert len(record.test_sets) == 7 and record.data_hashes
+
+
+def test_data_audit_of_a_pairs_file_against_the_users_own_test_file(capsys, tmp_path):
+    from pcctune.results import AuditResult
+    from tests.conftest import run_cli
+
+    test_file, train_file = tmp_path / "mytest.csv", tmp_path / "train.csv"
+    test_file.write_text(f"sentence1,sentence2,score\n{TEST_PAIR.sentence1},{TEST_PAIR.sentence2},3\n")
+    rows = [FIRST_CAUGHT_BY["normalized"], CLEAN]
+    train_file.write_text("sentence1,sentence2,score\n" + "".join(f'"{a}","{b}",1\n' for a, b in rows))
+    out = tmp_path / "audit.json"
+    args = ["data", "audit", "--pairs", str(train_file), "--against", str(test_file), "--output", str(out)]
+    code, _ = run_cli(args, capsys)
+    (source,) = AuditResult.from_disk(out).sources
+    assert code == 0 and source.total == 2 and source.removed == {"pair": 0, "normalized": 1, "near": 1, "sentence": 1}
+    assert source.by_test_set["normalized"] == {"mytest": 1}

@@ -172,11 +172,11 @@ def test_config_errors_are_one_line(tmp_path):
 
 def test_dev_sets_never_contain_a_test_pair(mini_senteval):
     from pcctune.data.dev import dev_parts
-    from pcctune.data.leakage import LeakageFilter
+    from pcctune.data.leakage import TestIndex
     from pcctune.data.senteval import load_sick
     from pcctune.data.tasks import load_test_tasks
 
-    leakage = LeakageFilter(load_test_tasks(mini_senteval))
+    leakage = TestIndex(load_test_tasks(mini_senteval))
     trial = load_sick(mini_senteval, "dev").pairs
     assert any(leakage.matches(p) for p in trial)  # the fixture's trial split shares a pair with a test set
     for kind in ("sick-trial", "stsb-dev-filtered", "sick-trial+stsb-dev"):

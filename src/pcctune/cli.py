@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pcctune.errors import Interrupted, PcctuneError
-from pcctune.orchestration.data import DEFAULT_PROTOCOL, PROTOCOLS, Normalization
+from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PROTOCOLS, LeakageLevel
 
 app = typer.Typer(
     add_completion=False,
@@ -345,9 +345,9 @@ def mteb_command(
     model: ModelArgument,
     tasks: Annotated[str, typer.Option(help="sts | paper | MTEB task names, comma-separated")] = "sts",
     output: Annotated[
-        Path, typer.Option(help="MTEB result cache folder (results/<model>/<revision>/<task>.json)")
+        Path, typer.Option(help="MTEB result cache folder (results/MODEL/REVISION/TASK.json)")
     ] = Path("runs/mteb"),
-    local_data: Annotated[Path | None, typer.Option(help="folder of datasets saved as <TaskName>/ (no Hub)")] = None,
+    local_data: Annotated[Path | None, typer.Option(help="folder of datasets saved as TASK_NAME/ (no Hub)")] = None,
     template: TemplateOption = None,
 ) -> None:
     """Evaluate MODEL with MTEB itself and write MTEB's own result files."""
@@ -373,10 +373,16 @@ def report_command(
     console.print(f"report -> {output / 'report.md'}")
 
 
+NearOption = Annotated[float, typer.Option(help="the near level's Jaccard similarity of character 3-grams")]
+
+
 @data_app.command("stage2")
 def data_stage2_command(
     data: DataOption = None,
-    normalize: Annotated[Normalization, typer.Option(help="how sentences are matched")] = Normalization.exact,
+    leakage: Annotated[
+        LeakageLevel, typer.Option(help="what the filter removes: pair (the paper's), normalized, near or sentence")
+    ] = LeakageLevel.pair,
+    near_threshold: NearOption = NEAR_THRESHOLD,
     rescale_sick: Annotated[bool, typer.Option(help="map SICK 1–5 scores to 0–5 as 5·(x−1)/4")] = False,
     output: Annotated[Path, typer.Option(help="where to write the stage-2 pairs (jsonl)")] = Path(
         "runs/data/stage2.jsonl"
@@ -385,10 +391,32 @@ def data_stage2_command(
         "runs/data/stage2_leakage.json"
     ),
 ) -> None:
-    """Build the stage-2 set: STS-B train + SICK-R train minus every pair found in a test set."""
+    """Build the stage-2 set: STS-B train + SICK-R train minus every pair the leakage filter flags."""
     from pcctune.orchestration.stage2 import run_stage2
 
-    run_stage2(data, normalize, rescale_sick, output, report, console)
+    run_stage2(data, leakage, rescale_sick, output, report, console, near_threshold)
+
+
+@data_app.command("audit")
+def data_audit_command(
+    data: DataOption = None,
+    pairs: Annotated[list[Path] | None, typer.Option(help="a pairs file to audit (csv/tsv/jsonl); repeatable")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="audit the training data of each stage of this run config")
+    ] = None,
+    against: Annotated[
+        list[Path] | None, typer.Option(help="your own test pairs files instead of the seven STS test sets; repeatable")
+    ] = None,
+    near_threshold: NearOption = NEAR_THRESHOLD,
+    output: Annotated[Path, typer.Option(help="where to write the audit record (json)")] = Path("runs/data/audit.json"),
+) -> None:
+    """Check training pairs against the test sets at every leakage level: pair, normalized, near, sentence.
+
+    Without --pairs or --config: STS-B train and SICK-R train (the stage-2 sources) and the dev sets used
+    for checkpoint selection (SICK trial, STS-B dev)."""
+    from pcctune.orchestration.audit import run_audit
+
+    run_audit(data, pairs or [], config, against or [], near_threshold, output, console)
 
 
 @data_app.command("download")
@@ -397,7 +425,7 @@ def data_download_command(
         Path, typer.Option(help="folder to create senteval/ in (then: --data DEST or PCCTUNE_DATA)")
     ] = Path("data"),
     local_datasets: Annotated[
-        Path | None, typer.Option(help="read saved copies (save_to_disk) as DIR/<Hub id> instead of the Hub")
+        Path | None, typer.Option(help="read saved copies (save_to_disk) as DIR/HUB_ID instead of the Hub")
     ] = None,
     verify: Annotated[bool, typer.Option(help="check pair counts and content hashes against the release")] = True,
     overwrite: Annotated[bool, typer.Option(help="replace an existing DEST/senteval")] = False,

@@ -1,6 +1,6 @@
 """Typed, versioned result records (in the spirit of MTEB's ``TaskResult``).
 
-Every result pcctune writes is one of three records, each tagged with ``kind`` and
+Every result pcctune writes is one of four records, each tagged with ``kind`` and
 ``schema_version``:
 
 - :class:`EvalResult`: one model evaluated (``pcctune eval``): STS and/or transfer scores with
@@ -8,7 +8,8 @@ Every result pcctune writes is one of three records, each tagged with ``kind`` a
 - :class:`RunResult`: one training run (``pcctune train``): the STS scores after each stage,
   one :class:`StageRecord` per trained stage, the config, and the pairs and data hashes of the test sets
   (schema 3; a record written before has neither, and loads with both empty);
-- :class:`BenchmarkResult`: rows of a benchmark script, each a label, STS scores and details.
+- :class:`BenchmarkResult`: rows of a benchmark script, each a label, STS scores and details;
+- :class:`AuditResult`: training pairs checked against the test sets at every leakage level.
 
 :func:`load_result` reads any of them, including files written before records were typed
 (schema version 0), which are migrated on load. The CLI, ``report`` and the benchmarks read
@@ -109,7 +110,10 @@ class EvalResult(Record):
     transfer_probe: str | None = Field(None, description="the transfer probe: sklearn or senteval")
     transfer_detail: list[TransferScore] | None = None
 
-    _check_sts = field_validator("sts", "transfer")(_finite)
+    @field_validator("sts", "transfer")
+    @classmethod
+    def _check_sts(cls, scores: Scores | None) -> Scores | None:
+        return _finite(scores)
 
     def sections(self) -> dict[str, Scores]:
         """``{"sts": …, "transfer": …}`` for the sections this result has."""
@@ -180,11 +184,41 @@ class BenchmarkResult(Record):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-AnyResult = EvalResult | RunResult | BenchmarkResult
-RECORDS: dict[str, type[Record]] = {cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult)}
+class SourceAudit(BaseModel):
+    """One source's leakage at every level (:mod:`pcctune.data.leakage`): pair counts, test sets, examples."""
+
+    source: str
+    role: Literal["train", "dev"]
+    total: int
+    flagged: dict[str, int] = Field(description="level → pairs that level's own check flags")
+    removed: dict[str, int] = Field(description="level → pairs a filter at that level removes (it and those below)")
+    sentences_in_test: dict[str, int] = Field(description="0, 1, 2 → pairs with that many sentences in a test set")
+    by_test_set: dict[str, dict[str, int]] = Field(description="level → test set → pairs flagged against it")
+    examples: dict[str, list[dict[str, Any]]] = Field(description="level → pairs first caught at that level")
 
 
-def _legacy_kind(payload: dict[str, Any]) -> Literal["eval", "run", "benchmark"]:
+class AuditResult(Record):
+    """``pcctune data audit``: training and dev pairs checked against test sets at every leakage level."""
+
+    kind: ClassVar[str] = "audit"
+    test_sets: dict[str, int] = Field(description="test set → its pair count")
+    data_hashes: dict[str, str] = Field(default_factory=dict)
+    near_threshold: float
+    ngram: int
+    sources: list[SourceAudit]
+    near_edge: list[dict[str, Any]] = Field(
+        default_factory=list, description="flagged and unflagged pairs closest to the near threshold"
+    )
+    seconds: float
+
+
+AnyResult = EvalResult | RunResult | BenchmarkResult | AuditResult
+RECORDS: dict[str, type[Record]] = {
+    cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult, AuditResult)
+}
+
+
+def _legacy_kind(payload: dict[str, Any]) -> str:
     """The kind of a record written before schema version 1 (no ``kind`` field)."""
     if "config" in payload and "stages" in payload:
         return "run"
@@ -238,7 +272,7 @@ def parse_result(payload: Any, source: str = "result") -> AnyResult:
         raise PcctuneError(f"{source}: not a pcctune result ({where}: {first['msg']})") from None
     except ValueError as error:
         raise PcctuneError(f"{source}: not a pcctune result ({error})") from None
-    assert isinstance(record, EvalResult | RunResult | BenchmarkResult)
+    assert isinstance(record, EvalResult | RunResult | BenchmarkResult | AuditResult)
     return record
 
 

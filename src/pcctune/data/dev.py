@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from pcctune.data.leakage import LeakageFilter
+from pcctune.data.leakage import TestIndex
 from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
@@ -33,8 +33,8 @@ def dev_parts(dev_set: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
     """Each single set of dev set ``dev_set`` → its pairs minus every pair found in a test set (both orders)."""
     if dev_set not in DEV_SETS:
         raise PcctuneError(f"unknown dev set {dev_set!r}; choose from {', '.join(DEV_SETS)}")
-    leakage = LeakageFilter(load_test_tasks(senteval_dir))
-    parts = {part: leakage.filter(part, SINGLE_DEV_SETS[part](senteval_dir).pairs)[0] for part in DEV_SETS[dev_set]}
+    index = TestIndex(load_test_tasks(senteval_dir))
+    parts = {part: index.without_test_pairs(SINGLE_DEV_SETS[part](senteval_dir).pairs) for part in DEV_SETS[dev_set]}
     for part, pairs in parts.items():
         if len(pairs) < MIN_DEV_PAIRS:
             others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))

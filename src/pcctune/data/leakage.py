@@ -1,83 +1,211 @@
-"""Train/test leakage filter (Pcc-tuning paper, Appendix B).
+"""Train/test leakage at four levels, from the paper's exact-pair filter to sentence-disjoint data.
 
-A training pair (s1, s2) is a duplicate of a test pair (t1, t2) when s1 = t1 and s2 = t2, or
-s1 = t2 and s2 = t1, whatever the two gold scores are. Test pairs are those of STS12–16 (all
-subsets), the STS-B test split and the SICK-R test split. Matching is exact by default;
-whitespace and case normalisation are options, reported in the output.
+Pcc-tuning (Appendix B) removes a training pair (s1, s2) when a test pair (t1, t2) has s1 = t1 and
+s2 = t2, or s1 = t2 and s2 = t1, whatever the gold scores. That filter is the ``pair`` level. Each
+level above it catches more:
+
+- ``pair``: the pair in either order, exactly (the paper's filter, its 5,398 pairs);
+- ``normalized``: the pair in either order after :func:`normalize_sentence` (Unicode NFKC, case
+  folding, punctuation removed, whitespace folded);
+- ``near``: both sentences within a character n-gram Jaccard similarity of ``near_threshold`` of the two
+  sentences of one test pair (either order), found by MinHash LSH (``datasketch``) and confirmed with
+  the exact Jaccard of the n-gram sets;
+- ``sentence``: one sentence, or both, found (normalized) anywhere in a test set, paired with anything.
+
+Filtering at a level removes every pair flagged at that level or any level below it, so the sets
+shrink as the level rises and ``sentence`` leaves no test sentence in the training data.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import re
+import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from pcctune.data.sts import STSPair, STSTask
 
-
-class Normalization(StrEnum):
-    """How sentences are compared: exactly, or after folding whitespace and/or case."""
-
-    exact = "exact"
-    whitespace = "whitespace"
-    case = "case"
-    whitespace_case = "whitespace+case"
-
-    def apply(self, text: str) -> str:
-        if self in (Normalization.whitespace, Normalization.whitespace_case):
-            text = " ".join(text.split())
-        if self in (Normalization.case, Normalization.whitespace_case):
-            text = text.casefold()
-        return text
+NEAR_THRESHOLD = 0.8
+"""Default Jaccard similarity of character 3-grams for ``near`` (chosen on the standard data: docs/leakage.md)."""
+NGRAM = 3
+NUM_PERM = 128
+EDGE_MARGIN = 0.1
+"""Pairs this far below the threshold are still measured, so a report can show both sides of the edge."""
+_PUNCTUATION = re.compile(r"[^\w\s]|_")
 
 
-@dataclass
-class SourceReport:
-    """What the filter did to one training source."""
+def _minhashes(sentences: Sequence[str], grams: dict[str, frozenset[str]]) -> list[Any]:
+    """MinHash signatures of the sentences' n-gram sets, computed in one batch."""
+    from datasketch import MinHash
 
-    source: str
-    total: int
-    kept: int
-    removed: int
-    removed_by_test_set: dict[str, int] = field(default_factory=dict)
-    examples: list[dict[str, object]] = field(default_factory=list)
+    return MinHash.bulk([[g.encode() for g in grams[s]] for s in sentences], num_perm=NUM_PERM)
 
 
-class LeakageFilter:
-    """Index of test pairs (both orders) against which training pairs are checked."""
+class LeakageLevel(StrEnum):
+    """How strictly training pairs are checked against the test sets (each level includes those below)."""
 
-    def __init__(self, test_tasks: Sequence[STSTask], normalization: Normalization = Normalization.exact):
-        self.normalization = normalization
-        self.test_sets = [task.name for task in test_tasks]
-        self._index: dict[tuple[str, str], set[str]] = {}
+    pair = "pair"
+    normalized = "normalized"
+    near = "near"
+    sentence = "sentence"
+
+    def includes(self, other: LeakageLevel) -> bool:
+        """Whether filtering at this level also removes what ``other`` flags."""
+        return LEVELS.index(other) <= LEVELS.index(self)
+
+
+LEVELS: tuple[LeakageLevel, ...] = tuple(LeakageLevel)
+
+
+def normalize_sentence(text: str) -> str:
+    """Unicode NFKC, case folding, punctuation removed, runs of whitespace folded to one space."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_PUNCTUATION.sub(" ", text).split())
+
+
+def ngrams(text: str, n: int = NGRAM) -> frozenset[str]:
+    """The character n-grams of a normalized sentence (the sentence itself when shorter than n)."""
+    return frozenset(text[i : i + n] for i in range(max(1, len(text) - n + 1)))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+@dataclass(frozen=True)
+class PairCheck:
+    """What each level finds for one training pair: the test sets it leaks into at that level.
+
+    ``near_similarity`` is the smaller of the two sentence similarities of the closest test pair (1.0 for
+    an exact normalized match; 0.0 when no test pair comes within ``EDGE_MARGIN`` of the threshold, so values
+    below the threshold show the pairs the ``near`` level just lets through); ``sentences_in_test`` counts the
+    pair's sentences (0, 1 or 2) found normalized in a test set."""
+
+    pair: tuple[str, ...]
+    normalized: tuple[str, ...]
+    near: tuple[str, ...]
+    sentence: tuple[str, ...]
+    near_similarity: float
+    nearest: tuple[str, str] | None
+    sentences_in_test: int
+
+    def hits(self, level: LeakageLevel) -> tuple[str, ...]:
+        """Test sets this pair leaks into at exactly ``level``."""
+        return getattr(self, level.value)
+
+    def flagged(self, level: LeakageLevel) -> bool:
+        """Whether a filter at ``level`` removes this pair (it is flagged at that level or one below)."""
+        return any(self.hits(lower) for lower in LEVELS if level.includes(lower))
+
+    def first_level(self) -> LeakageLevel | None:
+        """The lowest level that flags this pair (``None``: clean at every level)."""
+        return next((level for level in LEVELS if self.hits(level)), None)
+
+
+class TestIndex:
+    """The test pairs and sentences of some test sets, indexed for every level's check.
+
+    Args:
+        test_tasks: the test sets (their names label the hits).
+        near_threshold: the ``near`` level's Jaccard similarity of character 3-grams.
+    """
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, test_tasks: Sequence[STSTask], near_threshold: float = NEAR_THRESHOLD):
+        self.test_sets = {task.name: len(task.pairs) for task in test_tasks}
+        self.near_threshold = near_threshold
+        self._exact: dict[tuple[str, str], set[str]] = {}
+        self._normalized: dict[tuple[str, str], set[str]] = {}
+        self._sentence_sets: dict[str, set[str]] = {}
+        self._pairs_of_sentence: dict[str, set[tuple[str, str]]] = {}
         for task in test_tasks:
             for pair in task.pairs:
-                a, b = normalization.apply(pair.sentence1), normalization.apply(pair.sentence2)
-                self._index.setdefault((a, b), set()).add(task.name)
-                self._index.setdefault((b, a), set()).add(task.name)
+                a, b = normalize_sentence(pair.sentence1), normalize_sentence(pair.sentence2)
+                for key, index in (((pair.sentence1, pair.sentence2), self._exact), ((a, b), self._normalized)):
+                    index.setdefault(key, set()).add(task.name)
+                    index.setdefault(key[::-1], set()).add(task.name)
+                for sentence in (a, b):
+                    self._sentence_sets.setdefault(sentence, set()).add(task.name)
+                    self._pairs_of_sentence.setdefault(sentence, set()).add((a, b))
+        self._search_threshold = max(0.5, near_threshold - EDGE_MARGIN)
+        self._grams: dict[str, frozenset[str]] = {}
+        self._lsh: Any = None
+
+    def _near_index(self) -> Any:
+        """The MinHash LSH index of every normalized test sentence, built on first use (the ``near`` level)."""
+        if self._lsh is None:
+            from datasketch import MinHashLSH
+
+            self._grams = {sentence: ngrams(sentence) for sentence in self._sentence_sets}
+            sentences = list(self._grams)
+            lsh = MinHashLSH(threshold=self._search_threshold, num_perm=NUM_PERM)
+            with lsh.insertion_session() as session:
+                for sentence, minhash in zip(sentences, _minhashes(sentences, self._grams), strict=True):
+                    session.insert(sentence, minhash, check_duplication=False)
+            self._lsh = lsh
+        return self._lsh
+
+    def _near_sentences(self, sentence: str, grams: frozenset[str], minhash) -> dict[str, float]:
+        """Test sentences within the search threshold of ``sentence`` → their exact Jaccard similarity."""
+        found = {}
+        for candidate in self._near_index().query(minhash):
+            similarity = 1.0 if candidate == sentence else jaccard(grams, self._grams[candidate])
+            if similarity >= self._search_threshold:
+                found[candidate] = similarity
+        return found
+
+    def check_all(self, pairs: Sequence[STSPair]) -> list[PairCheck]:
+        """Every level's check of every pair (MinHash signatures computed in one batch)."""
+        normalized = [(normalize_sentence(p.sentence1), normalize_sentence(p.sentence2)) for p in pairs]
+        distinct = sorted({s for pair in normalized for s in pair})
+        grams = {s: ngrams(s) for s in distinct}
+        signatures = _minhashes(distinct, grams)
+        near = {s: self._near_sentences(s, grams[s], m) for s, m in zip(distinct, signatures, strict=True)}
+        return [self._check(pair, a, b, near) for pair, (a, b) in zip(pairs, normalized, strict=True)]
+
+    def _check(self, pair: STSPair, a: str, b: str, near: dict[str, dict[str, float]]) -> PairCheck:
+        near_hits: set[str] = set()
+        best, nearest = 0.0, None
+        for t1, t2 in {tp for s in near[a] for tp in self._pairs_of_sentence[s]}:
+            for x, y in ((t1, t2), (t2, t1)):
+                if x in near[a] and y in near[b]:
+                    similarity = min(near[a][x], near[b][y])
+                    if similarity >= self.near_threshold:
+                        near_hits |= self._normalized[(x, y)]
+                    if similarity > best:
+                        best, nearest = similarity, (x, y)
+        in_test = [s for s in (a, b) if s in self._sentence_sets]
+        return PairCheck(
+            pair=tuple(sorted(self._exact.get((pair.sentence1, pair.sentence2), ()))),
+            normalized=tuple(sorted(self._normalized.get((a, b), ()))),
+            near=tuple(sorted(near_hits)),
+            sentence=tuple(sorted(set().union(*(self._sentence_sets[s] for s in in_test)))),
+            near_similarity=best,
+            nearest=nearest,
+            sentences_in_test=len(in_test),
+        )
 
     def matches(self, pair: STSPair) -> list[str]:
-        """Names of the test sets containing this pair in either order (empty when clean)."""
-        key = (self.normalization.apply(pair.sentence1), self.normalization.apply(pair.sentence2))
-        return sorted(self._index.get(key, ()))
+        """Test sets holding this exact pair in either order (the ``pair`` level alone; no index to build)."""
+        return sorted(self._exact.get((pair.sentence1, pair.sentence2), ()))
 
-    def filter(
-        self, source: str, pairs: Iterable[STSPair], max_examples: int = 5
-    ) -> tuple[list[STSPair], SourceReport]:
-        """Split ``pairs`` into the clean ones and a report of what was removed and why."""
-        kept: list[STSPair] = []
-        by_test: Counter[str] = Counter()
-        examples: list[dict] = []
-        total = 0
-        for pair in pairs:
-            total += 1
-            hits = self.matches(pair)
-            if not hits:
-                kept.append(pair)
-                continue
-            by_test.update(hits)
-            if len(examples) < max_examples:
-                examples.append({**asdict(pair), "test_sets": hits})
-        report = SourceReport(source, total, len(kept), total - len(kept), dict(sorted(by_test.items())), examples)
-        return kept, report
+    def without_test_pairs(self, pairs: Iterable[STSPair]) -> list[STSPair]:
+        """The pairs found in no test set, exactly and in either order (the paper's filter)."""
+        return [pair for pair in pairs if not self.matches(pair)]
+
+
+def split_clean(
+    pairs: Iterable[STSPair], checks: Iterable[PairCheck], level: LeakageLevel
+) -> tuple[list[STSPair], list[tuple[STSPair, PairCheck]]]:
+    """The pairs a filter at ``level`` keeps, and the removed ones with their checks."""
+    kept: list[STSPair] = []
+    removed: list[tuple[STSPair, PairCheck]] = []
+    for pair, check in zip(pairs, checks, strict=True):
+        if check.flagged(level):
+            removed.append((pair, check))
+        else:
+            kept.append(pair)
+    return kept, removed

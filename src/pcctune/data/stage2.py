@@ -4,20 +4,29 @@ Pcc-tuning (§3, Appendix B) trains stage 2 on 5,398 pairs left from STS-B train
 SICK-R train (4,500) after removing pairs that appear in any of the seven test sets. STS-B
 scores are 0–5 and SICK-R 1–5; the reference code mixes them unscaled, and ``rescale_sick``
 maps SICK to 0–5 with 5·(x−1)/4 instead, as the paper's Limitations section says it did.
+
+The paper's filter is the ``pair`` level of :mod:`pcctune.data.leakage`; ``level`` takes any stricter
+one, down to ``sentence``, which leaves no sentence of any test set in the training data.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pcctune.data.leakage import LeakageFilter, Normalization, SourceReport
+from pcctune.data.audit import check_source, summarize_source
+from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, TestIndex, split_clean
 from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
-from pcctune.data.tasks import STS_TASKS, load_test_tasks
+from pcctune.data.tasks import load_test_tasks
 from pcctune.io import write_jsonl
+
+TRAIN_SOURCES = {"STSBenchmark:train": "stsb", "SICKRelatedness:train": "sick"}
+DEV_SOURCES = ("SICKRelatedness:trial", "STSBenchmark:dev")
 
 
 @dataclass(frozen=True)
@@ -30,23 +39,20 @@ class SourcedPair:
     source: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Stage2Set:
-    pairs: list[SourcedPair]
-    reports: list[SourceReport]
-    dev_overlap: SourceReport
-    normalization: Normalization
+    """The filtered stage-2 pairs and the leakage report that built them; immutable, so one cached set can be
+    handed to every caller (each :meth:`report_dict` call returns a fresh copy)."""
+
+    pairs: tuple[SourcedPair, ...]
+    level: LeakageLevel
     rescale_sick: bool
+    report_json: str
 
     def report_dict(self) -> dict[str, Any]:
-        return {
-            "normalization": self.normalization.value,
-            "rescale_sick": self.rescale_sick,
-            "test_sets": [spec.test_set for spec in STS_TASKS.values()],
-            "sources": [asdict(r) for r in self.reports],
-            "total_kept": len(self.pairs),
-            "stsb_dev_overlap_with_tests": asdict(self.dev_overlap),
-        }
+        """The leakage report: the level that built the set, and every level's counts per source and test set."""
+        report: dict[str, Any] = json.loads(self.report_json)
+        return report
 
 
 def rescale_sick_score(score: float) -> float:
@@ -63,34 +69,62 @@ def _files_state(senteval_dir: Path) -> tuple[tuple[str, int, int], ...]:
 
 def build_stage2_set(
     senteval_dir: Path,
-    normalization: Normalization = Normalization.exact,
+    level: LeakageLevel = LeakageLevel.pair,
     rescale_sick: bool = False,
+    near_threshold: float = NEAR_THRESHOLD,
 ) -> Stage2Set:
-    """Filter STS-B train and SICK-R train against the seven test sets; report STS-B dev overlap too.
+    """STS-B train + SICK-R train minus every pair a filter at ``level`` flags against the seven test sets.
 
-    Built once per data state: a run asks for it when it validates, trains and writes its model cards,
-    and each later call with the same files (same sizes and modification times) and settings returns the
-    same set. Callers must not change it."""
+    ``pair`` is the paper's filter (Appendix B: 991 + 4,407 = 5,398 pairs); the report counts what every
+    level would remove, and checks the dev sets (SICK trial, STS-B dev) against the test sets too.
+    Built once per data state: each later call with the same files (same sizes and modification times)
+    and settings returns the same immutable set."""
     folder = senteval_dir.resolve()
-    return _build(folder, normalization, rescale_sick, _files_state(folder))
+    return _build(folder, LeakageLevel(level), rescale_sick, near_threshold, _files_state(folder))
+
+
+def source_pairs(senteval_dir: Path, source: str) -> list[STSPair]:
+    """The pairs of one SentEval split named as in reports (``STSBenchmark:train``, ``SICKRelatedness:trial``)."""
+    dataset, split = source.split(":")
+    loader = load_stsb if dataset == "STSBenchmark" else load_sick
+    return loader(senteval_dir, {"trial": "dev"}.get(split, split)).pairs
 
 
 @functools.lru_cache(maxsize=8)
 def _build(
-    senteval_dir: Path, normalization: Normalization, rescale_sick: bool, files: tuple[tuple[str, int, int], ...]
+    senteval_dir: Path,
+    level: LeakageLevel,
+    rescale_sick: bool,
+    near_threshold: float,
+    files: tuple[tuple[str, int, int], ...],
 ) -> Stage2Set:
-    leakage = LeakageFilter(load_test_tasks(senteval_dir), normalization)
-    stsb_kept, stsb_report = leakage.filter("STSBenchmark:train", load_stsb(senteval_dir, "train").pairs)
-    sick_kept, sick_report = leakage.filter("SICKRelatedness:train", load_sick(senteval_dir, "train").pairs)
-    _, dev_report = leakage.filter("STSBenchmark:dev", load_stsb(senteval_dir, "dev").pairs)
-    pairs = [SourcedPair(p.sentence1, p.sentence2, p.score, "stsb") for p in stsb_kept]
-    pairs += [
-        SourcedPair(p.sentence1, p.sentence2, rescale_sick_score(p.score) if rescale_sick else p.score, "sick")
-        for p in sick_kept
-    ]
-    return Stage2Set(pairs, [stsb_report, sick_report], dev_report, normalization, rescale_sick)
+    index = TestIndex(load_test_tasks(senteval_dir), near_threshold)
+    train = [check_source(index, source, source_pairs(senteval_dir, source)) for source in TRAIN_SOURCES]
+    dev = [check_source(index, source, source_pairs(senteval_dir, source), "dev") for source in DEV_SOURCES]
+    pairs: list[SourcedPair] = []
+    kept_by_source = {}
+    for checked in train:
+        kept, _ = split_clean(checked.pairs, checked.checks, level)
+        short = TRAIN_SOURCES[checked.source]
+        kept_by_source[checked.source] = len(kept)
+        rescale = rescale_sick and short == "sick"
+        pairs += [
+            SourcedPair(p.sentence1, p.sentence2, rescale_sick_score(p.score) if rescale else p.score, short)
+            for p in kept
+        ]
+    report = {
+        "level": level.value,
+        "near_threshold": near_threshold,
+        "rescale_sick": rescale_sick,
+        "test_sets": index.test_sets,
+        "kept_by_source": kept_by_source,
+        "total_kept": len(pairs),
+        "sources": [summarize_source(checked).model_dump(mode="json") for checked in train],
+        "dev_sets": [summarize_source(checked).model_dump(mode="json") for checked in dev],
+    }
+    return Stage2Set(tuple(pairs), level, rescale_sick, json.dumps(report, ensure_ascii=False))
 
 
-def save_pairs_jsonl(pairs: list[SourcedPair] | list[STSPair], path: str | Path) -> Path:
+def save_pairs_jsonl(pairs: Sequence[SourcedPair] | Sequence[STSPair], path: str | Path) -> Path:
     """Write pairs as JSON lines (sentence1, sentence2, score[, source]), atomically."""
     return write_jsonl((asdict(pair) for pair in pairs), path)

@@ -1,6 +1,6 @@
 """``pcctune data download`` and ``pcctune data tasks``: fetch the STS data in SentEval's layout; count and check it.
 
-The values the CLI offers as choices (protocols, leakage normalisations) are named here too, so the CLI
+The values the CLI offers as choices (protocols, leakage levels) are named here too, so the CLI
 imports nothing below this layer."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from rich.console import Console
 
 from pcctune.data.cache import senteval_folder
 from pcctune.data.download import download, hub_loader, local_loader, release_sets, verify
-from pcctune.data.leakage import Normalization
+from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
 from pcctune.data.nli_download import download_nli
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 
-__all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Normalization", "run_download", "run_nli_download", "run_task_counts"]
+__all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "NEAR_THRESHOLD", "LeakageLevel", "run_download", "run_nli_download", "run_task_counts"]
 
 
 def run_nli_download(dest: Path, local_datasets: Path | None, sha256: str | None, console: Console) -> Path:

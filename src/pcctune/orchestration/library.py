@@ -12,7 +12,7 @@ from datasets import Dataset, DatasetInfo
 from sentence_transformers import SentenceTransformer
 
 from pcctune.data.cache import senteval_folder
-from pcctune.data.leakage import Normalization
+from pcctune.data.leakage import LeakageLevel
 from pcctune.data.nli import read_snli_folder
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
@@ -25,11 +25,12 @@ from pcctune.results import EvalResult, RunResult
 from pcctune.training.config import RunConfig, load_config
 
 
-def stage2_dataset(data: str | Path | None = None, normalization: str = "exact", rescale_sick: bool = False) -> Dataset:
+def stage2_dataset(data: str | Path | None = None, leakage: str = "pair", rescale_sick: bool = False) -> Dataset:
     """Pcc-tuning's stage-2 set (§3, App. B): STS-B train + SICK-R train minus every pair of the seven test
     sets, as columns ``sentence1, sentence2, score`` (what :class:`~pcctune.losses.pearson.PearsonLoss` reads).
-    The leakage report (kept and removed pairs per source and test set) is ``json.loads(dataset.info.description)``."""
-    built = build_stage2_set(senteval_folder(data or None), Normalization(normalization), rescale_sick)
+    ``leakage`` is the filter's level (``pair``, the paper's, up to ``sentence``: :mod:`pcctune.data.leakage`).
+    The leakage report (every level's counts per source and test set) is ``json.loads(dataset.info.description)``."""
+    built = build_stage2_set(senteval_folder(data or None), LeakageLevel(leakage), rescale_sick)
     columns = {
         "sentence1": [p.sentence1 for p in built.pairs],
         "sentence2": [p.sentence2 for p in built.pairs],

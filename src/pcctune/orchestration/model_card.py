@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from pcctune.data.leakage import LEVELS
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import write_text
 from pcctune.results import RunResult
@@ -27,15 +28,18 @@ def _leakage_lines(report: dict[str, Any] | None) -> list[str]:
     if report is None:
         return ["No stage trained on the filtered STS-B + SICK-R set."]
     lines = [
-        f"Stage-2 set: {report['total_kept']} pairs (STS-B train + SICK-R train, `{report['normalization']}` "
-        f"matching, SICK rescaled: {report['rescale_sick']}), filtered against " + ", ".join(report["test_sets"]) + ".",
+        f"Stage-2 set: {report['total_kept']} pairs (STS-B train + SICK-R train, leakage filter at level "
+        f"`{report['level']}`, SICK rescaled: {report['rescale_sick']}), filtered against "
+        + ", ".join(report["test_sets"])
+        + ". Pairs each level would remove:",
         "",
-        "| source | pairs | kept | removed | removed by test set |",
-        "| --- | --- | --- | --- | --- |",
+        "| source | pairs | kept | " + " | ".join(f"removed at `{level}`" for level in LEVELS) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in LEVELS) + " |",
     ]
     for source in report["sources"]:
-        hits = ", ".join(f"{name} {count}" for name, count in source["removed_by_test_set"].items()) or "—"
-        lines.append(f"| {source['source']} | {source['total']} | {source['kept']} | {source['removed']} | {hits} |")
+        removed = " | ".join(str(source["removed"][level]) for level in LEVELS)
+        kept = report["kept_by_source"][source["source"]]
+        lines.append(f"| {source['source']} | {source['total']} | {kept} | {removed} |")
     return lines
 
 

@@ -293,7 +293,7 @@ def write_model_cards(config: RunConfig, result: RunResult, senteval: Path) -> N
     stage2 = [s for s in config.stages if s.data.source == "stage2"]
     if stage2:
         data = stage2[0].data
-        leakage = build_stage2_set(senteval, data.normalization, data.rescale_sick).report_dict()
+        leakage = build_stage2_set(senteval, data.leakage, data.rescale_sick, data.near_threshold).report_dict()
     for stage in result.stages:
         folder = Path(stage.final_dir)
         if (folder / "modules.json").is_file():

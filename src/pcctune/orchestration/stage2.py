@@ -8,32 +8,42 @@ from rich.console import Console
 from rich.table import Table
 
 from pcctune.data.cache import senteval_folder
-from pcctune.data.leakage import Normalization
+from pcctune.data.leakage import LEVELS, NEAR_THRESHOLD, LeakageLevel
 from pcctune.data.stage2 import Stage2Set, build_stage2_set, save_pairs_jsonl
 from pcctune.io import check_output_file, write_json
 
 
 def leakage_table(result: Stage2Set, title: str) -> Table:
+    """Per source: its pairs, what the chosen level kept, and what each level would remove."""
+    report = result.report_dict()
     table = Table(title=title)
-    for column in ("source", "total", "kept", "removed", "removed by test set"):
-        table.add_column(column, justify="left" if column in ("source", "removed by test set") else "right")
-    for r in [*result.reports, result.dev_overlap]:
-        hits = ", ".join(f"{k} {v}" for k, v in r.removed_by_test_set.items())
-        label = r.source + (" (overlap only; not in the set)" if r is result.dev_overlap else "")
-        table.add_row(label, str(r.total), str(r.kept), str(r.removed), hits)
+    for column in ("source", "pairs", "kept", *(f"removed at {level}" for level in LEVELS)):
+        table.add_column(column, justify="left" if column == "source" else "right")
+    for source in report["sources"]:
+        kept = str(report["kept_by_source"][source["source"]])
+        table.add_row(source["source"], str(source["total"]), kept, *(str(source["removed"][lv]) for lv in LEVELS))
+    for source in report["dev_sets"]:
+        removed = (str(source["removed"][lv]) for lv in LEVELS)
+        table.add_row(f"{source['source']} (dev; not in the set)", str(source["total"]), "—", *removed)
     return table
 
 
 def run_stage2(
-    data: Path | None, normalization: Normalization, rescale_sick: bool, output: Path, report: Path, console: Console
+    data: Path | None,
+    level: LeakageLevel,
+    rescale_sick: bool,
+    output: Path,
+    report: Path,
+    console: Console,
+    near_threshold: float = NEAR_THRESHOLD,
 ) -> Stage2Set:
-    """Filter STS-B + SICK-R train against the test sets; write the pairs (jsonl) and the report (json)."""
+    """Filter STS-B + SICK-R train against the test sets at ``level``; write the pairs (jsonl) and the report."""
     for path in (output, report):
         check_output_file(path)
     senteval = senteval_folder(data)
-    result = build_stage2_set(senteval, normalization, rescale_sick)
+    result = build_stage2_set(senteval, level, rescale_sick, near_threshold)
     save_pairs_jsonl(result.pairs, output)
     write_json(result.report_dict(), report)
-    console.print(leakage_table(result, f"stage-2 leakage filter ({normalization.value} match) on {senteval}"))
+    console.print(leakage_table(result, f"stage-2 leakage filter at level {level.value} on {senteval}"))
     console.print(f"stage-2 set: {len(result.pairs)} pairs -> {output}; report -> {report}")
     return result

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pcctune.data.dev import COMBINED_DEV, DEV_SETS
-from pcctune.data.leakage import Normalization
+from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
 from pcctune.errors import PcctuneError
 from pcctune.io import write_yaml
 from pcctune.losses.registry import LOSSES
@@ -48,8 +48,13 @@ class DataConfig(Strict):
     )
     splits: list[str] = Field(["dev", "test"], description="SNLI splits read by `snli` and `snli_regression`")
     rescale_sick: bool = Field(False, description="map SICK-R scores 1–5 to 0–5 by 5·(x−1)/4 (Pcc-tuning, Limitations)")
-    normalization: Normalization = Field(
-        Normalization.exact, description="how pairs are matched against the test sets by the leakage filter"
+    leakage: LeakageLevel = Field(
+        LeakageLevel.pair,
+        description="stage2: what the leakage filter removes: `pair` (the paper's exact pairs), `normalized`, `near` "
+        "or `sentence` (no test sentence left); each level includes those below it (docs/leakage.md)",
+    )
+    near_threshold: float = Field(
+        NEAR_THRESHOLD, gt=0, le=1, description="stage2: the `near` level's Jaccard similarity of character 3-grams"
     )
     name: str | None = Field(None, description="hub: a Hub dataset id or a local folder in the Hub's file layout")
     subset: str | None = Field(None, description="hub: the dataset's configuration (e.g. triplet of all-nli)")
@@ -61,6 +66,17 @@ class DataConfig(Strict):
         description="hub: pcctune's column → the dataset's (anchor/positive/negative or sentence1/sentence2/score)",
     )
     limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_normalization(cls, values: Any) -> Any:
+        """Configs written before leakage levels said ``normalization``: ``exact`` is the ``pair`` level, and
+        whitespace or case folding is read as ``normalized`` (which folds both, and punctuation)."""
+        if isinstance(values, dict) and "normalization" in values:
+            values = dict(values)
+            legacy = values.pop("normalization")
+            values.setdefault("leakage", "pair" if legacy == "exact" else "normalized")
+        return values
 
 
 class RegressionConfig(Strict):

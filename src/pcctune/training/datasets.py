@@ -41,7 +41,7 @@ SOURCE_IDS = {"sick": 1}  # label id of a pair's source for per-source losses; e
 def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
     """The scored pairs of a ``stage2``, ``pairs`` or ``snli_regression`` source, each with its source."""
     if data.source == "stage2":
-        return build_stage2_set(senteval_dir, data.normalization, data.rescale_sick).pairs
+        return list(build_stage2_set(senteval_dir, data.leakage, data.rescale_sick, data.near_threshold).pairs)
     if data.source == "pairs":
         if not data.path:
             raise PcctuneError("data.path is required for source 'pairs'")

@@ -1,0 +1,91 @@
+"""Leakage audit: training (and dev) pairs checked against test sets at every level of :mod:`.leakage`.
+
+The audit is what ``pcctune data audit`` prints and the stage-2 set's report records: for each
+source, how many pairs each level's own check flags, how many a filter at each level removes, how
+many pairs have one or both sentences in a test set, the counts per test set, and examples of the
+pairs first caught at each level. ``near_edge`` lists the pairs closest to the ``near`` threshold on
+both sides, so a reader can judge the threshold from real examples.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pcctune.data.leakage import LEVELS, LeakageLevel, PairCheck, TestIndex
+from pcctune.data.sts import STSPair
+from pcctune.results import SourceAudit
+
+EXAMPLES_PER_LEVEL = 5
+EDGE_EXAMPLES = 4
+
+
+@dataclass(frozen=True)
+class CheckedSource:
+    """One source's pairs with the check of each pair."""
+
+    source: str
+    role: Literal["train", "dev"]
+    pairs: tuple[STSPair, ...]
+    checks: tuple[PairCheck, ...]
+
+
+def check_source(
+    index: TestIndex, source: str, pairs: Sequence[STSPair], role: Literal["train", "dev"] = "train"
+) -> CheckedSource:
+    """Check every pair of one source against the index."""
+    return CheckedSource(source, role, tuple(pairs), tuple(index.check_all(pairs)))
+
+
+def _example(pair: STSPair, check: PairCheck) -> dict[str, object]:
+    example: dict[str, object] = {"sentence1": pair.sentence1, "sentence2": pair.sentence2, "score": pair.score}
+    example["test_sets"] = sorted({name for level in LEVELS for name in check.hits(level)})
+    if check.nearest is not None:
+        example |= {"near_similarity": round(check.near_similarity, 4), "nearest_test_pair": list(check.nearest)}
+    example["sentences_in_test"] = check.sentences_in_test
+    return example
+
+
+def summarize_source(checked: CheckedSource, max_examples: int = EXAMPLES_PER_LEVEL) -> SourceAudit:
+    """Totals per level and per test set, and examples of the pairs each level is the first to catch."""
+    flagged = {level.value: sum(1 for c in checked.checks if c.hits(level)) for level in LEVELS}
+    removed = {level.value: sum(1 for c in checked.checks if c.flagged(level)) for level in LEVELS}
+    in_test = Counter(str(c.sentences_in_test) for c in checked.checks)
+    by_test_set = {
+        level.value: dict(sorted(Counter(n for c in checked.checks for n in c.hits(level)).items())) for level in LEVELS
+    }
+    examples: dict[str, list[dict[str, object]]] = {level.value: [] for level in LEVELS}
+    for pair, check in zip(checked.pairs, checked.checks, strict=True):
+        first = check.first_level()
+        if first is not None and len(examples[first.value]) < max_examples:
+            examples[first.value].append(_example(pair, check))
+    return SourceAudit(
+        source=checked.source,
+        role=checked.role,
+        total=len(checked.pairs),
+        flagged=flagged,
+        removed=removed,
+        sentences_in_test={k: in_test.get(k, 0) for k in ("0", "1", "2")},
+        by_test_set=by_test_set,
+        examples=examples,
+    )
+
+
+def near_edge(
+    sources: Sequence[CheckedSource], threshold: float, count: int = EDGE_EXAMPLES
+) -> list[dict[str, object]]:
+    """The pairs closest to the ``near`` threshold on both sides (none caught by a lower level): the judgement calls."""
+    candidates = [
+        (check.near_similarity, checked.source, pair, check)
+        for checked in sources
+        for pair, check in zip(checked.pairs, checked.checks, strict=True)
+        if check.nearest is not None and not check.hits(LeakageLevel.normalized)
+    ]
+    above = sorted((c for c in candidates if c[0] >= threshold), key=lambda item: item[0])[:count]
+    below = sorted((c for c in candidates if c[0] < threshold), key=lambda item: -item[0])[:count]
+    return [
+        {"source": source, "flagged": similarity >= threshold, **_example(pair, check)}
+        for similarity, source, pair, check in [*below[::-1], *above]
+    ]

@@ -1,0 +1,129 @@
+"""``pcctune data audit``: training pairs checked against test sets at every leakage level.
+
+Sources: the stage-2 sources and the dev sets used for checkpoint selection (the default), pairs files
+(``--pairs``), and the training data of every stage of a run config (``--config``: any source a stage
+reads, Hub datasets included; triplets are checked as (anchor, positive) and (anchor, negative) pairs).
+Test sets: the seven STS test sets, or the user's own pairs files (``--against``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pcctune.data.audit import CheckedSource, check_source, near_edge, summarize_source
+from pcctune.data.cache import senteval_folder
+from pcctune.data.leakage import LEVELS, NEAR_THRESHOLD, NGRAM, TestIndex
+from pcctune.data.pairs import read_pairs_file
+from pcctune.data.stage2 import DEV_SOURCES, TRAIN_SOURCES, source_pairs
+from pcctune.data.sts import STSPair, STSSubset, STSTask
+from pcctune.data.tasks import load_test_tasks
+from pcctune.io import check_output_file
+from pcctune.losses.registry import loss_spec
+from pcctune.provenance import file_hashes
+from pcctune.results import AuditResult
+from pcctune.training.config import load_config
+from pcctune.training.datasets import scored_pairs, triplets
+
+
+def _config_sources(config: Path, senteval: Path) -> list[tuple[str, list[STSPair]]]:
+    """Each stage's training pairs as the stage reads them (preference data is skipped: it is built by a model)."""
+    sources = []
+    for stage in load_config(config).stages:
+        kind = loss_spec(stage.loss).data
+        if kind in ("scored", "positives"):
+            pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in scored_pairs(stage.data, senteval)]
+        elif kind == "triplets":
+            rows = triplets(stage.data, senteval)
+            pairs = [STSPair(t.anchor, t.positive, 1.0) for t in rows]
+            pairs += [STSPair(t.anchor, t.negative, 0.0) for t in rows if t.negative is not None]
+        else:
+            continue
+        sources.append((f"{config.name}:{stage.name}", pairs[: stage.data.limit]))
+    return sources
+
+
+def _test_sets(senteval: Path | None, against: Sequence[Path]) -> list[STSTask]:
+    if against:
+        return [STSTask(path.stem, [STSSubset(path.stem, read_pairs_file(path), [path])]) for path in against]
+    assert senteval is not None
+    return load_test_tasks(senteval)
+
+
+def audit(
+    data: Path | None,
+    pairs_files: Sequence[Path] = (),
+    config: Path | None = None,
+    against: Sequence[Path] = (),
+    near_threshold: float = NEAR_THRESHOLD,
+) -> AuditResult:
+    """Check the chosen sources against the test sets at every level; the typed record of what was found."""
+    started = time.perf_counter()
+    own_sources = bool(pairs_files or config)
+    senteval = senteval_folder(data) if (not own_sources or not against or config) else None
+    tests = _test_sets(senteval, against)
+    index = TestIndex(tests, near_threshold)
+    checked: list[CheckedSource] = [check_source(index, str(path), read_pairs_file(path)) for path in pairs_files]
+    if config is not None:
+        assert senteval is not None
+        checked += [check_source(index, name, pairs) for name, pairs in _config_sources(config, senteval)]
+    if not own_sources:
+        assert senteval is not None
+        checked += [check_source(index, source, source_pairs(senteval, source)) for source in TRAIN_SOURCES]
+        checked += [check_source(index, source, source_pairs(senteval, source), "dev") for source in DEV_SOURCES]
+    files = [path for task in tests for path in task.files] + list(pairs_files)
+    return AuditResult(
+        test_sets=index.test_sets,
+        data_hashes={f"{Path(path).parent.name}/{Path(path).name}": h for path, h in file_hashes(files).items()},
+        near_threshold=near_threshold,
+        ngram=NGRAM,
+        sources=[summarize_source(source) for source in checked],
+        near_edge=near_edge(checked, near_threshold),
+        seconds=round(time.perf_counter() - started, 2),
+    )
+
+
+def audit_table(record: AuditResult) -> Table:
+    """Per source: pairs a filter at each level removes, and pairs with one or both sentences in a test set."""
+    table = Table(
+        title=f"leakage against {len(record.test_sets)} test sets (near: 3-gram Jaccard ≥ {record.near_threshold})"
+    )
+    for column in ("source", "pairs", *LEVELS, "1 sentence in test", "2 sentences in test"):
+        table.add_column(str(column), justify="left" if column == "source" else "right")
+    for source in record.sources:
+        label = source.source + (" (dev)" if source.role == "dev" else "")
+        removed = (
+            f"{source.removed[level]} ({100 * source.removed[level] / max(source.total, 1):.1f}%)" for level in LEVELS
+        )
+        in_test = source.sentences_in_test
+        table.add_row(label, str(source.total), *removed, str(in_test["1"]), str(in_test["2"]))
+    return table
+
+
+def run_audit(
+    data: Path | None,
+    pairs_files: Sequence[Path],
+    config: Path | None,
+    against: Sequence[Path],
+    near_threshold: float,
+    output: Path,
+    console: Console,
+) -> AuditResult:
+    """``pcctune data audit``: audit, print the table and one example per level, write the JSON record."""
+    check_output_file(output)
+    record = audit(data, pairs_files, config, against, near_threshold)
+    console.print(audit_table(record))
+    for source in record.sources[:1]:
+        for level, examples in source.examples.items():
+            if examples:
+                first = examples[0]
+                console.print(
+                    f"[bold]{level}[/bold] ({source.source}): {first['sentence1']!r} / {first['sentence2']!r}"
+                )
+    record.to_disk(output)
+    console.print(f"audit of {sum(s.total for s in record.sources)} pairs in {record.seconds:.1f} s -> {output}")
+    return record

@@ -9,8 +9,6 @@ is missing (:func:`run_steps`).
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ __all__ = [
     "load_rows",
     "overrides",
     "pair_counts",
+    "pcctune",
     "record_row",
     "rows_of",
     "run",
@@ -157,31 +156,33 @@ class Step:
     commands: tuple[tuple[str, ...], ...]
 
 
-def _pcctune(argv: Sequence[str]) -> None:
-    done = subprocess.run([sys.executable, "-m", "pcctune", *argv], cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    if done.returncode != 0:
-        raise SystemExit(f"pcctune {' '.join(argv)} failed (exit {done.returncode})")
+def pcctune(argv: Sequence[str]) -> None:
+    """Run one ``pcctune`` command in this process (as the CLI would, but without a new interpreter's start-up)."""
+    from pcctune.cli import app
+
+    print("$ pcctune " + " ".join(argv), flush=True)
+    app(args=list(argv), prog_name="pcctune", standalone_mode=False)
 
 
-def run_steps(steps: Sequence[Step], folder: Path, runs: Path) -> dict[str, AnyResult]:
+def run_steps(steps: Sequence[Step], folder: Path, runs: Path, data: str | None) -> dict[str, AnyResult]:
     """Run each step whose record is missing under ``folder/records`` and return every step's record by name
     (a step's record may also be another JSON file, e.g. a bound's numbers: read it yourself): the committed
     records say what is done, so an interrupted claim continues where it stopped."""
-    records = folder / "records"
+    records, data_flag = folder / "records", ["--data", str(data)] if data else []
     for step in steps:
         record = records / f"{step.name}.json"
         if record.is_file():
             continue
         values = {"record": str(record), "runs": str(runs), "folder": str(folder)}
         for command in step.commands:
-            argv = [part.format(**values) for part in command]
+            argv = [part.format(**values) for part in command] + data_flag
             if argv[0] == "train":
                 run_dir = runs / step.name
                 resume = ["--resume"] if (run_dir / "run.json").is_file() else []
-                _pcctune([*argv, "--set", f"output_dir={run_dir}", *resume])
+                pcctune([*argv, "--set", f"output_dir={run_dir}", *resume])
                 load_result(run_dir / "results.json").to_disk(record)
             else:
-                _pcctune(argv)
+                pcctune(argv)
     return {step.name: load_result(records / f"{step.name}.json") for step in steps}
 
 

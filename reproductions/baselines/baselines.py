@@ -24,7 +24,7 @@ def steps(args: argparse.Namespace) -> list[Step]:
 
 
 def measure(args: argparse.Namespace) -> Measured:
-    records = run_steps(steps(args), args.output, args.runs)
+    records = run_steps(steps(args), args.output, args.runs, args.data)
     labels = {"minilm_simcse": "all-MiniLM-L6-v2", "mpnet_simcse": "all-mpnet-base-v2"}
     rows = [record_row(label, name, records[name]) for name, label in labels.items()]
     transfer = records["minilm_transfer"]
@@ -52,5 +52,5 @@ def tiny_transfer(args: argparse.Namespace, tiny) -> None:
     write_mini_transfer(tiny.senteval)
 
 
-QUICK = {"minilm": "{bert}", "mpnet": "{bert}"}  # --quick: a tiny BERT in both places
+QUICK = {"runs": "{senteval}/../runs", "minilm": "{bert}", "mpnet": "{bert}"}  # --quick: a tiny BERT in both places
 BENCHMARK = claim(__name__, quick=QUICK, label_key="row", prepare_quick=tiny_transfer)

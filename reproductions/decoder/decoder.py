@@ -8,7 +8,7 @@ Rows, each scored on the seven STS tasks (SimCSE protocol, Spearman × 100):
 - EOL + one in-context demonstration (PromptEOL §3.2): candidates are filtered STS-B train
   sentences labelled with the word the model itself writes under EOL; the best on SICK trial
   (test overlap removed) is kept — the test sets are read only to score the chosen template;
-- the run config's stages (default ``configs/smollm2_cpu_bench.yaml``): stage 1 InfoNCE on
+- the run config's stages (default ``reproductions/decoder/smollm2_cpu_bench.yaml``): stage 1 InfoNCE on
   SNLI-derived triplets, then stage 2 twice from the same stage-1 model: the Pearson loss
   (Pcc-tuning eq. 8) and the contrastive baseline on pairs scored > 4.0 (§4.3).
 
@@ -146,7 +146,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
         type=Path,
-        default=Path("configs/smollm2_cpu_bench.yaml"),
+        default=Path("reproductions/decoder/smollm2_cpu_bench.yaml"),
         help="run config of the trained rows (its model is replaced by --model)",
     )
     parser.add_argument("--max-steps", type=int, default=None, help="every stage of --config stops at N steps")

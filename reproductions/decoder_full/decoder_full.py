@@ -204,7 +204,7 @@ def steps(args: argparse.Namespace) -> list[Step]:
 
 def measure(args: argparse.Namespace) -> Measured:
     records = args.output / "records"
-    run_steps(steps(args), args.output, args.runs)
+    run_steps(steps(args), args.output, args.runs, args.data)
     rows = [{"label": label, "seeds": [_seed_summary(s) for s in seeds]} for label, seeds in rows_of(records)]
     return Measured(rows, f"records: {HERE}/records; commands: python -m reproductions decoder_full")
 

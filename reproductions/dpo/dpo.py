@@ -36,7 +36,7 @@ ROWS = [
 
 
 def measure(args: argparse.Namespace) -> Measured:
-    records = run_steps(steps(args), args.output, args.runs)
+    records = run_steps(steps(args), args.output, args.runs, args.data)
     rows = [record_row(label, name, records[name], stage) for label, name, stage in ROWS]
     return Measured(rows, "SimCSE protocol, fp32; seed 42; β 0.1, lr 1e-5, batch 32, 1 epoch, 2,000 preferences")
 
@@ -54,7 +54,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 QUICK = {
     "pcc_model": "{bert}",
-    "settings": ["stages.0.dpo.preference_base={bert}", "stages.0.dpo.count=16", "stages.0.max_steps=2"],
+    "runs": "{senteval}/../runs",
+    "settings": ["stages.0.dpo.preference_base={bert}", "stages.0.dpo.count=8", "stages.0.dpo.margin=0"],
 }  # --quick: both runs on a tiny BERT
-QUICK["settings"] += ["stages.0.batch_size=4", "stages.0.eval_steps=1", "model={bert}"]
+QUICK["settings"] += ["stages.0.max_steps=2", "stages.0.batch_size=4", "stages.0.eval_steps=1", "model={bert}"]
 BENCHMARK = claim(__name__, quick=QUICK, label_key="row")

@@ -42,7 +42,7 @@ ROWS = [
 
 
 def measure(args: argparse.Namespace) -> Measured:
-    records = run_steps(steps(args), args.output, args.runs)
+    records = run_steps(steps(args), args.output, args.runs, args.data)
     rows = [record_row(label, name, records[name], stage) for label, name, stage in ROWS]
     return Measured(rows, "SimCSE protocol, fp32; seed 1 (42 before the sweeps); checkpoints picked on dev sets only")
 
@@ -56,5 +56,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--settings", nargs="*", default=[], help="KEY=VALUE overrides of every run")
 
 
-QUICK = {"settings": ["model={bert}", "stages.0.max_steps=2", "stages.0.batch_size=4", "stages.0.eval_steps=1"]}
+QUICK = {
+    "runs": "{senteval}/../runs",
+    "settings": ["model={bert}", "stages.0.max_steps=2", "stages.0.batch_size=4", "stages.0.eval_steps=1"],
+}
 BENCHMARK = claim(__name__, quick=QUICK, label_key="row")

@@ -27,7 +27,7 @@ def steps(args: argparse.Namespace) -> list[Step]:
 
 
 def measure(args: argparse.Namespace) -> Measured:
-    records = run_steps(steps(args), args.output, args.runs)
+    records = run_steps(steps(args), args.output, args.runs, args.data)
     labels = {"minilm": "all-MiniLM-L6-v2", "smollm2_eol": "SmolLM2-135M, PromptEOL, zero-shot"}
     rows = [
         record_row(f"{labels[name.rsplit('_', 1)[0]]} · {PROTOCOLS[name.rsplit('_', 1)[1]]}", name, record)
@@ -46,5 +46,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs/protocols"), help="scratch (unused: no training)")
 
 
-QUICK = {"encoder": "{bert}", "decoder": "{llama}"}  # --quick: both protocols on tiny random models
+QUICK = {
+    "runs": "{senteval}/../runs",
+    "encoder": "{bert}",
+    "decoder": "{llama}",
+}  # --quick: both protocols on tiny random models
 BENCHMARK = claim(__name__, quick=QUICK, label_key="row")

@@ -32,7 +32,7 @@ def example_scores(args: argparse.Namespace) -> dict[str, float]:
 
 def measure(args: argparse.Namespace) -> Measured:
     train = ("train", "configs/minilm_stage2.yaml", "--set", f"model={args.model}", *overrides(args.settings))
-    records = run_steps([Step("pcctune_train", (train,))], args.output, args.runs)
+    records = run_steps([Step("pcctune_train", (train,))], args.output, args.runs, args.data)
     ours = record_row("`pcctune train configs/minilm_stage2.yaml`", "pcctune_train", records["pcctune_train"], "pcc")
     theirs = {"row": "`examples/pearson_st_trainer.py`", "record": "example_output.txt", "pairs": ours["pairs"]}
     theirs |= {"sts": example_scores(args), "pairs_from": "the script scores the full test sets (its own line)"}
@@ -53,6 +53,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 QUICK = {
+    "runs": "{senteval}/../runs",
     "model": "{bert}",
     "settings": ["stages.0.max_steps=2", "stages.0.batch_size=4", "stages.0.eval_steps=1"],
     "example_flags": ["--max-steps", "2", "--batch-size", "4", "--eval-steps", "1"],

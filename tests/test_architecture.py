@@ -73,10 +73,10 @@ def test_every_shipped_config_validates(path):
     assert config.stages and all(stage.loss in LOSSES for stage in config.stages)
 
 
-def test_readme_lists_the_loss_registry():
+def test_the_losses_page_lists_the_loss_registry():
     from pcctune.losses.registry import losses_markdown
 
-    assert losses_markdown() in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert losses_markdown() in (ROOT / "docs" / "losses.md").read_text(encoding="utf-8")
 
 
 def test_unknown_loss_in_a_config_names_the_registry(tmp_path):

@@ -76,7 +76,7 @@ def loss_spec(name: str) -> LossSpec:
 
 
 def losses_markdown() -> str:
-    """The registry as a markdown table: in docs/api.md (`make docs`) and README.md (a test keeps them equal)."""
+    """The registry as a markdown table, as docs/losses.md shows it (a test keeps them equal)."""
     lines = ["| loss | trains on | labels | what it is |", "| --- | --- | --- | --- |"]
     lines += [f"| `{s.name}` | {s.data} | {s.labels} | {s.summary} |" for s in LOSSES.values()]
     return "\n".join(lines)

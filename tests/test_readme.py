@@ -1,0 +1,82 @@
+"""The README is short, and every headline number in it is the number of a committed record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pcctune.evaluation.tables import mean_std_cell
+from pcctune.results import BenchmarkResult, EvalResult, RunResult
+
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+CLAIMS = ROOT / "reproductions"
+
+
+def readme_rows() -> dict[str, list[str]]:
+    """Every markdown table row of the README: first cell → the other cells."""
+    rows = {}
+    for line in README.read_text(encoding="utf-8").splitlines():
+        if line.startswith("| ") and not line.startswith("| ---"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def avg(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def encoder_rows() -> dict[str, list[str]]:
+    """Before and after Pcc-tuning's stage 2 on the two encoders."""
+    minilm = RunResult.from_disk(CLAIMS / "minilm_stage2" / "records" / "ready.json").sts_by_stage
+    mpnet_before = EvalResult.from_disk(CLAIMS / "baselines" / "records" / "mpnet_simcse.json").sts
+    mpnet = RunResult.from_disk(CLAIMS / "stage2_quality" / "records" / "mpnet_transferred.json").sts_by_stage
+    return {
+        "all-MiniLM-L6-v2": [avg(minilm["before"]["avg"]), avg(minilm["pcc"]["avg"])],
+        "all-mpnet-base-v2": [avg(mpnet_before["avg"]), avg(mpnet["pcc"]["avg"])],
+    }
+
+
+def stage2_rows() -> dict[str, list[str]]:
+    """MiniLM's Pcc stage 2 against the contrastive stage 2 and against sentence-transformers' dev-chosen loss."""
+    first = RunResult.from_disk(CLAIMS / "minilm_stage2" / "records" / "before_sweep.json").sts_by_stage
+    quality = {r.label: r for r in BenchmarkResult.from_disk(CLAIMS / "stage2_quality" / "runs.json").rows}
+    seeds = {label: [s["avg"] for s in row.details["sts_seeds"]] for label, row in quality.items()}
+    st_losses = ("cosine_mse", "cosent", "angle")
+    st_best = max(st_losses, key=lambda loss: quality[loss].details["dev"])  # chosen on dev, as the row says
+    assert st_best == "cosine_mse"
+    return {
+        "Pcc (Pearson loss), first settings, one seed": [avg(first["pcc-pearson"]["avg"])],
+        "contrastive stage 2 (pairs scored > 4.0, Pcc-tuning §4.3), same settings": [
+            avg(first["pcc-contrastive"]["avg"])
+        ],
+        "Pcc (Pearson loss), settings chosen on dev, 3 seeds": [mean_std_cell(seeds["pearson"])],
+        "sentence-transformers' best loss on dev (CosineSimilarityLoss), 3 seeds": [mean_std_cell(seeds[st_best])],
+    }
+
+
+def decoder_rows() -> dict[str, list[str]]:
+    """The decoder table's rows: the papers' protocol, mean ± std over the row's seeds."""
+    record = BenchmarkResult.from_disk(CLAIMS / "decoder_full" / "runs.json")
+    return {
+        row.label: [mean_std_cell([seed["paper"]["avg"] for seed in row.details["seeds"]])] for row in record.rows
+    }
+
+
+def test_the_readme_is_at_most_150_lines():
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 150
+
+
+def test_every_headline_number_is_read_from_a_committed_record():
+    rows = readme_rows()
+    expected = {**encoder_rows(), **stage2_rows(), **decoder_rows()}
+    assert len(expected) == 11
+    wrong = {label: (rows.get(label), cells) for label, cells in expected.items() if rows.get(label) != cells}
+    assert not wrong, wrong
+
+
+def test_the_readme_names_the_two_setup_commands_and_the_quick_check():
+    text = README.read_text(encoding="utf-8")
+    assert "make demo" in text and "make test" in text
+    assert "pcctune eval all-MiniLM-L6-v2" in text
+    assert "source: pairs" in text and "pcctune.PearsonLoss" in text

@@ -1,4 +1,4 @@
-"""ONNX and OpenVINO against torch, measured side by side in one run (issue 15, acceptance 3).
+"""ONNX and OpenVINO against torch, measured side by side in one run .
 
 Exports MODEL once with ``pcctune export MODEL --backend openvino`` (which writes the ONNX backbone
 too), then runs ``pcctune eval EXPORT --backend B`` for B = torch, onnx, openvino, alternating, each
@@ -6,7 +6,7 @@ in a fresh process, ``--rounds`` times. Reports the seven STS numbers + avg of e
 largest gap to torch's numbers, and the wall time of the whole process (best of the rounds) as a
 ratio to torch's. Every backend uses the same thread count (torch's).
 
-    python benchmarks/backends.py --output docs/results/backends
+    python benchmarks/backends.py --output benchmarks/results/backends
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 QUICK = {"model": "{bert}", "rounds": 1}  # --quick: every code path on tiny random models
-BENCHMARK = Benchmark.of(__name__, quick=QUICK, label_key="backend", output="docs/results/backends")
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, label_key="backend", output="benchmarks/results/backends")
 
 if __name__ == "__main__":
     run(BENCHMARK)

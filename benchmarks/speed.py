@@ -1,30 +1,26 @@
-"""Speed, measured side by side in one run: every number is a ratio against its peer.
+"""Speed, measured side by side in one run: every number is a ratio against its peer, on a named CPU.
 
-1. **Evaluation.** The whole ``pcctune eval MODEL --tasks sts`` command against a script that runs
-   sentence-transformers' ``EmbeddingSimilarityEvaluator`` over the same seven sets (STS12–16 as
-   the concatenation of their subsets, STS-B and SICK-R test) on the same model: alternating, each
-   in a fresh process, wall time of the whole process. Both print their seven numbers, which must
-   agree to ±0.01.
-2. **Training step.** A stage-2 Pearson step against a CoSENT step (sentence-transformers' own
-   loss) in the sentence-transformers trainer: same model, data, batch and seed.
-3. **Dev evaluation during training.** The evaluator a stage runs at every ``eval_steps``:
-   sentence-transformers' ``EmbeddingSimilarityEvaluator`` (what pcctune used before) against
-   pcctune's ``DevSTSEvaluator`` (the fast encoding path), on both filtered dev sets, alternating.
-4. **GradCache.** One optimizer step of the Pearson loss over a group of N pairs, plain against
-   cached (GradCache mini-batches), at N = 256, 1,024 and 4,096, with the peak memory of each
-   (each measurement in its own process; peak RSS on CPU).
-5. **Tokens** (not timed): the padded tokens each evaluation of (1) runs through the model; their ratio bounds
-   what running fewer tokens can gain.
-6. **Kernels.** A training step of ``--loss`` with the linear layers by oneDNN (``onednn: true``, the default;
-   QLoRA's 4-bit layers too) against torch's default CPU kernel (``onednn: false``), alternating, each in a fresh
-   process; ``--template`` and ``--qlora`` (the decoder recipe's LoRA r = 64 on an NF4 base) as a run sets them.
+1. **Evaluation** (``eval``). The whole ``pcctune eval MODEL --tasks sts`` command against a script that runs
+   sentence-transformers' ``EmbeddingSimilarityEvaluator`` over the same seven sets (STS12–16 as the concatenation of
+   their subsets, STS-B and SICK-R test) on the same model: alternating, each in a fresh process, wall time of the
+   whole process; both print their seven numbers, which must agree to ±0.01. Each row also gives the achieved
+   fraction of the CPU's float32 peak (:func:`cpu` and :func:`eval_work` say what is counted).
+2. **Training step** (``steps``). A stage-2 Pearson step against a CoSENT step (sentence-transformers' own loss).
+3. **Dev evaluation during training** (``dev-eval``). ST's ``EmbeddingSimilarityEvaluator`` against pcctune's
+   ``DevSTSEvaluator``, on both filtered dev sets, alternating.
+4. **GradCache** (``gradcache``). One Pearson step over N pairs, plain against cached mini-batches, with peak RSS.
+5. **Tokens** (``tokens``, not timed): the padded tokens each evaluation of (1) runs through the model.
+6. **Kernels** (``kernels``). A training step of ``--loss`` with the linear layers by oneDNN (``onednn: true``, the
+   default; QLoRA's 4-bit layers too) against torch's default CPU kernel, alternating, each in a fresh process.
 
-    python benchmarks/speed.py --output docs/results/speed                      # every part (long)
+    python benchmarks/speed.py --only eval --model all-MiniLM-L6-v2
     python benchmarks/speed.py --only eval --model smollm2-135m --template eol --sample 300  # a quick look
     python benchmarks/speed.py --only kernels --model smollm2-135m --template eol --qlora --batch 16 --steps 4
 
-Prints markdown tables and saves them (``table.md``) with every measurement (``runs.json``). Each
-measurement runs in a fresh process: this script again, with ``--one``.
+Every record names its CPU (model, SIMD flags, cores, clock, torch's CPU capability). To measure an AVX2-only CPU
+on a machine with more, limit the libraries: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
+MKL_ENABLE_INSTRUCTIONS=AVX2``. Prints markdown tables and saves them (``table.md``) with every measurement
+(``runs.json``); each measurement runs in a fresh process (this script again, with ``--one``).
 """
 
 from __future__ import annotations
@@ -32,9 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +42,79 @@ from pcctune.evaluation.tables import ScoreTable
 
 HERE = Path(__file__).resolve().parent
 ST_LABEL = "sentence-transformers EmbeddingSimilarityEvaluator"
+SIMD = re.compile(r"^(avx2|fma|avx512\w*|amx\w*)$")
+
+
+# --- the machine ------------------------------------------------------------------------------------
+
+
+def cpu() -> dict[str, Any]:
+    """The CPU as ``lscpu`` gives it (``/proc/cpuinfo`` where it has no value) and its float32 peak in GFLOP/s:
+    physical cores × nominal GHz × 2 FMA units × lanes × 2 FLOPs per FMA, lanes 16 where torch runs AVX-512 code
+    (``torch.backends.cpu.get_cpu_capability()``), else 8 (AVX2). Assumed: two FMA pipes per core (Intel since
+    Haswell, AMD since Zen 2; Zen 4 runs AVX-512 on them in two halves, so its peak is the AVX2 one and this
+    overstates it), the nominal clock (boost makes a fraction above 100 % possible), one thread per core."""
+    import torch
+
+    text = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    fields = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
+    procinfo = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in Path("/proc/cpuinfo").open())}
+    flags = (fields.get("Flags") or procinfo.get("flags", "")).split()
+    cores = int(fields.get("Core(s) per socket", 0)) * int(fields.get("Socket(s)", 0)) or os.cpu_count() or 1
+    ghz = float(fields.get("CPU max MHz") or procinfo.get("cpu MHz") or 0) / 1000
+    capability = torch.backends.cpu.get_cpu_capability()
+    lanes = 16 if capability.startswith("AVX512") else 8
+    return {
+        "model": fields.get("Model name") or procinfo.get("model name", "unknown"),
+        "simd_flags": [f for f in flags if SIMD.match(f)],
+        "cores": cores,
+        "ghz": ghz,
+        "torch_capability": capability,
+        "torch_threads": torch.get_num_threads(),
+        "fp32_peak_gflops": cores * ghz * 2 * lanes * 2,
+    }
+
+
+def cpu_line(machine: dict[str, Any]) -> str:
+    flags = " ".join(machine["simd_flags"]) or "none of avx2/fma/avx512/amx"
+    return (
+        f"CPU: {machine['model']}, {machine['cores']} cores at {machine['ghz']:.2f} GHz (nominal), flags {flags}, "
+        f"torch CPU capability {machine['torch_capability']}, {machine['torch_threads']} torch threads; "
+        f"fp32 peak {machine['fp32_peak_gflops']:.0f} GFLOP/s (cores × GHz × 2 FMA units × lanes × 2)"
+    )
 
 
 # --- 1. evaluation ---------------------------------------------------------------------------------
 
 
+def eval_work(args: argparse.Namespace) -> dict:
+    """The evaluation's work in FLOPs: 2 per weight of every linear layer (an unused pooler's aside) per token of
+    each distinct sentence as the model sees it (template included; a prefix that pcctune runs once, once). Attention's
+    products (4·n²·d per layer for a text of n tokens: under 1 % for these sentences), normalizations and
+    activations are left out, so the fraction of peak is a floor."""
+    import torch
+
+    from pcctune.evaluation.protocols import senteval_text
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.encoding import token_lengths
+
+    model = build_model(args.model, template=args.template)
+    texts = sorted({senteval_text(s) for t in _tasks(args) for p in t.pairs for s in (p.sentence1, p.sentence2)})
+    prefix = _prefix_tokens(model)
+    tokens = sum(token_lengths(model, texts)) - prefix * (len(texts) - 1)
+    linears = [m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and "pooler" not in name]
+    weights = sum(m.weight.numel() for m in linears)
+    return {"distinct texts": len(texts), "tokens": tokens, "linear weights": weights, "flops": 2 * weights * tokens}
+
+
+def _prefix_tokens(model) -> int:
+    from pcctune.modeling.prefix_cache import cached_prefix, prefix_ids
+
+    return len(prefix_ids(model)) if cached_prefix(model) is not None else 0
+
+
 def st_evaluator_scores(args: argparse.Namespace) -> dict:
-    """The peer: sentence-transformers' EmbeddingSimilarityEvaluator on each of the seven sets."""
+    """The peer: sentence-transformers' EmbeddingSimilarityEvaluator (its defaults) on each of the seven sets."""
     import numpy as np
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
@@ -59,17 +124,12 @@ def st_evaluator_scores(args: argparse.Namespace) -> dict:
     model = build_model(args.model, template=args.template)
     scores = {}
     for task in _tasks(args):
+        sides = [[senteval_text(getattr(p, side)) for p in task.pairs] for side in ("sentence1", "sentence2")]
         evaluator = EmbeddingSimilarityEvaluator(
-            [senteval_text(p.sentence1) for p in task.pairs],
-            [senteval_text(p.sentence2) for p in task.pairs],
-            [p.score for p in task.pairs],
-            main_similarity="cosine",
-            name=task.name,
-            write_csv=False,
+            *sides, [p.score for p in task.pairs], main_similarity="cosine", name=task.name, write_csv=False
         )
         scores[task.name] = evaluator(model)[f"{task.name}_spearman_cosine"] * 100
-    scores["avg"] = float(np.mean(list(scores.values())))
-    return scores
+    return scores | {"avg": float(np.mean(list(scores.values())))}
 
 
 def pcctune_eval_scores(args: argparse.Namespace) -> dict:
@@ -93,19 +153,21 @@ def _tasks(args: argparse.Namespace):
 
 def eval_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
     """The two commands compared: ``pcctune eval`` (pcctune's own path with ``--sample``) and ST's evaluator."""
-    model = ["--model", args.model, *(["--template", args.template] if args.template else []), *data_flag(args)]
-    one = [str(HERE / "speed.py"), *model, *(["--sample", str(args.sample)] if args.sample else []), "--one"]
     template = ["--template", args.template] if args.template else []
-    ours = [*one, "pcctune-eval"] if args.sample else ["-m", "pcctune.cli", "eval", args.model, "--tasks", "sts"]
-    if not args.sample:
-        ours += ["--output", str(out), *template, *data_flag(args)]
-    if args.token_budget:
-        ours += ["--token-budget", str(args.token_budget)]
+    one = [str(HERE / "speed.py"), "--model", args.model, *template, *data_flag(args)]
+    one += [*(["--sample", str(args.sample)] if args.sample else []), "--one"]
+    if args.sample:
+        ours = [*one, "pcctune-eval"]
+    else:
+        ours = ["-m", "pcctune.cli", "eval", args.model, "--tasks", "sts", "--output", str(out), *template]
+        ours += data_flag(args)
+    ours += ["--token-budget", str(args.token_budget)] if args.token_budget else []
     return {"pcctune eval": ours, ST_LABEL: [*one, "st-evaluator"]}
 
 
 def eval_rows(args: argparse.Namespace) -> Rows:
-    """Alternate the two commands ``--repeats`` times; one row per command with its mean wall time."""
+    """Alternate the two commands ``--repeats`` times; one row per command with its mean wall time and the
+    evaluation's FLOPs (:func:`eval_work`) per second of it as a fraction of the CPU's peak (:func:`cpu`)."""
     out = Path(tempfile.mkdtemp()) / "eval.json"
     commands = eval_commands(args, out)
     times: dict[str, list[float]] = {label: [] for label in commands}
@@ -117,134 +179,110 @@ def eval_rows(args: argparse.Namespace) -> Rows:
             cli_record = label == "pcctune eval" and not args.sample
             scores[label] = json.load(out.open())["sts"] if cli_record else json.loads(last)
             print(f"  {label}: {seconds:.1f} s (repeat {repeat + 1})", flush=True)
-    peer = sum(times[ST_LABEL]) / args.repeats
+    work = json.loads(run_python([*commands[ST_LABEL][:-1], "eval-work"])[1])
+    peak, mean = cpu()["fp32_peak_gflops"], {label: sum(s) / len(s) for label, s in times.items()}
+    setting = {"what": "eval", "model": args.model, "template": args.template, "sample": args.sample, **work}
     return [
-        {
-            "label": label,
-            "what": "eval",
-            "model": args.model,
-            "template": args.template,
-            "sample": args.sample,
-            "token_budget": args.token_budget if label == "pcctune eval" else None,
-            "seconds": times[label],
-            "mean_s": sum(times[label]) / args.repeats,
-            "ratio_vs_st": peer / (sum(times[label]) / args.repeats),
-            "sts": scores[label],
-        }
+        setting
+        | {"label": label, "token_budget": args.token_budget if label == "pcctune eval" else None, "sts": scores[label]}
+        | {"seconds": times[label], "mean_s": mean[label], "ratio_vs_st": mean[ST_LABEL] / mean[label]}
+        | {"peak_fraction": work["flops"] / 1e9 / mean[label] / peak}
         for label in times
     ]
 
 
-# --- 2. training step -------------------------------------------------------------------------------
+# --- 2. training step and 6. kernels ------------------------------------------------------------------
 
 
 def train_step_seconds(args: argparse.Namespace) -> dict:
-    """Seconds per step of ``--loss`` in the trainer (the first step, a warm-up, not counted)."""
+    """Seconds per step of ``--loss`` in the trainer (the first step, a warm-up, not counted) and peak memory."""
     from pcctune.modeling.adapters import AdapterConfig
     from pcctune.orchestration.pipeline import load_for_training
     from pcctune.paths import resolve_senteval_dir
     from pcctune.training.config import RunConfig, StageConfig
     from pcctune.training.stage import run_stage
 
-    stage = StageConfig.model_validate(
-        {
-            "name": args.loss,
-            "loss": args.loss,
-            "data": {"source": "stage2", "rescale_sick": True},
-            "batch_size": args.batch,
-            "max_steps": args.steps,
-            "dev": "none",
-            "logging_steps": 1,
-            "eval_steps": args.steps,
-            "learning_rate": 2e-5,
-        }
-    )
-    work = Path(tempfile.mkdtemp())
+    stage = {"name": args.loss, "loss": args.loss, "data": {"source": "stage2", "rescale_sick": True}, "dev": "none"}
+    stage |= {"batch_size": args.batch, "max_steps": args.steps, "logging_steps": 1, "eval_steps": args.steps}
+    config = StageConfig.model_validate(stage | {"learning_rate": 2e-5})
     adapter = AdapterConfig(kind="qlora", r=64, alpha=16) if args.qlora else AdapterConfig()
+    onednn = args.onednn == "on"
     run_config = RunConfig(
-        model=args.model, template=args.template, adapter=adapter, onednn=args.onednn == "on", seed=1, stages=[stage]
+        model=args.model, template=args.template, adapter=adapter, onednn=onednn, seed=1, stages=[config]
     )
     model = load_for_training(run_config, None)
-    result = run_stage(model, stage, run_config, work / args.loss, resolve_senteval_dir(args.data))
+    work = Path(tempfile.mkdtemp()) / args.loss
+    result = run_stage(model, config, run_config, work, resolve_senteval_dir(args.data))
     stamps = [entry["train_runtime"] for entry in result.log_history if "train_runtime" in entry]
     timing = {"seconds_per_step": stamps[-1] / args.steps, "peak_mb": result.cost.peak_memory_mb}
     return {"loss": args.loss, **timing, "steps": args.steps, "batch": args.batch}
 
 
-def _step_budget(args: argparse.Namespace) -> list[str]:
-    """The flags that give a ``--one train-step`` process this run's model, template and budget."""
-    template = ["--template", args.template] if args.template else []
-    qlora = ["--qlora"] if args.qlora else []
-    return ["--steps", str(args.steps), "--batch", str(args.batch), "--model", args.model, *template, *qlora]
+KERNELS = {"on": "oneDNN (onednn: true)", "off": "torch's default (onednn: false)"}
 
 
-def alternating_steps(args: argparse.Namespace, budget: list[str], variants: dict[str, list[str]]) -> dict[str, list]:
-    """Each variant's ``--one train-step`` measurements (one fresh process each), the variants alternating within
-    every repeat so that a drift in the machine's speed falls on all of them alike."""
+def step_rows(args: argparse.Namespace, variants: dict[str, list[str]], what: str, peer: str) -> Rows:
+    """Each variant's ``--one train-step`` measurements, one fresh process each, the variants alternating within
+    every repeat so that a drift in the machine's speed falls on all alike; each row's time over ``peer``'s
+    (``train-step``) or its speed-up over ``peer`` (``kernels``)."""
+    flags = ["--steps", str(args.steps), "--batch", str(args.batch), "--model", args.model, *data_flag(args)]
+    flags += [*(["--template", args.template] if args.template else []), *(["--qlora"] if args.qlora else [])]
     measured: dict[str, list[dict]] = {name: [] for name in variants}
     for repeat in range(args.repeats):
-        for name, flags in variants.items():
-            _, last = run_python([str(HERE / "speed.py"), *budget, *flags, "--one", "train-step"])
+        for name, extra in variants.items():
+            _, last = run_python([str(HERE / "speed.py"), *flags, *extra, "--one", "train-step"])
             measured[name].append(json.loads(last))
             print(f"  {name}: {measured[name][-1]['seconds_per_step']:.3f} s/step (repeat {repeat + 1})", flush=True)
-    return measured
+    mean = {name: sum(m["seconds_per_step"] for m in ms) / len(ms) for name, ms in measured.items()}
 
+    def versus(name: str) -> dict[str, float]:
+        steps = what == "train-step"
+        return {"ratio_vs_cosent": mean[name] / mean[peer]} if steps else {"speedup": mean[peer] / mean[name]}
 
-def _mean_seconds(measurements: list[dict]) -> float:
-    return sum(m["seconds_per_step"] for m in measurements) / len(measurements)
-
-
-def step_rows(args: argparse.Namespace) -> Rows:
-    budget = [*_step_budget(args), *data_flag(args)]
-    runs = alternating_steps(args, budget, {loss: ["--loss", loss] for loss in ("pearson", "cosent")})
-    cosent = _mean_seconds(runs["cosent"])
     return [
-        {
-            "label": f"{loss} step",
-            "what": "train-step",
-            "seconds_per_step": [m["seconds_per_step"] for m in measurements],
-            "mean_s": _mean_seconds(measurements),
-            "ratio_vs_cosent": _mean_seconds(measurements) / cosent,
-            "batch": args.batch,
-        }
-        for loss, measurements in runs.items()
+        {"label": name, "what": what, "mean_s": mean[name], "batch": args.batch, **versus(name)}
+        | {"seconds_per_step": [m["seconds_per_step"] for m in ms], "peak_mb": max(m["peak_mb"] for m in ms)}
+        for name, ms in measured.items()
     ]
+
+
+def loss_rows(args: argparse.Namespace) -> Rows:
+    """A Pearson step against a CoSENT step, the model's linear layers as a run sets them."""
+    return step_rows(
+        args, {f"{loss} step": ["--loss", loss] for loss in ("pearson", "cosent")}, "train-step", "cosent step"
+    )
+
+
+def kernel_rows(args: argparse.Namespace) -> Rows:
+    """``--loss`` steps with the linear layers by oneDNN against torch's default kernel."""
+    setting = f"{args.loss} step, {args.model}{', QLoRA' if args.qlora else ''}, batch {args.batch}: "
+    variants = {setting + label: ["--loss", args.loss, "--onednn", kernel] for kernel, label in KERNELS.items()}
+    return step_rows(args, variants, "kernels", setting + KERNELS["off"])
 
 
 # --- 3. dev evaluation --------------------------------------------------------------------------------
 
 
-def dev_evaluators(kind: str, pairs) -> dict[str, Any]:
-    """The evaluator a stage used before (ST's) and the one it uses now, on one dev set."""
+def dev_eval_rows(args: argparse.Namespace) -> Rows:
+    """ST's evaluator (what a stage ran before) against ``DevSTSEvaluator``, best of alternating calls."""
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-    from pcctune.training.dev import DevSTSEvaluator
-
-    before = EmbeddingSimilarityEvaluator(
-        [p.sentence1 for p in pairs],
-        [p.sentence2 for p in pairs],
-        [p.score for p in pairs],
-        batch_size=64,
-        main_similarity="cosine",
-        name=kind,
-        write_csv=False,
-    )
-    return {
-        "EmbeddingSimilarityEvaluator (before)": before,
-        "DevSTSEvaluator (now)": DevSTSEvaluator({kind: pairs}, kind),
-    }
-
-
-def dev_eval_rows(args: argparse.Namespace) -> Rows:
     from pcctune.data.dev import SINGLE_DEV_SETS, dev_parts
     from pcctune.modeling.build import build_model
     from pcctune.paths import resolve_senteval_dir
+    from pcctune.training.dev import DevSTSEvaluator
 
-    model, senteval = build_model(args.model), resolve_senteval_dir(args.data)
-    rows = []
+    model, senteval, rows = build_model(args.model), resolve_senteval_dir(args.data), []
     for dev_set in SINGLE_DEV_SETS:
         pairs = [pair for part in dev_parts(dev_set, senteval).values() for pair in part]
-        evaluators = dev_evaluators(dev_set, pairs)
+        sides = [[p.sentence1 for p in pairs], [p.sentence2 for p in pairs], [p.score for p in pairs]]
+        before = EmbeddingSimilarityEvaluator(
+            *sides, batch_size=64, main_similarity="cosine", name=dev_set, write_csv=False
+        )
+        evaluators = {
+            "EmbeddingSimilarityEvaluator (before)": before,
+            "DevSTSEvaluator (now)": DevSTSEvaluator({dev_set: pairs}, dev_set),
+        }
         seconds: dict[str, list[float]] = {label: [] for label in evaluators}
         scores = {}
         for _ in range(args.repeats * 2):
@@ -252,19 +290,11 @@ def dev_eval_rows(args: argparse.Namespace) -> Rows:
                 started = time.perf_counter()
                 scores[label] = evaluator(model)[f"{dev_set}_spearman_cosine"] * 100
                 seconds[label].append(time.perf_counter() - started)
-        before = min(seconds["EmbeddingSimilarityEvaluator (before)"])
         for label in evaluators:
-            best = min(seconds[label])
+            best, reference = min(seconds[label]), min(seconds["EmbeddingSimilarityEvaluator (before)"])
             rows.append(
-                {
-                    "label": f"{dev_set}: {label}",
-                    "what": "dev-eval",
-                    "seconds": seconds[label],
-                    "best_s": best,
-                    "ratio_vs_before": before / best,
-                    "spearman": scores[label],
-                    "pairs": len(pairs),
-                }
+                {"label": f"{dev_set}: {label}", "what": "dev-eval", "seconds": seconds[label], "best_s": best}
+                | {"ratio_vs_before": reference / best, "spearman": scores[label], "pairs": len(pairs)}
             )
             print(f"  {dev_set} {label}: {best:.2f} s, Spearman {scores[label]:.4f}", flush=True)
     return rows
@@ -308,22 +338,20 @@ def gradcache_step(args: argparse.Namespace) -> dict:
     return measured | {"peak_mb": memory.peak_mb, "memory_kind": memory.method, "max_seq_length": args.max_seq_length}
 
 
-def _gradcache_one(args: argparse.Namespace, pairs: int, mini_batch: int | None) -> dict:
-    sizes = ["--pairs", str(pairs), "--mini-batch", str(mini_batch or 0), "--max-seq-length", str(args.max_seq_length)]
-    _, last = run_python(
-        [str(HERE / "speed.py"), *sizes, "--model", args.model, *data_flag(args), "--one", "gradcache"]
-    )
-    measured = json.loads(last)
-    print(f"  {pairs} pairs, mini-batch {mini_batch}: {measured['seconds']:.1f} s, {measured['peak_mb']:.0f} MB")
-    return measured
-
-
 def gradcache_rows(args: argparse.Namespace) -> Rows:
     """Plain and cached steps per group size; a plain step above ``--plain-max-pairs`` would not fit in memory."""
+
+    def one(pairs: int, mini_batch: int | None) -> dict:
+        sizes = ["--pairs", str(pairs), "--mini-batch", str(mini_batch or 0), "--max-seq-length"]
+        command = [str(HERE / "speed.py"), *sizes, str(args.max_seq_length), "--model", args.model, *data_flag(args)]
+        measured = json.loads(run_python([*command, "--one", "gradcache"])[1])
+        print(f"  {pairs} pairs, mini-batch {mini_batch}: {measured['seconds']:.1f} s, {measured['peak_mb']:.0f} MB")
+        return measured
+
     rows = []
     for pairs in args.pairs:
-        plain = _gradcache_one(args, pairs, None) if pairs <= args.plain_max_pairs else None
-        cached = _gradcache_one(args, pairs, args.mini_batch)
+        plain = one(pairs, None) if pairs <= args.plain_max_pairs else None
+        cached = one(pairs, args.mini_batch)
         ratio = cached["seconds"] / plain["seconds"] if plain else None
         rows.append({"label": f"{pairs} pairs", "what": "gradcache", "plain": plain, "cached": cached, "ratio": ratio})
     return rows
@@ -341,19 +369,16 @@ def token_rows(args: argparse.Namespace) -> Rows:
     from pcctune.evaluation.protocols import senteval_text
     from pcctune.modeling.build import build_model
     from pcctune.modeling.encoding import default_token_budget, length_batches, token_lengths
-    from pcctune.modeling.prefix_cache import cached_prefix, prefix_ids
 
     model = build_model(args.model, template=args.template)
-    sides = [
-        [senteval_text(getattr(p, side)) for p in t.pairs] for t in _tasks(args) for side in ("sentence1", "sentence2")
-    ]
+    sides = [[senteval_text(getattr(p, s)) for p in t.pairs] for t in _tasks(args) for s in ("sentence1", "sentence2")]
     st_tokens = 0
     for texts in sides:
         lengths = np.array(token_lengths(model, texts))[np.argsort([-len(t) for t in texts], kind="stable")]
         st_tokens += sum(int(lengths[i : i + 16].max()) * len(lengths[i : i + 16]) for i in range(0, len(texts), 16))
     unique = sorted({t for texts in sides for t in texts})
     lengths, budget = token_lengths(model, unique), args.token_budget or default_token_budget(model)
-    prefix = len(prefix_ids(model)) if cached_prefix(model) is not None else 0
+    prefix = _prefix_tokens(model)
     ours = sum((lengths[b[0]] - prefix) * len(b) for b in length_batches(lengths, budget))
     counts = {"texts": sum(map(len, sides)), "distinct": len(unique), "prefix tokens": prefix}
     return [
@@ -362,131 +387,85 @@ def token_rows(args: argparse.Namespace) -> Rows:
     ]
 
 
-# --- 6. kernels ---------------------------------------------------------------------------------------
-
-
-KERNELS = {"on": "oneDNN (onednn: true)", "off": "torch's default (onednn: false)"}
-
-
-def kernel_rows(args: argparse.Namespace) -> Rows:
-    """``--loss`` steps with the linear layers by oneDNN against torch's default kernel, alternating."""
-    budget = [*_step_budget(args), "--loss", args.loss, *data_flag(args)]
-    runs = alternating_steps(args, budget, {label: ["--onednn", kernel] for kernel, label in KERNELS.items()})
-    default = _mean_seconds(runs[KERNELS["off"]])
-    setting = f"{args.loss} step, {args.model}{', QLoRA' if args.qlora else ''}, batch {args.batch}"
-    return [
-        {
-            "label": f"{setting}: {label}",
-            "what": "kernels",
-            "seconds_per_step": [m["seconds_per_step"] for m in measurements],
-            "mean_s": _mean_seconds(measurements),
-            "speedup": default / _mean_seconds(measurements),
-            "peak_mb": max(m["peak_mb"] for m in measurements),  # each process's peak RSS
-            "batch": args.batch,
-        }
-        for label, measurements in runs.items()
-    ]
-
-
 # --- tables -------------------------------------------------------------------------------------------
 
 
-def eval_table(rows: Rows) -> ScoreTable:
-    table = ScoreTable("evaluation", ["mean s", "× faster than ST", *STS_COLUMNS], first_column="command")
-    for r in rows:
-        cells = {"mean s": f"{r['mean_s']:.1f}", "× faster than ST": f"{r['ratio_vs_st']:.2f}", **r["sts"]}
-        table.rows.append((f"{r['label']} ({r['model']})", cells))
-    return table
+def cell(key: str, spec: str, scale: float = 1, missing: str | None = None) -> Callable[[dict], str | None]:
+    """A table cell: the row's ``key`` × ``scale`` formatted by ``spec`` (``missing`` where the row has none)."""
+    return lambda row: missing if row.get(key) is None else format(row[key] * scale, spec)
 
 
-def step_table(rows: Rows) -> ScoreTable:
-    table = ScoreTable("steps", ["s/step", "× CoSENT"], first_column="step")
-    for r in rows:
-        table.rows.append((r["label"], {"s/step": f"{r['mean_s']:.3f}", "× CoSENT": f"{r['ratio_vs_cosent']:.3f}"}))
-    return table
+def gradcache_cells(side: str, key: str, spec: str, missing: str | None = None) -> Callable[[dict], str | None]:
+    return lambda row: missing if row[side] is None else format(row[side][key], spec)
 
 
-def dev_table(rows: Rows) -> ScoreTable:
-    columns = ["pairs", "best s", "× faster than before", "Spearman × 100"]
-    table = ScoreTable("dev", columns, first_column="evaluator")
-    for r in rows:
-        values = [r["pairs"], f"{r['best_s']:.2f}", f"{r['ratio_vs_before']:.2f}", f"{r['spearman']:.4f}"]
-        table.rows.append((r["label"], dict(zip(columns, values, strict=True))))
-    return table
-
-
-def gradcache_table(rows: Rows) -> ScoreTable:
-    columns = ["plain s", "cached s", "cached / plain", "plain MB", "cached MB"]
-    table = ScoreTable("gradcache", columns, first_column="group")
-    for r in rows:
-        plain, cached = r["plain"], r["cached"]
-        values = [
-            f"{plain['seconds']:.1f}" if plain else "does not fit",
-            f"{cached['seconds']:.1f}",
-            f"{r['ratio']:.2f}" if r["ratio"] else None,
-            f"{plain['peak_mb']:.0f}" if plain else None,
-            f"{cached['peak_mb']:.0f}",
-        ]
-        table.rows.append((r["label"], dict(zip(columns, values, strict=True))))
-    return table
-
-
-def token_table(rows: Rows) -> ScoreTable:
-    columns = ["texts", "padded tokens run", "ST tokens / these"]
-    table = ScoreTable("tokens", columns, first_column="path")
-    for r in rows:
-        texts = f"{r['distinct']:,} distinct" if "ratio" in r else f"{r['texts']:,}"
-        values = [texts, f"{r['tokens']:,}", f"{r['ratio']:.3f}" if "ratio" in r else "1"]
-        table.rows.append((r["label"], dict(zip(columns, values, strict=True))))
-    return table
-
-
-def kernel_table(rows: Rows) -> ScoreTable:
-    table = ScoreTable("kernels", ["s/step", "× torch's default", "peak MB"], first_column="step")
-    for r in rows:
-        peak = f"{r['peak_mb']:.0f}" if r.get("peak_mb") else "—"  # rows recorded before session 14's peak
-        cells = {"s/step": f"{r['mean_s']:.3f}", "× torch's default": f"{r['speedup']:.2f}", "peak MB": peak}
-        table.rows.append((r["label"], cells))
-    return table
-
-
-# --only's name of each part: how it measures, how it tabulates, and the ``what`` of its rows
-PARTS = {
-    "eval": (eval_rows, eval_table, "eval"),
-    "steps": (step_rows, step_table, "train-step"),
-    "dev-eval": (dev_eval_rows, dev_table, "dev-eval"),
-    "gradcache": (gradcache_rows, gradcache_table, "gradcache"),
-    "tokens": (token_rows, token_table, "tokens"),
-    "kernels": (kernel_rows, kernel_table, "kernels"),
+TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --only part: first column, cells
+    "eval": (
+        "command",
+        {"mean s": cell("mean_s", ".1f"), "× faster than ST": cell("ratio_vs_st", ".2f")}
+        | {"% of fp32 peak": cell("peak_fraction", ".1f", 100, "—")}
+        | {column: cell(column, ".4f") for column in STS_COLUMNS},
+    ),
+    "steps": ("step", {"s/step": cell("mean_s", ".3f"), "× CoSENT": cell("ratio_vs_cosent", ".3f")}),
+    "dev-eval": (
+        "evaluator",
+        {"pairs": cell("pairs", "d"), "best s": cell("best_s", ".2f"), "× faster": cell("ratio_vs_before", ".2f")}
+        | {"Spearman × 100": cell("spearman", ".4f")},
+    ),
+    "gradcache": (
+        "group",
+        {"plain s": gradcache_cells("plain", "seconds", ".1f", "does not fit")}
+        | {"cached s": gradcache_cells("cached", "seconds", ".1f"), "cached / plain": cell("ratio", ".2f")}
+        | {
+            "plain MB": gradcache_cells("plain", "peak_mb", ".0f"),
+            "cached MB": gradcache_cells("cached", "peak_mb", ".0f"),
+        },
+    ),
+    "tokens": (
+        "path",
+        {"texts": cell("texts", ",d"), "distinct": cell("distinct", ",d"), "padded tokens run": cell("tokens", ",d")}
+        | {"ST tokens / these": cell("ratio", ".3f", 1, "1")},
+    ),
+    "kernels": (
+        "step",
+        {"s/step": cell("mean_s", ".3f"), "× torch's default": cell("speedup", ".2f")}
+        | {"peak MB": cell("peak_mb", ".0f", 1, "—")},
+    ),
 }
+PARTS = {"eval": eval_rows, "steps": loss_rows, "dev-eval": dev_eval_rows, "gradcache": gradcache_rows}
+PARTS |= {"tokens": token_rows, "kernels": kernel_rows}
+WHAT = {"steps": "train-step"}  # a part's rows' ``what`` where it is not the part's name
 
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
-    tables = [make([r for r in rows if r["what"] == what]) for _, make, what in PARTS.values()]
-    return "\n\n".join(t.to_markdown() for t in tables if t.rows)
+    tables = []
+    for part, (first, cells) in TABLES.items():
+        made = ScoreTable(part, list(cells), first_column=first)
+        for row in (r for r in rows if r["what"] == WHAT.get(part, part)):
+            flat = row | row.get("sts", {})
+            label = f"{row['label']} ({row['model']})" if part == "eval" else row["label"]
+            made.rows.append((label, {column: make(flat) for column, make in cells.items()}))
+        tables.append(made)
+    machine = [cpu_line(details["cpu"])] if "cpu" in details else []
+    return "\n\n".join([*(t.to_markdown() for t in tables if t.rows), *machine])
 
 
 def measure(args: argparse.Namespace) -> Measured:
-    rows: Rows = []
+    machine, rows = cpu(), []
     for part in args.only:
         print(f"{part}:", flush=True)
-        rows += PARTS[part][0](args)
+        rows += PARTS[part](args)
         save_rows(args.output, "speed", rows, "label")
     settings = (
-        f"machine: {os.cpu_count()} CPU cores, torch threads default; model {args.model}"
-        f"{', template ' + args.template if args.template else ''}; "
+        f"{cpu_line(machine)}; model {args.model}{', template ' + args.template if args.template else ''}; "
         f"{'sample of ' + str(args.sample) + ' pairs per task' if args.sample else 'full test sets'}; "
         f"{args.repeats} alternating repeats; command: python benchmarks/speed.py {' '.join(sys.argv[1:])}"
     )
-    return Measured(rows, settings)
+    return Measured(rows, settings, {"cpu": machine})
 
 
-ONE = {
-    "st-evaluator": st_evaluator_scores,
-    "pcctune-eval": pcctune_eval_scores,
-    "train-step": train_step_seconds,
-    "gradcache": gradcache_step,
-}
+ONE = {"st-evaluator": st_evaluator_scores, "pcctune-eval": pcctune_eval_scores, "eval-work": eval_work}
+ONE |= {"train-step": train_step_seconds, "gradcache": gradcache_step}
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -504,25 +483,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pairs", type=int, nargs="+", default=[256, 1024, 4096])
     parser.add_argument("--mini-batch", type=int, default=32)
     parser.add_argument("--max-seq-length", type=int, default=64, help="token cap of the GradCache measurements")
-    parser.add_argument(
-        "--plain-max-pairs",
-        type=int,
-        default=1024,
-        help="largest group a plain (uncached) step is tried at: 4,096 pairs need ~80 GB here",
-    )
+    parser.add_argument("--plain-max-pairs", type=int, default=1024, help="largest plain GradCache group (memory)")
     parser.add_argument("--one", choices=list(ONE), default=None, help="one measurement, printed as JSON (internal)")
 
 
-QUICK = {
-    "model": "{bert}",
-    "repeats": 1,
-    "steps": 2,
-    "batch": 2,
-    "pairs": [8],
-    "mini_batch": 4,
-    "plain_max_pairs": 8,
-    "max_seq_length": 16,
-}  # --quick: every code path on tiny random models
+# --quick: every code path on tiny random models
+QUICK = {"model": "{bert}", "repeats": 1, "steps": 2, "batch": 2, "pairs": [8], "mini_batch": 4, "plain_max_pairs": 8}
+QUICK |= {"max_seq_length": 16}
 BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 
 if __name__ == "__main__":

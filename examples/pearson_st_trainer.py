@@ -3,7 +3,7 @@
     python examples/pearson_st_trainer.py --data ../shared/data --output runs/example   # = configs/minilm_stage2.yaml
 
 Everything but the pcctune names is the ordinary SentenceTransformerTrainer script; its defaults are the settings of
-``configs/minilm_stage2.yaml``, and it gives the seven numbers ``pcctune train`` gives (docs/results/st_trainer/).
+``configs/minilm_stage2.yaml``, and it gives the seven numbers ``pcctune train`` gives (reproductions/st_trainer/).
 """
 
 from __future__ import annotations

@@ -94,10 +94,12 @@ def _is_result_file(path: Path) -> bool:
     return path.name != "bound_sts.json" and not (path.parent / "adapter_model.safetensors").is_file()
 
 
-COMMITTED_RESULTS = sorted(p for p in (ROOT / "docs" / "results").rglob("*.json") if _is_result_file(p))
+COMMITTED_RESULTS = sorted(
+    p for folder in ("reproductions", "benchmarks/results") for p in (ROOT / folder).rglob("*.json") if _is_result_file(p)
+)
 
 
-@pytest.mark.parametrize("path", COMMITTED_RESULTS, ids=lambda p: str(p.relative_to(ROOT / "docs" / "results")))
+@pytest.mark.parametrize("path", COMMITTED_RESULTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_committed_results_load_through_the_typed_records(path):
     from pcctune.results import BenchmarkResult, EvalResult, RunResult, load_result
 
@@ -113,11 +115,14 @@ def test_committed_results_load_through_the_typed_records(path):
 def test_the_minilm_reference_result_is_78_87():
     from pcctune.results import EvalResult
 
-    record = EvalResult.from_disk(ROOT / "docs" / "results" / "minilm_sts_simcse.json")
+    record = EvalResult.from_disk(ROOT / "reproductions" / "baselines" / "records" / "minilm_simcse.json")
     assert record.sts is not None and round(record.sts["avg"], 2) == 78.87
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.name)
+SPACES = [*(ROOT / "configs" / "sweeps").glob("*.yaml"), *(ROOT / "reproductions").rglob("*_space.yaml")]
+
+
+@pytest.mark.parametrize("path", sorted(SPACES), ids=lambda p: p.name)
 def test_shipped_search_spaces_apply_to_the_minilm_config(path):
     from pcctune.orchestration.sweep import load_space
     from pcctune.training.config import load_config

@@ -198,3 +198,15 @@ def test_a_trained_run_is_kept_as_a_record_and_not_trained_again(tiny_bert, mini
     assert again[0][3] == first[0][3]
     with pytest.raises(TrainedAgain):  # another learning rate is another run, though its folder has the same name
         list(trained_runs([1], ["pcc"], lambda variant, seed: config_of(2e-3), tmp_path / "out"))
+
+
+CLAIM_CONFIGS = sorted(p for p in HERE.rglob("*.yaml") if not p.name.endswith("_space.yaml"))
+
+
+@pytest.mark.parametrize("path", CLAIM_CONFIGS, ids=lambda p: str(p.relative_to(HERE)))
+def test_every_claim_config_validates(path):
+    from pcctune.losses.registry import LOSSES
+    from pcctune.training.config import load_config
+
+    config = load_config(path)
+    assert config.stages and all(stage.loss in LOSSES for stage in config.stages)

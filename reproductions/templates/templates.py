@@ -10,7 +10,7 @@ stage 2 on the seven full test sets under the papers' protocol. The claim holds 
 One ``pcctune train`` run folder per (template, seed) under ``--runs``: a killed run resumes where it stopped (its
 finished stages and their scores are kept), and a row lands as each run finishes.
 
-    python benchmarks/templates.py --output docs/results/templates     # ~75 min a template on both cores here
+    python -m reproductions templates --rerun     # 40–45 min of training a template on both cores here
 """
 
 from __future__ import annotations

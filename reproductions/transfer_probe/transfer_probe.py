@@ -1,4 +1,4 @@
-"""Transfer tasks as SentEval scores them (issue 26, claim 5): pcctune's two probes against SentEval itself.
+"""Transfer tasks as SentEval scores them : pcctune's two probes against SentEval itself.
 
 For each model, every transfer task's sentences are encoded once; the same vectors are probed by
 ``pcctune eval --tasks transfer --probe sklearn`` (scikit-learn's logistic regression) and ``--probe senteval``
@@ -11,7 +11,7 @@ pcctune encoded (a sentence not among them is encoded by the model and counted).
 One row per (model, probe, task), saved as it lands; ``--resume`` runs only the missing ones.
 
     git clone https://github.com/facebookresearch/SentEval /tmp/SentEval        # commit 5d6dc11
-    OMP_NUM_THREADS=1 python benchmarks/transfer_probe.py --reference /tmp/SentEval --output docs/results/transfer_probe
+    OMP_NUM_THREADS=1 python -m reproductions transfer_probe --rerun -- --reference /tmp/SentEval
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
 
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
-    """Per task: pcctune's senteval probe minus SentEval's own accuracy, with the ±0.5 band of issue 26."""
+    """Per task: pcctune's senteval probe minus SentEval's own accuracy, with a ±0.5 band."""
     from pcctune.plotting import plt, save_figure
 
     found = {(r["model"], r["probe"], r["task"]): r["accuracy"] for r in rows}

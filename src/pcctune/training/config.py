@@ -168,7 +168,7 @@ class StageConfig(Strict):
     dev: str = Field(
         COMBINED_DEV,
         description="a dev set of pcctune.data.dev.DEV_SETS, or none; default: both filtered dev sets, "
-        "each scored on its own and weighted by size (docs/results/stage2_quality)",
+        "each scored on its own and weighted by size (reproductions/stage2_quality)",
     )
     eval_steps: int = Field(50, ge=1, description="steps between dev evaluations and checkpoints")
     on_nonfinite: Literal["stop", "skip"] = Field(
@@ -254,7 +254,7 @@ class RunConfig(Strict):
     onednn: bool = Field(
         True,
         description="train float32 linear layers on CPU by oneDNN's GEMM (1.6x a MiniLM step here, "
-        "docs/results/speed); false: torch's default (MKL), as every run before this option",
+        "benchmarks/results/speed); false: torch's default (MKL), as every run before this option",
     )
     seed: int = Field(42, description="seeds the trainer, the data order and the weights pcctune initialises")
     data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, then ../shared/data)")

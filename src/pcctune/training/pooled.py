@@ -5,7 +5,7 @@ that ends in ``Normalize`` (all-MiniLM-L6-v2, all-mpnet-base-v2) gives unit vect
 vectors must grow its weights by the norm that normalisation removed before it can span the 0–5 labels. At the
 encoder's learning rate it cannot, and the encoder bends to the head instead: all-MiniLM-L6-v2's dev Spearman fell
 from 0.87 to 0.20 within 50 steps of Smooth K2 with the normalised embeddings, and rose to 0.873 in 60 steps with
-the pooled ones (docs/results/regression). Cosine similarity, which every dev and test score uses, does not depend
+the pooled ones (reproductions/regression). Cosine similarity, which every dev and test score uses, does not depend
 on the norm; the saved model keeps its ``Normalize`` module and encodes unit vectors as before.
 """
 

@@ -1,4 +1,4 @@
-"""The Python API (issue 27): documented names that fit a plain sentence-transformers script."""
+"""The Python API: documented names that fit a plain sentence-transformers script."""
 
 from __future__ import annotations
 

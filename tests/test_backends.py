@@ -1,4 +1,4 @@
-"""Issue 15, acceptance 3 on tiny models: `pcctune export --backend` then `pcctune eval --backend`.
+"""Exports on tiny models: `pcctune export --backend` then `pcctune eval --backend`.
 
 The real-model check (all-MiniLM-L6-v2, the seven full test sets, within 0.05 of torch, and the
 speed ratio) is ``benchmarks/backends.py`` (results in benchmarks/results/backends/).

@@ -1,4 +1,4 @@
-"""Paper fidelity (issue 24): tokens, dtypes, 4-bit evaluation and stage initialisation as the authors'
+"""Paper fidelity: tokens, dtypes, 4-bit evaluation and stage initialisation as the authors'
 scripts do them (ZBWpro/Pcc-tuning ``tune.py`` / ``evaluation.py``, kongds/scaling_sentemb); docs/fidelity.md."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every reader, fuzzed (issue 28): random bytes and mutated valid files give a parse or one clean
+"""Every reader, fuzzed: random bytes and mutated valid files give a parse or one clean
 ``PcctuneError``, never another exception. A few hundred examples per reader here; ``make test-slow``
 runs a few thousand (``PCCTUNE_FUZZ_EXAMPLES``)."""
 

@@ -1,4 +1,4 @@
-"""Training health (issue 28): a non-finite loss stops the stage before it reaches the weights, keeps the last
+"""Training health: a non-finite loss stops the stage before it reaches the weights, keeps the last
 checkpoint, writes no final model or results, and the run resumes under a lower learning rate."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``source: hub`` (issue 27): stage data through ``datasets.load_dataset``, tested offline on local copies in the
+"""``source: hub``: stage data through ``datasets.load_dataset``, tested offline on local copies in the
 Hub's file layout (the real loading code, never the network)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One SIGINT or SIGTERM at any moment of ``pcctune train`` ends with 130 / 143, a line that says what was kept
-and how to continue, and a folder that ``--resume`` finishes (issue 28)."""
+and how to continue, and a folder that ``--resume`` finishes."""
 
 from __future__ import annotations
 

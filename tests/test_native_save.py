@@ -1,4 +1,4 @@
-"""Issue 15, acceptance 1: a model pcctune trains loads in plain sentence-transformers.
+"""A model pcctune trains loads in plain sentence-transformers.
 
 Each case trains a tiny model, saves it, and loads the saved folder in a subprocess where
 ``import pcctune`` fails and ``trust_remote_code`` is not passed. Its embeddings must equal

@@ -1,4 +1,4 @@
-"""``pcctune data download --nli`` (issue 27), offline against a local copy laid out as the Hub repository."""
+"""``pcctune data download --nli``, offline against a local copy laid out as the Hub repository."""
 
 from __future__ import annotations
 

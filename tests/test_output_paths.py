@@ -1,4 +1,4 @@
-"""Output paths (issue 28): nothing but regular files is renamed over; modes follow the umask; ``-`` is stdout."""
+"""Output paths: nothing but regular files is renamed over; modes follow the umask; ``-`` is stdout."""
 
 from __future__ import annotations
 

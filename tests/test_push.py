@@ -1,4 +1,4 @@
-"""``pcctune push`` (issue 27), tested at huggingface_hub's API object: nothing of pcctune is faked."""
+"""``pcctune push``, tested at huggingface_hub's API object: nothing of pcctune is faked."""
 
 from __future__ import annotations
 

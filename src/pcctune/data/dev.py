@@ -20,7 +20,7 @@ SINGLE_DEV_SETS: dict[str, Callable[[Path], STSTask]] = {
     "stsb-dev-filtered": lambda root: load_stsb(root, "dev"),  # 369 of 1,500 pairs are in no test set
 }
 COMBINED_DEV = "sick-trial+stsb-dev"
-"""Both filtered dev sets, each scored on its own and averaged weighted by its size (issue 17)."""
+"""Both filtered dev sets, each scored on its own and averaged weighted by its size."""
 DEV_SETS: dict[str, tuple[str, ...]] = {
     **{name: (name,) for name in SINGLE_DEV_SETS},
     COMBINED_DEV: tuple(SINGLE_DEV_SETS),
@@ -49,6 +49,6 @@ def size_weighted(scores: Mapping[str, float], parts: Mapping[str, Sequence[STSP
     """A dev set's score from its single sets' scores: their mean weighted by pair count.
 
     A correlation is a within-set statistic and the sets score on different scales, so each set is
-    scored on its own and the pairs are never pooled (issue 17). One set: its own score.
+    scored on its own and the pairs are never pooled. One set: its own score.
     """
     return float(sum(scores[part] * len(parts[part]) for part in scores) / sum(len(parts[part]) for part in scores))

@@ -1,4 +1,4 @@
-"""ONNX and OpenVINO exports of a model's backbone, and encoding through them (issue 15).
+"""ONNX and OpenVINO exports of a model's backbone, and encoding through them.
 
 sentence-transformers' own route (``export_optimized_onnx_model``, ``backend="onnx"``) goes
 through optimum, whose only releases need ``transformers<4.58`` (optimum-onnx 0.1.0) or

@@ -1,7 +1,7 @@
 """Linear layers through oneDNN's GEMM on CPU: the same products, a faster kernel where torch's default is slow.
 
 On x86 CPUs torch runs a float ``nn.Linear`` through MKL's GEMM; MKL picks its fast AVX-512 code by CPU vendor, and
-on this workplace's AMD EPYC its float32 GEMM ran at about half of oneDNN's on the same shapes (SmolLM2-135M's MLP,
+on an AMD EPYC (2 cores, AVX2) its float32 GEMM ran at about half of oneDNN's on the same shapes (SmolLM2-135M's MLP,
 768 × 576 × 1,536: 16–21 ms against 7–9 ms on one thread; the linear layers are 87 % of a decoder's encoding time,
 profiled). :func:`onednn_linears` routes a model's float32 linear layers through ``torch.ops.mkldnn``'s
 ``_linear_pointwise`` (the op torch's own compiler emits for CPU linears) for the time of a block and restores them

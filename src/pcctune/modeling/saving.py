@@ -1,4 +1,4 @@
-"""Save a model as plain sentence-transformers wherever its behaviour allows (issue 15).
+"""Save a model as plain sentence-transformers wherever its behaviour allows.
 
 pcctune trains through :class:`~pcctune.modeling.template.TemplateTransformer`, but a saved model
 should load in plain sentence-transformers: MTEB, the Hub widget, a colleague without pcctune,

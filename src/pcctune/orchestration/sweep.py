@@ -205,7 +205,7 @@ class Sweep:
 def drop_checkpoints(run_folder: Path) -> None:
     """Delete a finished run's checkpoints: they only serve a resume (the final model, log and results stay).
 
-    A 3-seed sweep of a 23M encoder kept 4.5 GB of them per loss (issue 17's sweeps filled a 252 GB disk).
+    A 3-seed sweep of a 23M encoder kept 4.5 GB of them per loss (the stage-2 loss sweeps filled a 252 GB disk).
     """
     for checkpoints in run_folder.glob("*/checkpoints"):
         shutil.rmtree(checkpoints)
@@ -245,7 +245,7 @@ def run_sweep(
     """Search ``trials`` trials on dev data, write the winner's config, score it over ``seeds`` seeds.
 
     ``prune_after``: no trial is pruned before this training step (optuna's ``n_warmup_steps``), so a
-    loss whose dev curve starts late (soft Spearman, issue 17) is not cut at its first evaluation.
+    loss whose dev curve starts late (soft Spearman in the stage-2 loss sweeps) is not cut at its first evaluation.
     """
     if trials < 1 or seeds < 1:
         raise PcctuneError("--trials and --seeds must be at least 1")

@@ -44,7 +44,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 QUICK = {"model": "{llama}"}  # --quick: every code path on tiny random models
-BENCHMARK = Benchmark.of(__name__, quick=QUICK)
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, output="benchmarks/results/eval_precision")
 
 if __name__ == "__main__":
     run(BENCHMARK)

@@ -5,7 +5,7 @@ the fraction of PAV blocks (1 = hard ranks, no gradient; 1/n = one block, Pearso
 largest block, and how far 1 − loss lies from Pearson(cos, rank(gold)) and from Spearman's ρ; the first
 line is the old rule (ε = 0.1 on raw cosines), the others the batch-scaled ε of ``SoftSpearmanLoss``.
 
-    python benchmarks/soft_rank_epsilon.py [--batches 50] [--n 64] [--output runs/soft_rank_epsilon]
+    python benchmarks/soft_rank_epsilon.py [--batches 50] [--n 64]     # its table: benchmarks/results/soft_rank_epsilon
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 QUICK = {"batches": 3, "n": 16}  # --quick: every code path on tiny random models
-BENCHMARK = Benchmark.of(__name__, quick=QUICK)
+BENCHMARK = Benchmark.of(__name__, quick=QUICK, output="benchmarks/results/soft_rank_epsilon")
 
 if __name__ == "__main__":
     run(BENCHMARK)

@@ -8,9 +8,8 @@
 2. **Training step** (``steps``). A stage-2 Pearson step against a CoSENT step (sentence-transformers' own loss).
 3. **Dev evaluation during training** (``dev-eval``). ST's ``EmbeddingSimilarityEvaluator`` against pcctune's
    ``DevSTSEvaluator``, on both filtered dev sets, alternating.
-4. **GradCache** (``gradcache``). One Pearson step over N pairs, plain against cached mini-batches, with peak RSS.
-5. **Tokens** (``tokens``, not timed): the padded tokens each evaluation of (1) runs through the model.
-6. **Kernels** (``kernels``). A training step of ``--loss`` with the linear layers by oneDNN (``onednn: true``, the
+4. **Tokens** (``tokens``, not timed): the padded tokens each evaluation of (1) runs through the model.
+5. **Kernels** (``kernels``). A training step of ``--loss`` with the linear layers by oneDNN (``onednn: true``, the
    default; QLoRA's 4-bit layers too) against torch's default CPU kernel, alternating, each in a fresh process.
 
     python benchmarks/speed.py --only eval --model all-MiniLM-L6-v2
@@ -191,7 +190,7 @@ def eval_rows(args: argparse.Namespace) -> Rows:
     ]
 
 
-# --- 2. training step and 6. kernels ------------------------------------------------------------------
+# --- 2. training step and 5. kernels ------------------------------------------------------------------
 
 
 def train_step_seconds(args: argparse.Namespace) -> dict:
@@ -300,64 +299,7 @@ def dev_eval_rows(args: argparse.Namespace) -> Rows:
     return rows
 
 
-# --- 4. GradCache -------------------------------------------------------------------------------------
-
-
-def gradcache_step(args: argparse.Namespace) -> dict:
-    """One optimizer step of the Pearson loss over ``--pairs`` pairs (sentences cut at ``--max-seq-length``
-    tokens, as the stage-2 configs do), timed after a warm-up step; peak RSS."""
-    import torch
-
-    from pcctune.data.stage2 import build_stage2_set
-    from pcctune.losses.pearson import PearsonLoss
-    from pcctune.modeling.build import build_model
-    from pcctune.paths import resolve_senteval_dir
-    from pcctune.training.memory import PeakMemory
-
-    torch.manual_seed(0)
-    model = build_model(args.model, max_seq_length=args.max_seq_length)
-    model.train()
-    rows = build_stage2_set(resolve_senteval_dir(args.data), rescale_sick=True).pairs
-    group = [rows[i % len(rows)] for i in range(args.pairs[0])]
-    features = [model.preprocess([p.sentence1 for p in group]), model.preprocess([p.sentence2 for p in group])]
-    labels = torch.tensor([p.score for p in group])
-    loss_fn = PearsonLoss(model, args.mini_batch or None)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
-
-    def step() -> None:
-        optimizer.zero_grad()
-        loss_fn(features, labels).backward()
-        optimizer.step()
-
-    step()  # warm-up (allocator, optimizer state)
-    with PeakMemory() as memory:
-        started = time.perf_counter()
-        step()
-        seconds = time.perf_counter() - started
-    measured = {"pairs": args.pairs[0], "mini_batch": args.mini_batch or None, "seconds": seconds}
-    return measured | {"peak_mb": memory.peak_mb, "memory_kind": memory.method, "max_seq_length": args.max_seq_length}
-
-
-def gradcache_rows(args: argparse.Namespace) -> Rows:
-    """Plain and cached steps per group size; a plain step above ``--plain-max-pairs`` would not fit in memory."""
-
-    def one(pairs: int, mini_batch: int | None) -> dict:
-        sizes = ["--pairs", str(pairs), "--mini-batch", str(mini_batch or 0), "--max-seq-length"]
-        command = [str(HERE / "speed.py"), *sizes, str(args.max_seq_length), "--model", args.model, *data_flag(args)]
-        measured = json.loads(run_python([*command, "--one", "gradcache"])[1])
-        print(f"  {pairs} pairs, mini-batch {mini_batch}: {measured['seconds']:.1f} s, {measured['peak_mb']:.0f} MB")
-        return measured
-
-    rows = []
-    for pairs in args.pairs:
-        plain = one(pairs, None) if pairs <= args.plain_max_pairs else None
-        cached = one(pairs, args.mini_batch)
-        ratio = cached["seconds"] / plain["seconds"] if plain else None
-        rows.append({"label": f"{pairs} pairs", "what": "gradcache", "plain": plain, "cached": cached, "ratio": ratio})
-    return rows
-
-
-# --- 5. tokens run through the model ------------------------------------------------------------------
+# --- 4. tokens run through the model ------------------------------------------------------------------
 
 
 def token_rows(args: argparse.Namespace) -> Rows:
@@ -395,10 +337,6 @@ def cell(key: str, spec: str, scale: float = 1, missing: str | None = None) -> C
     return lambda row: missing if row.get(key) is None else format(row[key] * scale, spec)
 
 
-def gradcache_cells(side: str, key: str, spec: str, missing: str | None = None) -> Callable[[dict], str | None]:
-    return lambda row: missing if row[side] is None else format(row[side][key], spec)
-
-
 TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --only part: first column, cells
     "eval": (
         "command",
@@ -412,15 +350,6 @@ TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --
         {"pairs": cell("pairs", "d"), "best s": cell("best_s", ".2f"), "× faster": cell("ratio_vs_before", ".2f")}
         | {"Spearman × 100": cell("spearman", ".4f")},
     ),
-    "gradcache": (
-        "group",
-        {"plain s": gradcache_cells("plain", "seconds", ".1f", "does not fit")}
-        | {"cached s": gradcache_cells("cached", "seconds", ".1f"), "cached / plain": cell("ratio", ".2f")}
-        | {
-            "plain MB": gradcache_cells("plain", "peak_mb", ".0f"),
-            "cached MB": gradcache_cells("cached", "peak_mb", ".0f"),
-        },
-    ),
     "tokens": (
         "path",
         {"texts": cell("texts", ",d"), "distinct": cell("distinct", ",d"), "padded tokens run": cell("tokens", ",d")}
@@ -432,7 +361,7 @@ TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --
         | {"peak MB": cell("peak_mb", ".0f", 1, "—")},
     ),
 }
-PARTS = {"eval": eval_rows, "steps": loss_rows, "dev-eval": dev_eval_rows, "gradcache": gradcache_rows}
+PARTS = {"eval": eval_rows, "steps": loss_rows, "dev-eval": dev_eval_rows}
 PARTS |= {"tokens": token_rows, "kernels": kernel_rows}
 WHAT = {"steps": "train-step"}  # a part's rows' ``what`` where it is not the part's name
 
@@ -465,7 +394,7 @@ def measure(args: argparse.Namespace) -> Measured:
 
 
 ONE = {"st-evaluator": st_evaluator_scores, "pcctune-eval": pcctune_eval_scores, "eval-work": eval_work}
-ONE |= {"train-step": train_step_seconds, "gradcache": gradcache_step}
+ONE["train-step"] = train_step_seconds
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -480,16 +409,11 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loss", default="pearson")
     parser.add_argument("--qlora", action="store_true", help="train steps on an NF4 base with LoRA r = 64 (QLoRA)")
     parser.add_argument("--onednn", choices=list(KERNELS), default="on", help="linear layers' kernel of a train step")
-    parser.add_argument("--pairs", type=int, nargs="+", default=[256, 1024, 4096])
-    parser.add_argument("--mini-batch", type=int, default=32)
-    parser.add_argument("--max-seq-length", type=int, default=64, help="token cap of the GradCache measurements")
-    parser.add_argument("--plain-max-pairs", type=int, default=1024, help="largest plain GradCache group (memory)")
     parser.add_argument("--one", choices=list(ONE), default=None, help="one measurement, printed as JSON (internal)")
 
 
 # --quick: every code path on tiny random models
-QUICK = {"model": "{bert}", "repeats": 1, "steps": 2, "batch": 2, "pairs": [8], "mini_batch": 4, "plain_max_pairs": 8}
-QUICK |= {"max_seq_length": 16}
+QUICK = {"model": "{bert}", "repeats": 1, "steps": 2, "batch": 2}
 BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 QUICK = {
     "runs": "{senteval}/../runs",
-    "settings": ["model={bert}", "stages.0.max_steps=2", "stages.0.batch_size=2", "stages.0.eval_steps=1"],
+    "settings": ["model={bert}", "stages.0.max_steps=2", "stages.0.batch_size=2", "stages.0.eval_steps=1"]
+    + ["stages.0.contrastive_threshold=2.0"],
 }
 BENCHMARK = claim(__name__, quick=QUICK, label_key="row")

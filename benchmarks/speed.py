@@ -123,9 +123,10 @@ def st_evaluator_scores(args: argparse.Namespace) -> dict:
     model = build_model(args.model, template=args.template)
     scores = {}
     for task in _tasks(args):
-        sides = [[senteval_text(getattr(p, side)) for p in task.pairs] for side in ("sentence1", "sentence2")]
+        first, second = ([senteval_text(getattr(p, side)) for p in task.pairs] for side in ("sentence1", "sentence2"))
+        gold = [p.score for p in task.pairs]
         evaluator = EmbeddingSimilarityEvaluator(
-            *sides, [p.score for p in task.pairs], main_similarity="cosine", name=task.name, write_csv=False
+            first, second, gold, main_similarity="cosine", name=task.name, write_csv=False
         )
         scores[task.name] = evaluator(model)[f"{task.name}_spearman_cosine"] * 100
     return scores | {"avg": float(np.mean(list(scores.values())))}
@@ -274,9 +275,9 @@ def dev_eval_rows(args: argparse.Namespace) -> Rows:
     model, senteval, rows = build_model(args.model), resolve_senteval_dir(args.data), []
     for dev_set in SINGLE_DEV_SETS:
         pairs = [pair for part in dev_parts(dev_set, senteval).values() for pair in part]
-        sides = [[p.sentence1 for p in pairs], [p.sentence2 for p in pairs], [p.score for p in pairs]]
+        first, second, gold = [p.sentence1 for p in pairs], [p.sentence2 for p in pairs], [p.score for p in pairs]
         before = EmbeddingSimilarityEvaluator(
-            *sides, batch_size=64, main_similarity="cosine", name=dev_set, write_csv=False
+            first, second, gold, batch_size=64, main_similarity="cosine", name=dev_set, write_csv=False
         )
         evaluators = {
             "EmbeddingSimilarityEvaluator (before)": before,
@@ -375,8 +376,7 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
             label = f"{row['label']} ({row['model']})" if part == "eval" else row["label"]
             made.rows.append((label, {column: make(flat) for column, make in cells.items()}))
         tables.append(made)
-    machine = [cpu_line(details["cpu"])] if "cpu" in details else []
-    return "\n\n".join([*(t.to_markdown() for t in tables if t.rows), *machine])
+    return "\n\n".join(t.to_markdown() for t in tables if t.rows)  # the settings below it name the CPU
 
 
 def measure(args: argparse.Namespace) -> Measured:

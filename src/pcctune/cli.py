@@ -344,9 +344,9 @@ def push_command(
 def mteb_command(
     model: ModelArgument,
     tasks: Annotated[str, typer.Option(help="sts | paper | MTEB task names, comma-separated")] = "sts",
-    output: Annotated[
-        Path, typer.Option(help="MTEB result cache folder (results/MODEL/REVISION/TASK.json)")
-    ] = Path("runs/mteb"),
+    output: Annotated[Path, typer.Option(help="MTEB result cache folder (results/MODEL/REVISION/TASK.json)")] = Path(
+        "runs/mteb"
+    ),
     local_data: Annotated[Path | None, typer.Option(help="folder of datasets saved as TASK_NAME/ (no Hub)")] = None,
     template: TemplateOption = None,
 ) -> None:
@@ -369,7 +369,7 @@ def report_command(
     from pcctune.paths import resolve_senteval_dir
 
     scatter = (scatter_model, scatter_task, resolve_senteval_dir(data)) if scatter_model else None
-    console.print(write_report(runs, output, scatter))
+    console.print(write_report(runs, output, scatter), markup=False, highlight=False)  # markdown, shown as written
     console.print(f"report -> {output / 'report.md'}")
 
 

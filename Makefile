@@ -49,7 +49,7 @@ lint: install
 # The documentation site (mkdocs-material) into site/, offline; the API, config and CLI references are generated
 # from the code; any warning fails the build. The CLI reference runs the `typer` command of the venv.
 docs: install
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs build --strict --site-dir site
 
 format: install
 	$(VENV)/bin/ruff check --fix src tests benchmarks reproductions examples

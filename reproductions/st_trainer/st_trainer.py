@@ -55,7 +55,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 QUICK = {
     "runs": "{senteval}/../runs",
     "model": "{bert}",
-    "settings": ["stages.0.max_steps=2", "stages.0.batch_size=4", "stages.0.eval_steps=1"],
-    "example_flags": ["--max-steps", "2", "--batch-size", "4", "--eval-steps", "1"],
+    "settings": ["stages.0.max_steps=2", "stages.0.batch_size=2", "stages.0.eval_steps=1"],
+    "example_flags": ["--max-steps", "2", "--batch-size", "2", "--eval-steps", "1"],
 }  # --quick: both on a tiny BERT
 BENCHMARK = claim(__name__, quick=QUICK, label_key="row")

@@ -462,8 +462,10 @@ def cache_list_command(
 ) -> None:
     """Show every cache entry: kind, name, size, age and what made it."""
     from pcctune.orchestration.cache import entries_table, list_entries
+    from pcctune.paths import cache_root
 
-    console.print(entries_table(list_entries(kind)))
+    entries = list_entries(kind)
+    console.print(entries_table(entries) if entries else f"the cache at {cache_root()} is empty")
 
 
 @cache_app.command("clear")

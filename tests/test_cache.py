@@ -1,4 +1,4 @@
-"""What pcctune keeps between commands: verified on use, rebuilt when damaged, listed and cleared by ``pcctune cache``."""
+"""What pcctune keeps between commands: verified on use, rebuilt when damaged, listed and cleared."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import assert_one_line_error, run_cli
+from tests.test_split_zip import parts_installed  # noqa: F401  (a fixture)
 
 
 @pytest.fixture(autouse=True)
@@ -142,3 +143,19 @@ def test_cache_clear_leaves_an_entry_in_use_alone(private_cache, capsys):
         code, output = run_cli(["cache", "clear", "--all"], capsys)
         assert code == 0 and "removed 0 entries" in output and f"kept {folder}: in use" in output, output
         assert folder.is_dir()
+
+
+def test_a_damaged_unzipped_packaged_model_is_unzipped_again_with_a_warning(parts_installed, tmp_path, caplog):  # noqa: F811
+    from pcctune.modeling.split_zip import locate_parts, unzip_parts
+
+    parts = locate_parts(parts_installed[0], "tiny.zip")
+    assert parts is not None
+    folder = tmp_path / "cache" / "packaged" / "tiny"
+    weights = unzip_parts(parts, folder) / "weights.bin"
+    whole = weights.read_bytes()
+    _truncate(weights)
+    with caplog.at_level(logging.WARNING):
+        unzip_parts(parts, folder)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and str(folder) in warnings[0] and "weights.bin" in warnings[0], warnings
+    assert weights.read_bytes() == whole

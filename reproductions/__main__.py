@@ -19,6 +19,7 @@ import argparse
 import importlib
 import sys
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -94,8 +95,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick and args.output is None:
         args.output = Path(tempfile.mkdtemp(prefix="reproductions-quick-"))
     for name in names:
-        print(f"== {name}")
+        print(f"== {name}", flush=True)
+        started = time.perf_counter()
         run_claim(name, args, extra)
+        print(f"== {name}: {time.perf_counter() - started:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -23,15 +23,16 @@ from pcctune.data.stage2 import DEV_SOURCES, TRAIN_SOURCES, source_pairs
 from pcctune.data.sts import STSPair, STSSubset, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.io import check_output_file
-from pcctune.losses.registry import loss_spec
 from pcctune.provenance import file_hashes
 from pcctune.results import AuditResult
-from pcctune.training.config import load_config
-from pcctune.training.datasets import scored_pairs, triplets
 
 
 def _config_sources(config: Path, senteval: Path) -> list[tuple[str, list[STSPair]]]:
     """Each stage's training pairs as the stage reads them (preference data is skipped: it is built by a model)."""
+    from pcctune.losses.registry import loss_spec
+    from pcctune.training.config import load_config
+    from pcctune.training.datasets import scored_pairs, triplets
+
     sources = []
     for stage in load_config(config).stages:
         kind = loss_spec(stage.loss).data

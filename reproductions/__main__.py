@@ -1,10 +1,11 @@
 """Run, continue or summarize the reproductions of the papers' claims: ``python -m reproductions CLAIM …``.
 
     python -m reproductions --list                    # every claim and its tables
-    python -m reproductions templates                 # run what its committed records lack, then its table
+    python -m reproductions templates                 # its committed table again, from its records
+    python -m reproductions templates --rerun         # measure: runs with a record are kept, the rest runs
     python -m reproductions all --quick               # every claim on tiny random models, in seconds (CI)
     python -m reproductions all --summarize           # every committed table again, from its records alone
-    python -m reproductions dcpcse -- --seeds 1 2     # flags after ``--`` go to the claim's script
+    python -m reproductions dcpcse -- --help          # flags after ``--`` go to the claim's script
 
 A claim is a folder ``reproductions/<claim>/`` holding ``<claim>.py``; a script that defines ``TABLES`` (a
 sub-folder → the script's flags for it) has one table per entry, otherwise one table in its folder. A table
@@ -51,13 +52,14 @@ def run_claim(name: str, args: argparse.Namespace, extra: list[str]) -> None:
         if args.quick and sub:  # --quick runs each script's code paths once, on its main table's flags
             continue
         out = (args.output / name / sub) if args.output else folder / sub
+        done = (folder / sub / "runs.json").is_file() and not args.rerun
         if args.quick:
             run(module.BENCHMARK, [*flags, "--quick", "--output", str(out), *extra])
-        elif args.summarize:
-            run(module.BENCHMARK, [*flags, "--summarize", "--records-from", str(folder / sub), "--output", str(out)])
-        elif (folder / sub / "runs.json").is_file() and not args.rerun:
-            print(f"{name}/{sub}: done (its record is committed); redrawing its table")
-            run(module.BENCHMARK, [*flags, "--summarize", "--records-from", str(folder / sub), "--output", str(out)])
+        elif args.summarize or done:
+            if not args.summarize:
+                print(f"{name}/{sub or '.'}: done (its record is committed); its table again")
+            summarize = ["--summarize", "--records-from", str(folder / sub), "--output", str(out)]
+            run(module.BENCHMARK, [*flags, *summarize, *extra])
         else:
             run(module.BENCHMARK, [*flags, "--output", str(out), *extra])
 

@@ -95,7 +95,10 @@ def _is_result_file(path: Path) -> bool:
 
 
 COMMITTED_RESULTS = sorted(
-    p for folder in ("reproductions", "benchmarks/results") for p in (ROOT / folder).rglob("*.json") if _is_result_file(p)
+    p
+    for folder in ("reproductions", "benchmarks/results")
+    for p in (ROOT / folder).rglob("*.json")
+    if _is_result_file(p)
 )
 
 

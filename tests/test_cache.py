@@ -106,6 +106,8 @@ def test_a_cache_entry_is_checked_file_by_file_against_its_manifest(tmp_path):
     assert "no readable" in str(damage(entry))
     cached_folder(entry, build, "a test")
     assert len(builds) == 3 and damage(entry) is None
+    cached_folder(entry, build, "a test", source="sha256 of what it is made from")  # made from another source
+    assert len(builds) == 4 and damage(entry, "sha256 of what it is made from") is None
     assert [p.name for p in entry.parent.iterdir()] == ["entry"]  # no staging folder or lock file left
 
 

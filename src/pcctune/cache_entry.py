@@ -83,13 +83,15 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
 
 
-def write_manifest(folder: Path, made_by: str, *, files: bool = True) -> Path:
+def write_manifest(folder: Path, made_by: str, *, files: bool = True, source: str | None = None) -> Path:
     """Write ``folder``'s manifest (last, atomically): ``made_by`` (a line a person reads in ``pcctune cache
-    list``), the time, and with ``files`` the size and sha256 of every file in the folder."""
+    list``), the time, the ``source`` it was made from (a digest), and with ``files`` the size and sha256 of every
+    file in the folder."""
     listed = {str(p.relative_to(folder)): {"size": p.stat().st_size, "sha256": _sha256(p)} for p in _files(folder)}
     record = {
         "format": FORMAT,
         "made_by": made_by,
+        "source": source,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "files": listed if files else None,
     }
@@ -105,14 +107,17 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and record.get("format") == FORMAT else None
 
 
-def damage(folder: Path) -> str | None:
-    """Why the entry ``folder`` cannot be trusted (``None``: it is whole): no manifest, or a file missing, of
-    another size or with other bytes than the manifest lists, or a file the manifest does not list."""
+def damage(folder: Path, source: str | None = None) -> str | None:
+    """Why the entry ``folder`` cannot be trusted (``None``: it is whole): no manifest, made from another
+    ``source`` (when given), or a file missing, of another size or with other bytes than the manifest lists, or a
+    file the manifest does not list."""
     if not folder.is_dir():
         return "missing"
     record = read_manifest(folder)
     if record is None:
         return f"no readable {MANIFEST} (left half-built, or made by an older pcctune)"
+    if source is not None and record.get("source") != source:
+        return "made from another source"
     listed = record.get("files")
     if not isinstance(listed, dict):
         return f"{MANIFEST} lists no files"
@@ -145,13 +150,14 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def cached_folder(folder: Path, build: Callable[[Path], None], made_by: str) -> Path:
-    """``folder``, verified (:func:`damage`); when missing or damaged, built again by ``build(staging)`` into a
-    temporary sibling that becomes ``folder`` with its manifest, under the entry's lock."""
-    if damage(folder) is None:
+def cached_folder(folder: Path, build: Callable[[Path], object], made_by: str, source: str | None = None) -> Path:
+    """``folder``, verified (:func:`damage`, against ``source`` when given); when missing, damaged or made from
+    another source, built again by ``build(staging)`` into a temporary sibling that becomes ``folder`` with its
+    manifest, under the entry's lock."""
+    if damage(folder, source) is None:
         return folder
     with held(folder, f"waiting for another process building {folder}"):
-        why = damage(folder)
+        why = damage(folder, source)
         if why is None:  # another process built it while this one waited
             return folder
         if why != "missing":
@@ -159,7 +165,7 @@ def cached_folder(folder: Path, build: Callable[[Path], None], made_by: str) -> 
         started = time.monotonic()
         with atomic_folder(folder) as staging:
             build(staging)
-            write_manifest(staging, made_by)
+            write_manifest(staging, made_by, source=source)
         logger.info("built %s in %.1f s", folder, time.monotonic() - started)
     return folder
 

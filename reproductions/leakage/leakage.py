@@ -1,34 +1,33 @@
 """Does Pcc-tuning's stage-2 gain survive a stricter leakage filter?
 
-all-MiniLM-L6-v2, the ready config's stage 2 (configs/minilm_stage2.yaml: Pearson loss, batch 32, 2 epochs,
-checkpoint selected on SICK trial + STS-B dev with their test pairs removed), trained on the stage-2 set
-filtered at each leakage level (pair, normalized, near, sentence) with three losses: Pearson, the stage-2
+all-MiniLM-L6-v2, the ready config's stage 2 (configs/minilm_stage2.yaml: batch 32, 2 epochs, checkpoint
+selected on SICK trial + STS-B dev with their test pairs removed), trained on the stage-2 set filtered at each
+leakage level (pair, normalized, near, sentence: docs/leakage.md) with three losses: Pearson, the stage-2
 contrastive baseline (Pcc-tuning §4.3) and cosine-MSE (sentence-transformers' best loss in the project's
-stage-2 loss table); then all-mpnet-base-v2 with Pearson at ``pair`` and ``sentence``. Every run is scored
-on the seven full test sets (SimCSE protocol).
+stage-2 loss table); then all-mpnet-base-v2 with Pearson at ``pair`` and ``sentence``. Every run is scored on
+the seven full test sets (SimCSE protocol).
 
-    python reproductions/leakage/leakage.py                 # every missing run, in priority order; resumable
-    python reproductions/leakage/leakage.py --summarize     # table.md and leakage.png from records/
-    python reproductions/leakage/leakage.py --quick         # every code path on tiny random models
+    python -m reproductions leakage --rerun        # every missing run, in priority order; resumable
+    python -m reproductions leakage --summarize    # table.md and leakage.png from runs.json
 
 Each finished run leaves ``records/<run>.json`` (a :class:`~pcctune.results.RunResult`); a run whose record
-exists is done, and a run folder left by a killed run is resumed.
+exists is not trained again, and a run folder left by a killed run is resumed.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
+from reproductions._common import ROOT, Measured, Rows, claim, pair_counts
 
 from pcctune.data.leakage import LEVELS, LeakageLevel
 from pcctune.data.tasks import SEVEN_TASKS, SHORT_NAMES
-from pcctune.io import write_text
+from pcctune.evaluation.tables import mean_std_cell
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig
 
@@ -78,8 +77,9 @@ BORROWED = {"minilm-pair-pearson-seed1": HERE.parent / "minilm_stage2" / "record
 Pearson run at ``pair``, seed 1 (its record also holds the base model's scores)."""
 
 
-def config_of(run: Run, runs_dir: Path, quick: dict | None = None) -> RunConfig:
-    """The ready config with the run's model, loss, seed and leakage level (the base model scored once per model)."""
+def config_of(run: Run, runs_dir: Path, model: str | None = None, data: str | None = None) -> RunConfig:
+    """The ready config with the run's model, loss, seed and leakage level, on ``data`` (a SentEval folder; default:
+    pcctune's lookup). ``model`` replaces the model and shrinks the budget to two steps (``--quick``)."""
     payload = yaml.safe_load(READY_CONFIG.read_text())
     stage = payload["stages"][0]
     stage["name"], stage["loss"] = run.loss, run.loss
@@ -87,134 +87,120 @@ def config_of(run: Run, runs_dir: Path, quick: dict | None = None) -> RunConfig:
     # MPNet's base scores come with its first run; MiniLM's are in the borrowed record
     first = run == Run("all-mpnet-base-v2", LeakageLevel.sentence, "pearson", 1)
     payload |= {"model": run.model, "seed": run.seed, "output_dir": str(runs_dir / run.name), "evaluate_before": first}
-    if quick:
-        payload["model"] = quick["model"]
-        stage |= {
-            "batch_size": 2,
-            "epochs": 1,
-            "max_steps": 2,
-            "eval_steps": 1,
-            "logging_steps": 1,
-            "dev": "sick-trial",
-            "contrastive_threshold": 0.0,  # the tiny data has one pair above 4
-        }
+    payload |= {"data_dir": data} if data else {}
+    if model:
+        payload["model"] = model
+        stage |= {"batch_size": 2, "epochs": 1, "max_steps": 2, "eval_steps": 1, "logging_steps": 1}
+        stage |= {"dev": "sick-trial", "contrastive_threshold": 0.0}  # the tiny data has one pair above 4
     return RunConfig.model_validate(payload)
 
 
-def train_missing(records: Path, runs_dir: Path, only: list[str], quick: dict | None = None) -> None:
+def train_missing(args: argparse.Namespace) -> None:
+    """Train each planned run that has no record yet (at most ``--max-runs``), keeping each record as it lands."""
     from pcctune.orchestration.library import train
     from pcctune.orchestration.run_folder import holds_a_run
 
-    todo = [run for run in plan() if not (records / f"{run.name}.json").is_file() and (not only or run.name in only)]
+    records = args.output / "records"
+    todo = [run for run in plan() if not (records / f"{run.name}.json").is_file()]
+    todo = [run for run in todo if not args.only or run.name in args.only][: args.max_runs]
     for number, run in enumerate(todo, 1):
         print(f"[{number}/{len(todo)}] {run.name}", flush=True)
-        config = config_of(run, runs_dir, quick)
-        result = train(config, resume=holds_a_run(Path(config.output_dir)))
-        result.to_disk(records / f"{run.name}.json")
+        config = config_of(run, args.runs, args.model, args.data)
+        train(config, resume=holds_a_run(Path(config.output_dir))).to_disk(records / f"{run.name}.json")
 
 
-def load_records(records: Path) -> dict[str, RunResult]:
+def load_records(records: Path, borrowed: bool = True) -> dict[str, RunResult]:
     """The experiment's records by run name, the borrowed ones included."""
-    found = {name: RunResult.from_disk(path) for name, path in BORROWED.items() if path.is_file()}
+    found = {name: RunResult.from_disk(path) for name, path in BORROWED.items() if borrowed and path.is_file()}
     return found | {path.stem: RunResult.from_disk(path) for path in sorted(records.glob("*.json"))}
 
 
-def trained_scores(result: RunResult) -> dict[str, float]:
-    """The scores after the run's one stage (whatever the stage was named)."""
-    return next(scores for label, scores in result.sts_by_stage.items() if label != "before")
+def row_of(name: str, result: RunResult) -> dict[str, Any]:
+    """One run's table row: what it was, the scores after its stage, and what it cost."""
+    model, level, loss, seed = name.split("-")
+    scores = next(scores for label, scores in result.sts_by_stage.items() if label != "before")
+    stage = result.stages[0]
+    row = {"label": name, "model": model, "level": level, "loss": loss, "seed": int(seed.removeprefix("seed"))}
+    row |= {"train_examples": stage.train_examples, "best_dev": stage.best_dev_spearman}
+    row |= {"train_seconds": stage.wall_time_s, "pairs": pair_counts(result), "sts": scores}
+    return row | ({"base": result.sts_by_stage["before"]} if "before" in result.sts_by_stage else {})
+
+
+def measure(args: argparse.Namespace) -> Measured:
+    if args.quick:
+        BORROWED.clear()
+        args.runs = args.output / "runs"
+    train_missing(args)
+    results = load_records(args.output / "records")
+    rows = [row_of(name, result) for name, result in results.items()]
+    borrowed = ", ".join(f"{name} from {path.relative_to(ROOT)}" for name, path in BORROWED.items())
+    settings = (
+        "the ready config's stage 2 (configs/minilm_stage2.yaml) at each leakage level and loss; SimCSE protocol "
+        f"on the seven full test sets; mean ± std over the seeds recorded; records of the same settings borrowed: "
+        f"{borrowed or 'none'}"
+    )
+    return Measured(rows, settings)
 
 
 def _cell(values: list[float]) -> str:
-    if not values:
-        return "—"
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+    return mean_std_cell(values) if len(values) > 1 else f"{values[0]:.2f}"
 
 
-def summarize(records: Path, out: Path) -> str:
-    """table.md (mean ± std over the recorded seeds) and leakage.png, from the records alone."""
-    rows: dict[tuple[str, str, str], list[RunResult]] = {}
-    base: dict[str, dict[str, float]] = {}
-    for name, result in load_records(records).items():
-        model, level, loss, _ = name.split("-")
-        rows.setdefault((model, level, loss), []).append(result)
-        base.update({model: result.sts_by_stage["before"]} if "before" in result.sts_by_stage else {})
-    header = ["model", "level", "loss", "train examples", "seeds", *SHORT, "avg", "gain over base"]
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    """Per model, level and loss: train examples, seeds, the seven tasks and the average, and the gain over the
+    base model; then the train time of each cell."""
+    base = {row["model"]: row["base"] for row in rows if "base" in row}
+    header = ["model", "level", "loss", "train pairs", "seeds", *SHORT, "avg", "gain"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for model in ("minilm", "mpnet"):
         if model in base:
-            cells = " | ".join(f"{base[model][t]:.2f}" for t in [*TASKS, "avg"])
+            cells = " | ".join(f"{base[model][task]:.2f}" for task in [*TASKS, "avg"])
             lines.append(f"| {model} | — | none (base model) | — | — | {cells} | — |")
         for level in LEVELS:
             for loss in LOSSES:
-                group = rows.get((model, level.value, loss), [])
+                group = [r for r in rows if (r["model"], r["level"], r["loss"]) == (model, level.value, loss)]
                 if not group:
                     continue
-                scores = [trained_scores(result) for result in group]
-                cells = " | ".join(_cell([s[t] for s in scores]) for t in [*TASKS, "avg"])
-                gain = _cell([s["avg"] - base[model]["avg"] for s in scores]) if model in base else "—"
-                examples = "/".join(sorted({str(r.stages[0].train_examples) for r in group}))
+                cells = " | ".join(_cell([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
+                gain = _cell([r["sts"]["avg"] - base[model]["avg"] for r in group]) if model in base else "—"
+                examples = "/".join(sorted({str(r["train_examples"]) for r in group}))
                 lines.append(f"| {model} | {level.value} | {loss} | {examples} | {len(group)} | {cells} | {gain} |")
-    text = "\n".join(lines) + "\n"
-    write_text(out / "table.md", text)
-    _plot(rows, base, out / "leakage.png")
-    return text
+    return "\n".join(lines)
 
 
-def _plot(rows: dict[tuple[str, str, str], list[RunResult]], base: dict[str, dict[str, float]], path: Path) -> None:
-    """Average over the seven tasks by leakage level, one line per loss (MiniLM), the base model dotted."""
+def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
+    """all-MiniLM-L6-v2's average by leakage level, one line per loss (mean over seeds), the base model dotted."""
     from pcctune.plotting import plt, save_figure
 
     figure, ax = plt.subplots(figsize=(7, 4.2))
     for loss in LOSSES:
-        points = [
-            (i, rows[("minilm", level.value, loss)])
-            for i, level in enumerate(LEVELS)
-            if ("minilm", level.value, loss) in rows
-        ]
+        points = []
+        for x, level in enumerate(LEVELS):
+            group = [
+                r["sts"]["avg"] for r in rows if (r["model"], r["level"], r["loss"]) == ("minilm", level.value, loss)
+            ]
+            if group:
+                points.append((x, statistics.mean(group)))
         if points:
-            means = [statistics.mean(trained_scores(r)["avg"] for r in group) for _, group in points]
-            ax.plot([i for i, _ in points], means, marker="o", label=loss)
-    if "minilm" in base:
-        ax.axhline(base["minilm"]["avg"], ls=":", c="gray", label="base model")
+            ax.plot(*zip(*points, strict=True), marker="o", label=loss)
+    base = [row["base"]["avg"] for row in rows if row["model"] == "minilm" and "base" in row]
+    if base:
+        ax.axhline(base[0], ls=":", c="gray", label="base model")
     ax.set_xticks(range(len(LEVELS)), [level.value for level in LEVELS])
-    ax.set(
-        xlabel="leakage filter level",
-        ylabel="avg Spearman × 100 (7 STS tasks)",
-        title="all-MiniLM-L6-v2 stage 2 by leakage level",
-    )
+    ax.set(xlabel="leakage filter level", ylabel="avg Spearman × 100, 7 STS tasks", title="all-MiniLM-L6-v2 stage 2")
     ax.legend()
     save_figure(figure, path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--summarize", action="store_true", help="only rebuild table.md and leakage.png from records/")
-    parser.add_argument(
-        "--quick", action="store_true", help="every code path on tiny random models, in a scratch folder"
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", nargs="*", default=[], help="run only these runs (names as in records/)")
+    parser.add_argument("--max-runs", type=int, default=None, help="stop after training this many runs")
     parser.add_argument("--runs", type=Path, default=Path("runs/leakage"), help="folder of the run folders")
-    args = parser.parse_args()
-    records, out, quick = HERE / "records", HERE, None
-    if args.quick:
-        from pcctune.testing import tiny_workspace
-
-        scratch = Path(tempfile.mkdtemp(prefix="leakage-quick-"))
-        tiny = tiny_workspace(scratch)
-        os.environ["PCCTUNE_DATA"] = str(tiny.senteval)
-        records, out, args.runs = scratch / "records", scratch, scratch / "runs"
-        quick = {"model": str(tiny.bert)}
-        args.only = args.only or ["minilm-pair-contrastive-seed1", "minilm-pair-cosine_mse-seed1"]
-        BORROWED.clear()
-    if not args.summarize:
-        records.mkdir(parents=True, exist_ok=True)
-        train_missing(records, args.runs, args.only, quick)
-    print(summarize(records, out))
+    parser.add_argument("--model", default=None, help="replace every run's model (--quick: a tiny one)")
 
 
-if __name__ == "__main__":
-    main()
+QUICK = {
+    "model": "{bert}",
+    "only": ["minilm-pair-contrastive-seed1", "minilm-pair-cosine_mse-seed1"],
+}  # --quick: two runs through the whole path on a tiny random model and the miniature data
+BENCHMARK = claim(__name__, quick=QUICK, plot=plot)

@@ -133,19 +133,16 @@ def run_eval(
     adapter: Path | None = None,
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
-    backbone precision ``quantization`` (:func:`precision`), with ``adapter`` (a LoRA folder) on it. The output path,
-    the data and the model are checked before any encoding; the result is written (atomically) only when complete,
-    and no other command writes ``output`` meanwhile (:func:`~pcctune.cache_entry.writing`)."""
+    backbone precision ``quantization`` (:func:`precision`), with ``adapter`` (a LoRA folder) on it. Output, data and
+    model are checked before any encoding; the result is written atomically, when complete, by this command alone."""
     started = time.perf_counter()
-    if output is not None:
-        check_output_file(output)
-    with writing(output) if output is not None else contextlib.nullcontext():
+    with writing_output(output):
         sts_tasks, transfer_tasks = load_tasks(senteval := senteval_folder(data), tasks, protocol)
-        data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks))
         check_template_for(protocol, model_spec, template)
         set_seed(seed)
         model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
         settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
+        data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks))
         evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}
         with kept_vectors(output, evaluation, adapter) as store:
             sts, transfer = score_tasks(model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store)
@@ -166,6 +163,16 @@ def run_eval(
             add_scores(result, sts, transfer, probe)
             save_result(result, output, store, console or Console())
     return result
+
+
+@contextlib.contextmanager
+def writing_output(output: Path | None) -> Iterator[None]:
+    """Check ``output`` before any work, then hold it against other commands until the evaluation ends."""
+    if output is None:
+        yield
+        return
+    with writing(check_output_file(output)):
+        yield
 
 
 def score_tasks(

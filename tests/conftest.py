@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,8 @@ from pcctune.testing import (
 )
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# What pcctune keeps between commands (resume state, caches) goes to a scratch folder, not the user's cache.
+os.environ.setdefault("PCCTUNE_CACHE", tempfile.mkdtemp(prefix="pcctune-test-cache-"))
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 if os.environ.get("PYTEST_XDIST_WORKER"):  # xdist runs one worker per core: one thread each
     torch.set_num_threads(1)

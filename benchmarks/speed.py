@@ -3,8 +3,9 @@
 1. **Evaluation** (``eval``). The whole ``pcctune eval MODEL --tasks sts`` command against a script that runs
    sentence-transformers' ``EmbeddingSimilarityEvaluator`` over the same seven sets (STS12–16 as the concatenation of
    their subsets, STS-B and SICK-R test) on the same model: alternating, each in a fresh process, wall time of the
-   whole process; both print their seven numbers, which must agree to ±0.01. Each row also gives the achieved
-   fraction of the CPU's float32 peak (:func:`cpu` and :func:`eval_work` say what is counted).
+   whole process and its CPU time (user + sys, all threads); both print their seven numbers, which must agree to
+   ±0.01. Each row also gives the evaluation's FLOPs per second as a fraction of the CPU's float32 peak, and per CPU
+   second as a fraction of one core's (robust to other load; :func:`cpu` and :func:`eval_work` say what is counted).
 2. **Training step** (``steps``). A stage-2 Pearson step against a CoSENT step (sentence-transformers' own loss).
 3. **Dev evaluation during training** (``dev-eval``). ST's ``EmbeddingSimilarityEvaluator`` against pcctune's
    ``DevSTSEvaluator``, on both filtered dev sets, alternating.
@@ -28,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -166,27 +168,34 @@ def eval_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
 
 
 def eval_rows(args: argparse.Namespace) -> Rows:
-    """Alternate the two commands ``--repeats`` times; one row per command with its mean wall time and the
-    evaluation's FLOPs (:func:`eval_work`) per second of it as a fraction of the CPU's peak (:func:`cpu`)."""
+    """Alternate the two commands ``--repeats`` times; one row per command with its mean wall and CPU time and the
+    evaluation's FLOPs (:func:`eval_work`) per second of each as a fraction of the CPU's (one core's) peak."""
     out = Path(tempfile.mkdtemp()) / "eval.json"
     commands = eval_commands(args, out)
     times: dict[str, list[float]] = {label: [] for label in commands}
+    cpu_times: dict[str, list[float]] = {label: [] for label in commands}
     scores = {}
     for repeat in range(args.repeats):
         for label, command in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             seconds, last = run_python(command)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             times[label].append(seconds)
+            cpu_times[label].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             cli_record = label == "pcctune eval" and not args.sample
             scores[label] = json.load(out.open())["sts"] if cli_record else json.loads(last)
-            print(f"  {label}: {seconds:.1f} s (repeat {repeat + 1})", flush=True)
+            print(f"  {label}: {seconds:.1f} s, {cpu_times[label][-1]:.1f} s of CPU (repeat {repeat + 1})", flush=True)
     work = json.loads(run_python([*commands[ST_LABEL][:-1], "eval-work"])[1])
-    peak, mean = cpu()["fp32_peak_gflops"], {label: sum(s) / len(s) for label, s in times.items()}
+    machine, mean = cpu(), {label: sum(s) / len(s) for label, s in times.items()}
+    mean_cpu, peak = {label: sum(s) / len(s) for label, s in cpu_times.items()}, machine["fp32_peak_gflops"]
     setting = {"what": "eval", "model": args.model, "template": args.template, "sample": args.sample, **work}
     return [
         setting
         | {"label": label, "token_budget": args.token_budget if label == "pcctune eval" else None, "sts": scores[label]}
         | {"seconds": times[label], "mean_s": mean[label], "ratio_vs_st": mean[ST_LABEL] / mean[label]}
+        | {"cpu_s": cpu_times[label], "mean_cpu_s": mean_cpu[label]}
         | {"peak_fraction": work["flops"] / 1e9 / mean[label] / peak}
+        | {"core_peak_fraction": work["flops"] / 1e9 / mean_cpu[label] / (peak / machine["cores"])}
         for label in times
     ]
 
@@ -342,7 +351,9 @@ TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --
     "eval": (
         "command",
         {"mean s": cell("mean_s", ".1f"), "× faster than ST": cell("ratio_vs_st", ".2f")}
+        | {"mean CPU s (user + sys)": cell("mean_cpu_s", ".1f", 1, "—")}
         | {"% of fp32 peak": cell("peak_fraction", ".1f", 100, "—")}
+        | {"% of a core's peak per CPU s": cell("core_peak_fraction", ".1f", 100, "—")}
         | {column: cell(column, ".4f") for column in STS_COLUMNS},
     ),
     "steps": ("step", {"s/step": cell("mean_s", ".3f"), "× CoSENT": cell("ratio_vs_cosent", ".3f")}),

@@ -1,12 +1,16 @@
 """Linear layers through oneDNN's GEMM on CPU: the same products, a faster kernel where torch's default is slow.
 
 On x86 CPUs torch runs a float ``nn.Linear`` through MKL's GEMM; MKL picks its fast AVX-512 code by CPU vendor, and
-on an AMD EPYC (2 cores, AVX2) its float32 GEMM ran at about half of oneDNN's on the same shapes (SmolLM2-135M's MLP,
-768 × 576 × 1,536: 16–21 ms against 7–9 ms on one thread; the linear layers are 87 % of a decoder's encoding time,
-profiled). :func:`onednn_linears` routes a model's float32 linear layers through ``torch.ops.mkldnn``'s
-``_linear_pointwise`` (the op torch's own compiler emits for CPU linears) for the time of a block and restores them
-after. The op has no backward of its own: :class:`_OneDNNLinearFunction` gives it one from the same kernel, so the
-block may train too. Results equal MKL's up to float rounding (tested, forward and gradients).
+on the 2-core AMD EPYC of the earlier speed records (its SIMD flags were not recorded) its float32 GEMM ran at about
+half of oneDNN's on the same shapes (SmolLM2-135M's MLP, 768 × 576 × 1,536: 16–21 ms against 7–9 ms on one thread;
+the linear layers are 87 % of a decoder's encoding time, profiled). On an AVX2-only AMD EPYC (Zen 3), where both
+run AVX2 code, the two kernels ran all-MiniLM-L6-v2's shapes within noise of each other (55–68 GFLOP/s on one
+thread, ``benchmarks/results/speed``): the route gains nothing there and costs nothing.
+
+:func:`onednn_linears` routes a model's float32 linear layers through ``torch.ops.mkldnn``'s ``_linear_pointwise``
+(the op torch's own compiler emits for CPU linears) for the time of a block and restores them after. The op has no
+backward of its own: :class:`_OneDNNLinearFunction` gives it one from the same kernel, so the block may train too.
+Results equal MKL's up to float rounding (tested, forward and gradients).
 
 QLoRA's frozen NF4 layers (bitsandbytes' ``Linear4bit`` with an fp32 compute dtype; Dettmers et al. 2023, eq. 5:
 ``Y = X · doubleDequant(c₁, c₂, W^NF4) + X L₁ L₂``) are routed too: on CPU bitsandbytes dequantizes the weight and

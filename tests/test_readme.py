@@ -58,9 +58,7 @@ def stage2_rows() -> dict[str, list[str]]:
 def decoder_rows() -> dict[str, list[str]]:
     """The decoder table's rows: the papers' protocol, mean ± std over the row's seeds."""
     record = BenchmarkResult.from_disk(CLAIMS / "decoder_full" / "runs.json")
-    return {
-        row.label: [mean_std_cell([seed["paper"]["avg"] for seed in row.details["seeds"]])] for row in record.rows
-    }
+    return {row.label: [mean_std_cell([seed["paper"]["avg"] for seed in row.details["seeds"]])] for row in record.rows}
 
 
 def test_the_readme_is_at_most_150_lines():

@@ -76,4 +76,4 @@ def test_a_run_record_of_schema_1_reads_its_scores_as_sts_by_stage(tmp_path):
     record = parse_result({**old, "sts": {"pcc": {"STS12": 70.0, "avg": 70.0}}})
     assert isinstance(record, RunResult) and record.sts_by_stage == {"pcc": {"STS12": 70.0, "avg": 70.0}}
     saved = json.loads(record.to_disk(tmp_path / "r.json").read_text())
-    assert saved["schema_version"] == SCHEMA_VERSION == 2 and "sts" not in saved and saved["sts_by_stage"]
+    assert saved["schema_version"] == SCHEMA_VERSION and "sts" not in saved and saved["sts_by_stage"]

@@ -213,9 +213,7 @@ class AuditResult(Record):
 
 
 AnyResult = EvalResult | RunResult | BenchmarkResult | AuditResult
-RECORDS: dict[str, type[Record]] = {
-    cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult, AuditResult)
-}
+RECORDS: dict[str, type[Record]] = {cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult, AuditResult)}
 
 
 def _legacy_kind(payload: dict[str, Any]) -> str:

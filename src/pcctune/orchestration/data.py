@@ -16,7 +16,15 @@ from pcctune.data.nli_download import download_nli
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 
-__all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "NEAR_THRESHOLD", "LeakageLevel", "run_download", "run_nli_download", "run_task_counts"]
+__all__ = [
+    "DEFAULT_PROTOCOL",
+    "PROTOCOLS",
+    "NEAR_THRESHOLD",
+    "LeakageLevel",
+    "run_download",
+    "run_nli_download",
+    "run_task_counts",
+]
 
 
 def run_nli_download(dest: Path, local_datasets: Path | None, sha256: str | None, console: Console) -> Path:

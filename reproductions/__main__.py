@@ -3,7 +3,7 @@
     python -m reproductions --list                    # every claim and its tables
     python -m reproductions templates                 # its committed table again, from its records
     python -m reproductions templates --rerun         # measure: runs with a record are kept, the rest runs
-    python -m reproductions all --quick               # every claim on tiny random models, in seconds (CI)
+    python -m reproductions all --quick               # every claim on tiny random models (CI; minutes on 2 cores)
     python -m reproductions all --summarize           # every committed table again, from its records alone
     python -m reproductions dcpcse -- --help          # flags after ``--`` go to the claim's script
 

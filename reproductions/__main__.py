@@ -55,6 +55,8 @@ def run_claim(name: str, args: argparse.Namespace, extra: list[str]) -> None:
         done = (folder / sub / "runs.json").is_file() and not args.rerun
         if args.quick:
             run(module.BENCHMARK, [*flags, "--quick", "--output", str(out), *extra])
+        elif args.summarize and not (folder / sub / "runs.json").is_file():
+            print(f"{name}/{sub or '.'}: no record yet, nothing to summarize")
         elif args.summarize or done:
             if not args.summarize:
                 print(f"{name}/{sub or '.'}: done (its record is committed); its table again")

@@ -24,6 +24,13 @@ SECTIONS = ["## Claim", "## Setup", "## Table", "## Verdict", "## Cost", "## Com
 VERDICTS = ("held", "not held", "inconclusive", "reference")
 NUMBER = re.compile(r"(?<![\w.·])([+−-]?)(\d[\d,]*\.\d+)(?![\w.]*\d)")
 FOLDERS = sorted(p for p in HERE.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+RUNNING = {
+    f.name
+    for f in FOLDERS
+    if re.search(rf"\[{f.name}/\]\({f.name}/\).*\| running \|", (HERE / "README.md").read_text())
+}
+"""Claims the index marks as running: their README, table and records are still being made."""
+DONE = [name for name in claims() if name not in RUNNING]
 
 
 def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -40,7 +47,7 @@ def test_every_claim_folder_is_in_the_runner_and_the_index():
     assert set(claims()) <= {folder.name for folder in FOLDERS}
 
 
-@pytest.mark.parametrize("name", claims())
+@pytest.mark.parametrize("name", DONE)
 def test_claim_folder_has_script_records_table_and_a_readme_in_the_one_shape(name):
     folder = HERE / name
     readme = (folder / "README.md").read_text()
@@ -57,7 +64,7 @@ def test_claim_folder_has_script_records_table_and_a_readme_in_the_one_shape(nam
 def test_the_runner_summarizes_every_committed_table_byte_for_byte(tmp_path):
     done = _run("all", "--summarize", "--output", str(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
-    for name in claims():
+    for name in DONE:
         for sub in tables(script(name)):
             committed = HERE / name / sub / "table.md"
             assert (tmp_path / name / sub / "table.md").read_bytes() == committed.read_bytes(), committed
@@ -107,7 +114,7 @@ def _backed(sign: str, number: str, printed: set[str], table_values: list[float]
     return any(round(v, decimals) == value or round(v * 100, decimals) == value for v in records)
 
 
-@pytest.mark.parametrize("name", claims())
+@pytest.mark.parametrize("name", DONE)
 def test_every_score_in_a_readme_is_in_its_table_or_records(name):
     """The numbers test: a decimal number in a claim's README is printed in its tables, equals a number of its
     records at the rounding shown, is the difference of two printed numbers (signed), or is the paper's own

@@ -142,8 +142,11 @@ def measure(args: argparse.Namespace) -> Measured:
     return Measured(rows, settings)
 
 
-def _cell(values: list[float]) -> str:
-    return mean_std_cell(values) if len(values) > 1 else f"{values[0]:.2f}"
+def _cell(values: list[float], sign: str = "") -> str:
+    """One value (``sign`` "+": signed), or the mean ± std of several."""
+    if len(values) > 1:
+        return ("+" if sign and statistics.mean(values) >= 0 else "") + mean_std_cell(values)
+    return f"{values[0]:{sign}.2f}"
 
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
@@ -162,7 +165,7 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
                 if not group:
                     continue
                 cells = " | ".join(_cell([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
-                gain = _cell([r["sts"]["avg"] - base[model]["avg"] for r in group]) if model in base else "—"
+                gain = _cell([r["sts"]["avg"] - base[model]["avg"] for r in group], "+") if model in base else "—"
                 examples = "/".join(sorted({str(r["train_examples"]) for r in group}))
                 lines.append(f"| {model} | {level.value} | {loss} | {examples} | {len(group)} | {cells} | {gain} |")
     return "\n".join(lines)
@@ -181,8 +184,11 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
             ]
             if group:
                 points.append((x, statistics.mean(group)))
-        if points:
-            ax.plot(*zip(*points, strict=True), marker="o", label=loss)
+        if points:  # lines join neighbouring levels only: no line across a level not measured
+            color = ax.plot(*zip(*points, strict=True), marker="o", ls="none", label=loss)[0].get_color()
+            for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+                if x1 == x0 + 1:
+                    ax.plot([x0, x1], [y0, y1], color=color)
     base = [row["base"]["avg"] for row in rows if row["model"] == "minilm" and "base" in row]
     if base:
         ax.axhline(base[0], ls=":", c="gray", label="base model")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -22,7 +24,9 @@ from pcctune.testing import (
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # What pcctune keeps between commands (resume state, caches) goes to a scratch folder, not the user's cache.
-os.environ.setdefault("PCCTUNE_CACHE", tempfile.mkdtemp(prefix="pcctune-test-cache-"))
+if "PCCTUNE_CACHE" not in os.environ:
+    os.environ["PCCTUNE_CACHE"] = tempfile.mkdtemp(prefix="pcctune-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["PCCTUNE_CACHE"], ignore_errors=True)
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 if os.environ.get("PYTEST_XDIST_WORKER"):  # xdist runs one worker per core: one thread each
     torch.set_num_threads(1)

@@ -26,7 +26,8 @@ def test_model_card_shows_scores_leakage_config_and_loading(tiny_bert, shared_se
     assert card.count("<!-- pcctune -->") == 1 and card.index("<!-- pcctune -->") > 0  # after ST's own card
     assert "protocol `simcse-senteval`" in section
     assert f"| pcc | {record.sts_by_stage['pcc']['STS12']:.2f}" in section and "STS-B" in section
-    assert "| STSBenchmark:train | 3 | 2 | 1 | STS12 1, STS13 1, STS14 1, STS15 1, STS16 1 |" in section
+    assert "leakage filter at level `pair`" in section and "removed at `sentence`" in section
+    assert "| STSBenchmark:train | 3 | 2 | 1 | 1 |" in section  # pairs, kept, then removed at pair and normalized
     assert "loss: pearson" in section and "sentence-transformers" in section
     assert 'SentenceTransformer("' in section and "trust_remote_code" not in section  # saved as plain ST
     assert "pcctune is not needed" in section

@@ -13,7 +13,7 @@ from pcctune.evaluation.protocols import senteval_text
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.modeling.build import build_model
 from pcctune.orchestration.evaluate import run_eval
-from pcctune.results import EvalResult
+from pcctune.results import SCHEMA_VERSION, EvalResult
 
 
 def _direct(model, pairs):
@@ -48,7 +48,7 @@ def test_run_writes_a_complete_record(mini_senteval, tiny_bert, tmp_path):
     out = tmp_path / "r.json"
     record = run_eval(str(tiny_bert), mini_senteval, template="Sentence: {text}", output=out, seed=7)
     saved = json.loads(out.read_text())
-    assert EvalResult.from_disk(out) == record and saved["kind"] == "eval" and saved["schema_version"] == 2
+    assert EvalResult.from_disk(out) == record and saved["kind"] == "eval" and saved["schema_version"] == SCHEMA_VERSION
     assert saved["protocol"] == "simcse-senteval"
     assert saved["template"] == "Sentence: {text}" and saved["seed"] == 7 and saved["dtype"] == "fp32"
     assert set(saved["sts"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg"}

@@ -136,37 +136,34 @@ def test_the_cached_stage2_set_cannot_be_changed_by_a_caller(mini_senteval):
     assert again is first and again.report_dict()["total_kept"] == len(again.pairs) == 3
 
 
-def test_sentence_level_leaves_no_test_sentence_on_mini_senteval(mini_senteval):
+def _sentences_seen(senteval, built) -> tuple[set[str], list[str]]:
+    """The normalized sentences of the seven test sets, and those of a stage-2 set found among them."""
     from pcctune.data.tasks import load_test_tasks
 
-    test_sentences = {
+    tests = {
         normalize_sentence(s)
-        for task in load_test_tasks(mini_senteval)
+        for task in load_test_tasks(senteval)
         for p in task.pairs
         for s in (p.sentence1, p.sentence2)
     }
+    return tests, [s for p in built.pairs for s in (p.sentence1, p.sentence2) if normalize_sentence(s) in tests]
+
+
+def test_sentence_level_leaves_no_test_sentence_on_mini_senteval(mini_senteval):
     built = build_stage2_set(mini_senteval, LeakageLevel.sentence)
-    assert all(normalize_sentence(s) not in test_sentences for p in built.pairs for s in (p.sentence1, p.sentence2))
+    tests, seen = _sentences_seen(mini_senteval, built)
+    assert tests and seen == []
     assert built.report_dict()["level"] == "sentence"
 
 
 @pytest.mark.slow
 def test_sentence_level_on_the_standard_data_leaves_no_test_sentence():
     """On the shared SentEval data: the sentence-disjoint stage-2 set, and every level's count."""
-    from pcctune.data.tasks import load_test_tasks
     from pcctune.paths import resolve_senteval_dir
 
     senteval = resolve_senteval_dir(None)
-    test_sentences = {
-        normalize_sentence(s)
-        for task in load_test_tasks(senteval)
-        for p in task.pairs
-        for s in (p.sentence1, p.sentence2)
-    }
     built = build_stage2_set(senteval, LeakageLevel.sentence)
-    assert built.pairs and all(
-        normalize_sentence(s) not in test_sentences for p in built.pairs for s in (p.sentence1, p.sentence2)
-    )
+    assert built.pairs and _sentences_seen(senteval, built)[1] == []
     kept = [build_stage2_set(senteval, level).report_dict()["total_kept"] for level in LEVELS]
     assert kept[0] == 5398 and kept == sorted(kept, reverse=True) and kept[-1] == len(built.pairs)
 

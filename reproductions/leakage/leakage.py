@@ -109,9 +109,9 @@ def train_missing(args: argparse.Namespace) -> None:
         train(config, resume=holds_a_run(Path(config.output_dir))).to_disk(records / f"{run.name}.json")
 
 
-def load_records(records: Path, borrowed: bool = True) -> dict[str, RunResult]:
-    """The experiment's records by run name, the borrowed ones included."""
-    found = {name: RunResult.from_disk(path) for name, path in BORROWED.items() if borrowed and path.is_file()}
+def load_records(records: Path, borrowed: dict[str, Path]) -> dict[str, RunResult]:
+    """The experiment's records by run name, the ``borrowed`` ones included."""
+    found = {name: RunResult.from_disk(path) for name, path in borrowed.items() if path.is_file()}
     return found | {path.stem: RunResult.from_disk(path) for path in sorted(records.glob("*.json"))}
 
 
@@ -127,17 +127,17 @@ def row_of(name: str, result: RunResult) -> dict[str, Any]:
 
 
 def measure(args: argparse.Namespace) -> Measured:
+    borrowed = {} if args.quick else BORROWED  # --quick: tiny runs only, nothing of the real experiment
     if args.quick:
-        BORROWED.clear()
         args.runs = args.output / "runs"
     train_missing(args)
-    results = load_records(args.output / "records")
+    results = load_records(args.output / "records", borrowed)
     rows = [row_of(name, result) for name, result in results.items()]
-    borrowed = ", ".join(f"{name} from {path.relative_to(ROOT)}" for name, path in BORROWED.items())
+    sources = ", ".join(f"{name} from {path.relative_to(ROOT)}" for name, path in borrowed.items())
     settings = (
         "the ready config's stage 2 (configs/minilm_stage2.yaml) at each leakage level and loss; SimCSE protocol "
         f"on the seven full test sets; mean ± std over the seeds recorded; records of the same settings borrowed: "
-        f"{borrowed or 'none'}"
+        f"{sources or 'none'}"
     )
     return Measured(rows, settings)
 
@@ -151,7 +151,7 @@ def _cell(values: list[float], sign: str = "") -> str:
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
     """Per model, level and loss: train examples, seeds, the seven tasks and the average, and the gain over the
-    base model; then the train time of each cell."""
+    base model."""
     base = {row["model"]: row["base"] for row in rows if "base" in row}
     header = ["model", "level", "loss", "train pairs", "seeds", *SHORT, "avg", "gain"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]

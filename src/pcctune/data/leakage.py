@@ -43,12 +43,11 @@ _PUNCTUATION = re.compile(r"[^\w\s]|_")
 def _minhashes(sentences: Sequence[str], grams: dict[str, frozenset[str]]) -> list[Any]:
     """MinHash signatures of the sentences' n-gram sets, computed in one batch.
 
-    Each n-gram is hashed once to a 32-bit CRC (deterministic across processes, unlike ``hash``), which the
-    signatures take as their hash values; datasketch's default SHA-1 per n-gram would cost most of an audit."""
+    Each n-gram's hash is its 32-bit CRC (deterministic across processes, unlike ``hash``), which the signatures
+    take as their hash values; datasketch's default SHA-1 per n-gram would cost most of an audit."""
     from datasketch import MinHash
 
-    ids: dict[str, int] = {}
-    values = [[ids.get(g) or ids.setdefault(g, zlib.crc32(g.encode())) for g in grams[s]] for s in sentences]
+    values = [[zlib.crc32(g.encode()) for g in grams[s]] for s in sentences]
     return MinHash.bulk(values, num_perm=NUM_PERM, hashfunc=int)
 
 

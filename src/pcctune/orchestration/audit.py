@@ -65,7 +65,8 @@ def audit(
     """Check the chosen sources against the test sets at every level; the typed record of what was found."""
     started = time.perf_counter()
     own_sources = bool(pairs_files or config)
-    senteval = senteval_folder(data) if (not own_sources or not against or config) else None
+    reads_senteval = not own_sources or not against or config is not None  # default sources or tests, or a run
+    senteval = senteval_folder(data) if reads_senteval else None
     tests = _test_sets(senteval, against)
     index = TestIndex(tests, near_threshold)
     checked: list[CheckedSource] = [check_source(index, str(path), read_pairs_file(path)) for path in pairs_files]

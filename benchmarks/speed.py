@@ -115,7 +115,8 @@ def _prefix_tokens(model) -> int:
 
 
 def st_evaluator_scores(args: argparse.Namespace) -> dict:
-    """The peer: sentence-transformers' EmbeddingSimilarityEvaluator (its defaults) on each of the seven sets."""
+    """The peer: sentence-transformers' EmbeddingSimilarityEvaluator (its defaults, or ``--st-batch-size``) on each
+    of the seven sets."""
     import numpy as np
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
@@ -127,8 +128,9 @@ def st_evaluator_scores(args: argparse.Namespace) -> dict:
     for task in _tasks(args):
         first, second = ([senteval_text(getattr(p, side)) for p in task.pairs] for side in ("sentence1", "sentence2"))
         gold = [p.score for p in task.pairs]
+        batch = {"batch_size": args.st_batch_size} if args.st_batch_size else {}
         evaluator = EmbeddingSimilarityEvaluator(
-            first, second, gold, main_similarity="cosine", name=task.name, write_csv=False
+            first, second, gold, main_similarity="cosine", name=task.name, write_csv=False, **batch
         )
         scores[task.name] = evaluator(model)[f"{task.name}_spearman_cosine"] * 100
     return scores | {"avg": float(np.mean(list(scores.values())))}
@@ -158,13 +160,14 @@ def eval_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
     template = ["--template", args.template] if args.template else []
     one = [str(HERE / "speed.py"), "--model", args.model, *template, *data_flag(args)]
     one += [*(["--sample", str(args.sample)] if args.sample else []), "--one"]
+    st_batch = ["--st-batch-size", str(args.st_batch_size)] if args.st_batch_size else []
     if args.sample:
         ours = [*one, "pcctune-eval"]
     else:
         ours = ["-m", "pcctune.cli", "eval", args.model, "--tasks", "sts", "--output", str(out), *template]
         ours += data_flag(args)
     ours += ["--token-budget", str(args.token_budget)] if args.token_budget else []
-    return {"pcctune eval": ours, ST_LABEL: [*one, "st-evaluator"]}
+    return {"pcctune eval": ours, ST_LABEL: [*one[:-1], *st_batch, "--one", "st-evaluator"]}
 
 
 def eval_rows(args: argparse.Namespace) -> Rows:
@@ -189,6 +192,7 @@ def eval_rows(args: argparse.Namespace) -> Rows:
     machine, mean = cpu(), {label: sum(s) / len(s) for label, s in times.items()}
     mean_cpu, peak = {label: sum(s) / len(s) for label, s in cpu_times.items()}, machine["fp32_peak_gflops"]
     setting = {"what": "eval", "model": args.model, "template": args.template, "sample": args.sample, **work}
+    setting |= {"st_batch_size": args.st_batch_size}
     return [
         setting
         | {"label": label, "token_budget": args.token_budget if label == "pcctune eval" else None, "sts": scores[label]}
@@ -414,6 +418,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--template", default=None)
     parser.add_argument("--sample", type=int, default=None, help="pairs per task (a seeded sample) for a quick run")
     parser.add_argument("--token-budget", type=int, default=None, help="pcctune's padded tokens per batch (eval)")
+    parser.add_argument("--st-batch-size", type=int, default=None, help="the ST evaluator's batch (its default: 16)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--batch", type=int, default=64)

@@ -11,6 +11,7 @@ from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from torch import Tensor, nn
 
 from pcctune.distributed import gather
+from pcctune.losses.length_chunks import embed_in_length_chunks
 
 
 def at_least_fp32(tensor: Tensor) -> Tensor:
@@ -31,7 +32,8 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
 
     With ``mini_batch_size`` set, columns are embedded in mini-batches without gradients and
     the gradients are cached (sentence-transformers' GradCache machinery), so memory stays that
-    of one mini-batch however large the batch; otherwise the batch is embedded at once.
+    of one mini-batch however large the batch; otherwise the batch is embedded at once, in chunks of similar
+    token length (:mod:`~pcctune.losses.length_chunks`).
     Subclasses implement :meth:`loss_from_embeddings`.
     """
 
@@ -41,13 +43,16 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
         self.mini_batch_size = mini_batch_size  # type: ignore[assignment]  # None: no GradCache
         self.uses_gradient_cache = mini_batch_size is not None
 
+    def _embed(self, features: dict[str, Tensor]) -> Tensor:
+        return self.model(features)["sentence_embedding"]
+
     @abstractmethod
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         """The loss given one embedding matrix per input column."""
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         if self.mini_batch_size is None:
-            columns = [self.model(features)["sentence_embedding"] for features in sentence_features]
+            columns = embed_in_length_chunks(self._embed, list(sentence_features))
             return self.loss_from_embeddings(columns, labels)
         return self.forward_cached(sentence_features, labels)
 

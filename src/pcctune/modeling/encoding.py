@@ -14,10 +14,11 @@ evaluations, the dev evaluations during training and ``pcctune encode``:
 5. **The template's prefix once.** A decoder runs the tokens before ``{text}`` once per call and each batch
    over their cached key/values (:mod:`pcctune.modeling.prefix_cache`).
 6. **oneDNN's GEMM on CPU** for the float32 linear layers, where MKL's is slow (:mod:`pcctune.modeling.onednn`).
-7. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
+7. **Batches side by side on CPU**, one core each, instead of each batch split over all cores
+   (:mod:`pcctune.modeling.cpu_workers`).
+8. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
    the vectors are gathered, instead of rank 0 encoding everything while the others wait.
-
-8. **Resumable.** With a :class:`~pcctune.modeling.vector_store.VectorStore`, finished batches are kept on
+9. **Resumable.** With a :class:`~pcctune.modeling.vector_store.VectorStore`, finished batches are kept on
    disk and a rerun skips them (the batch plan does not depend on what is stored: same vectors).
 
 Embeddings equal ``encode``'s up to float rounding of differently padded batches (tested).
@@ -26,6 +27,7 @@ Embeddings equal ``encode``'s up to float rounding of differently padded batches
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import closing
 from typing import Any, TypedDict, Unpack
 
 import numpy as np
@@ -37,6 +39,7 @@ from tqdm.auto import tqdm
 
 from pcctune.distributed import get_rank, get_world_size, is_distributed
 from pcctune.modeling.build import is_decoder_only
+from pcctune.modeling.cpu_workers import cpu_workers, map_in_workers, tokenized
 from pcctune.modeling.onednn import onednn_linears
 from pcctune.modeling.prefix_cache import CachedPrefix, cached_prefix
 from pcctune.modeling.template import Template, model_template
@@ -108,16 +111,21 @@ def encode_texts(
         batches = length_batches(token_lengths(model, texts), token_budget or default_token_budget(model))
         with torch.inference_mode(), onednn_linears(model, active=onednn):
             prefix = cached_prefix(model) if reuse_prefix else None
-            for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress):
-                batch_texts = [texts[i] for i in batch]
-                if store is not None and all(text in store for text in batch_texts):
-                    vectors = np.stack([store.vectors[text] for text in batch_texts])
-                else:
-                    vectors = _encode_batch(model, batch_texts, prefix)
-                    if store is not None:
-                        store.add(batch_texts, vectors)
-                for row, index in enumerate(batch):
-                    out[index] = vectors[row]
+            stored = [store is not None and all(texts[i] in store for i in batch) for batch in batches]
+            todo = [[texts[i] for i in batch] for batch, done in zip(batches, stored, strict=True) if not done]
+            work = map_in_workers(lambda batch: _encode_batch(model, batch, prefix), todo, cpu_workers(model))
+            progress = tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress)
+            with closing(work) as computed:
+                for batch, done in zip(progress, stored, strict=True):
+                    batch_texts = [texts[i] for i in batch]
+                    if done:
+                        vectors = np.stack([store.vectors[text] for text in batch_texts])  # type: ignore[union-attr]
+                    else:
+                        vectors = next(computed)
+                        if store is not None:
+                            store.add(batch_texts, vectors)
+                    for row, index in enumerate(batch):
+                        out[index] = vectors[row]
     finally:
         model.train(was_training)
         if store is not None:
@@ -127,7 +135,7 @@ def encode_texts(
 
 def _encode_batch(model: SentenceTransformer, texts: list[str], prefix: CachedPrefix | None) -> np.ndarray:
     """One batch's embeddings, over the template prefix's cached key/values where they apply."""
-    features = batch_to_device(model.preprocess(texts), model.device)
+    features = batch_to_device(tokenized(model, texts), model.device)
     if prefix is not None and prefix.covers(features["input_ids"]):
         embeddings = prefix.embed(model, features)
     else:

@@ -11,8 +11,6 @@ from pcctune.evaluation.protocols import senteval_text
 from pcctune.evaluation.report import bar_plot, scatter_plot
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_folder, write_text
-from pcctune.modeling.build import build_model
-from pcctune.modeling.encoding import encode_unique
 from pcctune.results import EvalResult, RunResult, load_result
 
 Section = dict[str, dict[str, float]]
@@ -56,6 +54,9 @@ def section_rows(runs: dict[str, Section], section: str) -> dict[str, dict[str, 
 
 def model_scatter(model_spec: str, task_name: str, senteval_dir: Path, path: Path) -> Path:
     """Encode one STS task with a model and plot its cosines against the gold scores."""
+    from pcctune.modeling.build import build_model  # here: a report without a scatter needs no model library
+    from pcctune.modeling.encoding import encode_unique
+
     task = load_task(senteval_dir, task_name)
     texts = [senteval_text(s) for p in task.pairs for s in (p.sentence1, p.sentence2)]
     vectors = encode_unique(build_model(model_spec), texts)

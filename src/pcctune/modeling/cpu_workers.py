@@ -4,8 +4,8 @@ torch runs one batch on all cores by splitting each operation among its OpenMP t
 every operation; between operations (Python, the tokenizer, pooling) one thread works and the others wait. On a
 2-core AVX2-only AMD EPYC, encoding 6,000 STS sentences with all-MiniLM-L6-v2 took 24.2 s and 23.5 s that way,
 19.2 s and 19.8 s with two batches at once, one thread each (``benchmarks/results/speed``): the kernels are the
-same, so are the vectors (equal to the bit there). torch releases the GIL inside its operations and the tokenizers inside theirs, so Python
-threads suffice.
+same, so are the vectors (equal to the bit there). torch releases the GIL inside its operations and the
+tokenizers inside theirs, so Python threads suffice.
 
 :func:`cpu_workers` gives the number of such workers for a model: torch's thread count on CPU (what the user or the
 machine set, e.g. ``OMP_NUM_THREADS``), one on an accelerator or for a model whose backbone runs in another

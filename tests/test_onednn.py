@@ -76,6 +76,26 @@ def test_a_copy_made_inside_the_block_computes_with_its_own_weights():
     assert type(layer) is nn.Linear
 
 
+def test_inference_reorders_a_weight_once_per_version_and_forgets_it_after_the_block():
+    torch.manual_seed(0)
+    layer, inputs = nn.Linear(16, 8), torch.randn(3, 5, 16)
+    with onednn_linears(layer), torch.inference_mode():
+        with mock.patch.object(
+            torch.ops.mkldnn, "_reorder_linear_weight", wraps=torch.ops.mkldnn._reorder_linear_weight
+        ) as reorder:
+            first, again = layer(inputs), layer(inputs)
+            with torch.no_grad():
+                layer.weight.mul_(2.0)  # an optimizer step between two evaluations changes it in place
+            doubled = layer(inputs)
+        assert id(layer.weight) in onednn_module._REORDERED
+    assert reorder.call_count == 2  # once, then once more for the changed weight
+    assert id(layer.weight) not in onednn_module._REORDERED
+    expected = nn.functional.linear(inputs, layer.weight / 2.0, layer.bias)
+    torch.testing.assert_close(first, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(again, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(doubled, nn.functional.linear(inputs, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+
+
 def test_half_precision_and_hooked_layers_keep_their_own_forward():
     hooked = nn.Linear(8, 8)
     hooked.forward = lambda x: x  # e.g. accelerate's hooks replace forward on the instance

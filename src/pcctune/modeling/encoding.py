@@ -13,9 +13,11 @@ evaluations, the dev evaluations during training and ``pcctune encode``:
 4. ``torch.inference_mode`` and float32 results, no float64 copies.
 5. **The template's prefix once.** A decoder runs the tokens before ``{text}`` once per call and each batch
    over their cached key/values (:mod:`pcctune.modeling.prefix_cache`).
-6. **oneDNN's GEMM on CPU** for the float32 linear layers, where MKL's is slow (:mod:`pcctune.modeling.onednn`).
+6. **oneDNN's GEMM on CPU** for the float32 linear layers, each weight reordered once into oneDNN's blocked layout
+   (:mod:`pcctune.modeling.onednn`).
 7. **Batches side by side on CPU**, one core each, instead of each batch split over all cores
-   (:mod:`pcctune.modeling.cpu_workers`).
+   (:mod:`pcctune.modeling.cpu_workers`), with freed activations kept for the next batch instead of returned to
+   the kernel (:mod:`pcctune.modeling.cpu_memory`).
 8. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
    the vectors are gathered, instead of rank 0 encoding everything while the others wait.
 9. **Resumable.** With a :class:`~pcctune.modeling.vector_store.VectorStore`, finished batches are kept on
@@ -39,6 +41,7 @@ from tqdm.auto import tqdm
 
 from pcctune.distributed import get_rank, get_world_size, is_distributed
 from pcctune.modeling.build import is_decoder_only
+from pcctune.modeling.cpu_memory import keep_freed_memory
 from pcctune.modeling.cpu_workers import cpu_workers, map_in_workers, tokenized
 from pcctune.modeling.onednn import onednn_linears
 from pcctune.modeling.prefix_cache import CachedPrefix, cached_prefix
@@ -106,6 +109,8 @@ def encode_texts(
         return np.zeros((0, model.get_embedding_dimension() or 0), dtype=np.float32)
     was_training = model.training
     model.eval()
+    if model.device.type == "cpu":
+        keep_freed_memory()
     out: list[np.ndarray | None] = [None] * len(texts)
     try:
         batches = length_batches(token_lengths(model, texts), token_budget or default_token_budget(model))

@@ -5,7 +5,7 @@ on the 2-core AMD EPYC of the earlier speed records (its SIMD flags were not rec
 half of oneDNN's on the same shapes (SmolLM2-135M's MLP, 768 × 576 × 1,536: 16–21 ms against 7–9 ms on one thread;
 the linear layers are 87 % of a decoder's encoding time, profiled). On an AVX2-only AMD EPYC (Zen 3), where both
 run AVX2 code, the two kernels ran all-MiniLM-L6-v2's shapes within noise of each other (55–68 GFLOP/s on one
-thread, ``benchmarks/results/speed``): the route gains nothing there and costs nothing.
+thread, ``benchmarks/results/speed``) once oneDNN gets its weights reordered in advance (below).
 
 :func:`onednn_linears` routes a model's float32 linear layers through ``torch.ops.mkldnn``'s ``_linear_pointwise``
 (the op torch's own compiler emits for CPU linears) for the time of a block and restores them after. The op has no

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 import subprocess
 import sys
 from unittest import mock
@@ -10,12 +9,11 @@ from unittest import mock
 import pytest
 
 from pcctune.modeling.build import build_model
+from pcctune.modeling.cpu_memory import has_glibc
 from pcctune.modeling.encoding import encode_texts
 from tests.conftest import SENTENCES
 
-pytestmark = pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's"
-)
+pytestmark = pytest.mark.skipif(not has_glibc(), reason="mallopt is glibc's")
 
 BATCHES = """
 import resource, sys

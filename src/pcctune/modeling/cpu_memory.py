@@ -26,10 +26,15 @@ LARGEST_MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's ceiling on 64-bit (HEAP_MAX
 TRIM_THRESHOLD = 1024 * 1024 * 1024
 
 
+def has_glibc() -> bool:
+    """True on Linux with glibc, the C library whose ``mallopt`` this module calls."""
+    return platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+
 @cache
 def keep_freed_memory() -> bool:
     """Set glibc's thresholds once per process; True when they were set (False where the C library is not glibc)."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if not has_glibc():
         return False
     libc = ctypes.CDLL(None)
     return bool(

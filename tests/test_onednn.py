@@ -76,24 +76,45 @@ def test_a_copy_made_inside_the_block_computes_with_its_own_weights():
     assert type(layer) is nn.Linear
 
 
-def test_inference_reorders_a_weight_once_per_version_and_forgets_it_after_the_block():
+def test_inference_reorders_a_weight_once_per_scope_and_sees_in_place_changes_in_the_next():
     torch.manual_seed(0)
     layer, inputs = nn.Linear(16, 8), torch.randn(3, 5, 16)
-    with onednn_linears(layer), torch.inference_mode():
-        with mock.patch.object(
+    optimizer = torch.optim.AdamW(layer.parameters(), lr=0.1, fused=True)  # steps without moving _version
+    outputs = []
+    with (
+        onednn_linears(layer),
+        mock.patch.object(
             torch.ops.mkldnn, "_reorder_linear_weight", wraps=torch.ops.mkldnn._reorder_linear_weight
-        ) as reorder:
-            first, again = layer(inputs), layer(inputs)
-            with torch.no_grad():
-                layer.weight.mul_(2.0)  # an optimizer step between two evaluations changes it in place
-            doubled = layer(inputs)
-        assert id(layer.weight) in onednn_module._REORDERED
-    assert reorder.call_count == 2  # once, then once more for the changed weight
-    assert id(layer.weight) not in onednn_module._REORDERED
-    expected = nn.functional.linear(inputs, layer.weight / 2.0, layer.bias)
-    torch.testing.assert_close(first, expected, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(again, expected, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(doubled, nn.functional.linear(inputs, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+        ) as reorder,
+    ):
+        for change in ("fused optimizer step", "w.data += x", "w.data = y"):
+            with torch.inference_mode(), onednn_module.frozen_weights():
+                outputs.append((layer(inputs), layer(inputs)))
+            if change == "fused optimizer step":
+                layer(inputs).square().sum().backward()
+                optimizer.step()
+            elif change == "w.data += x":
+                layer.weight.data += 1.0
+            else:
+                layer.weight.data = layer.weight.data * 2.0
+            with torch.inference_mode(), onednn_module.frozen_weights():
+                outputs.append((layer(inputs), nn.functional.linear(inputs, layer.weight, layer.bias)))
+        with torch.inference_mode():
+            outside = layer(inputs)  # no scope: the weight as it is, not reordered
+    assert reorder.call_count == 6  # once per scope
+    for ours, expected in outputs:
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(outside, nn.functional.linear(inputs, layer.weight, layer.bias))
+
+
+def test_under_cpu_autocast_a_routed_layer_computes_in_bfloat16_as_its_own_class():
+    layer, inputs = nn.Linear(16, 8), torch.randn(3, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = layer(inputs)
+        with onednn_linears(layer):
+            got = layer(inputs)
+    assert expected.dtype == got.dtype == torch.bfloat16
+    torch.testing.assert_close(got, expected)
 
 
 def test_half_precision_and_hooked_layers_keep_their_own_forward():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from threading import Lock
 from typing import Any, TypeVar
 
@@ -58,8 +59,10 @@ def map_in_workers(function: Callable[[Batch], Result], batches: Iterable[Batch]
         return
     threads = torch.get_num_threads()
     pool = ThreadPoolExecutor(max_workers=workers, initializer=_one_thread, thread_name_prefix="pcctune-encode")
-    try:
-        yield from pool.map(run, batches)
+    try:  # each batch in a copy of the caller's context: its scopes (e.g. oneDNN's frozen weights) hold there too
+        futures = [pool.submit(copy_context().run, run, batch) for batch in batches]
+        for future in futures:
+            yield future.result()
     finally:  # stopped early (an error, Ctrl-C): the batches not begun are dropped, not run
         pool.shutdown(wait=True, cancel_futures=True)
         torch.set_num_threads(threads)  # torch keeps the last count set in any thread for threads that start later

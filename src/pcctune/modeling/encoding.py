@@ -43,7 +43,7 @@ from pcctune.distributed import get_rank, get_world_size, is_distributed
 from pcctune.modeling.build import is_decoder_only
 from pcctune.modeling.cpu_memory import keep_freed_memory
 from pcctune.modeling.cpu_workers import cpu_workers, map_in_workers, tokenized
-from pcctune.modeling.onednn import onednn_linears
+from pcctune.modeling.onednn import frozen_weights, onednn_linears
 from pcctune.modeling.prefix_cache import CachedPrefix, cached_prefix
 from pcctune.modeling.template import Template, model_template
 from pcctune.modeling.vector_store import VectorStore
@@ -114,7 +114,7 @@ def encode_texts(
     out: list[np.ndarray | None] = [None] * len(texts)
     try:
         batches = length_batches(token_lengths(model, texts), token_budget or default_token_budget(model))
-        with torch.inference_mode(), onednn_linears(model, active=onednn):
+        with torch.inference_mode(), onednn_linears(model, active=onednn), frozen_weights():
             prefix = cached_prefix(model) if reuse_prefix else None
             stored = [store is not None and all(texts[i] in store for i in batch) for batch in batches]
             todo = [[texts[i] for i in batch] for batch, done in zip(batches, stored, strict=True) if not done]

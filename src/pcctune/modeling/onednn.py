@@ -12,12 +12,17 @@ thread, ``benchmarks/results/speed``) once oneDNN gets its weights reordered in 
 backward of its own: :class:`_OneDNNLinearFunction` gives it one from the same kernel, so the block may train too.
 Results equal MKL's up to float rounding (tested, forward and gradients).
 
-In inference mode the weight is handed to oneDNN already reordered into its blocked GEMM layout
-(``torch.ops.mkldnn._reorder_linear_weight``, as torch's compiler does for frozen CPU linears) instead of being
-reordered at every call: on the AVX2-only AMD EPYC the unreordered route ran 5–15 % behind both MKL and the
-reordered one on all-MiniLM-L6-v2's and SmolLM2-135M's shapes (one thread). The reordered copy is made at a layer's
-first inference call in the block, made again if the weight changed in place since (its version counter), and
-dropped when the block ends.
+Inside :func:`frozen_weights` (one call of the encoder, whose weights do not change meanwhile) the weight is
+handed to oneDNN already reordered into its blocked GEMM layout (``torch.ops.mkldnn._reorder_linear_weight``, as
+torch's compiler does for frozen CPU linears) instead of being reordered at every call: on the AVX2-only AMD EPYC
+the unreordered route ran 5–15 % behind both MKL and the reordered one on all-MiniLM-L6-v2's and SmolLM2-135M's
+shapes (one thread). The reordered copy is made at a layer's first call in the scope and dropped when the scope
+ends, so the next scope sees the weights as they are then. No version counter is trusted to tell a changed weight:
+a fused optimizer step (``torch.optim.AdamW(fused=True)``, the trainer's default), ``w.data += x`` and peft's
+``merge_adapter`` change a weight in place without moving it. Outside such a scope the weight is used as it is.
+
+Under CPU autocast (``bf16: true``) every layer keeps its own forward, so autocast casts its inputs as usual: the
+oneDNN op returns float32 where autocast's ``F.linear`` returns bfloat16.
 
 QLoRA's frozen NF4 layers (bitsandbytes' ``Linear4bit`` with an fp32 compute dtype; Dettmers et al. 2023, eq. 5:
 ``Y = X · doubleDequant(c₁, c₂, W^NF4) + X L₁ L₂``) are routed too: on CPU bitsandbytes dequantizes the weight and
@@ -30,9 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from typing import Any
-from weakref import ref
 
 import torch
 from torch import Tensor, nn
@@ -45,17 +50,38 @@ def _gemm(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     return torch.ops.mkldnn._linear_pointwise(inputs, weight, bias, "none", [], "")
 
 
-_REORDERED: dict[int, tuple[ref[Tensor], int, Tensor]] = {}
-"""By ``id`` of a weight: the weight (weakly), its version counter when reordered, and the reordered copy."""
+_FROZEN: ContextVar[dict[int, tuple[Tensor, Tensor]] | None] = ContextVar("pcctune_frozen_weights", default=None)
+"""Inside :func:`frozen_weights`: by ``id`` of a weight, the weight (kept alive for the scope, so no other tensor
+takes its ``id``) and its reordered copy; ``None`` outside."""
 
 
-def _reordered(weight: Tensor) -> Tensor:
-    """``weight`` in oneDNN's blocked layout, reordered once per version of the weight."""
-    kept = _REORDERED.get(id(weight))
-    if kept is None or kept[0]() is not weight or kept[1] != weight._version:
-        kept = (ref(weight), weight._version, torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None))
-        _REORDERED[id(weight)] = kept  # two workers may both make it on the first call: the same copy, harmless
-    return kept[2]
+@contextmanager
+def frozen_weights() -> Iterator[None]:
+    """A scope in which the routed layers' weights do not change: each is reordered for oneDNN once, at its first
+    inference call, and the copies are dropped at exit. Threads that should share the copies run in a copy of the
+    caller's context (``contextvars.copy_context().run``)."""
+    token = _FROZEN.set({})
+    try:
+        yield
+    finally:
+        _FROZEN.reset(token)
+
+
+def _inference_weight(weight: Tensor) -> Tensor:
+    """``weight`` in oneDNN's blocked layout, reordered once per :func:`frozen_weights` scope; as it is outside."""
+    copies = _FROZEN.get()
+    if copies is None:
+        return weight
+    kept = copies.get(id(weight))
+    if kept is None:  # two workers may both make it on the first call: the same copy, harmless
+        kept = copies[id(weight)] = (weight, torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None))
+    return kept[1]
+
+
+def _keeps_own_forward(inputs: Tensor) -> bool:
+    """True where a routed layer runs its own class's forward: non-float32 inputs, or CPU autocast (which casts
+    inside ``F.linear``, not inside oneDNN's op)."""
+    return inputs.dtype != torch.float32 or torch.is_autocast_enabled("cpu")
 
 
 class _OneDNNLinearFunction(torch.autograd.Function):
@@ -83,10 +109,10 @@ class OneDNNLinear(nn.Linear):
     made meanwhile, e.g. a reference model, computes the same way on its own weights)."""
 
     def forward(self, inputs: Tensor) -> Tensor:
-        if inputs.dtype != torch.float32:
+        if _keeps_own_forward(inputs):
             return super().forward(inputs)
         if torch.is_inference_mode_enabled():
-            return _gemm(inputs, _reordered(self.weight), self.bias)
+            return _gemm(inputs, _inference_weight(self.weight), self.bias)
         return _OneDNNLinearFunction.apply(inputs, self.weight, self.bias)
 
 
@@ -125,7 +151,7 @@ def _onednn_linear_4bit_class() -> type[nn.Module]:
         def forward(self, inputs: Tensor) -> Tensor:
             state = getattr(self.weight, "quant_state", None)
             if (
-                inputs.dtype != torch.float32
+                _keeps_own_forward(inputs)
                 or self.compute_dtype not in (None, torch.float32)
                 or state is None
                 or getattr(state, "packing_format_for_cpu", False)
@@ -164,4 +190,3 @@ def onednn_linears(model: nn.Module, active: bool = True) -> Iterator[int]:
     finally:
         for module, own, _ in routed:
             module.__class__ = own
-            _REORDERED.pop(id(module.weight), None)

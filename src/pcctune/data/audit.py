@@ -9,17 +9,20 @@ both sides, so a reader can judge the threshold from real examples.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pcctune.data.leakage import LEVELS, LeakageLevel, PairCheck, TestIndex
-from pcctune.data.sts import STSPair
+from pcctune.data.leakage_cache import cached_checks, index_key
+from pcctune.data.sts import STSPair, STSTask
 from pcctune.results import SourceAudit
 
 EXAMPLES_PER_LEVEL = 5
 EDGE_EXAMPLES = 4
+Role = Literal["train", "dev"]
 
 
 @dataclass(frozen=True)
@@ -27,16 +30,30 @@ class CheckedSource:
     """One source's pairs with the check of each pair."""
 
     source: str
-    role: Literal["train", "dev"]
+    role: Role
     pairs: tuple[STSPair, ...]
     checks: tuple[PairCheck, ...]
 
 
-def check_source(
-    index: TestIndex, source: str, pairs: Sequence[STSPair], role: Literal["train", "dev"] = "train"
-) -> CheckedSource:
+def check_source(index: TestIndex, source: str, pairs: Sequence[STSPair], role: Role = "train") -> CheckedSource:
     """Check every pair of one source against the index."""
     return CheckedSource(source, role, tuple(pairs), tuple(index.check_all(pairs)))
+
+
+def check_sources(
+    test_tasks: Sequence[STSTask], sources: Sequence[tuple[str, Sequence[STSPair], Role]], near_threshold: float
+) -> list[CheckedSource]:
+    """Every ``(source, pairs, role)`` checked against the test sets, each source's checks read from the cache
+    (:mod:`.leakage_cache`) when an earlier command kept them: the test index is built only for a source that was
+    not."""
+    index = functools.cache(lambda: TestIndex(test_tasks, near_threshold))
+    key = index_key(test_tasks, near_threshold)
+
+    def checked(source: str, pairs: Sequence[STSPair], role: Role) -> CheckedSource:
+        checks = cached_checks(key, source, pairs, lambda: index().check_all(pairs))
+        return CheckedSource(source, role, tuple(pairs), tuple(checks))
+
+    return [checked(*source) for source in sources]
 
 
 def _example(pair: STSPair, check: PairCheck) -> dict[str, object]:
@@ -51,7 +68,8 @@ def _example(pair: STSPair, check: PairCheck) -> dict[str, object]:
 def summarize_source(checked: CheckedSource, max_examples: int = EXAMPLES_PER_LEVEL) -> SourceAudit:
     """Totals per level and per test set, and examples of the pairs each level is the first to catch."""
     flagged = {level.value: sum(1 for c in checked.checks if c.hits(level)) for level in LEVELS}
-    removed = {level.value: sum(1 for c in checked.checks if c.flagged(level)) for level in LEVELS}
+    firsts = Counter(c.first_level() for c in checked.checks)  # a filter at a level removes what it or one below flags
+    removed = {level.value: sum(firsts[lower] for lower in LEVELS[: i + 1]) for i, level in enumerate(LEVELS)}
     in_test = Counter(str(c.sentences_in_test) for c in checked.checks)
     by_test_set = {
         level.value: dict(sorted(Counter(n for c in checked.checks for n in c.hits(level)).items())) for level in LEVELS

@@ -1,0 +1,64 @@
+"""The leakage checks of the stage-2 set are kept in pcctune's cache: a later build reads them, the same report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import pcctune.data.stage2 as stage2
+from pcctune.data.leakage import TestIndex
+from pcctune.data.leakage_cache import CHECKS_FILE, KIND
+
+
+@pytest.fixture()
+def counted(monkeypatch, tmp_path) -> list[int]:
+    """A fresh cache, no set built in this process, and every ``TestIndex`` built (the expensive path) counted."""
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+    stage2._build.cache_clear()
+    built: list[int] = []
+    real = TestIndex.__init__
+
+    def counting(self, *args, **kwargs) -> None:
+        built.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TestIndex, "__init__", counting)
+    return built
+
+
+def _report(senteval: Path) -> dict:
+    stage2._build.cache_clear()  # as a new process would: nothing kept in memory
+    return stage2.build_stage2_set(senteval, rescale_sick=True).report_dict()
+
+
+def test_a_second_build_reads_the_checks_from_the_cache_and_reports_the_same(mini_senteval, counted):
+    first = _report(mini_senteval)
+    assert len(counted) == 1
+    assert _report(mini_senteval) == first
+    assert len(counted) == 1  # no test index built, no pair checked again
+
+
+def test_a_changed_test_file_checks_again(mini_senteval, counted, monkeypatch, tmp_path):
+    first = _report(mini_senteval)
+    sick_test = mini_senteval / "downstream" / "SICK" / "SICK_test_annotated.txt"
+    lines = sick_test.read_text(encoding="utf-8").splitlines()
+    sick_test.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # the pair SICK train shares with it
+    changed = _report(mini_senteval)
+    assert len(counted) == 2 and changed != first
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "empty-cache"))
+    assert _report(mini_senteval) == changed  # what checking from scratch gives
+
+
+def test_another_near_threshold_is_checked_on_its_own(mini_senteval, counted):
+    stage2.build_stage2_set(mini_senteval, near_threshold=0.8)
+    stage2.build_stage2_set(mini_senteval, near_threshold=0.6)
+    assert len(counted) == 2
+
+
+def test_a_damaged_entry_is_set_aside_and_checked_again(mini_senteval, counted, tmp_path):
+    first = _report(mini_senteval)
+    entry = next((tmp_path / "cache" / KIND).glob("STSBenchmark_train-*"))
+    (entry / CHECKS_FILE).write_text("[]", encoding="utf-8")
+    assert _report(mini_senteval) == first
+    assert len(counted) == 2

@@ -1,15 +1,15 @@
 """Verified cache entries: folders pcctune keeps between commands, checked on every use, built by one process.
 
-An entry is a folder under :func:`~pcctune.paths.cache_root` (``KIND/NAME``) whose last file, written atomically
-once everything else is in place, is its manifest (:data:`MANIFEST`): what made it, when, and the size and sha256
-of every other file. :func:`damage` reads every file in full against it, so an entry cut short by a full disk,
-changed by hand, left half-built by a kill or made by an older pcctune is found out; :func:`cached_folder` then
+An entry is a folder under ``cache_root`` (``KIND/NAME``) whose last file, written atomically
+once everything else is in place, is its manifest (``MANIFEST``): what made it, when, and the size and sha256
+of every other file. ``damage`` reads every file in full against it, so an entry cut short by a full disk,
+changed by hand, left half-built by a kill or made by an older pcctune is found out; ``cached_folder`` then
 sets it aside with one warning naming it and builds it again.
 
-Builders take the entry's file lock (:func:`entry_lock`, a ``filelock`` beside the entry): two processes asking
+Builders take the entry's file lock (``entry_lock``, a ``filelock`` beside the entry): two processes asking
 for the same entry at once build it once, the second waits and uses the first's. Entries whose files change while
 they are used (resume stores) carry a manifest with no files and verify their own data
-(:class:`~pcctune.modeling.vector_store.VectorStore`).
+(``VectorStore``).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def remove(path: Path) -> None:
 
 
 def cached_folder(folder: Path, build: Callable[[Path], object], made_by: str, source: str | None = None) -> Path:
-    """``folder``, verified (:func:`damage`, against ``source`` when given); when missing, damaged or made from
+    """``folder``, verified (``damage``, against ``source`` when given); when missing, damaged or made from
     another source, built again by ``build(staging)`` into a temporary sibling that becomes ``folder`` with its
     manifest, under the entry's lock."""
     if damage(folder, source) is None:
@@ -197,7 +197,7 @@ def _open_resume_folder(folder: Path, made_by: str) -> str | None:
 def resume_folder(name: str, made_by: str) -> Iterator[Path | None]:
     """The cache folder ``resume/NAME`` for the state of one unfinished command, held by this process while the
     block runs. ``None`` (no resume point, the command goes on) when another process holds it or the cache cannot
-    be written. The caller removes it (:func:`remove`) once its command has finished."""
+    be written. The caller removes it (``remove``) once its command has finished."""
     folder = cache_root() / RESUME / name
     lock = _try_lock(folder)
     if isinstance(lock, str):

@@ -53,5 +53,5 @@ def correlation(cosines: np.ndarray, gold: np.ndarray) -> Correlation:
 def score_pairs(
     vectors: Mapping[str, np.ndarray], pairs: Sequence[ScoredPair], text_of: Callable[[str], str] = str
 ) -> Correlation:
-    """:func:`correlation` of the pairs' cosines with their gold scores."""
+    """``correlation`` of the pairs' cosines with their gold scores."""
     return correlation(*pair_cosines(vectors, pairs, text_of))

@@ -3,7 +3,7 @@
 A write goes to a temporary file in the target's folder and is moved over the target with
 ``os.replace``, which is atomic on POSIX and Windows. A failure (disk full, size limit, a kill)
 leaves the previous file untouched and removes the temporary one. Model folders are written the
-same way with :func:`atomic_folder`: into a sibling temporary folder, renamed when complete.
+same way with ``atomic_folder``: into a sibling temporary folder, renamed when complete.
 
 Only regular files and new paths are renamed over. ``-`` is standard output; a device, a FIFO or a
 symlink to one (``/dev/stdout``, ``/dev/full``, a pipe) is written directly, never replaced; a symlink

@@ -2,7 +2,7 @@
 
 SentEval data: the ``--data`` flag, ``PCCTUNE_DATA``, or a ``shared/data`` folder beside a source checkout (a data
 folder kept next to the repository); else the copy fetched on first use into the user cache
-(:mod:`pcctune.data.cache`). Cache (converted GGUF files, unzipped packaged models, the fetched STS data):
+(``pcctune.data.cache``). Cache (converted GGUF files, unzipped packaged models, the fetched STS data):
 ``PCCTUNE_CACHE``, else ``~/.cache/pcctune``.
 """
 
@@ -45,7 +45,7 @@ def resolve_senteval_dir(path: str | Path | None = None) -> Path:
 
     ``path`` may name the SentEval folder itself or a data root holding ``senteval/``.
     Without ``path``: ``$PCCTUNE_DATA``, then ``shared/data`` beside the checkout. Where none is found, the
-    commands that read STS data use the copy fetched into the user cache (:func:`pcctune.data.cache.senteval_folder`).
+    commands that read STS data use the copy fetched into the user cache (``pcctune.data.cache.senteval_folder``).
     """
     candidates: list[Path]
     if path is not None:

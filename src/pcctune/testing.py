@@ -22,7 +22,7 @@ WORDS = (
 
 
 def word_level_tokenizer(kind: str):
-    """A word-level tokenizer over :data:`WORDS`: BERT-style (``[CLS] … [SEP]``) or decoder-style (BOS, no pad)."""
+    """A word-level tokenizer over ``WORDS``: BERT-style (``[CLS] … [SEP]``) or decoder-style (BOS, no pad)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -245,7 +245,7 @@ class TinyWorkspace:
 
 
 def tiny_workspace(root: Path) -> TinyWorkspace:
-    """Build a :class:`TinyWorkspace` under ``root`` (a few seconds, offline)."""
+    """Build a ``TinyWorkspace`` under ``root`` (a few seconds, offline)."""
     senteval = make_mini_senteval(root / "senteval")
     write_tokenized_copy(senteval)
     return TinyWorkspace(

@@ -1,4 +1,4 @@
-"""Leakage audit: training (and dev) pairs checked against test sets at every level of :mod:`.leakage`.
+"""Leakage audit: training (and dev) pairs checked against test sets at every level of ``.leakage``.
 
 The audit is what ``pcctune data audit`` prints and the stage-2 set's report records: for each
 source, how many pairs each level's own check flags, how many a filter at each level removes, how
@@ -44,7 +44,7 @@ def check_sources(
     test_tasks: Sequence[STSTask], sources: Sequence[tuple[str, Sequence[STSPair], Role]], near_threshold: float
 ) -> list[CheckedSource]:
     """Every ``(source, pairs, role)`` checked against the test sets, each source's checks read from the cache
-    (:mod:`.leakage_cache`) when an earlier command kept them: the test index is built only for a source that was
+    (``.leakage_cache``) when an earlier command kept them: the test index is built only for a source that was
     not."""
     index = functools.cache(lambda: TestIndex(test_tasks, near_threshold))
     key = index_key(test_tasks, near_threshold)

@@ -1,12 +1,12 @@
 """The STS data on first use: fetched from the Hub into the user cache where no SentEval folder is found.
 
 pcctune looks for a SentEval folder at ``--data``, ``$PCCTUNE_DATA``, then ``shared/data`` beside the checkout
-(:func:`pcctune.paths.resolve_senteval_dir`). Where the user named none and none is there, the commands that read STS
+(``pcctune.paths.resolve_senteval_dir``). Where the user named none and none is there, the commands that read STS
 data fetch what ``pcctune data download`` fetches (the seven test sets, STS-B and SICK from MTEB's Hub datasets at
 pinned revisions, each checked against the SentEval release's pair count and content hash) into
 ``$PCCTUNE_CACHE/data/senteval`` (default ``~/.cache/pcctune/data/senteval``), once; later commands read that copy.
 
-The copy is a verified cache entry (:func:`pcctune.cache_entry.cached_folder`): written under a temporary name with
+The copy is a verified cache entry (``pcctune.cache_entry.cached_folder``): written under a temporary name with
 its manifest (every file's size and sha256) last, renamed into place, and checked against the manifest on every use,
 so a fetch cut short is never taken for a complete one. Everything is fetched and checked in memory before anything
 is written: where the Hub cannot be reached, nothing is written and the error names the command and flag that
@@ -27,10 +27,10 @@ MADE_BY = "the STS data fetched on first use (pcctune data download's sets, hash
 
 
 def senteval_folder(path: str | Path | None = None, load: download.Loader | None = None) -> Path:
-    """The SentEval folder to read: :func:`~pcctune.paths.resolve_senteval_dir`'s, else (no ``--data``, no
+    """The SentEval folder to read: ``resolve_senteval_dir``'s, else (no ``--data``, no
     ``PCCTUNE_DATA``, nothing beside the checkout) the verified copy in the user cache, fetched now if missing.
 
-    ``load`` reads one Hub source (default :func:`pcctune.data.download.hub_loader`)."""
+    ``load`` reads one Hub source (default ``pcctune.data.download.hub_loader``)."""
     try:
         return resolve_senteval_dir(path)
     except PcctuneError:

@@ -2,9 +2,9 @@
 
 For a user on a machine without the SentEval folder: the seven STS test sets, STS-B train / dev
 and SICK train / trial, fetched from MTEB's datasets at the revisions MTEB itself pins
-(:data:`SOURCES`), written where pcctune's readers look (:mod:`pcctune.data.senteval`), then
+(``SOURCES``), written where pcctune's readers look (``pcctune.data.senteval``), then
 checked: every set must have the standard SentEval release's pair count and content hash
-(:data:`EXPECTED`, computed from that release). A mismatch is an error naming the set, and the
+(``EXPECTED``, computed from that release). A mismatch is an error naming the set, and the
 folder is not written.
 
 - STS12–16: one subset file per year (``STS.input.all.txt`` / ``STS.gs.all.txt``). pcctune
@@ -69,7 +69,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "SICK:dev": (500, "02dd49fc738ad0cf20bf071f0c1773ef7576fa45fbb77a734d8598d4df479948"),
     "SICK:test": (4927, "03afcd3af4a07d510a9889b1c3dbafbd65550cde5e8b465a9677c797ca278330"),
 }
-"""Set → (pairs, :func:`content_hash`) of the standard SentEval release."""
+"""Set → (pairs, ``content_hash``) of the standard SentEval release."""
 
 Loader = Callable[[HubSource], Any]
 """Returns the dataset (a ``DatasetDict``: split → rows of sentence1, sentence2, score) of a source."""
@@ -129,7 +129,7 @@ def _pairs(rows: Any, where: str) -> list[STSPair]:
 
 
 def fetch_sources(load: Loader) -> dict[str, Any]:
-    """Each of :data:`SOURCES` loaded, with a progress bar over the seven datasets."""
+    """Each of ``SOURCES`` loaded, with a progress bar over the seven datasets."""
     return {
         name: load(source)
         for name, source in tqdm(SOURCES.items(), desc="Fetching STS data", unit="dataset", disable=None)
@@ -137,7 +137,7 @@ def fetch_sources(load: Loader) -> dict[str, Any]:
 
 
 def hub_sets(load: Loader) -> dict[str, list[STSPair]]:
-    """Every set, named as in :data:`EXPECTED`, from the Hub sources (or a loader of local copies)."""
+    """Every set, named as in ``EXPECTED``, from the Hub sources (or a loader of local copies)."""
     loaded = fetch_sources(load)
     sets = {f"STS{y}": _pairs(loaded[f"STS{y}"]["test"], f"STS{y}") for y in range(12, 17)}
     stsb = loaded["STSBenchmark"]

@@ -25,7 +25,7 @@ def load_hub_dataset(
 ) -> Any:
     """The dataset's split with its columns renamed to pcctune's (``columns``: pcctune's name → the dataset's);
     one clear error for an unreachable Hub, an unknown split or a missing column. Read it with
-    :func:`~pcctune.data.nli.triplets_from_hf_dataset` or :func:`~pcctune.data.pairs.pairs_from_hf_dataset`."""
+    ``triplets_from_hf_dataset`` or ``pairs_from_hf_dataset``."""
     import datasets
 
     try:

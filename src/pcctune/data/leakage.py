@@ -5,7 +5,7 @@ s2 = t2, or s1 = t2 and s2 = t1, whatever the gold scores. That filter is the ``
 level above it catches more:
 
 - ``pair``: the pair in either order, exactly (the paper's filter, its 5,398 pairs);
-- ``normalized``: the pair in either order after :func:`normalize_sentence` (Unicode NFKC, case
+- ``normalized``: the pair in either order after ``normalize_sentence`` (Unicode NFKC, case
   folding, punctuation removed, whitespace folded);
 - ``near``: both sentences within a character n-gram Jaccard similarity of ``near_threshold`` of the two
   sentences of one test pair (either order), found by MinHash LSH (``datasketch``, bands weighted against

@@ -1,16 +1,16 @@
 """Leakage checks kept between commands: each source's checks against the test sets, as a verified cache entry.
 
-Checking the stage-2 sources (STS-B and SICK-R train, the two dev sets) at every level of :mod:`.leakage` means
+Checking the stage-2 sources (STS-B and SICK-R train, the two dev sets) at every level of ``.leakage`` means
 indexing every test sentence for MinHash LSH and querying it once per training sentence: seconds before the first
 step of every ``pcctune train`` on the stage-2 data, for the same answer each time. The checks of one source are
-kept in ``leakage/SOURCE-DIGEST`` under :func:`~pcctune.paths.cache_root` (``checks.json``, one
-:class:`~pcctune.data.leakage.PairCheck` per pair), a :func:`~pcctune.cache_entry.cached_folder` entry verified
+kept in ``leakage/SOURCE-DIGEST`` under ``cache_root`` (``checks.json``, one
+``PairCheck`` per pair), a ``cached_folder`` entry verified
 against its manifest on every use. Its digest covers everything the checks depend on:
 
 - the test sets as read from their files (each task's name and pairs: a changed test file changes it);
 - the source's pairs;
 - the settings of the levels (the ``near`` threshold, n-gram size, MinHash permutations, LSH weights, the edge
-  margin), the checking code itself (the bytes of :mod:`.leakage`) and datasketch's version,
+  margin), the checking code itself (the bytes of ``.leakage``) and datasketch's version,
 
 so a check is served from the cache only where computing it again would give the same answer. Where the cache
 cannot be written, the checks are computed and the command goes on.
@@ -92,7 +92,7 @@ def entry_folder(key: str, source: str, pairs: Sequence[STSPair]) -> tuple[Path,
 def cached_checks(
     key: str, source: str, pairs: Sequence[STSPair], check: Callable[[], list[PairCheck]]
 ) -> list[PairCheck]:
-    """``check()`` of ``source``'s ``pairs`` against the index ``key`` (:func:`index_key`), read from the cache when
+    """``check()`` of ``source``'s ``pairs`` against the index ``key`` (``index_key``), read from the cache when
     an earlier command made it, else computed and kept there."""
     folder, digest = entry_folder(key, source, pairs)
     computed = functools.cache(check)  # once, though writing it fails

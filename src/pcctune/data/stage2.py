@@ -5,7 +5,7 @@ SICK-R train (4,500) after removing pairs that appear in any of the seven test s
 scores are 0–5 and SICK-R 1–5; the reference code mixes them unscaled, and ``rescale_sick``
 maps SICK to 0–5 with 5·(x−1)/4 instead, as the paper's Limitations section says it did.
 
-The paper's filter is the ``pair`` level of :mod:`pcctune.data.leakage`; ``level`` takes any stricter
+The paper's filter is the ``pair`` level of ``pcctune.data.leakage``; ``level`` takes any stricter
 one, down to ``sentence``, which leaves no sentence of any test set in the training data.
 """
 
@@ -42,7 +42,7 @@ class SourcedPair:
 @dataclass(frozen=True)
 class Stage2Set:
     """The filtered stage-2 pairs and the leakage report that built them; immutable, so one cached set can be
-    handed to every caller (each :meth:`report_dict` call returns a fresh copy)."""
+    handed to every caller (each ``report_dict`` call returns a fresh copy)."""
 
     pairs: tuple[SourcedPair, ...]
     level: LeakageLevel
@@ -79,7 +79,7 @@ def build_stage2_set(
     level would remove, and checks the dev sets (SICK trial, STS-B dev) against the test sets too.
     Built once per data state: each later call with the same files (same sizes and modification times)
     and settings returns the same immutable set. The leakage checks behind it are kept in pcctune's cache
-    (:mod:`pcctune.data.leakage_cache`), so a later command on the same data reads them instead of checking again."""
+    (``pcctune.data.leakage_cache``), so a later command on the same data reads them instead of checking again."""
     folder = senteval_dir.resolve()
     return _build(folder, LeakageLevel(level), rescale_sick, near_threshold, _files_state(folder))
 

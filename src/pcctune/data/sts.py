@@ -77,7 +77,7 @@ def read_text(path: Path) -> str:
 
 
 def read_lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 text file (see :func:`read_text`)."""
+    """The lines of a UTF-8 text file (see ``read_text``)."""
     return read_text(path).splitlines()
 
 

@@ -1,8 +1,8 @@
 """The registry of evaluation tasks: the seven STS test sets of the SimCSE/SentEval protocol.
 
-Each :class:`TaskSpec` names a task, its short label in tables, and how its test pairs are read.
+Each ``TaskSpec`` names a task, its short label in tables, and how its test pairs are read.
 Everything that lists tasks (evaluation, the leakage filter's test sets, tables, the CLI) draws
-from :data:`STS_TASKS`. The transfer tasks have their own list in :mod:`pcctune.data.transfer`.
+from ``STS_TASKS``. The transfer tasks have their own list in ``pcctune.data.transfer``.
 """
 
 from __future__ import annotations

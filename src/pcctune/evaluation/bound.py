@@ -13,7 +13,7 @@ With n distinct gold scores and the best such scorer (the top k gold pairs high)
   ρ(k) = √(3k(n−k)/(n²−1)), maximal at k = ⌊n/2⌋: exactly √3/2 ≈ 0.8660 for odd n and
   (√3/2)·n/√(n²−1) for even n, tending to √3/2 (not 0.875).
 
-With real gold scores (which have ties), :func:`best_two_valued_spearman` searches every split
+With real gold scores (which have ties), ``best_two_valued_spearman`` searches every split
 of the pairs sorted by gold score: for a fixed number k of "high" predictions, the top k gold
 ranks maximise the covariance, so the search over k is exact over all two-valued scorers.
 """

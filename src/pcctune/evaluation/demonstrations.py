@@ -2,8 +2,8 @@
 
 Candidates are built here, not downloaded: sentences from the filtered STS-B training pairs
 (never a sentence that appears in a test set), each labelled with the word the model itself
-predicts under the base template (:func:`pcctune.modeling.demonstrations.predict_words`).
-:func:`search_demonstrations` scores every candidate on a dev set that shares no pair with a
+predicts under the base template (``pcctune.modeling.demonstrations.predict_words``).
+``search_demonstrations`` scores every candidate on a dev set that shares no pair with a
 test set, and reports them all.
 """
 
@@ -51,7 +51,7 @@ class CandidateScore:
 
 def dev_spearman(model: SentenceTransformer, parts: dict[str, list[STSPair]]) -> float:
     """Spearman × 100 of cosine similarity on a dev set (only): each single set scored on its own,
-    then weighted by size, exactly as checkpoints are selected (:func:`pcctune.data.dev.size_weighted`)."""
+    then weighted by size, exactly as checkpoints are selected (``pcctune.data.dev.size_weighted``)."""
     texts = [senteval_text(s) for pairs in parts.values() for p in pairs for s in (p.sentence1, p.sentence2)]
     vectors = encode_unique(model, texts, show_progress=False)
 
@@ -103,7 +103,7 @@ def rank_demonstrations(
 ) -> list[CandidateScore]:
     """The whole search for ``model``'s current template: draw ``count`` candidate sentences, label
     each with the model's own word, score every candidate (and no demonstration) on ``dev``
-    (:func:`pcctune.data.dev.dev_parts`); ``known`` and ``on_scored`` as :func:`search_demonstrations`."""
+    (``pcctune.data.dev.dev_parts``); ``known`` and ``on_scored`` as ``search_demonstrations``."""
     base = input_module(model).template
     if base is None:
         raise PcctuneError("a demonstration is prepended to a template; give the model one (e.g. --template eol)")

@@ -4,7 +4,7 @@ A pcctune model is a plain sentence-transformers model whose first module carrie
 so MTEB encodes through it unchanged: pass the loaded ``SentenceTransformer`` to
 ``mteb.evaluate``. (``mteb.get_model`` resolves Hub names to MTEB's registry and has no entry
 for a local folder.) On a machine with the Hub, ``mteb.get_tasks(["STS12", …])`` downloads the
-data; offline, :func:`use_local_data` gives a task a ``DatasetDict`` saved to disk instead (``pcctune mteb
+data; offline, ``use_local_data`` gives a task a ``DatasetDict`` saved to disk instead (``pcctune mteb
 --local-data``).
 """
 

@@ -22,7 +22,7 @@ both see a sentence as SentEval does: split on whitespace, joined by single spac
   runs), which refuses a model without a template instead of scoring it unedited.
 
 Whether a model is templated is read from its template wherever it lives (pcctune's input module or
-the chat template of a model saved as plain sentence-transformers: :func:`~pcctune.modeling.template.model_template`).
+the chat template of a model saved as plain sentence-transformers: ``model_template``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Transfer tasks: a logistic-regression probe on frozen sentence embeddings, one of two.
 
 ``senteval``: SentEval's own PyTorch probe, the numbers of the papers' transfer tables
-(:mod:`pcctune.evaluation.senteval_probe`). ``sklearn`` (the default, about ten times faster): as SentEval with
+(``pcctune.evaluation.senteval_probe``). ``sklearn`` (the default, about ten times faster): as SentEval with
 its scikit-learn classifier: L2-regularised logistic regression with C chosen
 from {2⁻², …, 2³}. MR, CR, SUBJ and MPQA: 10-fold stratified cross-validation (C chosen by an
 inner 5-fold search on each training fold). SST2: C chosen on the dev split, accuracy on test.
@@ -61,7 +61,7 @@ def _features(
     task: TransferTask, split: str, vectors: dict[str, np.ndarray], probe: Probe = "sklearn"
 ) -> tuple[np.ndarray, np.ndarray]:
     """A split's features and labels; MRPC pairs as [u, v, |u−v|, u·v], or SentEval's [|u−v|, u·v]. The
-    senteval probe gets its training rows in SentEval's order (:func:`senteval_probe.senteval_order`); test rows
+    senteval probe gets its training rows in SentEval's order (``senteval_probe.senteval_order``); test rows
     keep the task's order, which its labels are scored in."""
     texts, labels = task.splits[split]
     if probe == "senteval" and split != "test":

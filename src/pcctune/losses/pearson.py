@@ -48,7 +48,7 @@ def check_gold(gold: Tensor) -> None:
 
 
 def global_scored_cosines(u: Tensor, v: Tensor, gold: Tensor) -> tuple[Tensor, Tensor]:
-    """cos(u, v) and gold over the pairs of every process, the gold checked (:func:`check_gold`)."""
+    """cos(u, v) and gold over the pairs of every process, the gold checked (``check_gold``)."""
     cos_all, gold_all = global_pair_cosines(u, v, gold)
     check_gold(gold_all)
     return cos_all, gold_all
@@ -79,10 +79,11 @@ class PearsonLoss(EmbeddingLoss):
 
     Inputs: (sentence1, sentence2) pairs with a float score label (any scale; r is scale-invariant).
 
-    Example::
-
+    Examples:
+        ```python
         loss = PearsonLoss(model, mini_batch_size=32)
         trainer = SentenceTransformerTrainer(model=model, train_dataset=pairs, loss=loss, args=args)
+        ```
     """
 
     citation = citations.PCC_TUNING

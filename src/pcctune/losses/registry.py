@@ -1,7 +1,7 @@
 """The registry of stage losses: name → class, the data each one trains on, and its label scale.
 
 Configs, the CLI's choices, the training data builder, benchmarks and docs draw loss names from
-:data:`LOSSES`; nothing else lists them.
+``LOSSES``; nothing else lists them.
 
 - ``data``: ``triplets`` (anchor, positive[, negative]), ``scored`` (sentence1, sentence2,
   score), ``positives`` (scored pairs above a threshold become anchor/positive pairs, the

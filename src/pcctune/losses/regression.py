@@ -46,7 +46,7 @@ PENALTIES: dict[str, Callable[[Tensor, float, float], Tensor]] = {
 
 
 def penalty(name: str, x: Tensor, k: float, x0: float) -> Tensor:
-    """The penalty ``name`` (a key of :data:`PENALTIES`) of the absolute errors ``x``."""
+    """The penalty ``name`` (a key of ``PENALTIES``) of the absolute errors ``x``."""
     if name not in PENALTIES:
         raise ValueError(f"unknown regression penalty {name!r}")
     return PENALTIES[name](x, k, x0)
@@ -74,8 +74,9 @@ class RegressionLoss(EmbeddingLoss):
     Args:
         model: the SentenceTransformer being trained.
         dimension: embedding size (``model.get_embedding_dimension()``).
-        penalty_name: a key of :data:`PENALTIES` (``l1``, ``mse``, ``translated_relu``, ``smooth_k2``).
-        k, x0: slope and zero-gradient threshold of Translated ReLU / Smooth K2.
+        penalty_name: a key of ``PENALTIES`` (``l1``, ``mse``, ``translated_relu``, ``smooth_k2``).
+        k: slope of Translated ReLU / Smooth K2.
+        x0: zero-gradient threshold of Translated ReLU / Smooth K2.
         concat: ``uv``, ``absdiff`` or ``uv_absdiff`` (the paper's choice).
         label_range: ``(low, high)`` to clip predictions into (straight-through), or ``None``.
 

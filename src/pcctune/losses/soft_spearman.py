@@ -24,7 +24,7 @@ objective that optimises the evaluation metric itself.
 **ε is scaled to the batch.** Applied to raw cosines, a fixed ε = 0.1 collapses: the cosines of a
 batch of 64 span about 0.5, so neighbouring gaps of θ/ε are far below the unit steps of ρ, PAV pools
 the whole batch into one block, r_ε is an affine function of the cosines and the loss is exactly
-1 − Pearson(cos, rank(gold)) (measured: equal to 1e-16; docs/fidelity.md). :class:`SoftSpearmanLoss`
+1 − Pearson(cos, rank(gold)) (measured: equal to 1e-16; docs/fidelity.md). ``SoftSpearmanLoss``
 therefore ranks z = n · standardise(cos) / ε (mean and spread taken as constants), so ε counts in
 units of the batch: ε = 1 stays within 0.002 of Spearman's ρ while about 27 % of a batch sits in
 pooled blocks, the only ones through which a gradient flows (ε → 0: hard ranks, no gradient;
@@ -109,7 +109,7 @@ class SoftSpearmanLoss(EmbeddingLoss):
 
     Args:
         model: the SentenceTransformer being trained.
-        regularization: ε of the soft ranks, in units of the batch (:func:`batch_scaled`); smaller is closer to
+        regularization: ε of the soft ranks, in units of the batch (``batch_scaled``); smaller is closer to
             Spearman (and to zero gradients), 5 and above is Pearson of the cosines.
         mini_batch_size: GradCache mini-batch size, or ``None``.
 

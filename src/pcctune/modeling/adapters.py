@@ -1,7 +1,7 @@
 """LoRA and QLoRA adapters through peft, on the backbone inside a SentenceTransformer.
 
 Pcc-tuning (§4.1) and PromptEOL (§3.2) train 7B models with QLoRA: the base in 4-bit NF4
-(bitsandbytes, on GPU or CPU; :mod:`pcctune.modeling.quantization`), LoRA r=64, α=16, dropout
+(bitsandbytes, on GPU or CPU; ``pcctune.modeling.quantization``), LoRA r=64, α=16, dropout
 0.05 on every linear layer. The adapter is added once, before stage 1, and stage 2 keeps
 training the same adapter.
 """
@@ -41,7 +41,7 @@ class AdapterConfig(BaseModel):
     quantization: QuantizationConfig = Field(QuantizationConfig(), description="4-bit settings of a qlora backbone")
 
     def prompt_kwargs(self) -> dict[str, Any] | None:
-        """Arguments of :class:`~pcctune.modeling.prefix.PromptedTransformer`, or ``None`` for other kinds."""
+        """Arguments of ``PromptedTransformer``, or ``None`` for other kinds."""
         if self.kind not in ("deep_prompt", "shallow_prompt"):
             return None
         return {

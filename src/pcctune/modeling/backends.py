@@ -11,7 +11,7 @@ files ``SentenceTransformer(folder, backend="onnx" | "openvino")`` reads where o
 
 Only the backbone is exported: tokenization (the template included, as a chat template) and
 pooling stay in sentence-transformers, so an exported model encodes exactly what the torch model
-encodes. :func:`use_backend` swaps the backbone of a loaded model for an onnxruntime session or a
+encodes. ``use_backend`` swaps the backbone of a loaded model for an onnxruntime session or a
 compiled OpenVINO model, which is how ``pcctune eval --backend onnx`` scores the export.
 """
 

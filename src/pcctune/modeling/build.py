@@ -1,6 +1,6 @@
 """Build a SentenceTransformer from a Hub id, a local folder, a GGUF file or a packaged short name.
 
-The result is always a plain ``SentenceTransformer``: a :class:`TemplateTransformer` input
+The result is always a plain ``SentenceTransformer``: a ``TemplateTransformer`` input
 module (template saved in its config) followed by sentence-transformers' ``Pooling``. A
 sentence-transformers folder loaded with no overrides is returned exactly as saved.
 """
@@ -138,11 +138,11 @@ def build_model(
             for decoders and ``mean`` for encoders.
         max_seq_length: token budget; with a template only the sentence is cut.
         dtype: ``fp32``, ``bf16`` or ``fp16`` weights, asked of ``from_pretrained`` (a bf16 checkpoint
-            loads in fp32 when fp32 is asked; :mod:`pcctune.modeling.dtypes`); for a 4-bit backbone, the
+            loads in fp32 when fp32 is asked; ``pcctune.modeling.dtypes``); for a 4-bit backbone, the
             dtype of its non-quantized weights (norms, embeddings), as the authors' ``torch_dtype``.
         model_kwargs: passed to ``from_pretrained`` of the backbone (e.g. a 4-bit quantization config).
         prompt: continuous prompts on a frozen backbone, e.g. ``{"prompt_kind": "deep", "prompt_length": 16}``
-            (see :class:`~pcctune.modeling.prefix.PromptedTransformer`).
+            (see ``PromptedTransformer``).
         quantization: load the backbone in 4-bit with these settings (QLoRA; saved with the model); a saved
             model loads in 4-bit with them whatever it was saved as.
         full_precision_base: load a saved 4-bit (QLoRA) model's base unquantized, in ``dtype``, with its

@@ -15,8 +15,8 @@ rendered string is tokenized without special tokens). The authors tokenize the f
 ``tokenizer(filled)`` (Pcc-tuning ``tune.py``, PromptEOL ``ft_llm.py``), and a rendered template must
 give the same ids: on a SentencePiece/Metaspace tokenizer (Llama-2, Mistral; ``prepend_scheme="first"``)
 a text that follows a literal ``<s>`` loses its word-start ``▁`` (``<s>This`` → ``T h is``, where
-``tokenizer("This …")`` gives ``<s> ▁This``), so :func:`head_join` puts the one space that restores it
-between the two, and :func:`check_tokens` refuses, at model build, any template whose rendering still
+``tokenizer("This …")`` gives ``<s> ▁This``), so ``head_join`` puts the one space that restores it
+between the two, and ``check_tokens`` refuses, at model build, any template whose rendering still
 differs from ``tokenizer(filled)``. A saved model then carries its template in
 ``tokenizer_config.json`` / ``chat_template.jinja`` and its ``modality_config``: plain
 sentence-transformers loads and applies it, with no pcctune installed and no ``trust_remote_code``.
@@ -38,7 +38,7 @@ TEMPLATE_MARKER = "pcctune template: "
 
 _PROBE = "probe"
 PROBE_SENTENCE = "A man plays a guitar."
-"""The sentence that :func:`check_tokens` fills the template with."""
+"""The sentence that ``check_tokens`` fills the template with."""
 
 
 def _literal(text: str) -> str:
@@ -105,7 +105,7 @@ def check_tokens(tokenizer: PreTrainedTokenizerBase, template: str) -> None:
 
 
 def template_in(tokenizer: PreTrainedTokenizerBase | None) -> str | None:
-    """The template a tokenizer's chat template was rendered from by :func:`render`, else ``None``."""
+    """The template a tokenizer's chat template was rendered from by ``render``, else ``None``."""
     chat_template = getattr(tokenizer, "chat_template", None)
     if not isinstance(chat_template, str) or not chat_template.startswith("{# " + TEMPLATE_MARKER):
         return None

@@ -1,7 +1,7 @@
 """In-context demonstrations for prompt-based embeddings (PromptEOL §3.2, Figure 2, Table 5).
 
 One solved example placed before the input steers the last token of a causal LM towards a
-meaning-bearing word, e.g.::
+meaning-bearing word, e.g.:
 
     This sentence : "A jockey riding a horse." means in one word:"Equestrian".This sentence : …
 
@@ -11,7 +11,7 @@ kongds/scaling_sentemb's ``icl_examples.txt``).
 A demonstration is part of the template, so the chosen one is saved with the model like any
 template. Candidates are built here, not downloaded: sentences from the filtered STS-B training
 pairs (never a sentence that appears in a test set), each labelled with the word the model itself
-predicts under the base template. :func:`search_demonstrations` scores every candidate on a dev
+predicts under the base template. ``search_demonstrations`` scores every candidate on a dev
 set that shares no pair with a test set, and reports them all.
 """
 

@@ -5,7 +5,7 @@ on the Hub are bf16, so a model loaded without ``dtype=`` stays bf16 although a 
 The authors load with ``torch_dtype=torch.float32`` around their 4-bit layers (Pcc-tuning
 ``tune.py``), so every pcctune load path (Hub, local folder, GGUF cache, reloads between stages,
 evaluations, ``export --merge``) asks ``from_pretrained`` for the dtype by name through
-:func:`torch_dtype`.
+``torch_dtype``.
 """
 
 from __future__ import annotations

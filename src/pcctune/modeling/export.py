@@ -1,15 +1,15 @@
 """A LoRA / QLoRA model as one full-precision model that loads anywhere (QLoRA paper §3; Pcc-tuning's
 checkpoints are adapters on a 7B base).
 
-:func:`merge_adapter` loads the adapter's base model in full precision (not the 4-bit copy it
+``merge_adapter`` loads the adapter's base model in full precision (not the 4-bit copy it
 trained against, the usual QLoRA practice), folds the LoRA update W + (α/r)·BA into every
 adapted layer with peft's ``merge_and_unload``, and writes a sentence-transformers folder with
 the merged weights and the same template and pooling, without the 4-bit settings, as plain
-sentence-transformers (:mod:`pcctune.modeling.saving`). The folder is written atomically.
+sentence-transformers (``pcctune.modeling.saving``). The folder is written atomically.
 
-:func:`export_adapter` writes the adapter alone (fp16 halves it), to be scored on its base.
+``export_adapter`` writes the adapter alone (fp16 halves it), to be scored on its base.
 
-:func:`export_model` re-saves any model folder, old ones included, as plain sentence-transformers,
+``export_model`` re-saves any model folder, old ones included, as plain sentence-transformers,
 with an ONNX or OpenVINO export of its backbone on request.
 """
 
@@ -77,7 +77,7 @@ def export_adapter(folder: str | Path, output: str | Path, dtype: str = "fp16") 
 
 def export_model(folder: str | Path, output: str | Path, backend: Backend = "torch") -> bool:
     """Re-save a model folder (one written by any pcctune version) as plain sentence-transformers where its
-    behaviour allows, with an ONNX / OpenVINO export of its backbone for ``backend`` (:mod:`backends`);
+    behaviour allows, with an ONNX / OpenVINO export of its backbone for ``backend`` (``backends``);
     True when the result loads without pcctune."""
     from pcctune.modeling.build import build_model
 

@@ -4,7 +4,7 @@ transformers dequantizes a GGUF file at load time (16–53 s here) and refuses t
 ``save_pretrained`` the result. We convert once: load with ``gguf_file=``, drop the
 ``quantization_config``, save safetensors weights + config + tokenizer to a cache folder keyed
 by the file's content hash. Later loads take seconds, and a model built from it saves normally.
-The folder is a verified cache entry (:mod:`pcctune.cache_entry`): its weights are checked against its manifest on
+The folder is a verified cache entry (``pcctune.cache_entry``): its weights are checked against its manifest on
 every load, a damaged one is converted again, and two processes converting the same file at once convert it once.
 """
 

@@ -6,7 +6,7 @@
   sequence, so the outputs keep one position per real token and mean, cls and last-token pooling
   work unchanged. BERT numbers positions after the cache (positions P..P+L−1); DCPCSE's code
   inherited that offset. ``offset_positions=False`` passes positions 0..L−1 instead. Backbones whose
-  attention reads no cache get the prefix another way (MPNet: :mod:`pcctune.modeling.prefix_mpnet`; it
+  attention reads no cache get the prefix another way (MPNet: ``pcctune.modeling.prefix_mpnet``; it
   numbers positions from the input ids whatever the prefix, so ``offset_positions`` does not apply) or a
   one-line error.
 - **Shallow prompts** (SCPCSE, the ablation): P trainable input embeddings inserted after the
@@ -64,7 +64,7 @@ class PromptedTransformer(TemplateTransformer):
         prompt_projection: deep only, produce the prefixes with an MLP (P-tuning v2's re-parameterisation).
         offset_positions: deep only, keep BERT's positions after the prefix (DCPCSE's behaviour).
         prompt_init_text: shallow only, the manual template whose token embeddings initialise the prompt.
-        **kwargs: everything :class:`TemplateTransformer` accepts.
+        **kwargs: everything ``TemplateTransformer`` accepts.
     """
 
     config_keys: list[str] = [

@@ -3,7 +3,7 @@
 
 Under a prompt template (PromptEOL §3.1, Pcc-tuning §3.2) every input starts with the same tokens, e.g. PromptEOL's
 ``This sentence : "``. A decoder's attention is causal, so their hidden states and key/values do not depend on the
-sentence that follows: :class:`CachedPrefix` computes them once per :func:`~pcctune.modeling.encoding.encode_texts`
+sentence that follows: ``CachedPrefix`` computes them once per ``encode_texts``
 call (the weights may have changed between calls, as during training), and each batch runs only its remaining
 tokens over a copy of that cache. The pooling then sees the prefix's hidden states and the batch's, as if the whole
 input had run. A batch is run this way only when every row's tokens begin with the prefix's (a tokenizer could merge

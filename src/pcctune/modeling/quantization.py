@@ -1,6 +1,6 @@
 """4-bit NF4 loading for QLoRA (Dettmers et al. 2023; Pcc-tuning §4.1, PromptEOL §3.2) on CPU and GPU.
 
-The settings are a plain, JSON-able :class:`QuantizationConfig`. A model's input module keeps them
+The settings are a plain, JSON-able ``QuantizationConfig``. A model's input module keeps them
 in its saved config (``sentence_bert_config.json``), so a stage's saved model, its checkpoints
 and every evaluation reload the backbone in the same 4-bit precision it trained in.
 
@@ -8,7 +8,7 @@ bitsandbytes ≥ 0.50 runs NF4 on CPU. On CPUs with AVX512-BF16 its ``Linear4bit
 weight into a CPU-only layout (bf16 scales) the first time it runs in eval mode without
 gradients, and later forwards use a kernel with no backward: after one dev evaluation, training
 would silently stop propagating gradients through the frozen 4-bit layers to the LoRA weights
-of earlier layers. :func:`keep_4bit_layout` turns that repacking off, so training and evaluation
+of earlier layers. ``keep_4bit_layout`` turns that repacking off, so training and evaluation
 use the same NF4 weights and the same kernel.
 """
 

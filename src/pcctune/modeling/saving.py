@@ -1,10 +1,10 @@
 """Save a model as plain sentence-transformers wherever its behaviour allows.
 
-pcctune trains through :class:`~pcctune.modeling.template.TemplateTransformer`, but a saved model
+pcctune trains through ``TemplateTransformer``, but a saved model
 should load in plain sentence-transformers: MTEB, the Hub widget, a colleague without pcctune,
 ONNX / OpenVINO exports. When the module uses nothing sentence-transformers lacks (no sentence
 cut-off, no 4-bit settings; its template is already a chat template, see
-:mod:`pcctune.modeling.chat_template`), :func:`save_model` writes it as sentence-transformers' own
+``pcctune.modeling.chat_template``), ``save_model`` writes it as sentence-transformers' own
 ``Transformer``: ``modules.json`` names that class and ``sentence_bert_config.json`` drops
 pcctune's keys. Anything else (deep continuous prompts, a sentence cut-off, 4-bit layers) keeps
 pcctune's class, and the model card says that loading it needs ``pip install pcctune``.
@@ -51,6 +51,6 @@ def save_native(model: SentenceTransformer, folder: Path) -> bool:
 
 
 def save_model(model: SentenceTransformer, folder: Path) -> bool:
-    """:func:`save_native`, atomically: a complete folder or none."""
+    """``save_native``, atomically: a complete folder or none."""
     with atomic_folder(folder) as staging:
         return save_native(model, staging)

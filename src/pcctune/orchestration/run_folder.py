@@ -3,7 +3,7 @@
 - A folder that holds a run (``run.json``) is never trained into again without ``--overwrite``
   (start afresh) or ``--resume`` (continue it).
 - ``--resume`` continues only the run that the folder holds: the fingerprint of the
-  run-defining settings (:func:`~pcctune.training.config.config_fingerprint`) must match the one
+  run-defining settings (``config_fingerprint``) must match the one
   saved there; settings that do not change results (where it writes, how often it logs) may differ.
   A run saved before a setting existed continues too: its ``config.yaml``, read with today's
   settings (the new one at its default, which keeps the behaviour from before it existed), must

@@ -1,11 +1,11 @@
 """Trainer callbacks for state that lives in a loss rather than in the model.
 
-- :class:`SyncLossParameters`: parameters owned by a loss (the regression head, a trainable MLM
+- ``SyncLossParameters``: parameters owned by a loss (the regression head, a trainable MLM
   head) are outside the DDP-wrapped model, so nothing averages their gradients across processes
   and each rank's copy drifts apart. This callback broadcasts them from rank 0 when training
   starts and averages their gradients before every optimizer step, which is what DDP does for
   the model's own parameters.
-- :class:`StepToLoss`: a loss whose schedule depends on the step (DCPCSE's MLM weight
+- ``StepToLoss``: a loss whose schedule depends on the step (DCPCSE's MLM weight
   λ = 0.1 · 0.95^(step/100)) reads the trainer's global step, so the schedule continues where it
   was after ``--resume`` instead of restarting at step 0.
 """

@@ -2,12 +2,12 @@
 
 transformers' trainer hides a NaN or inf loss in its logged average (``logging_nan_inf_filter``) and
 applies the step anyway, so a diverging stage (too high a learning rate, a bad row) trains on and saves
-a broken model as its result. :class:`NonFiniteGuard` looks at every trainable gradient before each
+a broken model as its result. ``NonFiniteGuard`` looks at every trainable gradient before each
 optimizer step (a non-finite loss gives non-finite gradients too):
 
-- ``on_nonfinite: stop`` (default) raises :class:`NonFiniteTraining`, naming the step: the stage writes
+- ``on_nonfinite: stop`` (default) raises ``NonFiniteTraining``, naming the step: the stage writes
   no final model and no results, its last checkpoint (saved before the bad step) is kept, and the run
-  may be resumed with a lower learning rate (:mod:`pcctune.orchestration.run_folder`);
+  may be resumed with a lower learning rate (``pcctune.orchestration.run_folder``);
 - ``on_nonfinite: skip`` drops that batch's gradients (the optimizer skips parameters without one) and
   counts the skipped steps.
 """

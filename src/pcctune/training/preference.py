@@ -121,7 +121,7 @@ def sample_preferences(
 
 
 def preference_dataset(preferences: list[Preference]) -> Dataset:
-    """Columns x1, x2 (preferred pair), x3, x4 (rejected pair) for :class:`EmbeddingDPOLoss`."""
+    """Columns x1, x2 (preferred pair), x3, x4 (rejected pair) for ``EmbeddingDPOLoss``."""
     return Dataset.from_dict({k: [getattr(p, k) for p in preferences] for k in ("x1", "x2", "x3", "x4")})
 
 

@@ -2,7 +2,7 @@
 
 A stage checkpoints every ``eval_steps`` (where the dev set is scored). On a slow machine that
 interval can be half an hour (a 4-bit decoder's stage 2 here: 21 steps of ~85 s), and a session
-that ends inside it loses all of it. :class:`SaveEvery` also asks the trainer to save once
+that ends inside it loses all of it. ``SaveEvery`` also asks the trainer to save once
 ``minutes`` have passed since the last checkpoint. Such an off-grid checkpoint (its step is not a
 multiple of ``eval_steps``) is only a resume point: it is deleted as soon as a later checkpoint is
 written, so at most one exists beside the regular ones, and it is never the dev-selected one (it

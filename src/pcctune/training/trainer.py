@@ -14,7 +14,7 @@
   replaces them: the model the authors' stage 2 continues (``lora_path`` is stage 1's output folder,
   written at its last step; Pcc-tuning ``tune.py``), when a stage's ``init`` is ``final``.
 - With ``own_lengths`` set, every save (checkpoints, ``last``) keeps the model's own input lengths, not the
-  stage's training cut (:mod:`pcctune.training.lengths`).
+  stage's training cut (``pcctune.training.lengths``).
 """
 
 from __future__ import annotations

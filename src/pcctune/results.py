@@ -159,6 +159,9 @@ class RunResult(Record):
     sts_by_stage: dict[str, Scores] = Field(
         default_factory=dict, description="the seven STS numbers + avg after each stage (and before, when scored)"
     )
+    eval_wall_time_s: dict[str, float] = Field(
+        default_factory=dict, description="seconds each test evaluation of sts_by_stage took (encoding and scoring)"
+    )
     stages: list[StageRecord] = Field(default_factory=list)
 
     @field_validator("sts_by_stage")

@@ -27,6 +27,7 @@ from pcctune.io import check_output_file
 from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
+from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.template import model_template
 from pcctune.modeling.vector_store import VectorStore, settings_key
 from pcctune.provenance import file_hashes, library_versions
@@ -92,6 +93,8 @@ def eval_model(
         if backend != "torch":
             raise PcctuneError("--adapter runs on the torch backend: export the merged model for onnx / openvino")
     model = build_model(spec, template, pooling, max_seq_length, dtype, **precision(quantization))
+    if dtype == "bf16" and model.device.type == "cpu":
+        warn_if_emulated_bf16("--dtype bf16")
     if adapter is not None:
         load_adapter_folder(model, adapter)
     return use_backend(model, Path(spec), backend)

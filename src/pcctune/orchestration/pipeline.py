@@ -10,6 +10,7 @@ stage again nor loses its wall time and peak memory. The run folder's rules are 
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.losses.registry import LOSSES
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
+from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.pooler_head import add_mlp_head
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore, settings_key
@@ -100,6 +102,22 @@ def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, com
     for stage in config.stages:
         if stage.loss != "dpo":  # DPO's data needs a trained cross-encoder; it is built in its stage
             train_dataset(stage, senteval)
+    warn_bf16_on_cpu(config)
+
+
+def warn_bf16_on_cpu(config: RunConfig) -> None:
+    """One line when a run on the CPU asks for bf16 that the CPU can only emulate (:mod:`pcctune.modeling.cpu_bf16`):
+    slower than fp32 there."""
+    if torch.cuda.is_available():
+        return
+    asked = [
+        f"{name}: bf16"
+        for name, value in (("dtype", config.dtype), ("eval_dtype", config.eval_dtype))
+        if value == "bf16"
+    ]
+    asked += [f"stage {stage.name!r}: bf16: true" for stage in config.stages if stage.bf16]
+    if asked:
+        warn_if_emulated_bf16(", ".join(asked))
 
 
 @dataclass
@@ -138,6 +156,7 @@ class Pipeline:
         if self.resume and partial.is_file():  # every rank: they must agree on what is left to score
             kept = RunResult.from_disk(partial)
             self.result.sts_by_stage, self.result.stages = kept.sts_by_stage, kept.stages
+            self.result.eval_wall_time_s = kept.eval_wall_time_s
 
     def record(self) -> None:
         """Save what the run has recorded so far (rank 0), for a resume to keep."""
@@ -148,6 +167,7 @@ class Pipeline:
         """Drop the stage record and the evaluation of a stage about to train (again)."""
         self.result.stages = [s for s in self.result.stages if s.stage != label]
         self.result.sts_by_stage.pop(label, None)
+        self.result.eval_wall_time_s.pop(label, None)
 
     def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
         return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
@@ -166,10 +186,12 @@ class Pipeline:
             path = Path(self.config.output_dir) / f"eval-{label}{STORE_SUFFIX}"
             store = VectorStore.open(path, settings_key(settings, source))
         protocol = self.config.eval_protocol
+        started = time.perf_counter()
         scores, avg = evaluate_sts(model, self.test_tasks, protocol=protocol, show_progress=self.main, store=store)
         if not self.main:
             return
         self.result.sts_by_stage[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
+        self.result.eval_wall_time_s[label] = round(time.perf_counter() - started, 1)
         self.record()
         if store is not None:
             store.discard()

@@ -232,7 +232,7 @@ def test_a_dev_set_emptied_by_the_leakage_filter_is_one_clear_error(mini_senteva
 
     stsb = mini_senteval / "downstream" / "STS" / "STSBenchmark" / "sts-dev.csv"
     stsb.write_text(stsb.read_text().splitlines()[0] + "\n")  # only the pair STS12 also holds
-    with pytest.raises(PcctuneError, match=r"'stsb-dev-filtered' keeps 0 pairs .* \(sick-trial, none\)"):
+    with pytest.raises(PcctuneError, match=r"'stsb-dev-filtered' keeps 0 pairs .* \(sick-trial, holdout, none\)"):
         dev_parts("sick-trial+stsb-dev", mini_senteval)
     assert len(dev_parts("sick-trial", mini_senteval)["sick-trial"]) >= 2
 

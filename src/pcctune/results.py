@@ -67,6 +67,18 @@ class SubsetScore(BaseModel):
     pearson: float
 
 
+class Interval(BaseModel):
+    """A paired bootstrap confidence interval of a task's two correlations (× 100): the pairs are resampled with
+    replacement, each resample scored by Spearman and Pearson (:mod:`pcctune.evaluation.interval`)."""
+
+    confidence: float = Field(description="the interval's coverage, e.g. 0.95")
+    method: str = Field(description="scipy.stats.bootstrap's method: BCa, percentile or basic")
+    resamples: int
+    seed: int
+    spearman: tuple[float, float]
+    pearson: tuple[float, float]
+
+
 class TaskScore(BaseModel):
     """One STS task's headline number (``spearman``, × 100) and its breakdown."""
 
@@ -77,6 +89,7 @@ class TaskScore(BaseModel):
     subsets: list[SubsetScore] = Field(default_factory=list)
     mean: float | None = None
     wmean: float | None = None
+    interval: Interval | None = Field(None, description="bootstrap interval (scored pair files: pcctune eval --pairs)")
 
 
 class TransferScore(BaseModel):
@@ -99,9 +112,11 @@ class EvalResult(Record):
     pooling: str | None = None
     dtype: str = "fp32"
     quantization: str = Field("none", description="backbone precision: none (in dtype), saved, nf4 or fp4")
-    seed: int | None = None
-    data_dir: str
-    data_files_sha256: dict[str, str] = Field(default_factory=dict)
+    seed: int | None = Field(None, description="seeds torch and the bootstrap intervals of a user's pairs")
+    data_dir: str | None = Field(description="the SentEval folder read; None when only a user's pairs were scored")
+    data_files_sha256: dict[str, str] = Field(
+        default_factory=dict, description="SHA-256 of every file read (a Hub dataset: of its pairs, by its name)"
+    )
     versions: dict[str, str] = Field(default_factory=dict)
     wall_time_s: float = 0.0
     sts: Scores | None = None
@@ -137,6 +152,11 @@ class StageRecord(BaseModel):
     peak_memory_mb: float | None = None
     memory_kind: str | None = None
     sessions: int | None = Field(None, description="how many processes trained the stage: 1 + its resumes")
+    dev_pairs: dict[str, int] = Field(
+        default_factory=dict,
+        description="the pairs of each dev part that selected its checkpoint, after the leakage filter (holdout: "
+        "the share of the training pairs left out of training)",
+    )
 
 
 class RunResult(Record):

@@ -1,16 +1,27 @@
-"""Dev sets for checkpoint selection and searches, filtered against every test set.
+"""Dev sets for checkpoint selection and searches, filtered against every test set at the run's leakage level.
 
-Nine of SICK's 500 trial pairs are SICK-R test pairs, and 1,131 of STS-B dev's 1,500 pairs are
-in STS12–16; a dev set keeps only the pairs found in no test set (both orders).
+A dev set is a list of parts, each scored on its own: the built-in ``sick-trial`` and ``stsb-dev-filtered``, a
+user's pair file (``.csv``, ``.tsv``, ``.jsonl``: :func:`pcctune.data.pairs.read_pairs_file`), or ``holdout``: a
+fixed 15 % of the stage's own scored training pairs, which training then leaves out. Every part goes through the
+same filter as the training data (:func:`pcctune.data.leakage.split_clean`, the audit's code) at the stage's
+``leakage`` level, so nothing that level removes from training is used to choose a checkpoint either.
+
+At ``pair`` (the paper's filter) nine of SICK's 500 trial pairs are SICK-R test pairs, and 1,131 of STS-B dev's
+1,500 pairs are in STS12–16. At a stricter level a built-in set can shrink to a handful (at ``sentence`` SICK
+trial keeps about 10 pairs): a built-in part that keeps fewer than :data:`MIN_FILTERED_DEV_PAIRS` above ``pair`` is
+replaced by the held-out share of the training set.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from pcctune.data.leakage import TestIndex
+from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, TestIndex, split_clean
+from pcctune.data.pairs import read_pairs_file
 from pcctune.data.senteval import load_sick, load_stsb
+from pcctune.data.stage2 import SourcedPair
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
@@ -21,28 +32,104 @@ SINGLE_DEV_SETS: dict[str, Callable[[Path], STSTask]] = {
 }
 COMBINED_DEV = "sick-trial+stsb-dev"
 """Both filtered dev sets, each scored on its own and averaged weighted by its size."""
+HOLDOUT = "holdout"
+"""A fixed share of the stage's own scored training pairs (:func:`in_holdout`), left out of its training."""
 DEV_SETS: dict[str, tuple[str, ...]] = {
     **{name: (name,) for name in SINGLE_DEV_SETS},
     COMBINED_DEV: tuple(SINGLE_DEV_SETS),
+    HOLDOUT: (HOLDOUT,),
 }
-"""Every dev set a stage or a search can select on → the single sets it is made of."""
+"""Every named dev set a stage or a search can select on → the single sets it is made of."""
 MIN_DEV_PAIRS = 2
+MIN_FILTERED_DEV_PAIRS = 200
+"""Above ``pair``, a built-in part that keeps fewer pairs is replaced by the held-out share of the training set."""
+HOLDOUT_PERCENT = 15
+PAIR_FILE_SUFFIXES = (".csv", ".tsv", ".jsonl")
 
 
-def dev_parts(dev_set: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
-    """Each single set of dev set ``dev_set`` → its pairs minus every pair found in a test set (both orders)."""
-    if dev_set not in DEV_SETS:
-        raise PcctuneError(f"unknown dev set {dev_set!r}; choose from {', '.join(DEV_SETS)}")
-    index = TestIndex(load_test_tasks(senteval_dir))
-    parts = {part: index.without_test_pairs(SINGLE_DEV_SETS[part](senteval_dir).pairs) for part in DEV_SETS[dev_set]}
+def in_holdout(pair: STSPair | SourcedPair) -> bool:
+    """Whether ``pair`` belongs to the held-out share: a hash of its two sentences (either order), so the same pairs
+    are held out for every loss, seed and subsample of a set."""
+    key = "\t".join(sorted((pair.sentence1, pair.sentence2)))
+    return zlib.crc32(key.encode("utf-8")) % 100 < HOLDOUT_PERCENT
+
+
+def dev_entries(dev: str | Sequence[str]) -> list[str]:
+    """The single parts a ``dev`` setting names: a named set (:data:`DEV_SETS`) or a list of names and pair files."""
+    entries = [dev] if isinstance(dev, str) else list(dev)
+    parts: list[str] = []
+    for entry in entries:
+        if entry in DEV_SETS:
+            parts += DEV_SETS[entry]
+        elif Path(entry).suffix.lower() in PAIR_FILE_SUFFIXES:
+            parts.append(entry)
+        else:
+            raise PcctuneError(
+                f"unknown dev set {entry!r}; choose from {', '.join([*DEV_SETS, 'none'])} or a .csv/.tsv/.jsonl file"
+            )
+    return parts
+
+
+def dev_name(dev: str | Sequence[str]) -> str:
+    """The dev set's name in metric keys (``eval_{name}_spearman_cosine``): a named set's own name, else its parts'
+    names (a file by its stem) joined by ``+``."""
+    if isinstance(dev, str):
+        return dev
+    return "+".join(Path(entry).stem if Path(entry).suffix else entry for entry in dev)
+
+
+def filtered(pairs: Sequence[STSPair], index: TestIndex, level: LeakageLevel) -> list[STSPair]:
+    """The pairs a filter at ``level`` keeps (the training data's filter; at ``pair`` without building the index)."""
+    if level == LeakageLevel.pair:
+        return index.without_test_pairs(pairs)
+    return split_clean(pairs, index.check_all(pairs), level)[0]
+
+
+def dev_parts(
+    dev: str | Sequence[str],
+    senteval_dir: Path,
+    level: LeakageLevel = LeakageLevel.pair,
+    near_threshold: float = NEAR_THRESHOLD,
+    training_pairs: Callable[[], Sequence[STSPair | SourcedPair]] | None = None,
+    test_tasks: Sequence[STSTask] | None = None,
+) -> dict[str, list[STSPair]]:
+    """Each part of dev set ``dev`` → its pairs that a leakage filter at ``level`` keeps against ``test_tasks``
+    (default: the seven STS test sets). ``training_pairs`` gives the stage's scored training pairs, already filtered,
+    for the ``holdout`` part and for replacing a built-in part that keeps too few above ``pair``."""
+    index = TestIndex(list(test_tasks) if test_tasks is not None else load_test_tasks(senteval_dir), near_threshold)
+    parts: dict[str, list[STSPair]] = {}
+    for entry in dev_entries(dev):
+        if entry == HOLDOUT:
+            parts[HOLDOUT] = _holdout(training_pairs, index, level, "dev: holdout")
+        elif entry in SINGLE_DEV_SETS:
+            kept = filtered(SINGLE_DEV_SETS[entry](senteval_dir).pairs, index, level)
+            if level != LeakageLevel.pair and len(kept) < MIN_FILTERED_DEV_PAIRS:
+                why = f"dev set {entry!r} keeps {len(kept)} pairs at leakage level {level.value!r}"
+                parts[HOLDOUT] = _holdout(training_pairs, index, level, why)
+            else:
+                parts[entry] = kept
+        else:
+            parts[Path(entry).stem] = filtered(read_pairs_file(entry), index, level)
     for part, pairs in parts.items():
         if len(pairs) < MIN_DEV_PAIRS:
             others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))
             raise PcctuneError(
-                f"dev set {part!r} keeps {len(pairs)} pairs once the pairs of every test set are removed, and a "
-                f"correlation needs at least {MIN_DEV_PAIRS}; choose another dev set ({others})"
+                f"dev set {part!r} keeps {len(pairs)} pairs once the leakage filter ({level.value}) has run, and a "
+                f"correlation needs at least {MIN_DEV_PAIRS}; choose another dev set ({others}) or a pair file"
             )
     return parts
+
+
+def _holdout(
+    training_pairs: Callable[[], Sequence[STSPair | SourcedPair]] | None,
+    index: TestIndex,
+    level: LeakageLevel,
+    why: str,
+) -> list[STSPair]:
+    if training_pairs is None:
+        raise PcctuneError(f"{why}: a held-out share needs scored training pairs; name a dev set or a pair file")
+    held = [STSPair(p.sentence1, p.sentence2, p.score) for p in training_pairs() if in_holdout(p)]
+    return filtered(held, index, level)
 
 
 def size_weighted(scores: Mapping[str, float], parts: Mapping[str, Sequence[STSPair]]) -> float:

@@ -36,7 +36,7 @@ from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.pooler_head import add_mlp_head
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore, settings_key
-from pcctune.orchestration.model_card import add_pcctune_section, pcctune_section
+from pcctune.orchestration.model_card import add_pcctune_section, name_base_model, pcctune_section
 from pcctune.orchestration.run_folder import (
     PARTIAL_RESULTS,
     RESULTS,
@@ -51,6 +51,7 @@ from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import train_dataset
+from pcctune.training.dev import stage_dev_parts
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
 
@@ -74,6 +75,7 @@ def load_for_training(config: RunConfig, source: str | None) -> SentenceTransfor
     """The base model (``source=None``) or a finished stage's saved model, ready to train, in the run's dtype."""
     model = load_base(config) if source is None else build_model(source, dtype=config.dtype)
     attach_adapter(model, config.adapter)
+    name_base_model(model, config.model)  # the card every saved stage gets names the run's base model
     return model
 
 
@@ -237,6 +239,7 @@ class Pipeline:
                 peak_memory_mb=result.cost.peak_memory_mb,
                 memory_kind=result.memory_kind,
                 sessions=result.cost.sessions,
+                dev_pairs={part: len(pairs) for part, pairs in stage_dev_parts(stage, self.senteval).items()},
             )
         )
         self.record()

@@ -32,7 +32,6 @@ from rich.console import Console
 from transformers import TrainerCallback
 
 from pcctune.data.cache import senteval_folder
-from pcctune.data.dev import dev_parts
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
@@ -41,7 +40,7 @@ from pcctune.orchestration.run_folder import RESULTS, holds_a_run
 from pcctune.provenance import library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
 from pcctune.training.config import RunConfig, dump_config, load_config
-from pcctune.training.dev import dev_metric
+from pcctune.training.dev import dev_metric, stage_dev_parts
 
 
 class Distribution(BaseModel):
@@ -122,7 +121,7 @@ class Sweep:
         self.metric = dev_metric(base.stages[-1].dev)
         if self.metric is None:
             raise PcctuneError("a sweep selects on dev data: give the last stage a dev set (not none)")
-        dev_parts(base.stages[-1].dev, senteval_folder(base.data_dir))  # a dev set too small fails here, not in a trial
+        stage_dev_parts(base.stages[-1], senteval_folder(base.data_dir))  # a dev set too small fails here, not later
         self.seed = base.seed
 
     def config(self, values: dict[str, Any], output_dir: Path, **extra: Any) -> RunConfig:

@@ -14,11 +14,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pcctune.data.dev import COMBINED_DEV, DEV_SETS
+from pcctune.data.dev import COMBINED_DEV, dev_entries
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
 from pcctune.errors import PcctuneError
 from pcctune.io import write_yaml
-from pcctune.losses.registry import LOSSES
+from pcctune.losses.base import EmbeddingLoss
+from pcctune.losses.length_chunks import LengthChunks
+from pcctune.losses.registry import LOSSES, loss_spec
 from pcctune.modeling.adapters import AdapterConfig
 from pcctune.modeling.template import Template
 
@@ -66,6 +68,21 @@ class DataConfig(Strict):
         description="hub: pcctune's column → the dataset's (anchor/positive/negative or sentence1/sentence2/score)",
     )
     limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
+
+    @property
+    def filters_training(self) -> bool:
+        """Whether the training pairs go through the leakage filter: always for ``stage2``; for the other scored
+        sources (``pairs``, ``hub``, ``snli_regression``) when ``leakage`` is given."""
+        return self.source == "stage2" or "leakage" in self.model_fields_set
+
+    @model_validator(mode="after")
+    def _leakage_only_for_scored_pairs(self) -> DataConfig:
+        if "leakage" in self.model_fields_set and self.source in ("simcse_csv", "snli"):
+            raise ValueError(
+                f"data.leakage filters scored pairs (stage2, pairs, hub, snli_regression), not {self.source!r} "
+                "triplets; remove it (the stage's dev set is filtered at the default level, pair)"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -165,10 +182,12 @@ class StageConfig(Strict):
         description="what this stage continues from the previous one: its last step ('final', as the authors' "
         "stage 2 continues stage 1's output adapter) or its dev-best checkpoint ('best')",
     )
-    dev: str = Field(
+    dev: str | list[str] = Field(
         COMBINED_DEV,
-        description="a dev set of pcctune.data.dev.DEV_SETS, or none; default: both filtered dev sets, "
-        "each scored on its own and weighted by size (reproductions/stage2_quality)",
+        description="what selects checkpoints: a dev set of pcctune.data.dev.DEV_SETS (holdout: 15 % of the "
+        "training pairs, left out of training), a list of them and .csv/.tsv/.jsonl pair files, or none; every part "
+        "filtered at data.leakage (docs/leakage.md); default: both built-in dev sets, scored each on its own and "
+        "weighted by size",
     )
     eval_steps: int = Field(50, ge=1, description="steps between dev evaluations and checkpoints")
     on_nonfinite: Literal["stop", "skip"] = Field(
@@ -187,6 +206,12 @@ class StageConfig(Strict):
     )
     logging_steps: int = Field(10, ge=1, description="steps between logged losses")
     bf16: bool = Field(False, description="train under bf16 autocast")
+    length_chunks: LengthChunks = Field(
+        "auto",
+        description="embed a batch's rows in chunks of similar token length (same numbers, fewer padded tokens; "
+        "pcctune's own losses without mini_batch_size): auto in a single process, on also with the same number of "
+        "chunks on every process, off never (pcctune.losses.length_chunks)",
+    )
 
     @field_validator("loss")
     @classmethod
@@ -197,9 +222,12 @@ class StageConfig(Strict):
 
     @field_validator("dev")
     @classmethod
-    def _known_dev(cls, value: str) -> str:
-        if value != "none" and value not in DEV_SETS:
-            raise ValueError(f"unknown dev set {value!r}; choose from {', '.join([*DEV_SETS, 'none'])}")
+    def _known_dev(cls, value: str | list[str]) -> str | list[str]:
+        if value != "none":
+            try:
+                dev_entries(value)
+            except PcctuneError as error:
+                raise ValueError(str(error)) from error
         return value
 
     @model_validator(mode="after")
@@ -212,6 +240,15 @@ class StageConfig(Strict):
     def _trains_something(self) -> StageConfig:
         if self.max_steps <= 0 and self.epochs <= 0:
             raise ValueError(f"stage {self.name!r} trains nothing: set epochs > 0 or max_steps > 0")
+        return self
+
+    @model_validator(mode="after")
+    def _length_chunks_only_for_own_losses(self) -> StageConfig:
+        if self.length_chunks == "on" and not issubclass(loss_spec(self.loss).cls, EmbeddingLoss):
+            raise ValueError(
+                f"length_chunks: on applies to pcctune's own losses; {self.loss!r} is sentence-transformers', which "
+                "embeds as sentence-transformers does: remove it"
+            )
         return self
 
 

@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 
 from datasets import Dataset
 
+from pcctune.data.dev import filtered, in_holdout
 from pcctune.data.hub import load_hub_dataset
+from pcctune.data.leakage import TestIndex
 from pcctune.data.nli import (
     Triplet,
     read_simcse_csv,
@@ -30,6 +32,7 @@ from pcctune.data.pairs import pairs_from_hf_dataset, read_pairs_file
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import SourcedPair, build_stage2_set
 from pcctune.data.sts import STSPair
+from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.losses.registry import LabelScale, loss_spec
 from pcctune.training.config import DataConfig, StageConfig
@@ -39,7 +42,20 @@ SOURCE_IDS = {"sick": 1}  # label id of a pair's source for per-source losses; e
 
 
 def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
-    """The scored pairs of a ``stage2``, ``pairs`` or ``snli_regression`` source, each with its source."""
+    """The scored pairs of a ``stage2``, ``pairs``, ``snli_regression`` or ``hub`` source, each with its source;
+    filtered at ``data.leakage`` against every test set where that level is given (``stage2`` always is)."""
+    pairs = _scored_pairs(data, senteval_dir)
+    if data.source == "stage2" or not data.filters_training:
+        return pairs
+    index = TestIndex(load_test_tasks(senteval_dir), data.near_threshold)
+    kept = {
+        (p.sentence1, p.sentence2)
+        for p in filtered([STSPair(p.sentence1, p.sentence2, p.score) for p in pairs], index, data.leakage)
+    }
+    return [pair for pair in pairs if (pair.sentence1, pair.sentence2) in kept]
+
+
+def _scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
     if data.source == "stage2":
         return list(build_stage2_set(senteval_dir, data.leakage, data.rescale_sick, data.near_threshold).pairs)
     if data.source == "pairs":
@@ -92,7 +108,7 @@ def scale_labels(scores: Sequence[float], scale: LabelScale) -> list[float] | li
     return list(scores)
 
 
-def _columns(stage: StageConfig, senteval_dir: Path) -> dict[str, list]:
+def _columns(stage: StageConfig, senteval_dir: Path, holdout: bool) -> dict[str, list]:
     spec = loss_spec(stage.loss)
     limit = stage.data.limit
     if spec.data == "triplets":
@@ -102,6 +118,8 @@ def _columns(stage: StageConfig, senteval_dir: Path) -> dict[str, list]:
             columns["negative"] = [t.negative for t in rows]
         return columns
     pairs = scored_pairs(stage.data, senteval_dir)
+    if holdout:  # the dev set's held-out share (pcctune.data.dev.in_holdout) is never trained on
+        pairs = [pair for pair in pairs if not in_holdout(pair)]
     if spec.data == "positives":
         pairs = contrastive_pairs(pairs, stage.contrastive_threshold, stage.contrastive_rule == ">=")[:limit]
         return {"anchor": [p.sentence1 for p in pairs], "positive": [p.sentence2 for p in pairs]}
@@ -112,14 +130,17 @@ def _columns(stage: StageConfig, senteval_dir: Path) -> dict[str, list]:
     return {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs], "score": scores}
 
 
-def train_dataset(stage: StageConfig, senteval_dir: Path, stage_dir: Path | None = None, seed: int = 42) -> Dataset:
-    """The columns ``stage.loss`` trains on; at least one full batch of them."""
+def train_dataset(
+    stage: StageConfig, senteval_dir: Path, stage_dir: Path | None = None, seed: int = 42, holdout: bool = False
+) -> Dataset:
+    """The columns ``stage.loss`` trains on, less the dev set's held-out share when ``holdout``; at least one full
+    batch of them."""
     if loss_spec(stage.loss).data == "preferences":
         from pcctune.training.preference import dpo_dataset
 
         dataset = dpo_dataset(stage.dpo, senteval_dir, stage_dir or Path("runs/dpo"), seed)
     else:
-        dataset = Dataset.from_dict(_columns(stage, senteval_dir))
+        dataset = Dataset.from_dict(_columns(stage, senteval_dir, holdout))
     if len(dataset) < stage.batch_size:
         raise PcctuneError(f"stage {stage.name!r}: {len(dataset)} examples, fewer than batch_size {stage.batch_size}")
     return dataset

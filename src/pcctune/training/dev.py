@@ -1,4 +1,5 @@
-"""The dev evaluator that selects a stage's checkpoints (a filtered dev set, never a test set).
+"""The dev evaluator that selects a stage's checkpoints (a dev set filtered at the stage's leakage level, never a
+test set).
 
 It scores like sentence-transformers' ``EmbeddingSimilarityEvaluator`` (Spearman and Pearson of
 the cosine similarity, metric names ``{name}_spearman_cosine`` …) but encodes through pcctune's
@@ -8,6 +9,8 @@ length, sharded across processes under DDP.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +18,12 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 
 from pcctune.correlation import score_pairs
 from pcctune.data.cache import senteval_folder
-from pcctune.data.dev import dev_parts, size_weighted
+from pcctune.data.dev import HOLDOUT, dev_name, dev_parts, size_weighted
+from pcctune.data.leakage import LeakageLevel
 from pcctune.data.sts import STSPair
 from pcctune.modeling.encoding import encode_unique
+from pcctune.training.config import StageConfig
+from pcctune.training.datasets import scored_pairs
 
 
 class DevSTSEvaluator(SentenceEvaluator):
@@ -35,10 +41,15 @@ class DevSTSEvaluator(SentenceEvaluator):
         self.primary_metric = f"{name}_spearman_cosine"
 
     @classmethod
-    def named(cls, dev_set: str = "sick-trial+stsb-dev", data: str | Path | None = None) -> DevSTSEvaluator:
-        """The evaluator pcctune's stages select checkpoints with: ``sick-trial``, ``stsb-dev-filtered`` or both
-        (``sick-trial+stsb-dev``), every pair found in a test set removed; ``data``: the SentEval folder."""
-        return cls(dev_parts(dev_set, senteval_folder(data)), dev_set)
+    def named(
+        cls,
+        dev_set: str | Sequence[str] = "sick-trial+stsb-dev",
+        data: str | Path | None = None,
+        level: LeakageLevel = LeakageLevel.pair,
+    ) -> DevSTSEvaluator:
+        """An evaluator of ``sick-trial``, ``stsb-dev-filtered``, both (``sick-trial+stsb-dev``) or pair files, with
+        every pair a leakage filter at ``level`` flags removed; ``data``: the SentEval folder."""
+        return cls(dev_parts(dev_set, senteval_folder(data), level), dev_name(dev_set))
 
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
@@ -58,13 +69,35 @@ class DevSTSEvaluator(SentenceEvaluator):
         return metrics
 
 
-def dev_evaluator(dev_set: str, senteval_dir: Path) -> DevSTSEvaluator | None:
-    """The evaluator of dev set ``dev_set`` (test pairs removed), or ``None`` for ``none``."""
-    if dev_set == "none":
+def stage_dev_parts(stage: StageConfig, senteval_dir: Path) -> dict[str, list[STSPair]]:
+    """The parts of ``stage``'s dev set, filtered at its data's leakage level (empty for ``dev: none``); a held-out
+    share comes from its scored training pairs (:func:`pcctune.data.dev.dev_parts`)."""
+    if stage.dev == "none":
+        return {}
+    return _stage_dev_parts(stage.model_dump_json(exclude_unset=True), senteval_dir.resolve())
+
+
+@lru_cache(maxsize=4)
+def _stage_dev_parts(stage_json: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
+    stage = StageConfig.model_validate_json(stage_json)
+    data = stage.data
+    return dev_parts(
+        stage.dev, senteval_dir, data.leakage, data.near_threshold, lambda: scored_pairs(data, senteval_dir)
+    )
+
+
+def holds_out(stage: StageConfig, senteval_dir: Path) -> bool:
+    """Whether ``stage`` selects on a held-out share of its training pairs (which its training then leaves out)."""
+    return HOLDOUT in stage_dev_parts(stage, senteval_dir)
+
+
+def dev_evaluator(stage: StageConfig, senteval_dir: Path) -> DevSTSEvaluator | None:
+    """The evaluator of ``stage``'s dev set, filtered at its leakage level, or ``None`` for ``none``."""
+    if stage.dev == "none":
         return None
-    return DevSTSEvaluator.named(dev_set, senteval_dir)
+    return DevSTSEvaluator(stage_dev_parts(stage, senteval_dir), dev_name(stage.dev))
 
 
-def dev_metric(dev_set: str) -> str | None:
+def dev_metric(dev_set: str | Sequence[str]) -> str | None:
     """The trainer's name for the dev score of ``dev_set`` (what ``metric_for_best_model`` selects on)."""
-    return None if dev_set == "none" else f"eval_{dev_set}_spearman_cosine"
+    return None if dev_set == "none" else f"eval_{dev_name(dev_set)}_spearman_cosine"

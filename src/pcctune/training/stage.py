@@ -39,7 +39,7 @@ from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owne
 from pcctune.training.checkpoints import last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
-from pcctune.training.dev import dev_evaluator, dev_metric
+from pcctune.training.dev import dev_evaluator, dev_metric, holds_out
 from pcctune.training.disk import check_disk, checkpoints_kept
 from pcctune.training.head_warmup import warm_up_head
 from pcctune.training.health import NonFiniteGuard
@@ -269,7 +269,7 @@ def stage_trainer(
         train_dataset=dataset,
         callbacks=[*stage_callbacks(loss, model, stage), *callbacks],
         loss=loss,
-        evaluator=dev_evaluator(stage.dev, senteval_dir),
+        evaluator=dev_evaluator(stage, senteval_dir),
     )
 
 
@@ -297,7 +297,7 @@ def run_stage(
     checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / "checkpoints") if resume else None)
     memory = PeakMemory()
     clock = StageClock(cost_in(checkpoint), memory)
-    dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed)
+    dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed, holds_out(stage, senteval_dir))
     plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
     args = training_arguments(stage, run, stage_dir, plan)
     check_stage_disk(model, stage, len(dataset) // plan.group_size, args, stage_dir, keep_last)

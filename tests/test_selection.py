@@ -1,0 +1,97 @@
+"""Selection that leaks nothing: every dev set a stage selects on is filtered at the stage's leakage level with the
+training data's filter, a built-in set that keeps too few pairs is replaced by a held-out share of the training
+pairs, and that share is never trained on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pcctune.data.dev import HOLDOUT, dev_parts, in_holdout
+from pcctune.data.leakage import LEVELS, LeakageLevel
+from pcctune.data.stage2 import save_pairs_jsonl
+from pcctune.errors import PcctuneError
+from pcctune.training.config import StageConfig
+from pcctune.training.datasets import scored_pairs, train_dataset
+from pcctune.training.dev import dev_metric, holds_out, stage_dev_parts
+from tests.conftest import pairs_jsonl, run_cli
+
+
+def _stage(pairs, level: str, dev) -> StageConfig:
+    data = {"source": "pairs", "path": str(pairs), "leakage": level}
+    return StageConfig.model_validate({"name": "pcc", "loss": "pearson", "data": data, "batch_size": 2, "dev": dev})
+
+
+@pytest.fixture()
+def training_file(tmp_path, shared_senteval):
+    """200 scored training pairs of the test sentences, each numbered: no sentence is a test sentence."""
+    return pairs_jsonl(tmp_path / "train.jsonl", count=200, distinct=True)
+
+
+@pytest.mark.parametrize("level", [level.value for level in LEVELS])
+def test_no_dev_set_used_for_selection_holds_anything_its_level_removes(
+    level, training_file, shared_senteval, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("PCCTUNE_DATA", str(shared_senteval))
+    mine = pairs_jsonl(tmp_path / "my_dev.jsonl", count=24)  # the test sentences themselves: only `pair` keeps some
+    stage = _stage(training_file, level, ["sick-trial+stsb-dev", *([str(mine)] if level == "pair" else [])])
+    parts = stage_dev_parts(stage, shared_senteval)
+    if level != "pair":  # the miniature dev sets keep fewer than 200 pairs above `pair`: the held-out share instead
+        assert list(parts) == [HOLDOUT]
+    used = save_pairs_jsonl([pair for pairs in parts.values() for pair in pairs], tmp_path / "used.jsonl")
+    code, output = run_cli(
+        ["data", "audit", "--data", str(shared_senteval), "--pairs", str(used), "--output", str(tmp_path / "a.json")],
+        capsys,
+    )
+    assert code == 0, output
+    (audit,) = [s for s in json.loads((tmp_path / "a.json").read_text())["sources"] if s["role"] == "train"]
+    assert audit["total"] == sum(len(pairs) for pairs in parts.values()) > 0
+    assert audit["removed"][level] == 0
+
+
+def test_a_test_pair_in_the_users_dev_file_is_removed_at_every_level(shared_senteval, tmp_path):
+    mine = pairs_jsonl(tmp_path / "my_dev.jsonl", count=24)
+    kept = len(dev_parts([str(mine)], shared_senteval, LeakageLevel.pair)["my_dev"])
+    assert 0 < kept < 24  # the miniature test sets hold some of these pairs exactly
+    with pytest.raises(PcctuneError, match="'my_dev' keeps 0 pairs"):
+        dev_parts([str(mine)], shared_senteval, LeakageLevel.sentence)  # every sentence is a test sentence
+
+
+def test_the_held_out_share_is_about_15_percent_the_same_for_every_loss_and_never_trained_on(
+    training_file, shared_senteval
+):
+    pearson = _stage(training_file, "sentence", "holdout")
+    cosine = pearson.model_copy(update={"loss": "cosine_mse"})
+    assert holds_out(pearson, shared_senteval)
+    held = stage_dev_parts(pearson, shared_senteval)[HOLDOUT]
+    assert held == stage_dev_parts(cosine, shared_senteval)[HOLDOUT]
+    clean = scored_pairs(pearson.data, shared_senteval)  # what the sentence filter keeps of the 200
+    assert 0 < len(clean) < 200
+    assert 0.08 < len(held) / len(clean) < 0.25
+    trained = train_dataset(pearson, shared_senteval, holdout=True)
+    assert len(trained) == len(clean) - len(held)
+    assert not any(in_holdout(p) for p in map(_pair, trained["sentence1"], trained["sentence2"]))
+    assert dev_metric("holdout") == "eval_holdout_spearman_cosine"
+
+
+def _pair(sentence1: str, sentence2: str):
+    from pcctune.data.sts import STSPair
+
+    return STSPair(sentence1, sentence2, 0.0)
+
+
+def test_a_held_out_share_needs_scored_training_pairs(shared_senteval):
+    stage = StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": {"source": "snli"}, "dev": "holdout"})
+    with pytest.raises(PcctuneError, match="has no scores"):
+        stage_dev_parts(stage, shared_senteval)
+
+
+def test_a_leakage_level_given_for_triplets_is_an_error():
+    with pytest.raises(ValueError, match="data.leakage filters scored pairs"):
+        StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": {"source": "snli", "leakage": "pair"}})
+
+
+def test_an_unknown_dev_entry_is_a_config_error():
+    with pytest.raises(ValueError, match="unknown dev set 'sick'"):
+        StageConfig.model_validate({"name": "s", "loss": "pearson", "data": {"source": "stage2"}, "dev": ["sick"]})

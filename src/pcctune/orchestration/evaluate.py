@@ -1,10 +1,11 @@
-"""``pcctune eval``: build a model, evaluate STS and/or transfer tasks, print and save an :class:`EvalResult`."""
+"""``pcctune eval``: build a model, evaluate STS and/or transfer tasks (or a user's own scored pairs), print and save
+an :class:`EvalResult`."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,13 +15,14 @@ from transformers import set_seed
 
 from pcctune.cache_entry import remove, resume_folder, writing
 from pcctune.data.cache import senteval_folder
+from pcctune.data.pairs import Columns, PairSet, load_pair_set
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_task
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, protocol_data_dir
 from pcctune.evaluation.sts import evaluate_sts
-from pcctune.evaluation.tables import ScoreTable
+from pcctune.evaluation.tables import ScoreTable, interval_table
 from pcctune.evaluation.transfer import PROBES as PROBES  # the CLI offers them
 from pcctune.evaluation.transfer import Probe, evaluate_transfer
 from pcctune.io import check_output_file
@@ -36,6 +38,13 @@ from pcctune.results import EvalResult, TaskScore, TransferScore
 TaskGroup = Literal["sts", "transfer", "all"]
 Quantization = Literal["none", "saved", "nf4", "fp4"]
 QUANTIZATIONS: tuple[str, ...] = ("none", "saved", "nf4", "fp4")
+PairSource = str | Path | Any
+"""A user's test set: a .csv / .tsv / .jsonl file, a folder in the Hub's layout, a Hub dataset id or a Dataset."""
+
+
+def sts_section(scores: list[TaskScore], avg: float, average: bool = True) -> dict[str, float]:
+    """The record's ``sts`` numbers: each task's Spearman × 100 (rounded) and, for the seven tasks, their ``avg``."""
+    return {s.name: round(s.spearman, 4) for s in scores} | ({"avg": round(avg, 4)} if average else {})
 
 
 def add_scores(
@@ -43,14 +52,19 @@ def add_scores(
     sts: tuple[list[TaskScore], float] | None,
     transfer: list[TransferScore] | None,
     probe: Probe = "sklearn",
+    own_pairs: bool = False,
 ) -> None:
-    """Put the scores (rounded headline numbers and full detail) into ``result`` and print their tables."""
+    """Put the scores (rounded headline numbers and full detail) into ``result`` and print their tables; a user's
+    own test sets (``own_pairs``) have no average, and their table shows each score's bootstrap interval."""
     if sts is not None:
         scores, avg = sts
-        result.sts = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
+        result.sts = sts_section(scores, avg, average=not own_pairs)
         result.sts_detail = scores
-        title = f"STS, {result.protocol} protocol (Spearman × 100)"
-        ScoreTable.from_rows({result.model: result.sts}, title=title).print()
+        if own_pairs:
+            interval_table(scores, f"Your pairs, {result.protocol} protocol (× 100)").print()
+        else:
+            title = f"STS, {result.protocol} protocol (Spearman × 100)"
+            ScoreTable.from_rows({result.model: result.sts}, title=title).print()
     if transfer is not None:
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
         result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
@@ -105,6 +119,30 @@ def task_files(sts: list[STSTask], transfer: list[TransferTask]) -> list[Path]:
     return [*(f for t in sts for f in t.files), *(f for u in transfer for f in u.files)]
 
 
+def load_pair_sets(sources: Sequence[PairSource], columns: Columns | None = None, split: str = "test") -> list[PairSet]:
+    """A user's test sets (:func:`~pcctune.data.pairs.load_pair_set`), each named by its file's stem, or by the
+    source as given where two stems are the same."""
+    sets = [load_pair_set(source, columns, split) for source in sources]
+    names = [s.name for s in sets]
+    for pair_set, source in zip(sets, sources, strict=True):
+        if names.count(pair_set.name) > 1 and isinstance(source, str | Path):
+            pair_set.name = str(source)
+    if len({s.name for s in sets}) < len(sets):
+        raise PcctuneError(f"two test sets are named {pair_set.name!r}; give each its own name")
+    return sets
+
+
+def pair_hashes(sets: Sequence[PairSet]) -> dict[str, str]:
+    """SHA-256 of every file read and, for a dataset, of its pairs' content (keyed by its name)."""
+    return file_hashes(f for s in sets for f in s.files) | {s.name: s.content_sha256 for s in sets if s.content_sha256}
+
+
+def check_pair_tasks(tasks: TaskGroup) -> None:
+    """Your pairs replace the seven STS tasks: refuse them with the transfer tasks alone."""
+    if tasks == "transfer":
+        raise PcctuneError("--pairs replaces the seven STS tasks; use --tasks sts (the default) or all")
+
+
 def check_template_for(protocol: str, model_spec: str, template: str | None) -> None:
     """Before any weight loads: refuse a template-only protocol for a model that has no template (a Hub model
     is checked once loaded, by the evaluation itself)."""
@@ -134,21 +172,37 @@ def run_eval(
     quantization: Quantization = "none",
     probe: Probe = "sklearn",
     adapter: Path | None = None,
+    pairs: Sequence[PairSource] = (),
+    columns: Columns | None = None,
+    split: str = "test",
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
-    backbone precision ``quantization`` (:func:`precision`), with ``adapter`` (a LoRA folder) on it. Output, data and
-    model are checked before any encoding; the result is written atomically, when complete, by this command alone."""
+    backbone precision ``quantization`` (:func:`precision`), with ``adapter`` (a LoRA folder) on it. ``pairs``
+    (files, Hub dataset ids with their ``split``, named ``columns``) replace the seven STS tasks: each is scored as
+    STS-B is, with a bootstrap interval seeded by ``seed``. Output, data and model are checked before any encoding;
+    the result is written atomically, when complete, by this command alone."""
     started = time.perf_counter()
     with writing_output(output):
-        sts_tasks, transfer_tasks = load_tasks(senteval := senteval_folder(data), tasks, protocol)
+        own = load_pair_sets(pairs, columns, split) if pairs else []
+        if own:
+            check_pair_tasks(tasks)
+            get_protocol(protocol)
+        needs_senteval = not own or tasks != "sts"
+        senteval = senteval_folder(data) if needs_senteval else None
+        group: TaskGroup = "transfer" if own else tasks  # your pairs stand in for the seven STS tasks
+        sts_tasks, transfer_tasks = load_tasks(senteval, group, protocol) if senteval else ([], [])
+        sts_tasks = [s.task() for s in own] or sts_tasks
         check_template_for(protocol, model_spec, template)
         set_seed(seed)
         model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
         settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
-        data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks))
+        data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks), senteval) | pair_hashes(own)
         evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}
         with kept_vectors(output, evaluation, adapter) as store:
-            sts, transfer = score_tasks(model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store)
+            interval_seed = seed if own else None
+            sts, transfer = score_tasks(
+                model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, interval_seed
+            )
             result = EvalResult(
                 protocol=protocol,
                 model=model_spec,
@@ -158,12 +212,12 @@ def run_eval(
                 dtype=dtype,
                 quantization=quantization,
                 seed=seed,
-                data_dir=str(senteval),
+                data_dir=str(senteval) if senteval else None,
                 data_files_sha256=data_hashes,
                 versions=library_versions(),
                 wall_time_s=round(time.perf_counter() - started, 2),
             )
-            add_scores(result, sts, transfer, probe)
+            add_scores(result, sts, transfer, probe, own_pairs=bool(own))
             save_result(result, output, store, console or Console())
     return result
 
@@ -186,11 +240,14 @@ def score_tasks(
     protocol: str,
     probe: Probe,
     store: VectorStore | None,
+    interval_seed: int | None = None,
 ) -> tuple[tuple[list[TaskScore], float] | None, list[TransferScore] | None]:
-    """The STS scores (under ``protocol``) and the transfer scores (by ``probe``) of the tasks asked; ``None``
-    for a group not asked."""
+    """The STS scores (under ``protocol``; with ``interval_seed``, each with its bootstrap interval) and the
+    transfer scores (by ``probe``) of the tasks asked; ``None`` for a group not asked."""
     sts = (
-        evaluate_sts(model, sts_tasks, token_budget=token_budget, protocol=protocol, store=store) if sts_tasks else None
+        evaluate_sts(model, sts_tasks, protocol, interval_seed, token_budget=token_budget, store=store)
+        if sts_tasks
+        else None
     )
     transfer = (
         evaluate_transfer(model, transfer_tasks, token_budget, probe=probe, store=store) if transfer_tasks else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,14 @@ from sentence_transformers import SentenceTransformer
 from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import LeakageLevel
 from pcctune.data.nli import read_snli_folder
+from pcctune.data.pairs import Columns
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import evaluate_sts
+from pcctune.host_settings import with_workers
 from pcctune.modeling.template import model_template
+from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hashes, sts_section
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, RunResult
@@ -53,23 +57,44 @@ def nli_triplets(data: str | Path | None = None, splits: tuple[str, ...] = ("dev
 
 
 def evaluate(
-    model: SentenceTransformer, protocol: str = DEFAULT_PROTOCOL, data: str | Path | None = None
+    model: SentenceTransformer,
+    protocol: str = DEFAULT_PROTOCOL,
+    data: str | Path | None = None,
+    pairs: PairSource | Sequence[PairSource] | None = None,
+    columns: Columns | None = None,
+    split: str = "test",
+    seed: int = 42,
+    workers: int | None = None,
 ) -> EvalResult:
-    """Score any loaded model on the seven STS tasks under ``protocol``; the same record ``pcctune eval`` writes."""
+    """Score any loaded model on the seven STS tasks under ``protocol``, or on your own test sets; the same record
+    ``pcctune eval`` (``--pairs``) writes.
+
+    ``pairs``: one or a list of ``.csv`` / ``.tsv`` / ``.jsonl`` files, Hub dataset ids (their ``split``) or
+    ``datasets.Dataset`` objects, with columns ``sentence1``, ``sentence2``, ``score`` (any scale) or those
+    ``columns`` names (e.g. ``{"score": "label"}``). Each set is scored as STS-B is (Spearman and Pearson × 100)
+    with a 95 % paired bootstrap interval drawn with ``seed``; the record's ``sts`` then holds one number per set
+    and no average. ``data``: the SentEval folder of the seven tasks. ``workers``: encode on a CPU in that many
+    threads of one core each (default: the caller's thread alone, unless ``pcctune.cpu_speedups`` or
+    ``PCCTUNE_CPU_SPEEDUPS=1`` says otherwise; docs/speed-settings.md)."""
     started = time.perf_counter()
-    senteval = senteval_folder(data or None)
-    tasks = load_protocol_tasks(senteval, protocol)
-    scores, avg = evaluate_sts(model, tasks, protocol=protocol, show_progress=False)
+    sources = [pairs] if isinstance(pairs, str | Path) or not isinstance(pairs, Sequence) else list(pairs)
+    own = load_pair_sets(sources, columns, split) if pairs is not None else []
+    senteval = None if own else senteval_folder(data or None)
+    tasks = [s.task() for s in own] if senteval is None else load_protocol_tasks(senteval, protocol)
+    interval_seed = seed if own else None
+    with with_workers(workers):
+        scores, avg = evaluate_sts(model, tasks, protocol=protocol, interval_seed=interval_seed, show_progress=False)
     return EvalResult(
         protocol=protocol,
         model=str(getattr(getattr(model[0], "model", None), "name_or_path", "") or type(model).__name__),
         template=model_template(model),
         pooling=getattr(model[1], "pooling_mode", None) if len(model) > 1 else None,
-        data_dir=str(senteval),
-        data_files_sha256=file_hashes([f for task in tasks for f in task.files]),
+        seed=interval_seed,
+        data_dir=str(senteval) if senteval else None,
+        data_files_sha256=file_hashes([f for task in tasks for f in task.files], senteval) | pair_hashes(own),
         versions=library_versions(),
         wall_time_s=round(time.perf_counter() - started, 2),
-        sts={s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)},
+        sts=sts_section(scores, avg, average=not own),
         sts_detail=scores,
     )
 

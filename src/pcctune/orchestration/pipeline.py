@@ -51,7 +51,7 @@ from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import train_dataset
-from pcctune.training.dev import stage_dev_parts
+from pcctune.training.dev import stage_data_files, stage_dev_parts
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
 
@@ -152,7 +152,11 @@ class Pipeline:
             config=config.model_dump(mode="json"),
             eval_precision=eval_precision(config),
             pairs_by_task={task.name: len(task.pairs) for task in self.test_tasks},
-            data_files_sha256=file_hashes([path for task in self.test_tasks for path in task.files]),
+            data_files_sha256=file_hashes(
+                [path for task in self.test_tasks for path in task.files]
+                + [path for stage in config.stages for path in stage_data_files(stage, self.senteval)],
+                self.senteval,
+            ),
         )
         partial = Path(config.output_dir) / PARTIAL_RESULTS
         if self.resume and partial.is_file():  # every rank: they must agree on what is left to score

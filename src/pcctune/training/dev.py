@@ -18,8 +18,9 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 
 from pcctune.correlation import score_pairs
 from pcctune.data.cache import senteval_folder
-from pcctune.data.dev import HOLDOUT, dev_name, dev_parts, size_weighted
+from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
 from pcctune.data.leakage import LeakageLevel
+from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.modeling.encoding import encode_unique
 from pcctune.training.config import StageConfig
@@ -101,3 +102,19 @@ def dev_evaluator(stage: StageConfig, senteval_dir: Path) -> DevSTSEvaluator | N
 def dev_metric(dev_set: str | Sequence[str]) -> str | None:
     """The trainer's name for the dev score of ``dev_set`` (what ``metric_for_best_model`` selects on)."""
     return None if dev_set == "none" else f"eval_{dev_name(dev_set)}_spearman_cosine"
+
+
+def stage_data_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
+    """The files ``stage`` trains and selects on, as far as they are files: the stage-2 sources, a pairs file, the
+    built-in dev sets and the user's dev files (what a run record hashes beside its test files)."""
+    files: list[Path] = []
+    if stage.data.source == "stage2":
+        files += [*load_stsb(senteval_dir, "train").files, *load_sick(senteval_dir, "train").files]
+    elif stage.data.path and Path(stage.data.path).is_file():
+        files.append(Path(stage.data.path))
+    for entry in dev_entries(stage.dev) if stage.dev != "none" else []:
+        if entry in SINGLE_DEV_SETS:
+            files += SINGLE_DEV_SETS[entry](senteval_dir).files
+        elif entry != HOLDOUT:
+            files.append(Path(entry))
+    return files

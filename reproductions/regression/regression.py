@@ -8,8 +8,8 @@ rescaled to 0–5, §4.2 and App. A). Every variant runs that stage with one thi
 - the loss: Smooth K2 (eq. 2) and Translated ReLU (eq. 1) against their zero-buffer limits MSE and L1 (§4.5);
 - the head's input: (u, v, |u−v|) against (u, v) and |u−v| (Table 6);
 - the two steps against one (no head warm-up: the head starts random);
-- the regression against continued contrastive learning on the same pairs (InfoNCE on the 1,543 pairs ≥ 4,
-  the "+Contrast" rows of Table 3).
+- the regression against continued contrastive learning on the same pairs (InfoNCE on the 1,328 pairs scored
+  above 4, the "+Contrast" rows of Table 3).
 
 The paper's settings: batch 16, one epoch, the checkpoint chosen on the STS-B dev set (§4.1); k and x₀ of its
 best contrastive-PLM rows (Table 5: Nomic v1, Smooth K2, k = 3, x₀ = 0.2; the same for Translated ReLU). The
@@ -42,7 +42,7 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "Smooth K2, (u,v), two steps": ("smooth_k2", "uv", "nli"),
     "Smooth K2, |u-v|, two steps": ("smooth_k2", "absdiff", "nli"),
     "Smooth K2, (u,v,|u-v|), one step": ("smooth_k2", "uv_absdiff", "none"),
-    "+Contrast (InfoNCE, pairs >= 4)": ("contrastive", "uv_absdiff", "none"),
+    "+Contrast (InfoNCE, pairs > 4)": ("contrastive", "uv_absdiff", "none"),
 }
 
 

@@ -111,3 +111,36 @@ def test_a_run_record_names_its_test_training_and_dev_files_relative_to_the_data
     assert any(name.startswith("downstream/SICK/") and "trial" in name for name in names)  # dev
     assert any(name.startswith("downstream/STS/STS12") for name in names)  # test
     assert not any(name.startswith("/") for name in names)
+
+
+def test_a_run_selects_on_your_dev_file_filtered_against_your_test_file_and_its_card_says_so(
+    tiny_bert, shared_senteval, tmp_path
+):
+    import csv
+
+    import pcctune
+
+    def write_csv(path, rows):
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["sentence1", "sentence2", "score"])
+            writer.writerows(rows)
+        return path
+
+    train = [json.loads(line) for line in pairs_jsonl(tmp_path / "t.jsonl", 40, distinct=True).read_text().splitlines()]
+    rows = [(r["sentence1"], r["sentence2"], r["score"]) for r in train]
+    train_file = write_csv(tmp_path / "my_train.csv", rows[:32])
+    my_test = write_csv(tmp_path / "my_test.csv", rows[:5] + rows[32:36])  # 5 training pairs leak into it
+    my_dev = write_csv(tmp_path / "my_dev.csv", rows[36:] + rows[:2])  # so do 2 dev pairs
+    data = {"source": "pairs", "path": str(train_file), "leakage_against": [str(my_test)]}
+    stage = {"name": "pcc", "loss": "pearson", "data": data, "batch_size": 4, "max_steps": 4, "eval_steps": 2}
+    stage |= {"dev": [str(my_dev)], "learning_rate": 1e-3}
+    config = {"model": str(tiny_bert), "data_dir": str(shared_senteval), "output_dir": str(tmp_path / "run")}
+    result = pcctune.train(pcctune.RunConfig.model_validate(config | {"evaluate_before": False, "stages": [stage]}))
+    (record,) = result.stages
+    assert record.train_examples == 27 and record.dev_pairs == {"my_dev": 4}
+    assert record.leakage_filter == {"level": "pair", "against": ["my_test.csv"], "removed": 5}
+    assert record.best_dev_spearman is not None and record.best_checkpoint
+    assert {"my_dev.csv", "my_test.csv", "my_train.csv"} <= set(result.data_files_sha256)
+    card = (tmp_path / "run" / "stage1-pcc" / "final" / "README.md").read_text()
+    assert "`my_dev` (4 pairs)" in card and "`my_test.csv` (5 training pairs removed)" in card

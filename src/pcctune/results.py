@@ -1,6 +1,6 @@
 """Typed, versioned result records (in the spirit of MTEB's ``TaskResult``).
 
-Every result pcctune writes is one of four records, each tagged with ``kind`` and
+Every result pcctune writes is one of five records, each tagged with ``kind`` and
 ``schema_version``:
 
 - :class:`EvalResult`: one model evaluated (``pcctune eval``): STS and/or transfer scores with
@@ -9,7 +9,8 @@ Every result pcctune writes is one of four records, each tagged with ``kind`` an
   one :class:`StageRecord` per trained stage, the config, and the pairs and data hashes of the test sets
   (schema 3; a record written before has neither, and loads with both empty);
 - :class:`BenchmarkResult`: rows of a benchmark script, each a label, STS scores and details;
-- :class:`AuditResult`: training pairs checked against the test sets at every leakage level.
+- :class:`AuditResult`: training pairs checked against the test sets at every leakage level;
+- :class:`CompareResult`: B − A of two sets of runs or two models, each difference with its interval and verdict.
 
 :func:`load_result` reads any of them, including files written before records were typed
 (schema version 0), which are migrated on load. The CLI, ``report`` and the benchmarks read
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, field_validator
 
 from pcctune.errors import PcctuneError
 from pcctune.io import write_text
@@ -77,6 +78,76 @@ class Interval(BaseModel):
     seed: int
     spearman: tuple[float, float]
     pearson: tuple[float, float]
+
+
+Verdict = Literal["win", "loss", "tie"]
+
+
+class Difference(BaseModel):
+    """B − A of one score (× 100) with its confidence interval (``pcctune.evaluation.compare``).
+
+    A difference is a ``win`` (for B) or a ``loss`` only where its interval excludes 0; an interval that holds 0 is a
+    ``tie``. ``low`` and ``high`` are ``None`` where no interval exists (fewer than 2 runs on a side, or a test set too
+    small to resample), and then there is no verdict either."""
+
+    mean: float = Field(
+        description="B − A: the mean difference of paired seeds, the difference of the two sides' means, "
+        "or the difference of two models' scores on the same test pairs"
+    )
+    low: float | None
+    high: float | None
+    confidence: float = Field(description="the interval's coverage, e.g. 0.95")
+    method: Literal["paired t", "Welch t", "paired bootstrap"] | None = Field(
+        description="paired t: over the seeds both sides share; Welch t: over unpaired runs; paired bootstrap: over "
+        "the test pairs scored by both models; None: fewer than 2 runs on a side"
+    )
+    n_a: int = Field(description="the runs of A used (the test pairs, for a bootstrap)")
+    n_b: int = Field(description="the runs of B used (the test pairs, for a bootstrap)")
+    resamples: int | None = Field(None, description="the bootstrap's resamples")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def paired(self) -> bool:
+        """Whether A and B were compared pair by pair (the same seeds, or the same test pairs)."""
+        return self.method in ("paired t", "paired bootstrap")
+
+    @property
+    def n(self) -> int:
+        """The seeds paired, the test pairs resampled, or the unpaired runs of both sides together."""
+        return self.n_a if self.paired else self.n_a + self.n_b
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdict(self) -> Verdict | None:
+        """``win`` (the interval excludes 0, B above A), ``loss`` (excludes 0, B below A), ``tie`` (holds 0)."""
+        if self.low is None or self.high is None:
+            return None
+        if self.low > 0:
+            return "win"
+        if self.high < 0:
+            return "loss"
+        return "tie"
+
+    def sentence(self, a: str = "A", b: str = "B", digits: int = 2) -> str:
+        """The difference in plain words, e.g. ``B − A = +0.28 [-0.31, +0.87] over 3 paired seeds: a tie``."""
+        text = f"{b} − {a} = {self.mean:+.{digits}f}"
+        verdict = self.verdict
+        if verdict is None or self.low is None or self.high is None:
+            if self.method == "paired bootstrap":
+                return (
+                    f"{text} over {self.n} test pairs: no interval (too few pairs: some resamples have no correlation)"
+                )
+            runs = "run" if self.n_a == 1 else "runs"
+            return f"{text} over {self.n_a} {runs} of {a} and {self.n_b} of {b}: no interval (it needs 2 runs a side)"
+        text += f" [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+        if self.method == "paired bootstrap":
+            text += f" over {self.n} test pairs (paired bootstrap)"
+        elif self.method == "paired t":
+            text += f" over {self.n} paired seeds"
+        else:
+            text += f" over {self.n_a} runs of {a} and {self.n_b} of {b} (unpaired)"
+        verdicts = {"win": f"a win for {b}", "loss": f"a loss for {b}", "tie": "a tie"}
+        return f"{text}: {verdicts[verdict]}"
 
 
 class TaskScore(BaseModel):
@@ -152,6 +223,11 @@ class StageRecord(BaseModel):
     peak_memory_mb: float | None = None
     memory_kind: str | None = None
     sessions: int | None = Field(None, description="how many processes trained the stage: 1 + its resumes")
+    leakage_filter: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the filter on its training and dev pairs: level, the user's own test files it also checked "
+        "against (leakage_against) and the training pairs they removed; empty where the source is not filtered",
+    )
     dev_pairs: dict[str, int] = Field(
         default_factory=dict,
         description="the pairs of each dev part that selected its checkpoint, after the leakage filter (holdout: "
@@ -235,8 +311,29 @@ class AuditResult(Record):
     seconds: float
 
 
-AnyResult = EvalResult | RunResult | BenchmarkResult | AuditResult
-RECORDS: dict[str, type[Record]] = {cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult, AuditResult)}
+class CompareResult(Record):
+    """``pcctune compare``: B − A of each STS score with its interval, from two sets of runs (over seeds) or from two
+    models (a paired bootstrap over the test pairs)."""
+
+    kind: ClassVar[str] = "compare"
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    a: list[str] = Field(description="side A: its run records, or its model")
+    b: list[str] = Field(description="side B: its run records, or its model")
+    seeds_a: list[int] = Field(default_factory=list, description="the seeds of A's runs (none for a model)")
+    seeds_b: list[int] = Field(default_factory=list, description="the seeds of B's runs (none for a model)")
+    mean_a: Scores = Field(description="A's score of each task (× 100): the mean over its runs, or its model's")
+    mean_b: Scores = Field(description="B's score of each task (× 100): the mean over its runs, or its model's")
+    differences: dict[str, Difference] = Field(description="task → B − A with its interval and verdict")
+    protocol: str | None = Field(None, description="the STS protocol the models were scored under (a bootstrap)")
+    data_dir: str | None = Field(None, description="the SentEval folder the models were scored on (a bootstrap)")
+    seed: int | None = Field(None, description="the seed of the bootstrap's resamples")
+    versions: dict[str, str] = Field(default_factory=dict)
+
+
+AnyResult = EvalResult | RunResult | BenchmarkResult | AuditResult | CompareResult
+RECORDS: dict[str, type[Record]] = {
+    cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult, AuditResult, CompareResult)
+}
 
 
 def _legacy_kind(payload: dict[str, Any]) -> str:
@@ -293,7 +390,7 @@ def parse_result(payload: Any, source: str = "result") -> AnyResult:
         raise PcctuneError(f"{source}: not a pcctune result ({where}: {first['msg']})") from None
     except ValueError as error:
         raise PcctuneError(f"{source}: not a pcctune result ({error})") from None
-    assert isinstance(record, EvalResult | RunResult | BenchmarkResult | AuditResult)
+    assert isinstance(record, EvalResult | RunResult | BenchmarkResult | AuditResult | CompareResult)
     return record
 
 

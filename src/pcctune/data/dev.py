@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, TestIndex, split_clean
-from pcctune.data.pairs import read_pairs_file
+from pcctune.data.pairs import PAIR_FILE_SUFFIXES, read_pairs_file
 from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.stage2 import SourcedPair
 from pcctune.data.sts import STSPair, STSTask
@@ -44,7 +44,6 @@ MIN_DEV_PAIRS = 2
 MIN_FILTERED_DEV_PAIRS = 200
 """Above ``pair``, a built-in part that keeps fewer pairs is replaced by the held-out share of the training set."""
 HOLDOUT_PERCENT = 15
-PAIR_FILE_SUFFIXES = (".csv", ".tsv", ".jsonl")
 
 
 def in_holdout(pair: STSPair | SourcedPair) -> bool:

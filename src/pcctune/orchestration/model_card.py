@@ -110,6 +110,22 @@ def _leakage_lines(report: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _selection_lines(result: RunResult) -> list[str]:
+    """Per stage: the dev parts that chose its checkpoint (pairs kept by the leakage filter) and the filter itself."""
+    lines = []
+    for stage in result.stages:
+        dev = ", ".join(f"`{part}` ({pairs} pairs)" for part, pairs in stage.dev_pairs.items()) or "none"
+        line = f"- `{stage.stage}`: checkpoint chosen on {dev}"
+        filter_ = stage.leakage_filter
+        if filter_:
+            line += f"; training and dev pairs filtered at level `{filter_['level']}`"
+            if filter_["against"]:
+                against = ", ".join(f"`{name}`" for name in filter_["against"])
+                line += f", also against your test files {against} ({filter_['removed']} training pairs removed)"
+        lines.append(line + ".")
+    return lines
+
+
 def _stages_table(result: RunResult) -> str:
     if not result.stages:
         return "Every stage finished in an earlier run."
@@ -200,6 +216,8 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
         "### Training data and leakage",
         "",
         *_leakage_lines(leakage),
+        "",
+        *_selection_lines(result),
         "",
         "### Run config",
         "",

@@ -51,7 +51,7 @@ from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import train_dataset
-from pcctune.training.dev import stage_data_files, stage_dev_parts
+from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
 
@@ -244,6 +244,7 @@ class Pipeline:
                 memory_kind=result.memory_kind,
                 sessions=result.cost.sessions,
                 dev_pairs={part: len(pairs) for part, pairs in stage_dev_parts(stage, self.senteval).items()},
+                leakage_filter=leakage_filter(stage, self.senteval),
             )
         )
         self.record()

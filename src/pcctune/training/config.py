@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pcctune.data.dev import COMBINED_DEV, dev_entries
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
+from pcctune.data.pairs import PAIR_FILE_SUFFIXES
 from pcctune.errors import PcctuneError
 from pcctune.io import write_yaml
 from pcctune.losses.base import EmbeddingLoss
@@ -68,16 +69,29 @@ class DataConfig(Strict):
         description="hub: pcctune's column → the dataset's (anchor/positive/negative or sentence1/sentence2/score)",
     )
     limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
+    leakage_against: list[str] = Field(
+        default_factory=list,
+        description="your own test pair files (.csv/.tsv/.jsonl): the training pairs and every dev part are also "
+        "filtered against them at `leakage`, and the run's record and model card say what was removed",
+    )
+
+    @field_validator("leakage_against")
+    @classmethod
+    def _pair_files(cls, files: list[str]) -> list[str]:
+        for file in files:
+            if Path(file).suffix.lower() not in PAIR_FILE_SUFFIXES:
+                raise ValueError(f"leakage_against: {file!r} is not a .csv, .tsv or .jsonl pair file")
+        return files
 
     @property
     def filters_training(self) -> bool:
         """Whether the training pairs go through the leakage filter: always for ``stage2``; for the other scored
         sources (``pairs``, ``hub``, ``snli_regression``) when ``leakage`` is given."""
-        return self.source == "stage2" or "leakage" in self.model_fields_set
+        return self.source == "stage2" or "leakage" in self.model_fields_set or bool(self.leakage_against)
 
     @model_validator(mode="after")
     def _leakage_only_for_scored_pairs(self) -> DataConfig:
-        if "leakage" in self.model_fields_set and self.source in ("simcse_csv", "snli"):
+        if self.model_fields_set & {"leakage", "leakage_against"} and self.source in ("simcse_csv", "snli"):
             raise ValueError(
                 f"data.leakage filters scored pairs (stage2, pairs, hub, snli_regression), not {self.source!r} "
                 "triplets; remove it (the stage's dev set is filtered at the default level, pair)"
@@ -290,11 +304,11 @@ class RunConfig(Strict):
     )
     onednn: bool = Field(
         True,
-        description="train float32 linear layers on CPU by oneDNN's GEMM (1.6x a MiniLM step here, "
-        "benchmarks/results/speed); false: torch's default (MKL), as every run before this option",
+        description="train float32 linear layers on CPU by oneDNN's GEMM where torch has it (faster training "
+        "steps, benchmarks/results/speed; the same results up to float rounding); false: torch's default (MKL)",
     )
     seed: int = Field(42, description="seeds the trainer, the data order and the weights pcctune initialises")
-    data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, then ../shared/data)")
+    data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
     output_dir: str = Field("runs/run", description="the run folder (stages, checkpoints, results.json)")
     evaluate_before: bool = Field(True, description="score the untrained model on the test sets first")
     evaluate_after_each_stage: bool = Field(True, description="score every stage on the test sets (else only the last)")

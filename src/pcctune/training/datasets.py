@@ -13,6 +13,7 @@ labels are scaled; this module reads that data and shapes it:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,10 +29,10 @@ from pcctune.data.nli import (
     read_snli_regression_pairs,
     triplets_from_hf_dataset,
 )
-from pcctune.data.pairs import pairs_from_hf_dataset, read_pairs_file
+from pcctune.data.pairs import load_pair_set, pairs_from_hf_dataset, read_pairs_file
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import SourcedPair, build_stage2_set
-from pcctune.data.sts import STSPair
+from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.losses.registry import LabelScale, loss_spec
@@ -43,16 +44,41 @@ SOURCE_IDS = {"sick": 1}  # label id of a pair's source for per-source losses; e
 
 def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
     """The scored pairs of a ``stage2``, ``pairs``, ``snli_regression`` or ``hub`` source, each with its source;
-    filtered at ``data.leakage`` against every test set where that level is given (``stage2`` always is)."""
+    filtered at ``data.leakage`` against every STS test set where that level is given (``stage2`` always is) and
+    against the user's own test files (``data.leakage_against``)."""
+    return _scored_and_removed(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())[0]
+
+
+def removed_by_filter(data: DataConfig, senteval_dir: Path) -> int:
+    """How many of the source's pairs the leakage filter removed, beyond a ``stage2`` set's own report."""
+    return _scored_and_removed(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())[1]
+
+
+def test_tasks_of(data: DataConfig, senteval_dir: Path) -> list[STSTask]:
+    """What the source's pairs and its stage's dev set are filtered against: the seven STS test sets and the user's
+    own test files."""
+    return [*load_test_tasks(senteval_dir), *(load_pair_set(file).task() for file in data.leakage_against)]
+
+
+@lru_cache(maxsize=4)
+def _scored_and_removed(data_json: str, senteval_dir: Path) -> tuple[list[SourcedPair], int]:
+    data = DataConfig.model_validate_json(data_json)
     pairs = _scored_pairs(data, senteval_dir)
-    if data.source == "stage2" or not data.filters_training:
-        return pairs
-    index = TestIndex(load_test_tasks(senteval_dir), data.near_threshold)
+    if not data.filters_training:
+        return pairs, 0
+    if data.source == "stage2":  # already filtered against the seven test sets
+        tasks = [load_pair_set(file).task() for file in data.leakage_against]
+    else:
+        tasks = test_tasks_of(data, senteval_dir)
+    if not tasks:
+        return pairs, 0
+    index = TestIndex(tasks, data.near_threshold)
     kept = {
         (p.sentence1, p.sentence2)
         for p in filtered([STSPair(p.sentence1, p.sentence2, p.score) for p in pairs], index, data.leakage)
     }
-    return [pair for pair in pairs if (pair.sentence1, pair.sentence2) in kept]
+    clean = [pair for pair in pairs if (pair.sentence1, pair.sentence2) in kept]
+    return clean, len(pairs) - len(clean)
 
 
 def _scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:

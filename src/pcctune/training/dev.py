@@ -24,7 +24,7 @@ from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.modeling.encoding import encode_unique
 from pcctune.training.config import StageConfig
-from pcctune.training.datasets import scored_pairs
+from pcctune.training.datasets import removed_by_filter, scored_pairs, test_tasks_of
 
 
 class DevSTSEvaluator(SentenceEvaluator):
@@ -83,7 +83,12 @@ def _stage_dev_parts(stage_json: str, senteval_dir: Path) -> dict[str, list[STSP
     stage = StageConfig.model_validate_json(stage_json)
     data = stage.data
     return dev_parts(
-        stage.dev, senteval_dir, data.leakage, data.near_threshold, lambda: scored_pairs(data, senteval_dir)
+        stage.dev,
+        senteval_dir,
+        data.leakage,
+        data.near_threshold,
+        lambda: scored_pairs(data, senteval_dir),
+        test_tasks_of(data, senteval_dir),
     )
 
 
@@ -112,9 +117,20 @@ def stage_data_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
         files += [*load_stsb(senteval_dir, "train").files, *load_sick(senteval_dir, "train").files]
     elif stage.data.path and Path(stage.data.path).is_file():
         files.append(Path(stage.data.path))
+    files += [Path(file) for file in stage.data.leakage_against]
     for entry in dev_entries(stage.dev) if stage.dev != "none" else []:
         if entry in SINGLE_DEV_SETS:
             files += SINGLE_DEV_SETS[entry](senteval_dir).files
         elif entry != HOLDOUT:
             files.append(Path(entry))
     return files
+
+
+def leakage_filter(stage: StageConfig, senteval_dir: Path) -> dict[str, Any]:
+    """What a run record says of ``stage``'s leakage filter: its level, the user's own test files it also checked
+    against, and the training pairs those removed (empty where the stage's source is not filtered)."""
+    data = stage.data
+    if not data.filters_training:
+        return {}
+    against = [Path(file).name for file in data.leakage_against]
+    return {"level": data.leakage.value, "against": against, "removed": removed_by_filter(data, senteval_dir)}

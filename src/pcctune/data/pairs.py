@@ -1,6 +1,8 @@
-"""A user's own scored pairs: ``.csv``, ``.tsv`` or ``.jsonl`` files, and ``datasets`` objects.
+"""A user's own scored pairs: ``.csv``, ``.tsv`` or ``.jsonl`` files, ``datasets`` objects and Hub datasets.
 
-Readers never guess. ``.tsv`` is split on tabs only (quotes are text). ``.csv`` is parsed with
+Columns are found by name: ``sentence1``, ``sentence2`` and ``score`` (or the usual aliases, such as SICK's
+``sentence_A`` and ``relatedness_score``), or the names a caller gives for each (``columns``). Scores may be on any
+scale. Readers never guess. ``.tsv`` is split on tabs only (quotes are text). ``.csv`` is parsed with
 quoting, and a row that does not parse to exactly the header's columns (a stray quote merges
 rows; a missing comma splits them) is an error naming its line. A jsonl row must be an object
 holding the chosen keys. Scores must be finite numbers.
@@ -9,18 +11,30 @@ holding the chosen keys. Scores must be finite numbers.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pcctune.data.sts import STSPair, parse_score, read_lines, read_text
+from pcctune.data.hub import load_hub_dataset
+from pcctune.data.sts import STSPair, STSSubset, STSTask, parse_score, read_lines, read_text
 from pcctune.errors import PcctuneError
 
 SENTENCE1_KEYS = ("sentence1", "sentence_A", "sent1", "text1")
 SENTENCE2_KEYS = ("sentence2", "sentence_B", "sent2", "text2")
 SCORE_KEYS = ("score", "label", "similarity", "relatedness_score")
+COLUMN_KEYS: dict[str, tuple[str, ...]] = {
+    "sentence1": SENTENCE1_KEYS,
+    "sentence2": SENTENCE2_KEYS,
+    "score": SCORE_KEYS,
+}
+"""pcctune's three columns → the names each is found under when the caller names none."""
+PAIR_FILE_SUFFIXES = (".csv", ".tsv", ".jsonl")
+Columns = Mapping[str, str]
+"""pcctune's column (``sentence1``, ``sentence2``, ``score``) → the name it has in a file or dataset."""
 
 
 def _pick(columns: Sequence[str], options: Sequence[str], source: str) -> str:
@@ -30,13 +44,30 @@ def _pick(columns: Sequence[str], options: Sequence[str], source: str) -> str:
     raise PcctuneError(f"{source}: no column among {', '.join(options)} (found: {', '.join(columns)})")
 
 
-def pairs_from_records(records: Iterable[dict[str, Any]], columns: Sequence[str], source: str) -> list[STSPair]:
-    """Turn dict rows with sentence1/sentence2/score (or the usual aliases) into pairs."""
-    keys = (
-        _pick(columns, SENTENCE1_KEYS, source),
-        _pick(columns, SENTENCE2_KEYS, source),
-        _pick(columns, SCORE_KEYS, source),
-    )
+def _column(columns: Sequence[str], role: str, names: Columns | None, source: str) -> str:
+    """The column holding ``role``: the one ``names`` gives (which must exist), else the first of its usual names."""
+    name = (names or {}).get(role)
+    if name is None:
+        return _pick(columns, COLUMN_KEYS[role], source)
+    if name not in columns:
+        raise PcctuneError(f"{source}: no column {name!r} for {role} (found: {', '.join(columns)})")
+    return name
+
+
+def check_columns(names: Columns | None) -> None:
+    """Refuse a column mapping with a key other than sentence1, sentence2 and score."""
+    unknown = [key for key in names or {} if key not in COLUMN_KEYS]
+    if unknown:
+        raise PcctuneError(f"unknown column role {unknown[0]!r}; name the columns of {', '.join(COLUMN_KEYS)}")
+
+
+def pairs_from_records(
+    records: Iterable[dict[str, Any]], columns: Sequence[str], source: str, names: Columns | None = None
+) -> list[STSPair]:
+    """Turn dict rows into pairs: the columns ``names`` gives (pcctune's column → the rows' key), else
+    sentence1/sentence2/score or their usual aliases."""
+    check_columns(names)
+    keys = tuple(_column(columns, role, names, source) for role in COLUMN_KEYS)
     pairs = []
     for number, row in enumerate(records, start=1):
         missing = [key for key in keys if row.get(key) is None]
@@ -47,9 +78,9 @@ def pairs_from_records(records: Iterable[dict[str, Any]], columns: Sequence[str]
     return pairs
 
 
-def pairs_from_hf_dataset(dataset: Any, source: str = "dataset") -> list[STSPair]:
-    """Pairs from a ``datasets.Dataset`` with sentence1/sentence2/score columns."""
-    return pairs_from_records(iter(dataset), list(dataset.column_names), source)
+def pairs_from_hf_dataset(dataset: Any, source: str = "dataset", names: Columns | None = None) -> list[STSPair]:
+    """Pairs from a ``datasets.Dataset`` with sentence1/sentence2/score columns (or those ``names`` gives)."""
+    return pairs_from_records(iter(dataset), list(dataset.column_names), source, names)
 
 
 def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
@@ -104,8 +135,9 @@ def read_table(path: Path, delimiter: str) -> tuple[list[dict[str, Any]], list[s
     return [dict(zip(header, row, strict=True)) for _, row in body], header
 
 
-def read_pairs_file(path: str | Path) -> list[STSPair]:
-    """Read a user's ``.csv`` (quoted), ``.tsv`` (plain tabs) or ``.jsonl`` file of scored pairs."""
+def read_pairs_file(path: str | Path, names: Columns | None = None) -> list[STSPair]:
+    """Read a user's ``.csv`` (quoted), ``.tsv`` (plain tabs) or ``.jsonl`` file of scored pairs (its columns:
+    those ``names`` gives, else sentence1/sentence2/score or their usual aliases)."""
     path = Path(path)
     if not path.is_file():
         raise PcctuneError(f"missing file: {path}")
@@ -119,4 +151,59 @@ def read_pairs_file(path: str | Path) -> list[STSPair]:
         raise PcctuneError(f"{path}: unsupported pair file type {suffix!r} (use .csv, .tsv or .jsonl)")
     if not rows:
         raise PcctuneError(f"{path}: no pairs in it")
-    return pairs_from_records(rows, columns, str(path))
+    return pairs_from_records(rows, columns, str(path), names)
+
+
+@dataclass
+class PairSet:
+    """A user's scored pairs as one named test set, and what they were read from."""
+
+    name: str
+    pairs: list[STSPair]
+    files: list[Path] = field(default_factory=list)
+    content_sha256: str | None = None
+    """A dataset's own hash of its pairs (a file is hashed as a file: :func:`pcctune.provenance.file_hashes`)."""
+
+    def task(self) -> STSTask:
+        """The set as an STS task of one subset, scored as the built-in STS-B and SICK-R are."""
+        return STSTask(self.name, [STSSubset(self.name, self.pairs, self.files)])
+
+
+def pairs_sha256(pairs: Sequence[STSPair]) -> str:
+    """A hash of the pairs' content: sentences and scores, in order."""
+    digest = hashlib.sha256()
+    for pair in pairs:
+        digest.update(f"{pair.sentence1}\t{pair.sentence2}\t{pair.score!r}\n".encode())
+    return digest.hexdigest()
+
+
+def check_scoreable(pairs: Sequence[STSPair], source: str) -> None:
+    """Refuse a test set no correlation can be computed on: no pairs, one pair, or one score for every pair."""
+    if not pairs:
+        raise PcctuneError(f"{source}: no pairs in it")
+    if len(pairs) < 2:
+        raise PcctuneError(f"{source}: one pair; a correlation needs at least two")
+    if len({pair.score for pair in pairs}) < 2:
+        raise PcctuneError(
+            f"{source}: every pair has the score {pairs[0].score:g}; a correlation needs different scores"
+        )
+
+
+def load_pair_set(source: str | Path | Any, names: Columns | None = None, split: str = "test") -> PairSet:
+    """A test set of scored pairs from ``source``: a ``.csv`` / ``.tsv`` / ``.jsonl`` file (named by its stem), a
+    ``datasets.Dataset``, a folder in the Hub's file layout or a Hub dataset id (its ``split``, through
+    ``datasets.load_dataset``); ``names``: the columns' names (see :data:`Columns`). One clear error for a missing
+    column, a score that is not a number, or a set that no correlation can be computed on."""
+    if not isinstance(source, str | Path):  # a datasets.Dataset
+        name = str(getattr(getattr(source, "info", None), "dataset_name", None) or "dataset")
+        pairs = pairs_from_hf_dataset(source, name, names)
+        pair_set = PairSet(name, pairs, content_sha256=pairs_sha256(pairs))
+    elif Path(source).is_file() or Path(source).suffix.lower() in PAIR_FILE_SUFFIXES:
+        path = Path(source)
+        pair_set = PairSet(path.stem, read_pairs_file(path, names), [path])
+    else:
+        dataset = load_hub_dataset(str(source), split=split)
+        pairs = pairs_from_hf_dataset(dataset, f"Hub dataset {source}", names)
+        pair_set = PairSet(str(source), pairs, content_sha256=pairs_sha256(pairs))
+    check_scoreable(pair_set.pairs, str(source) if isinstance(source, str | Path) else pair_set.name)
+    return pair_set

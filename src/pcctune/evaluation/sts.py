@@ -21,6 +21,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.correlation import correlation, pair_cosines
 from pcctune.data.sts import STSTask
+from pcctune.evaluation.interval import bootstrap_interval
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, senteval_text
 from pcctune.modeling.encoding import EncodeOptions, encode_unique
 from pcctune.modeling.template import model_template
@@ -28,9 +29,14 @@ from pcctune.results import SubsetScore, TaskScore
 
 
 def score_task(
-    task: STSTask, vectors: dict[str, np.ndarray], all_subsets: bool, text_of: Callable[[str], str] = senteval_text
+    task: STSTask,
+    vectors: dict[str, np.ndarray],
+    all_subsets: bool,
+    text_of: Callable[[str], str] = senteval_text,
+    interval_seed: int | None = None,
 ) -> TaskScore:
-    """Score one task from precomputed vectors (keyed by ``text_of(sentence)``); ``all_subsets``: the STS12–16 rule."""
+    """Score one task from precomputed vectors (keyed by ``text_of(sentence)``); ``all_subsets``: the STS12–16 rule;
+    with ``interval_seed``, also the bootstrap interval of its score (:mod:`pcctune.evaluation.interval`)."""
     subset_scores: list[SubsetScore] = []
     all_cos, all_gold = [], []
     for subset in task.subsets:
@@ -44,6 +50,8 @@ def score_task(
     r = correlation(np.concatenate(all_cos), np.concatenate(all_gold))
     n = sum(s.n for s in subset_scores)
     score = TaskScore(name=task.name, n=n, spearman=r.spearman * 100, pearson=r.pearson * 100, subsets=subset_scores)
+    if interval_seed is not None:
+        score.interval = bootstrap_interval(np.concatenate(all_cos), np.concatenate(all_gold), interval_seed)
     if all_subsets:
         score.mean = float(np.mean([s.spearman for s in subset_scores]))
         score.wmean = float(sum(s.spearman * s.n for s in subset_scores) / n)
@@ -54,9 +62,11 @@ def evaluate_sts(
     model: SentenceTransformer,
     tasks: Sequence[STSTask],
     protocol: str = DEFAULT_PROTOCOL,
+    interval_seed: int | None = None,
     **options: Unpack[EncodeOptions],
 ) -> tuple[list[TaskScore], float]:
     """Evaluate ``tasks`` under ``protocol`` (``options``: the encoding's); returns per-task scores and their mean.
+    With ``interval_seed``, each score carries its bootstrap interval, resampled by a generator of that seed.
 
     The protocol's sentence edits follow the model's template wherever it lives (pcctune's input module or the
     chat template of a model saved as plain sentence-transformers)."""
@@ -70,5 +80,5 @@ def evaluate_sts(
 
     sentences = [text_of(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
     vectors = encode_unique(model, sentences, **options)
-    scores = [score_task(task, vectors, len(task.subsets) > 1, text_of) for task in tasks]
+    scores = [score_task(task, vectors, len(task.subsets) > 1, text_of, interval_seed) for task in tasks]
     return scores, float(np.mean([s.spearman for s in scores]))

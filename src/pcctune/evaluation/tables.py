@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from pcctune.data.tasks import SHORT_NAMES
+from pcctune.evaluation.interval import CONFIDENCE
+from pcctune.results import TaskScore
 
 Cell = float | int | str | None
 
@@ -77,6 +79,28 @@ class ScoreTable:
 
     def print(self, console: Console | None = None, deltas: bool = False) -> None:
         (console or Console(width=160)).print(self.to_rich(deltas))
+
+
+def interval_cell(ends: tuple[float, float] | None, digits: int = 2) -> str:
+    """``[low, high]`` of an interval, or ``—`` where there is none."""
+    return "—" if ends is None else f"[{ends[0]:.{digits}f}, {ends[1]:.{digits}f}]"
+
+
+def interval_table(scores: Sequence[TaskScore], title: str = "", first_column: str = "pairs") -> ScoreTable:
+    """One row per scored set: its pair count, Spearman and Pearson (× 100), each with its bootstrap interval."""
+    confidence = next((s.interval.confidence for s in scores if s.interval), CONFIDENCE)
+    label = f"{confidence * 100:g} % interval"
+    rows: dict[str, dict[str, Cell]] = {}
+    for score in scores:
+        interval = score.interval
+        rows[score.name] = {
+            "n": score.n,
+            "Spearman": score.spearman,
+            f"Spearman {label}": interval_cell(interval.spearman if interval else None),
+            "Pearson": score.pearson,
+            f"Pearson {label}": interval_cell(interval.pearson if interval else None),
+        }
+    return ScoreTable.from_rows(rows, title=title, first_column=first_column)
 
 
 def mean_std_cell(values: Sequence[float], digits: int = 2) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from pcctune.correlation import pair_cosines
@@ -9,9 +10,9 @@ from pcctune.data.tasks import load_task
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import senteval_text
 from pcctune.evaluation.report import bar_plot, scatter_plot
-from pcctune.evaluation.tables import ScoreTable
+from pcctune.evaluation.tables import ScoreTable, interval_table
 from pcctune.io import check_output_folder, write_text
-from pcctune.results import EvalResult, RunResult, load_result
+from pcctune.results import AnyResult, EvalResult, RunResult, TaskScore, load_result
 
 Section = dict[str, dict[str, float]]
 SECTIONS = (("sts", "STS (Spearman × 100; deltas vs the first row)"), ("transfer", "Transfer (accuracy)"))
@@ -30,22 +31,45 @@ def result_files(path: Path) -> list[Path]:
     raise PcctuneError(f"no result JSON at {path}")
 
 
+def load_records(paths: list[Path]) -> list[tuple[Path, AnyResult]]:
+    """Every result record of the files and folders given, with its file."""
+    return [(file, load_result(file)) for path in paths for file in result_files(path)]
+
+
 def collect_runs(paths: list[Path]) -> dict[str, Section]:
     """``{run label: {"sts": {...}, "transfer": {...}}}`` from every eval or run record given."""
+    return runs_of(load_records(paths))
+
+
+def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
+    """:func:`collect_runs` of records already read."""
     runs: dict[str, Section] = {}
-    for path in paths:
-        for file in result_files(path):
-            record = load_result(file)
-            if isinstance(record, RunResult):
-                prefix = str(record.config.get("model", file.parent.name))
-                for label, values in record.sts_by_stage.items():
-                    runs[f"{prefix}: {label}"] = {"sts": values}
-            elif isinstance(record, EvalResult) and record.sections():
-                label = record.model if record.model not in runs else f"{record.model} ({file.stem})"
-                runs[label] = record.sections()
-            else:
-                raise PcctuneError(f"{file}: no 'sts' or 'transfer' results in it")
+    for file, record in records:
+        if isinstance(record, RunResult):
+            prefix = str(record.config.get("model", file.parent.name))
+            for label, values in record.sts_by_stage.items():
+                runs[f"{prefix}: {label}"] = {"sts": values}
+        elif isinstance(record, EvalResult) and record.sections():
+            runs[eval_label(record, file, runs)] = record.sections()
+        else:
+            raise PcctuneError(f"{file}: no 'sts' or 'transfer' results in it")
     return runs
+
+
+def eval_label(record: EvalResult, file: Path, taken: Mapping[str, object]) -> str:
+    """An eval record's row label: its model, and its file's name where that model already has a row."""
+    return record.model if record.model not in taken else f"{record.model} ({file.stem})"
+
+
+def collect_intervals(records: list[tuple[Path, AnyResult]]) -> dict[str, list[TaskScore]]:
+    """``{run label: scores}`` of every eval record whose scores carry a bootstrap interval (a user's own pairs)."""
+    found: dict[str, list[TaskScore]] = {}
+    for file, record in records:
+        if isinstance(record, EvalResult):
+            scores = [s for s in record.sts_detail or [] if s.interval is not None]
+            if scores:
+                found[eval_label(record, file, found)] = scores
+    return found
 
 
 def section_rows(runs: dict[str, Section], section: str) -> dict[str, dict[str, float]]:
@@ -67,7 +91,8 @@ def model_scatter(model_spec: str, task_name: str, senteval_dir: Path, path: Pat
 def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path] | None = None) -> str:
     """Write ``output/report.md`` with a table and a bar plot per section (and a scatter plot); return it."""
     check_output_folder(output)
-    runs = collect_runs(paths)
+    records = load_records(paths)
+    runs = runs_of(records)
     parts = ["# pcctune report", ""]
     for section, title in SECTIONS:
         rows = section_rows(runs, section)
@@ -75,6 +100,9 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
             plot = bar_plot(rows, section, output / f"{section}_bars.png")
             table = ScoreTable.from_rows(rows).to_markdown(deltas=True)
             parts += [f"## {title}", "", table, "", f"![{section}]({plot.name})", ""]
+    for label, scores in collect_intervals(records).items():
+        table = interval_table(scores, first_column="test set").to_markdown()
+        parts += [f"## {label}: your pairs with their bootstrap intervals (× 100)", "", table, ""]
     if scatter is not None:
         model, task, senteval = scatter
         plot = model_scatter(model, task, senteval, output / "scatter.png")

@@ -95,6 +95,12 @@ def family(loss: str) -> str:
     return "sentence-transformers" if LOSSES[loss].cls.__module__.startswith("sentence_transformers") else "Pcc family"
 
 
+def in_fixed_order(rows: Rows) -> Rows:
+    """The rows in an order that ranks nothing: the Pcc family first, the paper's Pearson loss first within it, the
+    rest by name (the seeds' spread is as large as most gaps between the means)."""
+    return sorted(rows, key=lambda row: (family(row["loss"]) != "Pcc family", row["loss"] != "pearson", row["loss"]))
+
+
 def dev_selected_comparison(rows: list[dict[str, Any]]) -> str:
     """The comparison without looking at a test set: each family's loss is the one with the best dev
     score; then the two choices' test avgs, paired by seed."""
@@ -128,7 +134,7 @@ def _spread(values: list[float]) -> float:
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     from pcctune.plotting import plt, save_figure
 
-    base, model = details["base"], details["model"]
+    base, model, rows = details["base"], details["model"], in_fixed_order(rows)
     labels = ["base model", *(row["loss"] for row in rows)]
     means = [base["avg"], *(row["sts"]["avg"] for row in rows)]
     stds = [0.0, *(_spread([s["avg"] for s in row["sts_seeds"]]) for row in rows)]
@@ -147,7 +153,7 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
     cells = [("none (base model)", {**details["base"], "train s": "—", "selected (dev only)": "—"})]
-    for row in rows:
+    for row in in_fixed_order(rows):
         seeds = row["sts_seeds"]
         label = row["loss"] if len(seeds) == 3 else f"{row['loss']} ({len(seeds)} of 3 seeds)"
         chosen = ", ".join(f"{k} {v:.2e}" if k == "lr" else f"{k} {v}" for k, v in row["params"].items())
@@ -197,7 +203,7 @@ def run_sweeps(args: argparse.Namespace) -> None:
 def measure(args: argparse.Namespace) -> Measured:
     run_sweeps(args)
     sweeps = [sweep for sweep in sorted(args.sweeps.iterdir()) if (sweep / "study.db").is_file()]
-    rows = sorted((row for sweep in sweeps if (row := loss_row(sweep.name, sweep))), key=lambda r: -r["sts"]["avg"])
+    rows = in_fixed_order([row for sweep in sweeps if (row := loss_row(sweep.name, sweep))])
     settings = (
         f"each loss: `pcctune sweep` over {args.space} (TPE + median pruning), "
         "selection on the combined dev set sick-trial+stsb-dev (test overlap removed), then the winner with "
@@ -238,7 +244,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, default=6, help="trials of each sweep")
     parser.add_argument("--rescale-sick", action="store_true", help="SICK's scores rescaled to 0-5 (round 2)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the swept model (titles only)")
-    parser.add_argument("--base", type=Path, default=HERE.parent / "baselines" / "minilm_sts_simcse.json")
+    parser.add_argument("--base", type=Path, default=HERE.parent / "baselines" / "records" / "minilm_simcse.json")
     parser.add_argument("--space", type=Path, default=HERE / "round1_space.yaml", help="the sweeps' space")
     parser.add_argument("--config", type=Path, default=HERE / "sweep_base.yaml", help="the sweeps' base config")
 

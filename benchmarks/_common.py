@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pcctune.data.tasks import SEVEN_TASKS
+from pcctune.host_settings import SPEEDUPS, using
 from pcctune.io import write_text
 from pcctune.provenance import library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow
@@ -149,13 +150,15 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None) -> argparse.Names
 
 
 def run(benchmark: Benchmark, argv: list[str] | None = None) -> BenchmarkResult:
-    """Parse, measure (unless ``--summarize``), save the record, then print and save the table made from it."""
+    """Parse, measure (unless ``--summarize``), save the record, then print and save the table made from it. The
+    measurement runs with the CPU speed settings of the ``pcctune`` command (:mod:`pcctune.host_settings`)."""
     args = parse(benchmark, argv)
     path = (args.records_from if args.summarize and args.records_from else args.output) / "runs.json"
     if args.summarize and not path.is_file():
         raise SystemExit(f"error: nothing to summarize: no {path}")
     if not args.summarize:
-        measured = benchmark.measure(args)
+        with using(SPEEDUPS):
+            measured = benchmark.measure(args)
         to_record(benchmark.name, measured.rows, benchmark.label_key, measured.settings, measured.details).to_disk(path)
     record = BenchmarkResult.from_disk(path)
     rows = rows_of(record)

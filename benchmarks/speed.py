@@ -40,6 +40,7 @@ from typing import Any
 
 from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_python, save_rows
 from pcctune.evaluation.tables import ScoreTable
+from pcctune.host_settings import SPEEDUPS, using
 
 HERE = Path(__file__).resolve().parent
 ST_LABEL = "sentence-transformers EmbeddingSimilarityEvaluator"
@@ -435,6 +436,7 @@ BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 if __name__ == "__main__":
     if "--one" in sys.argv:  # a single measurement in this fresh process; its JSON is the last line printed
         arguments_of_one = parse(BENCHMARK)
-        print(json.dumps(ONE[arguments_of_one.one](arguments_of_one)))
+        with using(SPEEDUPS):  # as `pcctune` commands run
+            print(json.dumps(ONE[arguments_of_one.one](arguments_of_one)))
     else:
         run(BENCHMARK)

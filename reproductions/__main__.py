@@ -12,6 +12,9 @@ sub-folder → the script's flags for it) has one table per entry, otherwise one
 whose record (``runs.json``) is committed is done: running the claim again only redraws it, unless ``--rerun``
 measures it again (the script then keeps every run it holds a record of). ``--output`` writes elsewhere (the
 records are still read from the claim's folder under ``--summarize``).
+
+Claims run as the ``pcctune`` command does, with its CPU speed settings on (worker threads, oneDNN's kernel, glibc
+keeping freed memory: docs/speed-settings.md), also where a script calls the Python API.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from unittest import mock
 
 import pytest
 
+from pcctune.host_settings import SPEEDUPS_ENV, cpu_speedups
 from pcctune.modeling.build import build_model
 from pcctune.modeling.cpu_memory import has_glibc
 from pcctune.modeling.encoding import encode_texts
@@ -47,8 +48,15 @@ def test_freed_activations_are_reused_instead_of_faulted_in_again():
     assert default > 10 * max(kept, 100)
 
 
-def test_encoding_on_cpu_sets_it(tiny_bert):
+def test_encoding_on_cpu_sets_it_only_where_the_host_settings_ask(tiny_bert, monkeypatch):
     model = build_model(str(tiny_bert), device="cpu")
+    monkeypatch.delenv(SPEEDUPS_ENV, raising=False)
     with mock.patch("pcctune.modeling.encoding.keep_freed_memory") as keep:
+        encode_texts(model, SENTENCES[:3])  # the Python API's default
+        keep.assert_not_called()
+        with cpu_speedups():  # the pcctune command's
+            encode_texts(model, SENTENCES[:3])
+        keep.assert_called_once_with()
+        monkeypatch.setenv(SPEEDUPS_ENV, "1")
         encode_texts(model, SENTENCES[:3])
-    keep.assert_called_once_with()
+        assert keep.call_count == 2

@@ -1,4 +1,5 @@
-"""Inference batches side by side on CPU: results in order, one torch thread per worker, the same vectors."""
+"""Inference batches side by side on CPU: results in order, one torch thread per worker and no other thread's count
+changed, the same vectors, a prompt stop on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import time
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 import pcctune.modeling.encoding as encoding
+from pcctune.host_settings import cpu_speedups
 from pcctune.modeling.build import build_model
-from pcctune.modeling.cpu_workers import cpu_workers, map_in_workers
+from pcctune.modeling.cpu_workers import MAX_AUTO_WORKERS, cpu_workers, map_in_workers, stop_requested
 from tests.conftest import SENTENCES
 
 
@@ -49,20 +52,93 @@ def test_a_caller_that_stops_early_leaves_the_batches_not_begun_unrun():
     assert len(calls) < 10
 
 
-def test_workers_follow_torch_threads_on_cpu(tiny_bert):
+def test_workers_are_the_number_asked_or_torch_threads_up_to_a_cap(tiny_bert, monkeypatch):
     model = build_model(str(tiny_bert))
     torch.set_num_threads(2)
-    assert cpu_workers(model) == 2
+    assert cpu_workers(model, None) == 2
+    assert cpu_workers(model, 3) == 3
     torch.set_num_threads(1)
-    assert cpu_workers(model) == 1
+    assert cpu_workers(model, None) == 1
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 96)
+    assert cpu_workers(model, None) == MAX_AUTO_WORKERS
+    assert cpu_workers(model, 12) == 12
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_llama"])
-def test_encoding_in_workers_gives_the_vectors_of_one_thread(fixture, request, monkeypatch):
+def test_encoding_in_workers_gives_the_vectors_of_one_thread(fixture, request):
     model = build_model(str(request.getfixturevalue(fixture)), template="eol" if fixture == "tiny_llama" else None)
     texts = [*SENTENCES, " ".join(SENTENCES), "a", *(f"{s} again" for s in SENTENCES)]
-    monkeypatch.setattr(encoding, "cpu_workers", lambda _: 1)
-    one = encoding.encode_texts(model, texts, token_budget=32)
-    monkeypatch.setattr(encoding, "cpu_workers", lambda _: 3)
-    three = encoding.encode_texts(model, texts, token_budget=32)
+    with cpu_speedups(workers=1):
+        one = encoding.encode_texts(model, texts, token_budget=32)
+    with cpu_speedups(workers=3):
+        three = encoding.encode_texts(model, texts, token_budget=32)
     np.testing.assert_allclose(three, one, atol=1e-6)
+
+
+def test_a_thread_started_while_workers_run_gets_the_hosts_thread_count():
+    torch.set_num_threads(2)
+    seen: dict[str, int] = {}
+
+    def work(item: int) -> int:
+        seen.setdefault("worker", torch.get_num_threads())
+        if item == 0:  # e.g. a server's request thread, started while pcctune encodes
+            started = threading.Thread(target=lambda: seen.setdefault("started meanwhile", torch.get_num_threads()))
+            started.start()
+            started.join()
+        return item
+
+    assert list(map_in_workers(work, range(4), workers=2)) == [0, 1, 2, 3]
+    assert seen == {"worker": 1, "started meanwhile": 2}
+    assert torch.get_num_threads() == 2
+
+
+class _Gate(nn.Module):
+    """Waits inside its forward until the map is stopped (at most 30 s), as a long one-core layer would run on."""
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        deadline = time.monotonic() + 30
+        while not stop_requested() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return inputs
+
+
+class _Tail(nn.Module):
+    """Counts the batches that got past the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passed: list[int] = []
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        self.passed.append(int(inputs.item()))
+        return inputs
+
+
+def test_ctrl_c_drops_the_batches_not_begun_and_stops_the_running_ones_at_their_next_module():
+    torch.set_num_threads(2)
+    model = nn.Sequential(_Gate(), _Tail())
+    both_running = threading.Barrier(2, timeout=30)
+    began: list[int] = []
+
+    def work(item: int) -> torch.Tensor:
+        if item == 0:  # the caller's thread gets a KeyboardInterrupt while batch 1 is inside the model
+            both_running.wait()
+            raise KeyboardInterrupt
+        began.append(item)
+        if item == 1:
+            both_running.wait()
+        return model(torch.tensor(float(item)))
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        list(map_in_workers(work, range(40), workers=2, stoppable=model))
+    assert time.monotonic() - started < 20  # not the gate's 30 s: the running batch stopped at the next module
+    assert model[1].passed == []
+    assert 1 in began and set(began) <= {1, 2}  # batch 2 may have begun on the worker batch 0 left
+    assert all(not module._forward_pre_hooks for module in model.modules())
+    assert torch.get_num_threads() == 2
+    seen: list[int] = []
+    later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    later.start()
+    later.join()
+    assert seen == [2]

@@ -10,7 +10,6 @@ import signal
 from pathlib import Path
 
 import pytest
-import torch
 from transformers import TrainerCallback
 
 import pcctune
@@ -22,13 +21,13 @@ from tests.conftest import pairs_jsonl, run_cli, tiny_run, write_run_config
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_each_in_run_dev_score_equals_a_fresh_evaluation_of_its_checkpoint(
-    threads, tiny_bert, shared_senteval, tmp_path, monkeypatch
+    threads, tiny_bert, shared_senteval, tmp_path
 ):
-    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)  # the worker count encoding uses
     config = tiny_run(tiny_bert, shared_senteval, pairs_jsonl(tmp_path / "pairs.jsonl"), tmp_path / "run")
     config["stages"][0] |= {"max_steps": 6, "eval_steps": 2, "save_total_limit": None}
     config["onednn"] = True
-    pcctune.train(pcctune.RunConfig.model_validate(config), overwrite=True)
+    with pcctune.cpu_speedups(workers=threads):  # as `pcctune train` encodes its dev sets
+        pcctune.train(pcctune.RunConfig.model_validate(config), overwrite=True)
     state = json.loads(next((tmp_path / "run").rglob("checkpoint-6/trainer_state.json")).read_text())
     metric = "sick-trial_pearson_cosine"  # the tiny dev set's ranks barely move; its Pearson moves every step
     in_run = {entry["step"]: entry[f"eval_{metric}"] for entry in state["log_history"] if f"eval_{metric}" in entry}

@@ -54,6 +54,9 @@ _EXPORTS: dict[str, str] = {
     # records
     "EvalResult": "pcctune.results",
     "RunResult": "pcctune.results",
+    # what pcctune may change in the process (docs/speed-settings.md)
+    "cpu_speedups": "pcctune.host_settings",
+    "tokenizer_lock": "pcctune.modeling.cpu_workers",
 }
 __all__ = ["PcctuneError", "__version__", *_EXPORTS]
 

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pcctune.errors import Interrupted, PcctuneError
+from pcctune.host_settings import SPEEDUPS, using
 from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PROTOCOLS, LeakageLevel
 
 app = typer.Typer(
@@ -564,10 +565,12 @@ def _interrupt_code() -> int:
 
 
 def main() -> None:
-    """Entry point: run the app and turn every outcome into the documented exit codes."""
+    """Entry point: run the app with the CPU speed settings on (docs/speed-settings.md) and turn every outcome into
+    the documented exit codes."""
     previous = _install_signal_handlers()
     try:
-        _run(sys.argv[1:])
+        with using(SPEEDUPS):
+            _run(sys.argv[1:])
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

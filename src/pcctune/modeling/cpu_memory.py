@@ -10,8 +10,9 @@ heaps are trimmed only above 1 GiB of free memory (``M_TRIM_THRESHOLD``).
 
 One ``pcctune eval all-MiniLM-L6-v2 --tasks sts`` on the 2-core AVX2-only AMD EPYC (``benchmarks/results/speed``):
 2.5 million page faults and 9.5–10.5 s of kernel time before, 0.7–0.85 million and 4.1–4.2 s after.
-The price is memory: the process keeps its peak footprint until it ends. Elsewhere than glibc
-(macOS, Windows, musl) nothing changes.
+The price is memory: the process keeps its peak footprint until it ends, in all its threads, and nothing undoes
+the setting. So encoding sets it only where the :mod:`~pcctune.host_settings` in force say so (the ``pcctune``
+command's do, the Python API's do not unless asked). Elsewhere than glibc (macOS, Windows, musl) nothing changes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def keep_freed_memory() -> bool:
     """Set glibc's thresholds once per process; True when they were set (False where the C library is not glibc)."""
     if not has_glibc():
         return False
-    libc = ctypes.CDLL(None)
-    return bool(
-        libc.mallopt(M_MMAP_THRESHOLD, LARGEST_MMAP_THRESHOLD) and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-    )
+    return _mallopt(M_MMAP_THRESHOLD, LARGEST_MMAP_THRESHOLD) and _mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+
+
+def _mallopt(parameter: int, value: int) -> bool:
+    """glibc's ``mallopt(parameter, value)``; True when glibc took it."""
+    return bool(ctypes.CDLL(None).mallopt(parameter, value))

@@ -18,6 +18,9 @@ evaluations, the dev evaluations during training and ``pcctune encode``:
 7. **Batches side by side on CPU**, one core each, instead of each batch split over all cores
    (:mod:`pcctune.modeling.cpu_workers`), with freed activations kept for the next batch instead of returned to
    the kernel (:mod:`pcctune.modeling.cpu_memory`).
+
+   6 and 7 reach beyond the call (a layer's class, threads, the allocator): the ``pcctune`` command turns them on,
+   the Python API only when asked (:mod:`pcctune.host_settings`).
 8. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
    the vectors are gathered, instead of rank 0 encoding everything while the others wait.
 9. **Resumable.** With a :class:`~pcctune.modeling.vector_store.VectorStore`, finished batches are kept on
@@ -29,7 +32,7 @@ Embeddings equal ``encode``'s up to float rounding of differently padded batches
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from typing import Any, TypedDict, Unpack
 
 import numpy as np
@@ -37,14 +40,17 @@ import torch
 import torch.distributed as dist
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.util import batch_to_device
+from torch import nn
 from tqdm.auto import tqdm
 
 from pcctune.distributed import get_rank, get_world_size, is_distributed
+from pcctune.host_settings import host_settings
 from pcctune.modeling.build import is_decoder_only
 from pcctune.modeling.cpu_memory import keep_freed_memory
-from pcctune.modeling.cpu_workers import cpu_workers, map_in_workers, tokenized
+from pcctune.modeling.cpu_workers import cpu_workers, map_in_workers, tokenized, tokenizer_lock
 from pcctune.modeling.onednn import frozen_weights, onednn_linears
 from pcctune.modeling.prefix_cache import CachedPrefix, cached_prefix
+from pcctune.modeling.shared_changes import Undo, shared_changes
 from pcctune.modeling.template import Template, model_template
 from pcctune.modeling.vector_store import VectorStore
 
@@ -71,7 +77,8 @@ def token_lengths(model: SentenceTransformer, texts: Sequence[str]) -> list[int]
         filled = [filler.fill(t) for t in texts]
     else:
         filled = list(texts)
-    ids = module.tokenizer(filled, add_special_tokens=True, verbose=False)["input_ids"]
+    with tokenizer_lock(model):
+        ids = module.tokenizer(filled, add_special_tokens=True, verbose=False)["input_ids"]
     cap = model.max_seq_length or max((len(row) for row in ids), default=1)
     return [min(len(row), cap) for row in ids]
 
@@ -98,27 +105,37 @@ def encode_texts(
     token_budget: int | None = None,
     show_progress: bool = False,
     reuse_prefix: bool = True,
-    onednn: bool = True,
+    onednn: bool | None = None,
     store: VectorStore | None = None,
 ) -> np.ndarray:
     """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget (default:
     :func:`default_token_budget`); a decoder runs its template's prefix once (``reuse_prefix``,
-    :mod:`~pcctune.modeling.prefix_cache`); float32 linear layers on CPU run through oneDNN (``onednn``,
-    :mod:`~pcctune.modeling.onednn`); batches that ``store`` holds are taken from it, and the others added to it."""
+    :mod:`~pcctune.modeling.prefix_cache`); float32 linear layers on CPU run through oneDNN where ``onednn`` says so
+    (:mod:`~pcctune.modeling.onednn`; default: where the :func:`~pcctune.host_settings.host_settings` in force say
+    so, as they also give the number of worker threads); batches that ``store`` holds are taken from it, and the
+    others added to it.
+
+    The model is in eval mode for the call; calls on one model may overlap, in several threads: the last to end
+    gives every module its own mode back (:mod:`~pcctune.modeling.shared_changes`)."""
     if not texts:
         return np.zeros((0, model.get_embedding_dimension() or 0), dtype=np.float32)
-    was_training = model.training
-    model.eval()
-    if model.device.type == "cpu":
+    settings = host_settings()
+    if settings.keep_freed_memory and model.device.type == "cpu":
         keep_freed_memory()
     out: list[np.ndarray | None] = [None] * len(texts)
     try:
         batches = length_batches(token_lengths(model, texts), token_budget or default_token_budget(model))
-        with torch.inference_mode(), onednn_linears(model, active=onednn), frozen_weights():
+        with (
+            evaluating(model),
+            torch.inference_mode(),
+            onednn_linears(model, active=settings.onednn if onednn is None else onednn),
+            frozen_weights(),
+        ):
             prefix = cached_prefix(model) if reuse_prefix else None
             stored = [store is not None and all(texts[i] in store for i in batch) for batch in batches]
             todo = [[texts[i] for i in batch] for batch, done in zip(batches, stored, strict=True) if not done]
-            work = map_in_workers(lambda batch: _encode_batch(model, batch, prefix), todo, cpu_workers(model))
+            workers = cpu_workers(model, settings.workers)
+            work = map_in_workers(lambda batch: _encode_batch(model, batch, prefix), todo, workers, stoppable=model)
             progress = tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress)
             with closing(work) as computed:
                 for batch, done in zip(progress, stored, strict=True):
@@ -132,10 +149,28 @@ def encode_texts(
                     for row, index in enumerate(batch):
                         out[index] = vectors[row]
     finally:
-        model.train(was_training)
         if store is not None:
             store.flush()  # also when interrupted: what was encoded is kept
     return np.stack(out)  # type: ignore[arg-type]
+
+
+def _to_eval_mode(model: nn.Module) -> Undo:
+    """Put ``model`` in eval mode; how to give each of its modules its own mode back (through ``train``, which some
+    modules extend, e.g. to drop an eval-time cache)."""
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+
+    def undo() -> None:
+        for module, training in modes:  # parents first: a module's train() sets its children, fixed after it
+            if module.training != training:
+                module.train(training)
+
+    return undo
+
+
+def evaluating(model: nn.Module) -> AbstractContextManager[int]:
+    """``model`` in eval mode for the block, shared with overlapping blocks on the same model."""
+    return shared_changes([model], "eval mode", _to_eval_mode)
 
 
 def _encode_batch(model: SentenceTransformer, texts: list[str], prefix: CachedPrefix | None) -> np.ndarray:
@@ -154,7 +189,7 @@ class EncodeOptions(TypedDict, total=False):
     token_budget: int | None
     show_progress: bool
     reuse_prefix: bool
-    onednn: bool
+    onednn: bool | None
     store: VectorStore | None
 
 

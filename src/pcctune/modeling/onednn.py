@@ -10,7 +10,11 @@ thread, ``benchmarks/results/speed``) once oneDNN gets its weights reordered in 
 :func:`onednn_linears` routes a model's float32 linear layers through ``torch.ops.mkldnn``'s ``_linear_pointwise``
 (the op torch's own compiler emits for CPU linears) for the time of a block and restores them after. The op has no
 backward of its own: :class:`_OneDNNLinearFunction` gives it one from the same kernel, so the block may train too.
-Results equal MKL's up to float rounding (tested, forward and gradients).
+Results equal MKL's up to float rounding (tested, forward and gradients). Blocks on one model may overlap, in one
+thread or several (:mod:`~pcctune.modeling.shared_changes`); code outside them that uses the model meanwhile sees
+the routed classes, so encoding routes only where the host settings ask (:mod:`pcctune.host_settings`: the
+``pcctune`` command does, the Python API not unless asked) and training where its run config says
+(``onednn``).
 
 Inside :func:`frozen_weights` (one call of the encoder, whose weights do not change meanwhile) the weight is
 handed to oneDNN already reordered into its blocked GEMM layout (``torch.ops.mkldnn._reorder_linear_weight``, as
@@ -43,6 +47,7 @@ import torch
 from torch import Tensor, nn
 
 from pcctune.modeling.quantization import loaded_linear_4bit_type
+from pcctune.modeling.shared_changes import Undo, shared_changes
 
 
 def _gemm(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
@@ -174,19 +179,26 @@ def routed_class(module: nn.Module) -> type[nn.Module] | None:
     return _onednn_linear_4bit_class() if linear_4bit is not None and type(module) is linear_4bit else None
 
 
+def _route(module: nn.Module) -> Undo | None:
+    """Give ``module`` its routed class; how to give it back its own (``None`` where it keeps its own)."""
+    new, own = routed_class(module), type(module)
+    if new is None:
+        return None
+    module.__class__ = new
+
+    def undo() -> None:
+        module.__class__ = own
+
+    return undo
+
+
 @contextmanager
 def onednn_linears(model: nn.Module, active: bool = True) -> Iterator[int]:
-    """Route ``model``'s routable linear layers through oneDNN inside the block; yields how many were routed (0 when
-    ``active`` is false or torch has no oneDNN)."""
+    """Route ``model``'s routable linear layers through oneDNN inside the block; yields how many are routed (0 when
+    ``active`` is false or torch has no oneDNN). Blocks on the same layers may overlap, in one thread or several:
+    the last to end gives the layers their own classes back (:mod:`~pcctune.modeling.shared_changes`)."""
     if not (active and torch.backends.mkldnn.is_available()):
         yield 0
         return
-    candidates = [(module, type(module), routed_class(module)) for module in model.modules()]
-    routed = [(module, own, new) for module, own, new in candidates if new is not None]
-    for module, _, new in routed:
-        module.__class__ = new
-    try:
-        yield len(routed)
-    finally:
-        for module, own, _ in routed:
-            module.__class__ = own
+    with shared_changes(model.modules(), "onednn", _route) as routed:
+        yield routed

@@ -6,7 +6,9 @@ them as a ``past_key_values`` cache, which BERT and RoBERTa read; ``MPNetModel``
 silently ignores the cache, so its scores come out P columns short of the widened mask.
 
 :func:`accept_prefixes` gives each ``MPNetSelfAttention`` of a model a per-call prefix: the layer's keys and
-values are prepended to its own, exactly where a BERT layer puts a cached prefix. MPNet adds a relative
+values are prepended to its own, exactly where a BERT layer puts a cached prefix. The prefixes of a call live in its
+context (:func:`prefixes_set`, a :mod:`contextvars` variable), not on the shared layers: calls in several threads at
+once (CPU encoding's workers) each see their own, as a cache passed down the call would be. MPNet adds a relative
 position bias to the scores; a prefix has no position, so its columns get a bias of 0, as a cached prefix
 gets no position term in an absolute-position model. The weights and their names are unchanged (the layers
 only change class), so the backbone saves and loads as plain MPNet.
@@ -17,17 +19,27 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import torch
 from torch import nn
 from transformers.models.mpnet.modeling_mpnet import MPNetSelfAttention
 
+Prefix = tuple[torch.Tensor, torch.Tensor]
+
+_PREFIXES: ContextVar[dict[nn.Module, Prefix] | None] = ContextVar("pcctune_mpnet_prefixes", default=None)
+"""Inside :func:`prefixes_set`: each prefixed layer's (keys, values) for this call; ``None`` outside."""
+
 
 class PrefixedMPNetSelfAttention(MPNetSelfAttention):
     """``MPNetSelfAttention`` that prepends ``prefix`` = (keys, values), each (batch, heads, P, head_dim)."""
 
-    prefix: tuple[torch.Tensor, torch.Tensor] | None = None
+    @property
+    def prefix(self) -> Prefix | None:
+        """This layer's keys and values in the current call (:func:`prefixes_set`), else ``None``."""
+        prefixes = _PREFIXES.get()
+        return None if prefixes is None else prefixes.get(self)
 
     def forward(
         self,
@@ -37,9 +49,10 @@ class PrefixedMPNetSelfAttention(MPNetSelfAttention):
         output_attentions: bool = False,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, ...]:
-        if self.prefix is None:
+        prefix = self.prefix
+        if prefix is None:
             return super().forward(hidden_states, attention_mask, position_bias, output_attentions, **kwargs)
-        prefix_keys, prefix_values = self.prefix
+        prefix_keys, prefix_values = prefix
         shape = (*hidden_states.shape[:-1], -1, self.attention_head_size)
         q = self.q(hidden_states).view(shape).transpose(1, 2)
         k = torch.cat([prefix_keys.to(q.dtype), self.k(hidden_states).view(shape).transpose(1, 2)], dim=2)
@@ -65,11 +78,13 @@ def accept_prefixes(model: nn.Module) -> list[PrefixedMPNetSelfAttention]:
 
 @contextmanager
 def prefixes_set(layers: list[PrefixedMPNetSelfAttention], cache: Any) -> Iterator[None]:
-    """Give each layer its keys and values from peft's prefix cache (a ``DynamicCache``) for one forward."""
-    for layer, cached in zip(layers, cache.layers, strict=True):
-        layer.prefix = (cached.keys, cached.values)
+    """Give each layer its keys and values from peft's prefix cache (a ``DynamicCache``) for one forward, in this
+    context only."""
+    prefixes: dict[nn.Module, Prefix] = {
+        layer: (cached.keys, cached.values) for layer, cached in zip(layers, cache.layers, strict=True)
+    }
+    token = _PREFIXES.set(prefixes)
     try:
         yield
     finally:
-        for layer in layers:
-            layer.prefix = None
+        _PREFIXES.reset(token)

@@ -1,0 +1,86 @@
+"""What pcctune may change in the process that runs it: speed settings on for its commands, off for the Python API.
+
+Three settings make encoding on a CPU faster (their measured effect: ``docs/speed-settings.md``), and each one
+reaches beyond the call that uses it:
+
+- ``workers``: batches side by side in worker threads, one core each (:mod:`pcctune.modeling.cpu_workers`);
+- ``onednn``: a model's float32 linear layers routed through oneDNN for the call by changing their class
+  (:mod:`pcctune.modeling.onednn`), which other code using the same model at the same time sees;
+- ``keep_freed_memory``: glibc's allocator told to keep freed memory (:mod:`pcctune.modeling.cpu_memory`), for the
+  whole process and for good.
+
+The ``pcctune`` command, ``python -m reproductions`` and the scripts in ``benchmarks/`` turn all three on. A
+program that imports pcctune gets none of them unless it asks: ``with pcctune.cpu_speedups():`` around its calls,
+``PCCTUNE_CPU_SPEEDUPS=1`` in its environment, or ``pcctune.evaluate(model, workers=N)`` for the workers alone.
+The choice holds in the context that makes it (:mod:`contextvars`): another thread keeps its own.
+
+This module imports nothing heavy, so the command line can turn the settings on before it knows its command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+
+from pcctune.errors import PcctuneError
+
+SPEEDUPS_ENV = "PCCTUNE_CPU_SPEEDUPS"
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """The speed settings pcctune's CPU encoding uses (each field: the module docstring's list)."""
+
+    workers: int | None = 1
+    """Worker threads for CPU encoding; ``None``: torch's thread count, capped
+    (:data:`~pcctune.modeling.cpu_workers.MAX_AUTO_WORKERS`)."""
+    onednn: bool = False
+    keep_freed_memory: bool = False
+
+
+LIBRARY_DEFAULT = HostSettings()
+"""The Python API's: one thread (the caller's), torch's own kernels, the allocator as the process set it."""
+SPEEDUPS = HostSettings(workers=None, onednn=True, keep_freed_memory=True)
+"""The command line's."""
+
+_CHOSEN: ContextVar[HostSettings | None] = ContextVar("pcctune_host_settings", default=None)
+
+
+def host_settings() -> HostSettings:
+    """The settings in force here: the innermost :func:`using` block's, else :data:`SPEEDUPS` where
+    ``PCCTUNE_CPU_SPEEDUPS`` is set (and not ``0``), else :data:`LIBRARY_DEFAULT`."""
+    chosen = _CHOSEN.get()
+    if chosen is not None:
+        return chosen
+    return SPEEDUPS if os.environ.get(SPEEDUPS_ENV, "") not in ("", "0") else LIBRARY_DEFAULT
+
+
+@contextmanager
+def using(settings: HostSettings) -> Iterator[HostSettings]:
+    """``settings`` in force for the block, in this context (and the worker threads it starts)."""
+    if settings.workers is not None and settings.workers < 1:
+        raise PcctuneError(f"workers must be at least 1 (got {settings.workers})")
+    token = _CHOSEN.set(settings)
+    try:
+        yield settings
+    finally:
+        _CHOSEN.reset(token)
+
+
+def cpu_speedups(workers: int | None = None) -> AbstractContextManager[HostSettings]:
+    """All three speed settings on for the block, as the ``pcctune`` command runs (``workers``: how many worker
+    threads; by default torch's thread count, capped)::
+
+        with pcctune.cpu_speedups():
+            print(pcctune.evaluate(model).sts["avg"])
+    """
+    return using(replace(SPEEDUPS, workers=workers))
+
+
+def with_workers(workers: int | None) -> AbstractContextManager[HostSettings]:
+    """The settings in force, with ``workers`` worker threads where it is given (``None``: unchanged)."""
+    current = host_settings()
+    return using(current if workers is None else replace(current, workers=workers))

@@ -1,0 +1,64 @@
+"""A program that imports pcctune finds its process as it left it: after ``pcctune.evaluate`` and the evaluators, and
+during them in a thread it starts meanwhile, torch's thread count, the model's classes and modes are its own, and
+glibc's allocator settings are untouched unless it asks for the command line's speed settings."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import pytest
+import torch
+
+import pcctune
+import pcctune.modeling.encoding as encoding
+from pcctune.host_settings import SPEEDUPS_ENV
+from pcctune.modeling import cpu_memory
+
+
+@pytest.fixture
+def mallopt(monkeypatch) -> Iterator[mock.Mock]:
+    """glibc's ``mallopt`` as pcctune calls it, recorded instead of called (the once-per-process memo cleared)."""
+    monkeypatch.delenv(SPEEDUPS_ENV, raising=False)
+    cpu_memory.keep_freed_memory.cache_clear()
+    spy = mock.Mock(return_value=True)
+    monkeypatch.setattr(cpu_memory, "_mallopt", spy)
+    monkeypatch.setattr(cpu_memory, "has_glibc", lambda: True)
+    yield spy
+    cpu_memory.keep_freed_memory.cache_clear()
+
+
+def _the_hosts_view(model: Any) -> tuple[list[bool], list[type]]:
+    return [m.training for m in model.modules()], [type(m) for m in model.modules()]
+
+
+def test_evaluating_leaves_the_host_process_as_it_was(tiny_bert, shared_senteval, mallopt, monkeypatch):
+    torch.set_num_threads(2)
+    model = pcctune.build_model(str(tiny_bert), device="cpu").train()  # e.g. a model the program is training
+    model[0].auto_model.embeddings.eval()
+    before = _the_hosts_view(model)
+    started_meanwhile: list[int] = []
+    real = encoding._encode_batch
+
+    def batch(*args: Any) -> Any:  # a thread the program starts while pcctune encodes (a server's request)
+        thread = threading.Thread(target=lambda: started_meanwhile.append(torch.get_num_threads()))
+        thread.start()
+        thread.join()
+        return real(*args)
+
+    monkeypatch.setattr(encoding, "_encode_batch", batch)
+    pcctune.evaluate(model, data=shared_senteval)
+    pcctune.evaluate(model, data=shared_senteval, workers=2)
+    pcctune.DevSTSEvaluator.named("sick-trial", shared_senteval)(model)
+    pcctune.PccEvaluator(shared_senteval)(model)
+    assert started_meanwhile and set(started_meanwhile) == {2}
+    assert _the_hosts_view(model) == before
+    mallopt.assert_not_called()
+    assert torch.get_num_threads() == 2
+    with pcctune.cpu_speedups():  # what the pcctune command runs with: the allocator is set, the model restored
+        pcctune.evaluate(model, data=shared_senteval)
+    assert mallopt.call_count == 2
+    assert _the_hosts_view(model) == before
+    assert set(started_meanwhile) == {2}

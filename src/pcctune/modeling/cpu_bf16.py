@@ -64,7 +64,7 @@ def emulated_bf16_message(what: str) -> str | None:
 
 
 def warn_if_emulated_bf16(what: str) -> None:
-    """Log :func:`emulated_bf16_message` once for ``what`` when it applies."""
+    """Log ``emulated_bf16_message(what)`` as a warning when it applies."""
     message = emulated_bf16_message(what)
     if message is not None:
         logger.warning(message)

@@ -108,7 +108,7 @@ def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, com
 
 
 def warn_bf16_on_cpu(config: RunConfig) -> None:
-    """One line when a run on the CPU asks for bf16 that the CPU can only emulate (:mod:`pcctune.modeling.cpu_bf16`):
+    """One line when a run on the CPU asks for bf16 that the CPU can only emulate (``pcctune.modeling.cpu_bf16``):
     slower than fp32 there."""
     if torch.cuda.is_available():
         return

@@ -73,15 +73,42 @@ class Benchmark:
         return cls(name, str(module.__doc__), *parts, **settings)
 
 
-def run_python(args: list[str]) -> tuple[float, str]:
-    """Run ``python ARGS`` in a fresh process (offline); return its wall time and its last stdout line."""
+class Ran(NamedTuple):
+    """A finished process: wall seconds, CPU seconds (user + sys, every thread), peak resident memory (MB) and the
+    last line it printed."""
+
+    seconds: float
+    cpu_s: float
+    peak_mb: float
+    last: str
+
+
+def run_measured(args: list[str], env: Mapping[str, str] | None = None) -> Ran:
+    """Run ``python ARGS`` in a fresh process (offline, ``env`` added to the environment). Its CPU time and peak
+    memory are the kernel's account of that process alone (``os.wait4``), not the largest of all children so far."""
     started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - started, done.stdout.strip().splitlines()[-1]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(
+            [sys.executable, *args],
+            stdout=out,
+            stderr=err,
+            cwd=ROOT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds, process.returncode = time.perf_counter() - started, os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if process.returncode != 0:
+            raise SystemExit(f"{' '.join(args)} failed:\n{err.read()[-3000:]}")
+        last = out.read().strip().splitlines()[-1]
+    return Ran(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, last)
+
+
+def run_python(args: list[str], env: Mapping[str, str] | None = None) -> tuple[float, str]:
+    """Run ``python ARGS`` in a fresh process (offline); return its wall time and its last stdout line."""
+    ran = run_measured(args, env)
+    return ran.seconds, ran.last
 
 
 def data_flag(args: argparse.Namespace) -> list[str]:

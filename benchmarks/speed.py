@@ -12,13 +12,25 @@
 4. **Tokens** (``tokens``, not timed): the padded tokens each evaluation of (1) runs through the model.
 5. **Kernels** (``kernels``). A training step of ``--loss`` with the linear layers by oneDNN (``onednn: true``, the
    default; QLoRA's 4-bit layers too) against torch's default CPU kernel, alternating, each in a fresh process.
+6. **Training** (``train``). The demo's stage (``--train-config``: ``configs/demo_minilm.yaml``) as a whole
+   ``pcctune train`` process, the same with ``loss: cosine_mse`` (sentence-transformers' ``CosineSimilarityLoss``
+   inside pcctune), and the same job as a plain sentence-transformers script with no pcctune in it
+   (``_plain_st_train.py``, reading files this script writes beforehand from pcctune's data): alternating, each a
+   fresh process; wall and CPU time and peak memory of the whole process, its parts (the training steps, the dev
+   evaluations, the two test evaluations), the best dev and the test scores, the job's FLOPs (:func:`train_work`).
+7. **A step against an earlier pcctune** (``decoder-step``). The ``train-step`` of ``--model`` by this checkout
+   against the same by ``--baseline`` (a git revision), alternating: a GGUF decoder that no plain script loads is
+   compared with pcctune's own step before a change.
 
     python benchmarks/speed.py --only eval --model all-MiniLM-L6-v2
     python benchmarks/speed.py --only eval --model smollm2-135m --template eol --sample 300  # a quick look
     python benchmarks/speed.py --only kernels --model smollm2-135m --template eol --qlora --batch 16 --steps 4
+    python benchmarks/speed.py --only train
+    python benchmarks/speed.py --only decoder-step --model smollm2-135m --template eol --qlora --batch 16 --steps 4 \
+        --baseline REV
 
-Every record names its CPU (model, SIMD flags, cores, clock, torch's CPU capability). To measure an AVX2-only CPU
-on a machine with more, limit the libraries: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
+Every record names its CPU (model, SIMD flags, cores, clock, torch's CPU capability, the fp32 and bf16 peaks). To
+measure an AVX2-only CPU on a machine with more, limit the libraries: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
 MKL_ENABLE_INSTRUCTIONS=AVX2``. Prints markdown tables and saves them (``table.md``) with every measurement
 (``runs.json``); each measurement runs in a fresh process (this script again, with ``--one``).
 """
@@ -30,6 +42,8 @@ import json
 import os
 import re
 import resource
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_python, save_rows
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_measured, run_python, save_rows
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.host_settings import SPEEDUPS, using
 
@@ -55,7 +69,9 @@ def cpu() -> dict[str, Any]:
     physical cores × nominal GHz × 2 FMA units × lanes × 2 FLOPs per FMA, lanes 16 where torch runs AVX-512 code
     (``torch.backends.cpu.get_cpu_capability()``), else 8 (AVX2). Assumed: two FMA pipes per core (Intel since
     Haswell, AMD since Zen 2; Zen 4 runs AVX-512 on them in two halves, so its peak is the AVX2 one and this
-    overstates it), the nominal clock (boost makes a fraction above 100 % possible), one thread per core."""
+    overstates it), the nominal clock (boost makes a fraction above 100 % possible), one thread per core. The bf16
+    peak: 1,024 FLOPs a cycle per core with AMX (``amx_bf16``), twice the fp32 peak with AVX512_BF16
+    (``vdpbf16ps``: two products per lane), none where bf16 is only emulated."""
     import torch
 
     text = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
@@ -66,6 +82,8 @@ def cpu() -> dict[str, Any]:
     ghz = float(fields.get("CPU max MHz") or procinfo.get("cpu MHz") or 0) / 1000
     capability = torch.backends.cpu.get_cpu_capability()
     lanes = 16 if capability.startswith("AVX512") else 8
+    fp32_peak = cores * ghz * 2 * lanes * 2
+    bf16_peak = cores * ghz * 1024 if "amx_bf16" in flags else 2 * fp32_peak if "avx512_bf16" in flags else None
     return {
         "model": fields.get("Model name") or procinfo.get("model name", "unknown"),
         "simd_flags": [f for f in flags if SIMD.match(f)],
@@ -73,7 +91,8 @@ def cpu() -> dict[str, Any]:
         "ghz": ghz,
         "torch_capability": capability,
         "torch_threads": torch.get_num_threads(),
-        "fp32_peak_gflops": cores * ghz * 2 * lanes * 2,
+        "fp32_peak_gflops": fp32_peak,
+        "bf16_peak_gflops": bf16_peak,
     }
 
 
@@ -82,7 +101,8 @@ def cpu_line(machine: dict[str, Any]) -> str:
     return (
         f"CPU: {machine['model']}, {machine['cores']} cores at {machine['ghz']:.2f} GHz (nominal), flags {flags}, "
         f"torch CPU capability {machine['torch_capability']}, {machine['torch_threads']} torch threads; "
-        f"fp32 peak {machine['fp32_peak_gflops']:.0f} GFLOP/s (cores × GHz × 2 FMA units × lanes × 2)"
+        f"fp32 peak {machine['fp32_peak_gflops']:.0f} GFLOP/s (cores × GHz × 2 FMA units × lanes × 2), bf16 peak "
+        + (f"{bf16:.0f} GFLOP/s" if (bf16 := machine.get("bf16_peak_gflops")) else "none (no AVX512_BF16 or AMX)")
     )
 
 
@@ -94,8 +114,6 @@ def eval_work(args: argparse.Namespace) -> dict:
     each distinct sentence as the model sees it (template included; a prefix that pcctune runs once, once). Attention's
     products (4·n²·d per layer for a text of n tokens: under 1 % for these sentences), normalizations and
     activations are left out, so the fraction of peak is a floor."""
-    import torch
-
     from pcctune.evaluation.protocols import senteval_text
     from pcctune.modeling.build import build_model
     from pcctune.modeling.encoding import token_lengths
@@ -104,9 +122,16 @@ def eval_work(args: argparse.Namespace) -> dict:
     texts = sorted({senteval_text(s) for t in _tasks(args) for p in t.pairs for s in (p.sentence1, p.sentence2)})
     prefix = _prefix_tokens(model)
     tokens = sum(token_lengths(model, texts)) - prefix * (len(texts) - 1)
-    linears = [m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and "pooler" not in name]
-    weights = sum(m.weight.numel() for m in linears)
+    weights = linear_weights(model)
     return {"distinct texts": len(texts), "tokens": tokens, "linear weights": weights, "flops": 2 * weights * tokens}
+
+
+def linear_weights(model) -> int:
+    """The weights of the model's linear layers (an unused pooler's aside): the FLOPs counts' 2 per weight per token."""
+    import torch
+
+    linears = [m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and "pooler" not in name]
+    return sum(m.weight.numel() for m in linears)
 
 
 def _prefix_tokens(model) -> int:
@@ -235,16 +260,23 @@ def train_step_seconds(args: argparse.Namespace) -> dict:
 KERNELS = {"on": "oneDNN (onednn: true)", "off": "torch's default (onednn: false)"}
 
 
-def step_rows(args: argparse.Namespace, variants: dict[str, list[str]], what: str, peer: str) -> Rows:
+def step_rows(
+    args: argparse.Namespace, variants: dict[str, list[str]], what: str, peer: str, homes: dict[str, Path] | None = None
+) -> Rows:
     """Each variant's ``--one train-step`` measurements, one fresh process each, the variants alternating within
     every repeat so that a drift in the machine's speed falls on all alike; each row's time over ``peer``'s
-    (``train-step``) or its speed-up over ``peer`` (``kernels``)."""
+    (``train-step``) or its speed-up over ``peer`` (``kernels``, ``decoder-step``). A variant in ``homes`` runs the
+    ``speed.py`` and ``src`` of another checkout."""
     flags = ["--steps", str(args.steps), "--batch", str(args.batch), "--model", args.model, *data_flag(args)]
     flags += [*(["--template", args.template] if args.template else []), *(["--qlora"] if args.qlora else [])]
     measured: dict[str, list[dict]] = {name: [] for name in variants}
     for repeat in range(args.repeats):
         for name, extra in variants.items():
-            _, last = run_python([str(HERE / "speed.py"), *flags, *extra, "--one", "train-step"])
+            home = (homes or {}).get(name)
+            env = {"PYTHONPATH": str(home / "src")} if home else None
+            _, last = run_python(
+                [str((home or HERE.parent) / "benchmarks" / "speed.py"), *flags, *extra, "--one", "train-step"], env
+            )
             measured[name].append(json.loads(last))
             print(f"  {name}: {measured[name][-1]['seconds_per_step']:.3f} s/step (repeat {repeat + 1})", flush=True)
     mean = {name: sum(m["seconds_per_step"] for m in ms) / len(ms) for name, ms in measured.items()}
@@ -272,6 +304,174 @@ def kernel_rows(args: argparse.Namespace) -> Rows:
     setting = f"{args.loss} step, {args.model}{', QLoRA' if args.qlora else ''}, batch {args.batch}: "
     variants = {setting + label: ["--loss", args.loss, "--onednn", kernel] for kernel, label in KERNELS.items()}
     return step_rows(args, variants, "kernels", setting + KERNELS["off"])
+
+
+def decoder_rows(args: argparse.Namespace) -> Rows:
+    """``--loss`` steps by this checkout against the same by ``--baseline``: another checkout's folder, or a git
+    revision (its ``src`` and ``benchmarks``, exported by ``git archive``)."""
+    if not args.baseline:
+        raise SystemExit("error: decoder-step compares with an earlier pcctune: give --baseline REV (a git revision)")
+    home = Path(args.baseline)
+    if not home.is_dir():
+        home = Path(tempfile.mkdtemp(prefix="speed-baseline-"))
+        archive = subprocess.run(
+            ["git", "archive", args.baseline, "src", "benchmarks"], cwd=HERE.parent, capture_output=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(home)], input=archive.stdout, check=True)
+    setting = f"{args.loss} step, {args.model}{', QLoRA' if args.qlora else ''}, batch {args.batch}: "
+    variants = {setting + label: ["--loss", args.loss] for label in ("this checkout", f"pcctune {args.baseline}")}
+    before = setting + f"pcctune {args.baseline}"
+    return step_rows(args, variants, "decoder-step", before, {before: home})
+
+
+# --- 6. training: the demo's stage against a plain sentence-transformers script ----------------------
+
+PLAIN = "plain sentence-transformers script (CosineSimilarityLoss)"
+PARTS_OF_JOB = ("train_runtime_s", "dev_eval_s", "test_eval_s")
+
+
+def flags_of(values: dict[str, Any]) -> list[str]:
+    """``--key value`` for each value given (``None``: left to the program's default)."""
+    return [flag for key, v in values.items() if v is not None for flag in (f"--{key.replace('_', '-')}", str(v))]
+
+
+def train_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--set`` overrides of ``--train-config``: the model and batch, the dev interval and steps when given."""
+    stage = {"batch_size": args.batch, "eval_steps": args.eval_steps, "max_steps": args.max_steps}
+    return {"model": args.model} | {f"stages.0.{key}": v for key, v in stage.items() if v is not None}
+
+
+def train_prepare(args: argparse.Namespace) -> dict:
+    """Write what the plain script reads (into ``--work``) from the pairs ``pcctune train`` trains, selects and
+    tests on: the stage's training set, its dev sets, the seven test sets as SentEval reads them."""
+    from dataclasses import asdict
+
+    from pcctune.data.cache import senteval_folder
+    from pcctune.evaluation.protocols import load_protocol_tasks, senteval_text
+    from pcctune.io import write_json, write_jsonl
+    from pcctune.modeling.build import resolve_source
+    from pcctune.training.config import load_config
+    from pcctune.training.datasets import train_dataset
+    from pcctune.training.dev import holds_out, stage_dev_parts
+
+    config = load_config(args.train_config, train_overrides(args) | ({"data_dir": args.data} if args.data else {}))
+    stage, senteval, work = config.stages[0], senteval_folder(config.data_dir), Path(args.work)
+    train = train_dataset(stage, senteval, None, config.seed, holds_out(stage, senteval)).to_list()
+    dev, tests = stage_dev_parts(stage, senteval), load_protocol_tasks(senteval, config.eval_protocol)
+    write_jsonl(train, work / "train.jsonl")
+    texts: dict[str, list[str]] = {"dev": [], "test": []}
+    for folder, sets, text in (("dev", dev, str), ("test", {t.name: t.pairs for t in tests}, senteval_text)):
+        for name, pairs in sets.items():
+            rows = [{**asdict(p), "sentence1": text(p.sentence1), "sentence2": text(p.sentence2)} for p in pairs]
+            texts[folder] += [row[side] for row in rows for side in ("sentence1", "sentence2")]
+            write_jsonl(rows, work / folder / f"{name}.jsonl")
+    write_json({"dev": list(dev), "test": [task.name for task in tests]}, work / "sets.json")
+    keys = ("batch_size", "learning_rate", "warmup_ratio", "epochs", "max_steps", "max_seq_length", "eval_steps")
+    settings = {key: getattr(stage, key) for key in (*keys, "logging_steps", "save_total_limit")} | {
+        "seed": config.seed
+    }
+    return {"model_path": resolve_source(config.model).path, "settings": settings} | train_work(config, train, texts)
+
+
+def train_work(config: Any, train: list[dict], texts: dict[str, list[str]]) -> dict:
+    """The job's FLOPs by part, counted as :func:`eval_work` counts: 2 per linear weight per token of each distinct
+    dev text at every dev evaluation and of each distinct test text at each test evaluation; 6 per training token
+    (the forward pass, and the backward's input and weight gradients) of the pairs the steps draw (the training
+    set's tokens, cut at the stage's ``max_seq_length``, × the share of it the steps draw)."""
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.encoding import token_lengths
+
+    model, stage = build_model(config.model, template=config.template), config.stages[0]
+    cap = stage.max_seq_length or model.max_seq_length or sys.maxsize
+    weights = linear_weights(model)
+
+    def tokens(sentences: list[str]) -> int:
+        return sum(min(n, cap) for n in token_lengths(model, sentences))
+
+    steps = stage.max_steps if stage.max_steps > 0 else int(stage.epochs * (len(train) // stage.batch_size))
+    drawn = steps * stage.batch_size / len(train)
+    flops = {"train steps": 6 * weights * drawn * tokens([r[c] for r in train for c in ("sentence1", "sentence2")])}
+    flops["dev evaluations"] = 2 * weights * tokens(sorted(set(texts["dev"]))) * (steps // stage.eval_steps)
+    flops["test evaluations"] = 2 * weights * tokens(sorted(set(texts["test"]))) * (1 + config.evaluate_before)
+    counts = {"steps": steps, "train_pairs": len(train), "linear weights": weights}
+    return counts | {"flops_by_part": flops, "flops": sum(flops.values())}
+
+
+def train_commands(args: argparse.Namespace, work: Path, prepared: dict) -> dict[str, list[str]]:
+    """The three jobs, each completed by its output folder: ``pcctune train`` of ``--train-config``, the same with
+    ``loss: cosine_mse``, and the plain script with the stage's settings (its evaluator at ``--st-batch-size``)."""
+    ours = ["-m", "pcctune.cli", "train", str(args.train_config), *data_flag(args)]
+    ours += [flag for key, value in train_overrides(args).items() for flag in ("--set", f"{key}={value}")]
+    plain = [str(HERE / "_plain_st_train.py"), "--model", prepared["model_path"], "--data", str(work)]
+    plain += flags_of(prepared["settings"] | {"eval_batch_size": args.st_batch_size or 64})
+    cosine = [*ours, "--set", "stages.0.loss=cosine_mse"]
+    return {"pcctune train": ours, "pcctune train, loss cosine_mse": cosine} | {PLAIN: plain}
+
+
+def pcctune_parts(out: Path) -> dict:
+    """What a ``pcctune train`` run folder records of the job's parts: the trainer's ``train_runtime`` and
+    ``eval_runtime`` (its log), the test evaluations' seconds, the steps, the best dev and the test scores."""
+    from pcctune.results import RunResult
+
+    result = RunResult.from_disk(out / "results.json")
+    stage = result.stages[-1]
+    history = json.loads((Path(stage.final_dir).parent / "log_history.json").read_text(encoding="utf-8"))
+    evaluations = [row["eval_runtime"] for row in history if "eval_runtime" in row]
+    parts = {"train_runtime_s": next(row["train_runtime"] for row in history if "train_runtime" in row)}
+    parts |= {"dev_eval_s": sum(evaluations), "test_eval_s": sum(result.eval_wall_time_s.values())}
+    parts |= {"steps": max(row.get("step", 0) for row in history), "dev_evaluations": len(evaluations)}
+    best = None if stage.best_dev_spearman is None else stage.best_dev_spearman * 100
+    return (
+        parts
+        | {"best_dev": best, "sts_before": result.sts_by_stage.get("before")}
+        | {"sts_after": result.sts_by_stage[stage.stage]}
+    )
+
+
+def train_rows(args: argparse.Namespace) -> Rows:
+    """The three jobs alternating ``--repeats`` times, each a fresh process whose output folder is removed once
+    read; one row per job (:func:`train_row`)."""
+    work = Path(tempfile.mkdtemp(prefix="speed-train-"))
+    given = {key: getattr(args, key) for key in ("model", "batch", "train_config", "data", "eval_steps", "max_steps")}
+    one = [str(HERE / "speed.py"), *flags_of(given | {"work": work / "data"}), "--one", "train-prepare"]
+    prepared = json.loads(run_python(one)[1])
+    commands, machine = train_commands(args, work / "data", prepared), cpu()
+    runs: dict[str, list[dict]] = {label: [] for label in commands}
+    for repeat in range(args.repeats):
+        for number, (label, command) in enumerate(commands.items()):
+            out = work / f"run-{repeat}-{number}"
+            ran = run_measured([*command, "--output" if label == PLAIN else "--output-dir", str(out)])
+            parts = json.loads(ran.last) if label == PLAIN else pcctune_parts(out)
+            runs[label].append({"seconds": ran.seconds, "cpu_s": ran.cpu_s, "peak_mb": ran.peak_mb} | parts)
+            shutil.rmtree(out, ignore_errors=True)
+            print(f"  {label}: {ran.seconds:.1f} s, {ran.cpu_s:.1f} CPU s, {ran.peak_mb:.0f} MB", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    shown = {label: shlex.join(["python", *command]) for label, command in commands.items()}
+    return [
+        train_row(runs[label], runs[PLAIN], prepared, machine) | {"label": label, "command": shown[label]}
+        for label in runs
+    ]
+
+
+def train_row(runs: list[dict], plain: list[dict], prepared: dict, machine: dict[str, Any]) -> dict:
+    """One job's row: every repeat's measurements and their means, the plain script's means over these (the whole
+    process; the trainer's ``train_runtime``: the steps and the dev evaluations), the job's FLOPs per second as a
+    fraction of the CPU's fp32 and bf16 peaks, the best dev and the test scores of the last repeat (every repeat's
+    test average in ``test_avgs``)."""
+
+    def mean(key: str, of: list[dict] = runs) -> float:
+        return sum(run[key] for run in of) / len(of)
+
+    keys = ("seconds", "cpu_s", "peak_mb", *PARTS_OF_JOB)
+    row: dict[str, Any] = {"what": "train", **{key: prepared[key] for key in ("settings", "flops", "flops_by_part")}}
+    row |= {key: [run[key] for run in runs] for key in (*keys, "best_dev")} | {f"mean_{k}": mean(k) for k in keys}
+    row |= {"ratio_vs_plain": mean("seconds", plain) / mean("seconds")}
+    row |= {"train_ratio_vs_plain": mean("train_runtime_s", plain) / mean("train_runtime_s")}
+    gflops, bf16 = prepared["flops"] / 1e9 / mean("seconds"), machine["bf16_peak_gflops"]
+    row |= {"peak_fraction": gflops / machine["fp32_peak_gflops"], "bf16_peak_fraction": bf16 and gflops / bf16}
+    last = runs[-1]
+    row |= {key: last[key] for key in ("steps", "dev_evaluations", "sts_before")} | {"dev": last["best_dev"]}
+    return row | {"sts": last["sts_after"], "test_avgs": [run["sts_after"]["avg"] for run in runs]}
 
 
 # --- 3. dev evaluation --------------------------------------------------------------------------------
@@ -378,8 +578,22 @@ TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --
         | {"peak MB": cell("peak_mb", ".0f", 1, "—")},
     ),
 }
+TABLES["decoder-step"] = ("step", {"s/step": cell("mean_s", ".3f"), "× the earlier pcctune": cell("speedup", ".2f")})
+TABLES["decoder-step"][1]["peak MB"] = cell("peak_mb", ".0f", 1, "—")
+TABLES["train"] = (
+    "job",
+    {"whole job s": cell("mean_seconds", ".1f"), "× faster than the plain script": cell("ratio_vs_plain", ".2f")}
+    | {
+        "training stage s": cell("mean_train_runtime_s", ".1f"),
+        "× (training stage)": cell("train_ratio_vs_plain", ".2f"),
+    }
+    | {"dev evaluations s": cell("mean_dev_eval_s", ".1f"), "test evaluations s": cell("mean_test_eval_s", ".1f")}
+    | {"CPU s": cell("mean_cpu_s", ".1f"), "peak MB": cell("mean_peak_mb", ".0f")}
+    | {"% of fp32 peak": cell("peak_fraction", ".1f", 100), "best dev": cell("dev", ".2f", 1, "—")}
+    | {column: cell(column, ".2f") for column in STS_COLUMNS},
+)
 PARTS = {"eval": eval_rows, "steps": loss_rows, "dev-eval": dev_eval_rows}
-PARTS |= {"tokens": token_rows, "kernels": kernel_rows}
+PARTS |= {"tokens": token_rows, "kernels": kernel_rows, "train": train_rows, "decoder-step": decoder_rows}
 WHAT = {"steps": "train-step"}  # a part's rows' ``what`` where it is not the part's name
 
 
@@ -410,11 +624,11 @@ def measure(args: argparse.Namespace) -> Measured:
 
 
 ONE = {"st-evaluator": st_evaluator_scores, "pcctune-eval": pcctune_eval_scores, "eval-work": eval_work}
-ONE["train-step"] = train_step_seconds
+ONE |= {"train-step": train_step_seconds, "train-prepare": train_prepare}
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--only", choices=list(PARTS), nargs="+", default=list(PARTS))
+    parser.add_argument("--only", choices=list(PARTS), nargs="+", default=list(PARTS)[:5], help="default: parts 1–5")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--template", default=None)
     parser.add_argument("--sample", type=int, default=None, help="pairs per task (a seeded sample) for a quick run")
@@ -426,11 +640,16 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loss", default="pearson")
     parser.add_argument("--qlora", action="store_true", help="train steps on an NF4 base with LoRA r = 64 (QLoRA)")
     parser.add_argument("--onednn", choices=list(KERNELS), default="on", help="linear layers' kernel of a train step")
+    parser.add_argument("--train-config", type=Path, default=HERE.parent / "configs" / "demo_minilm.yaml")
+    parser.add_argument("--eval-steps", type=int, default=None, help="train: steps between dev evaluations")
+    parser.add_argument("--max-steps", type=int, default=None, help="train: stop after these steps")
+    parser.add_argument("--baseline", default=None, help="decoder-step: the git revision of the earlier pcctune")
     parser.add_argument("--one", choices=list(ONE), default=None, help="one measurement, printed as JSON (internal)")
+    parser.add_argument("--work", default=None, help="train-prepare: the folder its files go to (internal)")
 
 
 # --quick: every code path on tiny random models
-QUICK = {"model": "{bert}", "repeats": 1, "steps": 2, "batch": 2}
+QUICK = {"model": "{bert}", "repeats": 1, "steps": 2, "batch": 2, "eval_steps": 1, "baseline": str(HERE.parent)}
 BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -114,14 +116,13 @@ class _Tail(nn.Module):
         return inputs
 
 
-def test_ctrl_c_drops_the_batches_not_begun_and_stops_the_running_ones_at_their_next_module():
-    torch.set_num_threads(2)
-    model = nn.Sequential(_Gate(), _Tail())
+def _interrupted_in_batch_one(model: nn.Module, began: list[int]) -> Callable[[int], torch.Tensor]:
+    """A batch function: batch 0 raises KeyboardInterrupt (Ctrl-C, as the caller's thread sees it) once batch 1 is
+    inside ``model``; the others run ``model``."""
     both_running = threading.Barrier(2, timeout=30)
-    began: list[int] = []
 
     def work(item: int) -> torch.Tensor:
-        if item == 0:  # the caller's thread gets a KeyboardInterrupt while batch 1 is inside the model
+        if item == 0:
             both_running.wait()
             raise KeyboardInterrupt
         began.append(item)
@@ -129,16 +130,46 @@ def test_ctrl_c_drops_the_batches_not_begun_and_stops_the_running_ones_at_their_
             both_running.wait()
         return model(torch.tensor(float(item)))
 
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        list(map_in_workers(work, range(40), workers=2, stoppable=model))
-    assert time.monotonic() - started < 20  # not the gate's 30 s: the running batch stopped at the next module
-    assert model[1].passed == []
-    assert 1 in began and set(began) <= {1, 2}  # batch 2 may have begun on the worker batch 0 left
-    assert all(not module._forward_pre_hooks for module in model.modules())
-    assert torch.get_num_threads() == 2
+    return work
+
+
+def _threads_seen_later() -> list[int]:
     seen: list[int] = []
     later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
     later.start()
     later.join()
-    assert seen == [2]
+    return seen
+
+
+def test_ctrl_c_drops_the_batches_not_begun_and_stops_the_running_ones_at_their_next_module():
+    torch.set_num_threads(2)
+    model, began = nn.Sequential(_Gate(), _Tail()), []
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        list(map_in_workers(_interrupted_in_batch_one(model, began), range(40), workers=2, stoppable=model))
+    assert time.monotonic() - started < 20  # not the gate's 30 s: the running batch stopped at the next module
+    assert model[1].passed == []
+    assert 1 in began and set(began) <= {1, 2}  # batch 2 may have begun on the worker batch 0 left
+    assert all(not module._forward_pre_hooks for module in model.modules())
+    assert torch.get_num_threads() == 2 and _threads_seen_later() == [2]
+
+
+def test_a_second_ctrl_c_while_the_running_batches_stop_leaves_nothing_to_restore(monkeypatch):
+    torch.set_num_threads(2)
+    shutdown = ThreadPoolExecutor.shutdown
+
+    def interrupted(self: ThreadPoolExecutor, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        shutdown(self, wait=False, cancel_futures=cancel_futures)
+        if wait:  # the second Ctrl-C, while the caller waits for the running batches to stop
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ThreadPoolExecutor, "shutdown", interrupted)
+    model, began = nn.Sequential(_Gate(), _Tail()), []
+    with pytest.raises(KeyboardInterrupt):
+        list(map_in_workers(_interrupted_in_batch_one(model, began), range(40), workers=2, stoppable=model))
+    for thread in threading.enumerate():
+        if thread.name.startswith("pcctune-encode"):
+            thread.join(timeout=30)
+    assert model[1].passed == []  # the workers stopped by themselves at the next module
+    assert all(not module._forward_pre_hooks for module in model.modules())  # and the last took the hooks away
+    assert torch.get_num_threads() == 2 and _threads_seen_later() == [2]

@@ -1,6 +1,6 @@
 """The ``pcctune`` command line: a thin door onto the orchestration layer.
 
-Exit codes (README "Exit codes"): 0 success; 2 bad input or usage, one ``error:`` line saying
+Exit codes (docs/reliability.md): 0 success; 2 bad input or usage, one ``error:`` line saying
 what is wrong and how to fix it; 1 an unexpected internal error, one line pointing to
 ``--debug`` / ``PCCTUNE_DEBUG=1`` for the traceback; 130 interrupted, one line saying what was
 kept and how to continue. Heavy libraries are imported inside the commands, so ``--help`` is fast.
@@ -31,7 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # click's plain help: no type column ("--help <bool>")
-    help="Pcc-tuning: sentence embeddings past the contrastive ceiling.",
+    help="Train, evaluate and compare sentence embeddings for STS (Pcc-tuning and its baselines).",
 )
 data_app = typer.Typer(no_args_is_help=True, help="Prepare and inspect data (stage-2 set, leakage reports).")
 app.add_typer(data_app, name="data")
@@ -53,7 +53,7 @@ def _options(
         bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit.")
     ] = False,
 ) -> None:
-    """Pcc-tuning: sentence embeddings past the contrastive ceiling."""
+    """Train, evaluate and compare sentence embeddings for STS (Pcc-tuning and its baselines)."""
 
 
 console = Console(width=160, emoji=False)  # ":train:" in "SICK:train:" is text, not an emoji
@@ -62,7 +62,7 @@ DEBUG_ENV = "PCCTUNE_DEBUG"
 DataOption = Annotated[
     Path | None,
     typer.Option(
-        "--data", help="SentEval folder (or a root holding senteval/); default $PCCTUNE_DATA or ../shared/data"
+        "--data", help="SentEval folder (or a root holding senteval/); default $PCCTUNE_DATA, else the cached copy"
     ),
 ]
 ModelArgument = Annotated[str, typer.Argument(help="packaged short name, local folder, .gguf file or Hub id")]
@@ -96,14 +96,37 @@ ProbeOption = Annotated[
 ]
 
 
+TokenBudgetOption = Annotated[
+    int | None, typer.Option(min=16, help="padded tokens per encoding batch, texts sorted by token length")
+]
+EvalBackendOption = Annotated[
+    str, typer.Option(help="torch | onnx | openvino (a folder written by `pcctune export --backend`)")
+]
+AdapterOption = Annotated[
+    Path | None, typer.Option(help="a LoRA adapter folder to put on MODEL first (pcctune export --adapter-only)")
+]
+PairsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="your own test set instead of the seven STS tasks: a .csv/.tsv/.jsonl file or a Hub dataset id "
+        "with sentence1, sentence2, score columns (any score range), scored with a 95 % bootstrap interval seeded by "
+        "--seed; repeatable"
+    ),
+]
+
+
 def _check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise PcctuneError(f"unknown {what} {value!r}; choose from {', '.join(allowed)}")
 
 
-def _columns(**names: str | None) -> dict[str, str]:
-    """The pair columns named on the command line (pcctune's column → the file's)."""
-    return {role: name for role, name in names.items() if name is not None}
+def _own_pairs(pairs: list[str] | None, split: str, **names: str | None) -> dict[str, Any]:
+    """``run_eval``'s arguments for ``--pairs``: the sources, the columns named (pcctune's column → the file's; they
+    need ``--pairs``) and the Hub split."""
+    columns = {role: name for role, name in names.items() if name is not None}
+    if columns and not pairs:
+        raise PcctuneError("the column options name the columns of --pairs files; pass --pairs FILE")
+    return {"pairs": pairs, "columns": columns, "split": split} if pairs else {}
 
 
 KEPT_VECTORS = "; the vectors encoded so far are kept in pcctune's cache: run the same command to continue"
@@ -117,42 +140,26 @@ def eval_command(
     template: TemplateOption = None,
     pooling: PoolingOption = None,
     dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16")] = "fp32",
-    token_budget: Annotated[
-        int | None, typer.Option(min=16, help="padded tokens per encoding batch, texts sorted by token length")
-    ] = None,
+    token_budget: TokenBudgetOption = None,
     max_seq_length: Annotated[int | None, typer.Option(min=1, help="token budget (only the sentence is cut)")] = None,
     seed: Annotated[int, typer.Option(help="recorded in the results; seeds torch")] = 42,
     output: Annotated[Path | None, typer.Option(help="write the results JSON here")] = None,
     protocol: Annotated[str, typer.Option(help=" | ".join(PROTOCOLS) + " (docs/evaluation.md)")] = DEFAULT_PROTOCOL,
-    backend: Annotated[
-        str, typer.Option(help="torch | onnx | openvino (a folder written by `pcctune export --backend`)")
-    ] = "torch",
+    backend: EvalBackendOption = "torch",
     quantization: QuantizationOption = "none",
     probe: ProbeOption = "sklearn",
-    adapter: Annotated[
-        Path | None, typer.Option(help="a LoRA adapter folder to put on MODEL first (pcctune export --adapter-only)")
-    ] = None,
-    pairs: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="your own test set instead of the seven STS tasks: a .csv/.tsv/.jsonl file or a Hub dataset id "
-            "with sentence1, sentence2, score columns (any score range); repeatable"
-        ),
-    ] = None,
+    adapter: AdapterOption = None,
+    pairs: PairsOption = None,
     sentence1_column: Annotated[str | None, typer.Option(help="--pairs: the first sentence's column")] = None,
     sentence2_column: Annotated[str | None, typer.Option(help="--pairs: the second sentence's column")] = None,
     score_column: Annotated[str | None, typer.Option(help="--pairs: the gold score's column")] = None,
     split: Annotated[str, typer.Option(help="--pairs: the split of a Hub dataset")] = "test",
 ) -> None:
-    """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own scored
-    pairs (--pairs: Spearman and Pearson × 100 with a 95 % bootstrap interval, seeded by --seed)."""
+    """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
     from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, Probe, Quantization, run_eval
 
     _check_choice("quantization", quantization, QUANTIZATIONS)
     _check_choice("probe", probe, PROBES)
-    columns = _columns(sentence1=sentence1_column, sentence2=sentence2_column, score=score_column)
-    if columns and not pairs:
-        raise PcctuneError("the column options name the columns of --pairs files; pass --pairs FILE")
 
     try:
         run_eval(
@@ -162,7 +169,7 @@ def eval_command(
             template=template,
             pooling=_pooling(pooling),
             dtype=dtype,
-            **({"token_budget": token_budget} if token_budget else {}),
+            token_budget=token_budget,
             max_seq_length=max_seq_length,
             seed=seed,
             output=output,
@@ -172,9 +179,7 @@ def eval_command(
             quantization=cast(Quantization, quantization),  # checked above
             probe=cast(Probe, probe),  # checked above
             adapter=adapter,
-            pairs=pairs or [],
-            columns=columns,
-            split=split,
+            **_own_pairs(pairs, split, sentence1=sentence1_column, sentence2=sentence2_column, score=score_column),
         )
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; no results were written{KEPT_VECTORS if output else ''}") from None
@@ -228,7 +233,7 @@ def train_command(
         Path | None, typer.Option(help="continue from this checkpoint (any step of any stage)")
     ] = None,
     compare: Annotated[
-        str | None, typer.Option(help="rerun the last stage with each loss, e.g. pearson,contrastive")
+        str | None, typer.Option(help="rerun the last stage with each loss, e.g. pearson,infonce_positives")
     ] = None,
     output_dir: Annotated[str | None, typer.Option(help="override output_dir")] = None,
     data: DataOption = None,
@@ -395,6 +400,43 @@ def report_command(
     scatter = (scatter_model, scatter_task, resolve_senteval_dir(data)) if scatter_model else None
     console.print(write_report(runs, output, scatter), markup=False, highlight=False)  # markdown, shown as written
     console.print(f"report -> {output / 'report.md'}")
+
+
+RunsArgument = Annotated[
+    str,
+    typer.Argument(
+        help="run folders or result files, comma-separated; a quoted glob such as 'runs/pearson-*' takes every match "
+        "(with --bootstrap: one model or one run folder)"
+    ),
+]
+
+
+@app.command("compare")
+def compare_command(
+    runs_a: RunsArgument,
+    runs_b: RunsArgument,
+    task: Annotated[
+        str | None, typer.Option(help="only this task (e.g. STSBenchmark, avg); default: every task both sides scored")
+    ] = None,
+    bootstrap: Annotated[
+        bool, typer.Option("--bootstrap", help="compare two models on the same STS test pairs instead of seeds")
+    ] = False,
+    data: DataOption = None,
+    protocol: Annotated[str | None, typer.Option(help="--bootstrap: " + " | ".join(PROTOCOLS))] = None,
+    seed: Annotated[int | None, typer.Option(help="--bootstrap: seeds the resampling (default 0)")] = None,
+    resamples: Annotated[
+        int | None, typer.Option(min=100, help="--bootstrap: resamples of the test pairs (default: as eval --pairs)")
+    ] = None,
+    output: Annotated[Path | None, typer.Option(help="write the comparison record (JSON) here")] = None,
+) -> None:
+    """B − A of two sets of training runs: per STS task (after each run's last stage) and their average, the mean
+    difference with its 95 % interval over seeds (paired by seed where both sides share 2 or more, else Welch's)
+    and a verdict: a win or a loss only where the interval excludes 0, else a tie. With --bootstrap, two models
+    scored on the same test pairs, the interval from a paired bootstrap over the pairs (the test set's noise, not
+    the seeds')."""
+    from pcctune.orchestration.compare import run_compare
+
+    run_compare(runs_a, runs_b, bootstrap, data, protocol, task, seed, resamples, output, console)
 
 
 NearOption = Annotated[float, typer.Option(help="the near level's Jaccard similarity of character 3-grams")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pcctune.data.dev import dev_parts
+from pcctune.data.leakage import normalize_sentence
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.demonstrations import candidate_sentences, search_demonstrations
@@ -47,9 +48,14 @@ def test_truncation_keeps_the_demonstration_and_the_tail(tiny_llama):
 
 
 def test_candidates_never_come_from_a_test_set(mini_senteval):
-    test_sentences = {s for t in load_test_tasks(mini_senteval) for p in t.pairs for s in (p.sentence1, p.sentence2)}
+    test_sentences = {
+        normalize_sentence(s)
+        for t in load_test_tasks(mini_senteval)
+        for p in t.pairs
+        for s in (p.sentence1, p.sentence2)
+    }
     candidates = candidate_sentences(mini_senteval, 10)
-    assert candidates and not set(candidates) & test_sentences
+    assert candidates and not {normalize_sentence(s) for s in candidates} & test_sentences  # not even normalized
 
 
 def test_search_scores_every_candidate_on_dev_pairs_only(tiny_llama, mini_senteval):

@@ -196,6 +196,10 @@ class TestIndex:
             sentences_in_test=len(in_test),
         )
 
+    def holds_sentence(self, text: str) -> bool:
+        """Whether ``text``, normalized, is a sentence of a test set (what the ``sentence`` level checks)."""
+        return normalize_sentence(text) in self._sentence_sets
+
     def matches(self, pair: STSPair) -> list[str]:
         """Test sets holding this exact pair in either order (the ``pair`` level alone; no index to build)."""
         return sorted(self._exact.get((pair.sentence1, pair.sentence2), ()))

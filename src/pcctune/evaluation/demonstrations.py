@@ -19,7 +19,8 @@ from tqdm.auto import tqdm
 
 from pcctune.correlation import score_pairs
 from pcctune.data.dev import size_weighted
-from pcctune.data.stage2 import build_stage2_set
+from pcctune.data.leakage import TestIndex
+from pcctune.data.senteval import load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
@@ -30,14 +31,11 @@ from pcctune.modeling.template import Template, input_module
 
 
 def candidate_sentences(senteval_dir: Path, count: int, seed: int = 0) -> list[str]:
-    """Up to ``count`` sentences of the filtered STS-B train pairs that occur in no test pair."""
-    test_sentences = {
-        s for task in load_test_tasks(senteval_dir) for p in task.pairs for s in (p.sentence1, p.sentence2)
-    }
-    pool = sorted(
-        {s for p in build_stage2_set(senteval_dir).pairs if p.source == "stsb" for s in (p.sentence1, p.sentence2)}
-        - test_sentences
-    )
+    """Up to ``count`` sentences of STS-B train that are no test sentence once normalized (the ``sentence`` level's
+    check of the training data's filter, :mod:`pcctune.data.leakage`)."""
+    index = TestIndex(load_test_tasks(senteval_dir))
+    train = load_stsb(senteval_dir, "train").pairs
+    pool = sorted({s for p in train for s in (p.sentence1, p.sentence2) if not index.holds_sentence(s)})
     rng = np.random.default_rng(seed)
     return [pool[i] for i in rng.permutation(len(pool))[:count]]
 

@@ -164,7 +164,8 @@ def train_dataset(
     if loss_spec(stage.loss).data == "preferences":
         from pcctune.training.preference import dpo_dataset
 
-        dataset = dpo_dataset(stage.dpo, senteval_dir, stage_dir or Path("runs/dpo"), seed)
+        scored = scored_pairs(stage.data, senteval_dir)
+        dataset = dpo_dataset(stage.dpo, scored, senteval_dir, stage_dir or Path("runs/dpo"), seed)
     else:
         dataset = Dataset.from_dict(_columns(stage, senteval_dir, holdout))
     if len(dataset) < stage.batch_size:

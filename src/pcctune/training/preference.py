@@ -15,6 +15,7 @@ any two candidates.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,7 +26,7 @@ from sentence_transformers import CrossEncoder
 
 from pcctune.data.nli import read_snli_regression_pairs
 from pcctune.data.senteval import snli_dir
-from pcctune.data.stage2 import build_stage2_set
+from pcctune.data.stage2 import SourcedPair
 from pcctune.data.sts import STSPair
 from pcctune.io import atomic_folder
 from pcctune.training.config import DPOConfig
@@ -125,11 +126,14 @@ def preference_dataset(preferences: list[Preference]) -> Dataset:
     return Dataset.from_dict({k: [getattr(p, k) for p in preferences] for k in ("x1", "x2", "x3", "x4")})
 
 
-def dpo_dataset(dpo: DPOConfig, senteval_dir: Path, stage_dir: Path, seed: int) -> Dataset:
-    """Preferences ranked by a cross-encoder (trained on the filtered stage-2 set unless one is given)."""
+def dpo_dataset(
+    dpo: DPOConfig, scored: Sequence[STSPair | SourcedPair], senteval_dir: Path, stage_dir: Path, seed: int
+) -> Dataset:
+    """Preferences ranked by a cross-encoder (trained on the stage's scored pairs, already through its leakage
+    filter, unless one is given)."""
     from pcctune.modeling.build import resolve_source
 
-    stage2 = [STSPair(p.sentence1, p.sentence2, p.score) for p in build_stage2_set(senteval_dir).pairs]
+    stage2 = [STSPair(p.sentence1, p.sentence2, p.score) for p in scored]
     if dpo.preference_model:
         scorer = CrossEncoder(dpo.preference_model)
     else:

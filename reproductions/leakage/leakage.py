@@ -33,7 +33,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from reproductions._common import ROOT, Measured, Rows, claim, pair_counts
 
 from pcctune.data.leakage import LeakageLevel
@@ -379,8 +378,37 @@ def verdicts(rows: Rows) -> list[str]:
         if len(pearson) < 2 or len(rival) < 2:
             continue
         difference = seed_difference(rival, pearson)
-        lines.append(f"- **{prefix}**: Pearson − {other} (best other loss on dev): {difference.sentence()}")
+        lines.append(f"- **{prefix}** (best other loss on dev: {other}): {difference.sentence(other, 'Pearson')}")
     return lines
+
+
+LABELS = {
+    "pearson": "Pearson (Pcc-tuning)",
+    "cosine_mse": "cosine-MSE (ST's CosineSimilarityLoss)",
+    "cosent": "CoSENT",
+    "angle": "AnglE",
+    "contrastive": "contrastive stage 2 (§4.3)",
+}
+"""Each loss's row label in the front page's table."""
+
+
+def readme_rows(level: str = "sentence") -> dict[str, list[str]]:
+    """The front page's table at ``level``, from the records: per loss, its seeds, the seven-task average (mean ±
+    std) and Pearson − the loss with its 95 % interval over paired seeds."""
+    from pcctune.evaluation.compare import seed_difference
+
+    found = groups(collect(argparse.Namespace(output=HERE)))
+    averages = {loss: {r["seed"]: r["sts"]["avg"] for r in found.get(f"minilm-{level}-{loss}", [])} for loss in LOSSES}
+    rows = {}
+    for loss, runs in averages.items():
+        if not runs:
+            continue
+        difference = "—"
+        if loss != "pearson" and averages["pearson"]:
+            d = seed_difference(runs, averages["pearson"])
+            difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
+        rows[LABELS[loss]] = [str(len(runs)), _cell_text(list(runs.values())), difference]
+    return rows
 
 
 def write_summary(args: argparse.Namespace) -> None:
@@ -389,10 +417,7 @@ def write_summary(args: argparse.Namespace) -> None:
     if not rows:
         return
     write_text(HERE / "table.md", table(rows, {}) + "\n")
-    try:
-        write_text(HERE / "verdict.md", "\n".join(verdicts(rows)) + "\n")
-    except ImportError:  # pcctune.evaluation.compare not there yet
-        pass
+    write_text(HERE / "verdict.md", "\n".join(verdicts(rows)) + "\n")
     plot(rows, {}, HERE / "leakage.png")
     write_text(HERE / "search.json", json.dumps(search_rows(args), indent=1) + "\n")
 

@@ -165,7 +165,7 @@ def train_once(config: RunConfig, record: Path, score: bool) -> RunResult:
     done = kept(record)
     if done is not None:
         return done
-    result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), **({} if score else {"tasks": []}))
+    result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), tasks=None if score else [])
     result.to_disk(record)
     return result
 
@@ -213,16 +213,15 @@ def plan(args: argparse.Namespace) -> Iterator[tuple[Cell, dict[str, Any], int, 
             for k, settings in enumerate(trials(args)):
                 yield cell, settings | {"trial": k}, 1, False
         for cell in cells:
-            settings = winner(args, cell)
-            if settings is not None:
+            chosen = winner(args, cell)
+            if chosen is not None:
                 for seed in first:
-                    yield cell, settings, seed, True
+                    yield cell, chosen, seed, True
         other = best_other(args, level, losses)
         if other is not None:
             for loss in ("pearson", other):
-                settings = winner(args, Cell(MINILM, level, loss))
                 for seed in more:
-                    yield Cell(MINILM, level, loss), settings or {}, seed, True
+                    yield Cell(MINILM, level, loss), winner(args, Cell(MINILM, level, loss)) or {}, seed, True
     yield from neighbours(args, losses)
 
 

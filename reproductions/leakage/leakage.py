@@ -7,9 +7,9 @@ docs/leakage.md), with each of five losses: Pearson (Pcc-tuning eq. 9), cosine-M
 positives of InfoNCE). Every loss gets the same dev-only search (:data:`TRIALS`: learning rate, batch size, warm-up,
 epochs); its winner by dev score then runs over seeds 1–3, and Pearson and the best other loss (by mean dev score,
 never a test score) over seeds 4–5 too. Checkpoints, trials and the best other loss are chosen on dev sets filtered
-at the cell's own level (:mod:`pcctune.data.dev`): at ``sentence`` SICK trial keeps too few pairs and is replaced
-by a held-out 15 % of the training pairs. Every seed run is scored on the seven full test sets (SimCSE protocol)
-and compared with :func:`pcctune.evaluation.compare.seed_difference` (95 % interval over seeds).
+at the cell's own level (:mod:`pcctune.data.dev`): at ``sentence`` SICK trial keeps too few pairs and is replaced by
+a held-out 15 % of the training pairs. Every seed run is scored on the seven full test sets (SimCSE protocol) and
+compared with :func:`pcctune.evaluation.compare.seed_difference` (95 % interval over seeds).
 
     python -m reproductions leakage --rerun        # every missing run, in the order below; resumable
     python -m reproductions leakage --summarize    # table.md, verdict.md and leakage.png from the records
@@ -18,7 +18,9 @@ Order: MiniLM at ``sentence`` (search, seeds 1–3, seeds 4–5), then at ``pair
 ``pair``, STS-B and SICK subsampled to the sizes that survive ``sentence``, with the ``sentence`` winners), and
 ``normalized`` and ``near`` (the ``pair`` winners), Pearson and the best other loss over seeds 1–3. Each finished
 run leaves its record in ``records/`` (search trials in ``records/search/``) and is never trained again; a run
-folder left by a killed run is resumed; the table and verdict are rewritten after every run.
+folder left by a killed run is resumed; the table and verdict are rewritten after every run. Last, the seven
+SentEval transfer tasks of the base model and of each loss's best model (by dev score) at each searched level
+(``records/transfer/``): does fitting STS hurt the rest?
 """
 
 from __future__ import annotations
@@ -258,6 +260,7 @@ def train_missing(args: argparse.Namespace) -> None:
             None,
         )
         if todo is None:
+            transfer_missing(args)
             return
         cell, settings, seed, score = todo
         record = record_path(args, cell, settings, seed, score)
@@ -271,6 +274,37 @@ def train_missing(args: argparse.Namespace) -> None:
         done += 1
         if score and not args.model:
             write_summary(args)
+
+
+def transfer_models(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """(record name, model) of each SentEval transfer evaluation: the base model, then each loss's best model by dev
+    score at each searched level, once all its seeds have run."""
+    yield "base", MINILM
+    for level in args.levels:
+        for loss in args.losses:
+            cell = Cell(MINILM, level, loss)
+            results = seed_results(args, cell)
+            if not results or not all(seed in results for seed in seeds(args)[0]):
+                continue
+            best = max(results, key=lambda seed: best_dev(results[seed]))
+            yield f"{cell.name}-seed{best}", results[best].stages[0].final_dir
+
+
+def transfer_missing(args: argparse.Namespace) -> None:
+    """What stage 2 costs elsewhere: the seven SentEval transfer tasks of each model of :func:`transfer_models`
+    (``records/transfer/NAME.json``), base model included; a model whose run folder is gone is trained again first."""
+    from reproductions._common import pcctune
+
+    if args.model:
+        return
+    for name, model in transfer_models(args):
+        record = records(args) / "transfer" / f"{name}.json"
+        if record.is_file() or (name != "base" and not Path(model).is_dir()):
+            continue
+        print(f"[transfer] {name}", flush=True)
+        pcctune(
+            ["eval", model, "--tasks", "transfer", "--output", str(record), *(["--data", args.data] * bool(args.data))]
+        )
 
 
 def record_path(args: argparse.Namespace, cell: Cell, settings: dict[str, Any], seed: int, score: bool) -> Path:

@@ -58,8 +58,10 @@ lint: install-dev
 	$(VENV)/bin/lint-imports
 
 # The documentation site (mkdocs-material) into site/, offline; the API, config and CLI references are generated
-# from the code; any warning fails the build. The CLI reference runs the `typer` command of the venv.
+# from the code, the loss guide's tables from the loss registry; any warning fails the build. The CLI reference runs
+# the `typer` command of the venv.
 docs: install-dev
+	$(VENV)/bin/python docs/gen_losses.py
 	NO_MKDOCS_2_WARNING=1 PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs build --strict --site-dir site
 
 format: install-dev

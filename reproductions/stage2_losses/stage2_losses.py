@@ -37,7 +37,7 @@ from transformers import set_seed
 
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
-from pcctune.losses.registry import LOSSES
+from pcctune.losses.registry import LOSSES, resolve_loss
 from pcctune.losses.regression import PENALTIES
 from pcctune.modeling.build import build_model
 from pcctune.paths import resolve_senteval_dir
@@ -181,6 +181,8 @@ def plan(args: argparse.Namespace) -> list[tuple[str, str]]:
 def measure(args: argparse.Namespace) -> Measured:
     args.senteval = resolve_senteval_dir(args.data)
     results, earlier = load_rows(args.output / "runs.json") if args.resume else ([], None)
+    for row in results:  # a row recorded under a loss's earlier name (contrastive, ce, mse, l1) is that loss's
+        row["loss"] = resolve_loss(row["loss"])
     started = time.perf_counter()
     tasks = load_test_tasks(args.senteval)
     base = earlier.details["base"] if earlier else sts_scores(build_model(args.model), tasks, args.eval_dtype)

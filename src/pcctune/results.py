@@ -70,7 +70,7 @@ class SubsetScore(BaseModel):
 
 class Interval(BaseModel):
     """A paired bootstrap confidence interval of a task's two correlations (× 100): the pairs are resampled with
-    replacement, each resample scored by Spearman and Pearson (:mod:`pcctune.evaluation.interval`)."""
+    replacement, each resample scored by Spearman and Pearson (``pcctune.evaluation.interval``)."""
 
     confidence: float = Field(description="the interval's coverage, e.g. 0.95")
     method: str = Field(description="scipy.stats.bootstrap's method: BCa, percentile or basic")
@@ -213,7 +213,11 @@ class StageRecord(BaseModel):
     train_examples: int
     trainable_fraction: float
     best_checkpoint: str | None = None
-    best_dev_spearman: float | None = None
+    best_dev_spearman: float | None = Field(
+        None,
+        description="Spearman's ρ on the dev set at the selected checkpoint, as a fraction in [−1, 1]: the scale of "
+        "the dev evaluator and of sentence-transformers' (test scores are × 100)",
+    )
     final_dir: str
     plot: str
     wall_time_s: float = Field(description="the stage's training time, summed over the processes that trained it")

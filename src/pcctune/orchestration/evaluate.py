@@ -120,7 +120,7 @@ def task_files(sts: list[STSTask], transfer: list[TransferTask]) -> list[Path]:
 
 
 def load_pair_sets(sources: Sequence[PairSource], columns: Columns | None = None, split: str = "test") -> list[PairSet]:
-    """A user's test sets (:func:`~pcctune.data.pairs.load_pair_set`), each named by its file's stem, or by the
+    """A user's test sets (``pcctune.data.pairs.load_pair_set``), each named by its file's stem, or by the
     source as given where two stems are the same."""
     sets = [load_pair_set(source, columns, split) for source in sources]
     names = [s.name for s in sets]
@@ -133,14 +133,22 @@ def load_pair_sets(sources: Sequence[PairSource], columns: Columns | None = None
 
 
 def pair_hashes(sets: Sequence[PairSet]) -> dict[str, str]:
-    """SHA-256 of every file read and, for a dataset, of its pairs' content (keyed by its name)."""
-    return file_hashes(f for s in sets for f in s.files) | {s.name: s.content_sha256 for s in sets if s.content_sha256}
+    """SHA-256 of the pairs of each set read from a dataset, keyed by its name (a file is hashed with the others)."""
+    return {s.name: s.content_sha256 for s in sets if s.content_sha256}
 
 
-def check_pair_tasks(tasks: TaskGroup) -> None:
-    """Your pairs replace the seven STS tasks: refuse them with the transfer tasks alone."""
-    if tasks == "transfer":
+def eval_tasks(
+    data: Path | None, tasks: TaskGroup, protocol: str, own: list[PairSet]
+) -> tuple[Path | None, list[STSTask], list[TransferTask]]:
+    """The SentEval folder (``None`` where your pairs are all that is scored), the STS tasks (your pairs instead of
+    the seven, when given) and the transfer tasks of ``tasks``."""
+    get_protocol(protocol)
+    if own and tasks == "transfer":
         raise PcctuneError("--pairs replaces the seven STS tasks; use --tasks sts (the default) or all")
+    senteval = senteval_folder(data) if not own or tasks != "sts" else None
+    group: TaskGroup = "transfer" if own else tasks
+    sts_tasks, transfer_tasks = load_tasks(senteval, group, protocol) if senteval else ([], [])
+    return senteval, [s.task() for s in own] or sts_tasks, transfer_tasks
 
 
 def check_template_for(protocol: str, model_spec: str, template: str | None) -> None:
@@ -184,14 +192,7 @@ def run_eval(
     started = time.perf_counter()
     with writing_output(output):
         own = load_pair_sets(pairs, columns, split) if pairs else []
-        if own:
-            check_pair_tasks(tasks)
-            get_protocol(protocol)
-        needs_senteval = not own or tasks != "sts"
-        senteval = senteval_folder(data) if needs_senteval else None
-        group: TaskGroup = "transfer" if own else tasks  # your pairs stand in for the seven STS tasks
-        sts_tasks, transfer_tasks = load_tasks(senteval, group, protocol) if senteval else ([], [])
-        sts_tasks = [s.task() for s in own] or sts_tasks
+        senteval, sts_tasks, transfer_tasks = eval_tasks(data, tasks, protocol, own)
         check_template_for(protocol, model_spec, template)
         set_seed(seed)
         model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
@@ -199,27 +200,39 @@ def run_eval(
         data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks), senteval) | pair_hashes(own)
         evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}
         with kept_vectors(output, evaluation, adapter) as store:
-            interval_seed = seed if own else None
+            bootstrap = seed if own else None  # your pairs' scores carry a bootstrap interval
             sts, transfer = score_tasks(
-                model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, interval_seed
+                model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, bootstrap
             )
-            result = EvalResult(
-                protocol=protocol,
-                model=model_spec,
-                adapter=str(adapter) if adapter is not None else None,
-                template=model_template(model),
-                pooling=getattr(model[1], "pooling_mode", None),
-                dtype=dtype,
-                quantization=quantization,
-                seed=seed,
-                data_dir=str(senteval) if senteval else None,
-                data_files_sha256=data_hashes,
-                versions=library_versions(),
-                wall_time_s=round(time.perf_counter() - started, 2),
-            )
+            fields = {"protocol": protocol, "dtype": dtype, "quantization": quantization, "seed": seed}
+            result = eval_record(model, model_spec, adapter, senteval, data_hashes, started, **fields)
             add_scores(result, sts, transfer, probe, own_pairs=bool(own))
             save_result(result, output, store, console or Console())
     return result
+
+
+def eval_record(
+    model: SentenceTransformer,
+    model_spec: str,
+    adapter: Path | None,
+    senteval: Path | None,
+    data_hashes: dict[str, str],
+    started: float,
+    **settings: Any,
+) -> EvalResult:
+    """The record of one evaluation before its scores (``add_scores``): the model as built and scored, the data
+    files, the library versions and the time since ``started``; ``settings``: the record's other fields."""
+    return EvalResult(
+        model=model_spec,
+        adapter=str(adapter) if adapter is not None else None,
+        template=model_template(model),
+        pooling=getattr(model[1], "pooling_mode", None),
+        data_dir=str(senteval) if senteval else None,
+        data_files_sha256=data_hashes,
+        versions=library_versions(),
+        wall_time_s=round(time.perf_counter() - started, 2),
+        **settings,
+    )
 
 
 @contextlib.contextmanager

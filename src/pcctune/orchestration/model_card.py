@@ -129,15 +129,17 @@ def _selection_lines(result: RunResult) -> list[str]:
 def _stages_table(result: RunResult) -> str:
     if not result.stages:
         return "Every stage finished in an earlier run."
-    table = ScoreTable("stages", ["loss", "train examples", "best dev", "wall s"], first_column="stage")
+    dev = "best dev (Spearman × 100)"
+    table = ScoreTable("stages", ["loss", "train examples", dev, "wall s"], first_column="stage")
     for stage in result.stages:
+        best = stage.best_dev_spearman  # the dev evaluator's fraction in [−1, 1], shown on the test scores' scale
         table.rows.append(
             (
                 stage.stage,
                 {
                     "loss": stage.loss,
                     "train examples": stage.train_examples,
-                    "best dev": stage.best_dev_spearman,
+                    dev: None if best is None else best * 100,
                     "wall s": stage.wall_time_s,
                 },
             )

@@ -1,6 +1,6 @@
 """The Pcc-tuning pipeline: stage 1 (contrastive) then stage 2 (Pearson), evaluated after each.
 
-``compare`` reruns the last stage once per loss (e.g. ``pearson`` and ``contrastive``, the
+``compare`` reruns the last stage once per loss (e.g. ``pearson`` and ``infonce_positives``, the
 §4.3 ablation) from the same starting point, and prints them side by side. ``resume`` skips
 finished stages (their ``final/`` folder exists) and continues an interrupted stage from its
 last complete checkpoint, adapter included. What a run has recorded so far (each finished stage's record, each
@@ -29,7 +29,7 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.losses.registry import LOSSES
+from pcctune.losses.registry import resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
@@ -84,6 +84,11 @@ def eval_precision(config: RunConfig) -> str | None:
     return config.eval_precision if config.adapter.kind == "qlora" else None
 
 
+def dev_line(best_dev: float | None) -> str:
+    """The best dev score on the test scores' scale (× 100; the dev evaluator and the record keep its fraction)."""
+    return "no dev score" if best_dev is None else f"best dev {best_dev * 100:.2f} (Spearman × 100)"
+
+
 def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
     """A finished stage's model as the test evaluations see it: a QLoRA adapter on the 16-bit base by default
     (the authors' ``--load_kbit 16``), or on the 4-bit base it trained against (``eval_precision: 4bit``)."""
@@ -93,8 +98,11 @@ def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
 def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, compare: list[str] | None = None) -> None:
     """Everything that can fail before training, checked before any file is written."""
     for loss in compare or []:
-        if loss not in LOSSES:
-            raise PcctuneError(f"unknown loss {loss!r} in --compare; choose from {', '.join(LOSSES)}")
+        try:
+            resolve_loss(loss)
+        except ValueError as error:
+            raise PcctuneError(f"--compare: {error}") from None
+        warn_if_renamed(loss)
     if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
         raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
     protocol = get_protocol(config.eval_protocol)
@@ -250,7 +258,7 @@ class Pipeline:
         self.record()
         self.console.print(
             f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
-            f"best dev {result.best_dev} at {result.best_checkpoint}"
+            f"{dev_line(result.best_dev)} at {result.best_checkpoint}"
         )
         return stage_dir
 

@@ -21,7 +21,7 @@ from pcctune.errors import PcctuneError
 from pcctune.io import write_yaml
 from pcctune.losses.base import EmbeddingLoss
 from pcctune.losses.length_chunks import LengthChunks
-from pcctune.losses.registry import LOSSES, loss_spec
+from pcctune.losses.registry import loss_spec, resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import AdapterConfig
 from pcctune.modeling.template import Template
 
@@ -157,7 +157,10 @@ class StageConfig(Strict):
     """One stage: one sentence-transformers trainer run (data, loss, batch, optimisation, dev selection, output)."""
 
     name: str = Field(description="the stage's name: its folder is stageN-NAME")
-    loss: str = Field(description="a name in pcctune.losses.registry.LOSSES")
+    loss: str = Field(
+        description="a name in pcctune.losses.registry.LOSSES (docs/losses.md); an earlier name (RENAMED there) is "
+        "read as its current one, with a warning"
+    )
     data: DataConfig = Field(description="the stage's training data")
     regression: RegressionConfig = Field(RegressionConfig(), description="head and penalty of the regression losses")
     dpo: DPOConfig = Field(DPOConfig(), description="settings of the dpo loss")
@@ -176,7 +179,7 @@ class StageConfig(Strict):
         1.0, gt=0, description="ε of soft_spearman's soft ranks, in units of the batch (losses/soft_spearman.py)"
     )
     group_by_source: bool = Field(False, description="every group from one source (STS-B or SICK) of stage2 data")
-    contrastive_threshold: float = Field(4.0, description="score that makes a pair a positive (loss=contrastive)")
+    contrastive_threshold: float = Field(4.0, description="score that makes a pair a positive (loss=infonce_positives)")
     contrastive_rule: Literal[">", ">="] = Field(
         ">", description="'>': above the threshold (the paper's words); '>=': the rule that gives its 1,543 pairs"
     )
@@ -230,9 +233,9 @@ class StageConfig(Strict):
     @field_validator("loss")
     @classmethod
     def _known_loss(cls, value: str) -> str:
-        if value not in LOSSES:
-            raise ValueError(f"unknown loss {value!r}; choose from {', '.join(LOSSES)}")
-        return value
+        current = resolve_loss(value)
+        warn_if_renamed(value)
+        return current
 
     @field_validator("dev")
     @classmethod

@@ -2,7 +2,8 @@
 test set).
 
 It scores like sentence-transformers' ``EmbeddingSimilarityEvaluator`` (Spearman and Pearson of
-the cosine similarity, metric names ``{name}_spearman_cosine`` …) but encodes through pcctune's
+the cosine similarity, metric names ``{name}_spearman_cosine`` …, fractions in [−1, 1] as that evaluator's, where
+pcctune's test scores are × 100: docs/losses.md#scales) but encodes through pcctune's
 fast path (:mod:`pcctune.modeling.encoding`): each distinct sentence once, batched by token
 length, sharded across processes under DDP.
 """

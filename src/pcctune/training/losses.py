@@ -39,7 +39,8 @@ def build_loss(
 def _main_loss(
     stage: StageConfig, model: SentenceTransformer, mini_batch_size: int | None, num_classes: int | None
 ) -> nn.Module:
-    cls = loss_spec(stage.loss).cls
+    spec = loss_spec(stage.loss)
+    cls = spec.cls
     if cls is PearsonLoss:
         return PearsonLoss(model, mini_batch_size)
     if cls is SourcePearsonLoss:
@@ -47,7 +48,7 @@ def _main_loss(
     if cls is PearsonPlusLoss:
         return PearsonPlusLoss(
             model,
-            "mse" if stage.loss == "pearson_mse" else "cosent",
+            "mse" if spec.variant == "mse" else "cosent",
             stage.loss_weight,
             mini_batch_size=mini_batch_size,
         )
@@ -61,7 +62,7 @@ def _main_loss(
         return RegressionLoss(
             model,
             model.get_embedding_dimension() or 0,
-            stage.loss,
+            str(spec.variant),  # the penalty the name selects
             reg.k,
             reg.x0,
             reg.concat,
@@ -70,6 +71,6 @@ def _main_loss(
         )
     if cls is EmbeddingDPOLoss:
         return EmbeddingDPOLoss(model, stage.dpo.beta, mini_batch_size=mini_batch_size)
-    if stage.loss == "ce":
+    if spec.labels == "class":  # a classifier over the rounded scores
         return cls(model, model.get_embedding_dimension(), num_labels=num_classes or 6)
     return cls(model)  # sentence-transformers' scored-pair losses take the model alone

@@ -7,9 +7,9 @@ docs/leakage.md), with each of five losses: Pearson (Pcc-tuning eq. 9), cosine-M
 positives of InfoNCE). Every loss gets the same dev-only search (:data:`TRIALS`: learning rate, batch size, warm-up,
 epochs); its winner by dev score then runs over seeds 1–3, and Pearson and the best other loss (by mean dev score,
 never a test score) over seeds 4–5 too. Checkpoints, trials and the best other loss are chosen on dev sets filtered
-at the cell's own level (:mod:`pcctune.data.dev`): at ``sentence`` SICK trial keeps too few pairs and is replaced
-by a held-out 15 % of the training pairs. Every seed run is scored on the seven full test sets (SimCSE protocol)
-and compared with :func:`pcctune.evaluation.compare.seed_difference` (95 % interval over seeds).
+at the cell's own level (:mod:`pcctune.data.dev`): at ``sentence`` SICK trial keeps too few pairs and is replaced by
+a held-out 15 % of the training pairs. Every seed run is scored on the seven full test sets (SimCSE protocol) and
+compared with :func:`pcctune.evaluation.compare.seed_difference` (95 % interval over seeds).
 
     python -m reproductions leakage --rerun        # every missing run, in the order below; resumable
     python -m reproductions leakage --summarize    # table.md, verdict.md and leakage.png from the records
@@ -18,7 +18,9 @@ Order: MiniLM at ``sentence`` (search, seeds 1–3, seeds 4–5), then at ``pair
 ``pair``, STS-B and SICK subsampled to the sizes that survive ``sentence``, with the ``sentence`` winners), and
 ``normalized`` and ``near`` (the ``pair`` winners), Pearson and the best other loss over seeds 1–3. Each finished
 run leaves its record in ``records/`` (search trials in ``records/search/``) and is never trained again; a run
-folder left by a killed run is resumed; the table and verdict are rewritten after every run.
+folder left by a killed run is resumed; the table and verdict are rewritten after every run. Last, the seven
+SentEval transfer tasks of the base model and of each loss's best model (by dev score) at each searched level
+(``records/transfer/``): does fitting STS hurt the rest?
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from reproductions._common import ROOT, Measured, Rows, claim, pair_counts
 
 from pcctune.data.leakage import LeakageLevel
@@ -166,7 +167,7 @@ def train_once(config: RunConfig, record: Path, score: bool) -> RunResult:
     done = kept(record)
     if done is not None:
         return done
-    result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), **({} if score else {"tasks": []}))
+    result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), tasks=None if score else [])
     result.to_disk(record)
     return result
 
@@ -214,16 +215,15 @@ def plan(args: argparse.Namespace) -> Iterator[tuple[Cell, dict[str, Any], int, 
             for k, settings in enumerate(trials(args)):
                 yield cell, settings | {"trial": k}, 1, False
         for cell in cells:
-            settings = winner(args, cell)
-            if settings is not None:
+            chosen = winner(args, cell)
+            if chosen is not None:
                 for seed in first:
-                    yield cell, settings, seed, True
+                    yield cell, chosen, seed, True
         other = best_other(args, level, losses)
         if other is not None:
             for loss in ("pearson", other):
-                settings = winner(args, Cell(MINILM, level, loss))
                 for seed in more:
-                    yield Cell(MINILM, level, loss), settings or {}, seed, True
+                    yield Cell(MINILM, level, loss), winner(args, Cell(MINILM, level, loss)) or {}, seed, True
     yield from neighbours(args, losses)
 
 
@@ -260,6 +260,7 @@ def train_missing(args: argparse.Namespace) -> None:
             None,
         )
         if todo is None:
+            transfer_missing(args)
             return
         cell, settings, seed, score = todo
         record = record_path(args, cell, settings, seed, score)
@@ -273,6 +274,37 @@ def train_missing(args: argparse.Namespace) -> None:
         done += 1
         if score and not args.model:
             write_summary(args)
+
+
+def transfer_models(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """(record name, model) of each SentEval transfer evaluation: the base model, then each loss's best model by dev
+    score at each searched level, once all its seeds have run."""
+    yield "base", MINILM
+    for level in args.levels:
+        for loss in args.losses:
+            cell = Cell(MINILM, level, loss)
+            results = seed_results(args, cell)
+            if not results or not all(seed in results for seed in seeds(args)[0]):
+                continue
+            best = max(results, key=lambda seed: best_dev(results[seed]))
+            yield f"{cell.name}-seed{best}", results[best].stages[0].final_dir
+
+
+def transfer_missing(args: argparse.Namespace) -> None:
+    """What stage 2 costs elsewhere: the seven SentEval transfer tasks of each model of :func:`transfer_models`
+    (``records/transfer/NAME.json``), base model included; a model whose run folder is gone is trained again first."""
+    from reproductions._common import pcctune
+
+    if args.model:
+        return
+    for name, model in transfer_models(args):
+        record = records(args) / "transfer" / f"{name}.json"
+        if record.is_file() or (name != "base" and not Path(model).is_dir()):
+            continue
+        print(f"[transfer] {name}", flush=True)
+        pcctune(
+            ["eval", model, "--tasks", "transfer", "--output", str(record), *(["--data", args.data] * bool(args.data))]
+        )
 
 
 def record_path(args: argparse.Namespace, cell: Cell, settings: dict[str, Any], seed: int, score: bool) -> Path:
@@ -379,8 +411,37 @@ def verdicts(rows: Rows) -> list[str]:
         if len(pearson) < 2 or len(rival) < 2:
             continue
         difference = seed_difference(rival, pearson)
-        lines.append(f"- **{prefix}**: Pearson − {other} (best other loss on dev): {difference.sentence()}")
+        lines.append(f"- **{prefix}** (best other loss on dev: {other}): {difference.sentence(other, 'Pearson')}")
     return lines
+
+
+LABELS = {
+    "pearson": "Pearson (Pcc-tuning)",
+    "cosine_mse": "cosine-MSE (ST's CosineSimilarityLoss)",
+    "cosent": "CoSENT",
+    "angle": "AnglE",
+    "contrastive": "contrastive stage 2 (§4.3)",
+}
+"""Each loss's row label in the front page's table."""
+
+
+def readme_rows(level: str = "sentence") -> dict[str, list[str]]:
+    """The front page's table at ``level``, from the records: per loss, its seeds, the seven-task average (mean ±
+    std) and Pearson − the loss with its 95 % interval over paired seeds."""
+    from pcctune.evaluation.compare import seed_difference
+
+    found = groups(collect(argparse.Namespace(output=HERE)))
+    averages = {loss: {r["seed"]: r["sts"]["avg"] for r in found.get(f"minilm-{level}-{loss}", [])} for loss in LOSSES}
+    rows = {}
+    for loss, runs in averages.items():
+        if not runs:
+            continue
+        difference = "—"
+        if loss != "pearson" and averages["pearson"]:
+            d = seed_difference(runs, averages["pearson"])
+            difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
+        rows[LABELS[loss]] = [str(len(runs)), _cell_text(list(runs.values())), difference]
+    return rows
 
 
 def write_summary(args: argparse.Namespace) -> None:
@@ -389,10 +450,7 @@ def write_summary(args: argparse.Namespace) -> None:
     if not rows:
         return
     write_text(HERE / "table.md", table(rows, {}) + "\n")
-    try:
-        write_text(HERE / "verdict.md", "\n".join(verdicts(rows)) + "\n")
-    except ImportError:  # pcctune.evaluation.compare not there yet
-        pass
+    write_text(HERE / "verdict.md", "\n".join(verdicts(rows)) + "\n")
     plot(rows, {}, HERE / "leakage.png")
     write_text(HERE / "search.json", json.dumps(search_rows(args), indent=1) + "\n")
 

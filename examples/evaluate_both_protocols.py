@@ -2,7 +2,7 @@
 (SentEval's text as given, as SimCSE reports) and ``paper`` (the tokenized text the papers read); with ``--template``
 a decoder LLM is scored as PromptEOL/Pcc-tuning embed it (docs/evaluation.md).
 
-    python examples/evaluate_both_protocols.py --model all-MiniLM-L6-v2 --data ../shared/data --output runs/eval
+    python examples/evaluate_both_protocols.py --model all-MiniLM-L6-v2 --data DIR --output runs/eval
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="packaged name, folder or Hub id")
     parser.add_argument("--template", default=None, help="a prompt template for a decoder LLM, e.g. eol")
-    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA, ../shared/data)")
+    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
     parser.add_argument("--output", default="runs/example_eval")
     args = parser.parse_args()
 

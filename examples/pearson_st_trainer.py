@@ -1,6 +1,6 @@
 """Pcc-tuning's stage 2 (1 − Pearson over the batch, eq. 8) in a plain sentence-transformers trainer script.
 
-    python examples/pearson_st_trainer.py --data ../shared/data --output runs/example   # = configs/minilm_stage2.yaml
+    python examples/pearson_st_trainer.py --data DIR --output runs/example   # = configs/minilm_stage2.yaml
 
 Everything but the pcctune names is the ordinary SentenceTransformerTrainer script; its defaults are the settings of
 ``configs/minilm_stage2.yaml``, and it gives the seven numbers ``pcctune train`` gives (reproductions/st_trainer/).
@@ -18,7 +18,7 @@ import pcctune
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="packaged name, folder or Hub id")
-    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA, ../shared/data)")
+    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
     parser.add_argument("--output", default="runs/example_pearson")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-steps", type=int, default=-1, help="-1: --epochs")

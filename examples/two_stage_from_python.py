@@ -1,7 +1,7 @@
 """Pcc-tuning's two stages from Python: InfoNCE on NLI triplets (eq. 7), then 1 − Pearson on the filtered
 stage-2 set (eq. 8), continuing the same model; the same run ``pcctune train CONFIG`` makes.
 
-    python examples/two_stage_from_python.py --model all-MiniLM-L6-v2 --data ../shared/data --output runs/two_stage
+    python examples/two_stage_from_python.py --model all-MiniLM-L6-v2 --data DIR --output runs/two_stage
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pcctune
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA, ../shared/data)")
+    parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
     parser.add_argument("--output", default="runs/example_two_stage")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-steps", type=int, default=100)

@@ -1,11 +1,14 @@
 """The documentation site builds with ``--strict`` (no warning) and its generated references cover the code: every
-name of ``pcctune.__all__``, every CLI command and every config field, with its description, is in the built site."""
+name of ``pcctune.__all__``, every CLI command and every config field, with its description, is in the built site.
+Its links are checked when it builds (a dead one fails ``make docs``) and resolve on the repository too; the API
+reference renders the docstrings' sections; the pages filled from elsewhere in the repository are filled."""
 
 from __future__ import annotations
 
 import html
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,25 +20,27 @@ from pydantic import BaseModel
 
 import pcctune
 from pcctune.cli import app
+from pcctune.losses import citations
+from pcctune.orchestration.model_card import LOADING, REPOSITORY
 from pcctune.training.config import RunConfig
 
 ROOT = Path(__file__).parents[1]
+MARKDOWN_LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` of ``config``, as ``make docs`` runs it."""
+    bin_dir = str(Path(sys.executable).parent)  # the CLI reference runs the venv's `typer`
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "NO_MKDOCS_2_WARNING": "1"}
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "--site-dir", str(site_dir)]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """The site, built as ``make docs`` builds it, into a temporary folder."""
     out = tmp_path_factory.mktemp("site")
-    bin_dir = str(Path(sys.executable).parent)  # the CLI reference runs the venv's `typer`
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = build(ROOT / "mkdocs.yml", out)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "WARNING" not in done.stderr, done.stderr[-3000:]
     return out
@@ -106,3 +111,74 @@ def test_every_config_field_and_its_description_is_in_the_config_reference(site)
             if name not in text or description[:40] not in letters:
                 missing.append(f"{model.__name__}.{name}")
     assert not missing, missing
+
+
+def api_section(site: Path, name: str) -> str:
+    """The built HTML of one object's entry in the API reference."""
+    raw = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    start = raw.index(f'id="{name}"')
+    return raw[start : raw.index('class="doc doc-object doc-', start)]
+
+
+def test_the_api_reference_renders_parameters_and_examples_as_sections(site):
+    loss = api_section(site, "pcctune.losses.pearson.PearsonLoss")
+    parameters = loss.split("Parameters:", 1)[1]
+    assert "<table" in parameters.split("</table>")[0] and "<code>mini_batch_size</code>" in parameters
+    assert "Examples:" in loss and '<div class="highlight"><pre>' in loss.split("Examples:", 1)[1]
+    text = page_text(site, "reference/api")
+    raw_markup = [m for m in ("Example::", ":func:`", ":class:`", ":data:`", ":mod:`", "Args:") if m in text]
+    assert not raw_markup, raw_markup
+
+
+def test_a_dead_link_fails_the_build(tmp_path):
+    """The link check of ``make docs``: the site's own config, on a copy of the pages with one dead link added."""
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "docs", docs)
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    config = config.replace("docs_dir: docs", f"docs_dir: {docs}")
+    config = config.replace("  - docs/hooks.py", f"  - {ROOT / 'docs' / 'hooks.py'}")
+    config = config.replace("paths: [src]", f"paths: [{ROOT / 'src'}]")
+    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    page = docs / "getting-started.md"
+    dead = ["no-such-page.md", "training.md#no-such-heading", "no-such-folder/"]
+    page.write_text(page.read_text(encoding="utf-8") + "".join(f"\n[dead]({link})\n" for link in dead))
+    done = build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
+    assert done.returncode != 0, done.stderr[-3000:]
+    assert all(any(link.split("#")[-1] in line for line in warnings) for link in dead), warnings
+
+
+def relative_links(file: Path) -> list[str]:
+    """The link targets of a markdown file that point into the repository (outside fenced code blocks)."""
+    text = re.sub(r"^(`{3,}).*?^\1", "", file.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+    return [t for t in MARKDOWN_LINK.findall(text) if not t.startswith(("http://", "https://", "mailto:", "#"))]
+
+
+def test_every_relative_link_resolves_on_the_repository():
+    files = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    dead = []
+    for file in files:
+        for target in relative_links(file):
+            if not (file.parent / target.split("#")[0]).exists():
+                dead.append(f"{file.relative_to(ROOT)}: {target}")
+    assert len(files) > 20 and not dead, dead
+
+
+def test_pages_filled_from_the_repository_are_filled(site):
+    citing = page_text(site, "citing")
+    entries = [v for k, v in vars(citations).items() if k.isupper() and isinstance(v, str) and v.startswith("@")]
+    assert len(entries) >= 4 and all(entry.split("{", 1)[1].split(",", 1)[0] in citing for entry in entries)
+    raw = (site / "reproductions" / "index.html").read_text(encoding="utf-8")
+    folders = re.findall(rf'href="{re.escape(REPOSITORY)}/tree/main/reproductions/([a-z_0-9]+)"', raw)
+    assert len(folders) >= 15 and all((ROOT / "reproductions" / folder).is_dir() for folder in folders)
+    home = page_text(site, "")
+    headline = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| all-MiniLM"))
+    cells = " ".join(cell.strip() for cell in headline.strip("|").split("|"))
+    assert "pip install" in home and "pcctune.evaluate(" in "".join(home.split()) and cells in home, cells
+
+
+def test_the_model_card_page_shows_a_card_pcctune_writes():
+    page = (ROOT / "docs" / "model-card.md").read_text(encoding="utf-8")
+    headings = ["## pcctune", "### STS evaluation", "### Stages", "### Training data and leakage", "### Run config"]
+    assert all(heading in page for heading in [*headings, LOADING])
+    assert "base_model: sentence-transformers/all-MiniLM-L6-v2" in page and "stage1-pcc/final" in page

@@ -1,6 +1,9 @@
 """Everything a user reads is written for users: no words about how the project was made (numbered work sessions or
 issues, the place it was made in) and no names of internal documents a user does not have. Raw logs of measured runs
-are kept as they were printed."""
+are kept as they were printed. The README, the docs, the code (its help texts and docstrings), the examples and the
+configs also read as a library's, not a lab notebook: no account of how runs were queued or cut off, no "this
+project's CPUs", no stale "not yet", and no data folder beside a development checkout (``../shared``), which only
+the development page names."""
 
 from __future__ import annotations
 
@@ -13,6 +16,14 @@ TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".json", ".txt", ".toml", ".sh",
 SKIPPED_DIRS = {"__pycache__", ".pytest_cache"}
 FORBIDDEN = re.compile(
     r"\bworkplace\b|\bsessions? #?\d+|\bissues? #?\d+|\bDESIGN\.md\b|\bshared/docs\b",
+    re.IGNORECASE,
+)
+
+LIBRARY_TEXT = ["README.md", "mkdocs.yml", "docs", "src", "examples", "configs"]
+DEVELOPMENT_PAGE = "docs/development.md"
+LAB_NOTEBOOK = re.compile(
+    r"\b(?:decoder|claims) queue\b|\bthis project's\b|\bbetween two sessions\b|\ba session (?:that )?ended\b"
+    r"|\bfor the second time\b|\bno such comparison\b|\bnot yet (?:done|run|re-run)\b|\.\./shared/",
     re.IGNORECASE,
 )
 
@@ -49,6 +60,34 @@ def test_no_process_words_in_what_users_read():
             if match := FORBIDDEN.search(line):
                 found.append(f"{file.relative_to(ROOT)}:{number}: {match.group(0)!r}")
     assert not found, "\n".join(found)
+
+
+def test_the_library_text_reads_as_a_library_not_a_lab_notebook():
+    found = []
+    for file in scanned_files():
+        name = file.relative_to(ROOT).as_posix()
+        if name == DEVELOPMENT_PAGE or not any(name == e or name.startswith(e + "/") for e in LIBRARY_TEXT):
+            continue
+        for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if match := LAB_NOTEBOOK.search(line):
+                found.append(f"{name}:{number}: {match.group(0)!r}")
+    assert not found, "\n".join(found)
+
+
+def test_the_lab_notebook_pattern_catches_what_it_is_for():
+    for text in (
+        "the decoder queue had three things that lived only in runs/",
+        "On this project's CPUs (AVX512-BF16, no AMX) bf16 was slower",
+        "transformers 5.24, released between two sessions",
+        "a session that ended inside them lost all of it",
+        "lost all 9 steps it had made, for the second time",
+        "no such comparison has been run yet",
+        "Not yet done: the table of all-MiniLM-L6-v2",
+        "--data ../shared/data",
+    ):
+        assert LAB_NOTEBOOK.search(text), text
+    for text in ("a queue of jobs", "the project's repository", "not yet released", "shared/data beside the checkout"):
+        assert not LAB_NOTEBOOK.search(text), text
 
 
 def test_the_pattern_catches_what_it_is_for():

@@ -22,7 +22,7 @@ class PccEvaluator(SentenceEvaluator):
     """Scores a model on the seven STS test tasks; metrics ``sts_<TASK>`` and ``sts_avg`` (Spearman × 100).
 
     Args:
-        data: SentEval folder (default: ``$PCCTUNE_DATA``, then ``../shared/data``).
+        data: SentEval folder (default: ``$PCCTUNE_DATA``, else the copy fetched into the cache).
         protocol: ``simcse-senteval``, ``paper`` or ``paper-prompt`` (docs/evaluation.md).
     """
 

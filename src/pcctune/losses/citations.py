@@ -1,4 +1,5 @@
-"""The BibTeX of each paper a loss implements: the ``citation`` sentence-transformers puts in model cards."""
+"""The BibTeX of each paper pcctune implements or builds on: the ``citation`` sentence-transformers puts in model
+cards, and the docs' "Citing" page (generated from this module)."""
 
 # Pcc-tuning: the Pearson stage-2 loss and its variants
 PCC_TUNING = """@article{zhang2024pcctuning,
@@ -14,6 +15,14 @@ PROMPTEOL = """@article{jiang2023scaling,
     author={Jiang, Ting and Huang, Shaohan and Luan, Zhongzhi and Wang, Deqing and Zhuang, Fuzhen},
     journal={arXiv preprint arXiv:2307.16645},
     year={2023}
+}"""
+
+# DCPCSE (Deep Continuous Prompt for Contrastive Learning of Sentence Embeddings): deep prompts, auxiliary MLM
+DCPCSE = """@article{jiang2022dcpcse,
+    title={Deep Continuous Prompt for Contrastive Learning of Sentence Embeddings},
+    author={Jiang, Yuxin and Wang, Wei},
+    journal={arXiv preprint arXiv:2203.06875},
+    year={2022}
 }"""
 
 # SimCSE: InfoNCE with in-batch and hard negatives

@@ -58,8 +58,9 @@ lint: install-dev
 	$(VENV)/bin/lint-imports
 
 # The documentation site (mkdocs-material) into site/, offline; the API, config and CLI references are generated
-# from the code, the loss guide's tables from the loss registry; any warning fails the build. The CLI reference runs
-# the `typer` command of the venv.
+# from the code, the loss guide's tables from the loss registry; any warning fails the build, and mkdocs' link
+# validation (mkdocs.yml) makes every link to a missing page, heading or file a warning: a dead link fails `make docs`.
+# The CLI reference runs the `typer` command of the venv.
 docs: install-dev
 	$(VENV)/bin/python docs/gen_losses.py
 	NO_MKDOCS_2_WARNING=1 PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs build --strict --site-dir site

@@ -51,9 +51,16 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": "pcctune.training.config",
     "load_config": "pcctune.training.config",
     "train": "pcctune.orchestration.library",
+    # is B better than A? (docs/evaluation.md, "Comparing runs")
+    "compare_runs": "pcctune.orchestration.compare",
+    "compare_models": "pcctune.orchestration.compare",
+    "seed_difference": "pcctune.evaluation.compare",
+    "paired_bootstrap": "pcctune.evaluation.compare",
     # records
     "EvalResult": "pcctune.results",
     "RunResult": "pcctune.results",
+    "CompareResult": "pcctune.results",
+    "Difference": "pcctune.results",
     # what pcctune may change in the process (docs/speed-settings.md)
     "cpu_speedups": "pcctune.host_settings",
     "tokenizer_lock": "pcctune.modeling.cpu_workers",

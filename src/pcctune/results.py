@@ -134,9 +134,7 @@ class Difference(BaseModel):
         verdict = self.verdict
         if verdict is None or self.low is None or self.high is None:
             if self.method == "paired bootstrap":
-                return (
-                    f"{text} over {self.n} test pairs: no interval (too few pairs: some resamples have no correlation)"
-                )
+                return f"{text} over {self.n} test pairs: no interval (too few pairs to resample)"
             runs = "run" if self.n_a == 1 else "runs"
             return f"{text} over {self.n_a} {runs} of {a} and {self.n_b} of {b}: no interval (it needs 2 runs a side)"
         text += f" [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"

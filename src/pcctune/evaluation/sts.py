@@ -70,6 +70,19 @@ def evaluate_sts(
 
     The protocol's sentence edits follow the model's template wherever it lives (pcctune's input module or the
     chat template of a model saved as plain sentence-transformers)."""
+    vectors, text_of = encode_tasks(model, tasks, protocol, **options)
+    scores = [score_task(task, vectors, len(task.subsets) > 1, text_of, interval_seed) for task in tasks]
+    return scores, float(np.mean([s.spearman for s in scores]))
+
+
+def encode_tasks(
+    model: SentenceTransformer,
+    tasks: Sequence[STSTask],
+    protocol: str = DEFAULT_PROTOCOL,
+    **options: Unpack[EncodeOptions],
+) -> tuple[dict[str, np.ndarray], Callable[[str], str]]:
+    """The vectors of every sentence of ``tasks`` as ``protocol`` prepares it for ``model``, keyed by
+    ``text_of(sentence)``, and that ``text_of``."""
     template = model_template(model)
     spec = get_protocol(protocol)
     spec.check_model(template)
@@ -79,6 +92,16 @@ def evaluate_sts(
         return spec.prepare(sentence, templated)
 
     sentences = [text_of(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
-    vectors = encode_unique(model, sentences, **options)
-    scores = [score_task(task, vectors, len(task.subsets) > 1, text_of, interval_seed) for task in tasks]
-    return scores, float(np.mean([s.spearman for s in scores]))
+    return encode_unique(model, sentences, **options), text_of
+
+
+def task_cosines(
+    model: SentenceTransformer,
+    tasks: Sequence[STSTask],
+    protocol: str = DEFAULT_PROTOCOL,
+    **options: Unpack[EncodeOptions],
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each task's pair cosines and gold scores, all its subsets in order (the pairs its score is computed on):
+    what a paired bootstrap over the test pairs resamples (``pcctune.evaluation.compare``)."""
+    vectors, text_of = encode_tasks(model, tasks, protocol, **options)
+    return [pair_cosines(vectors, task.pairs, text_of) for task in tasks]

@@ -162,7 +162,7 @@ class PairSet:
     pairs: list[STSPair]
     files: list[Path] = field(default_factory=list)
     content_sha256: str | None = None
-    """A dataset's own hash of its pairs (a file is hashed as a file: :func:`pcctune.provenance.file_hashes`)."""
+    """A dataset's own hash of its pairs (a file is hashed as a file: ``pcctune.provenance.file_hashes``)."""
 
     def task(self) -> STSTask:
         """The set as an STS task of one subset, scored as the built-in STS-B and SICK-R are."""
@@ -192,7 +192,7 @@ def check_scoreable(pairs: Sequence[STSPair], source: str) -> None:
 def load_pair_set(source: str | Path | Any, names: Columns | None = None, split: str = "test") -> PairSet:
     """A test set of scored pairs from ``source``: a ``.csv`` / ``.tsv`` / ``.jsonl`` file (named by its stem), a
     ``datasets.Dataset``, a folder in the Hub's file layout or a Hub dataset id (its ``split``, through
-    ``datasets.load_dataset``); ``names``: the columns' names (see :data:`Columns`). One clear error for a missing
+    ``datasets.load_dataset``); ``names``: the columns' names (see ``Columns``). One clear error for a missing
     column, a score that is not a number, or a set that no correlation can be computed on."""
     if not isinstance(source, str | Path):  # a datasets.Dataset
         name = str(getattr(getattr(source, "info", None), "dataset_name", None) or "dataset")

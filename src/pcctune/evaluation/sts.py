@@ -36,7 +36,7 @@ def score_task(
     interval_seed: int | None = None,
 ) -> TaskScore:
     """Score one task from precomputed vectors (keyed by ``text_of(sentence)``); ``all_subsets``: the STS12–16 rule;
-    with ``interval_seed``, also the bootstrap interval of its score (:mod:`pcctune.evaluation.interval`)."""
+    with ``interval_seed``, also the bootstrap interval of its score (``pcctune.evaluation.interval``)."""
     subset_scores: list[SubsetScore] = []
     all_cos, all_gold = [], []
     for subset in task.subsets:

@@ -42,7 +42,7 @@ def collect_runs(paths: list[Path]) -> dict[str, Section]:
 
 
 def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
-    """:func:`collect_runs` of records already read."""
+    """``collect_runs`` of records already read."""
     runs: dict[str, Section] = {}
     for file, record in records:
         if isinstance(record, RunResult):

@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import pickle
 import socket
+import time
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
 
 from pcctune.losses import InfoNCELoss, PearsonLoss
+from pcctune.losses.length_chunks import LengthChunker
 from pcctune.modeling.build import build_model
 from tests.conftest import SENTENCES, pairs_jsonl
 
@@ -229,3 +232,90 @@ def test_pipeline_under_torchrun_with_two_processes(tiny_bert, mini_senteval, tm
     assert done.stdout.count("results ->") == 1  # only rank 0 evaluates and writes
     saved = sorted(p.name for p in (tmp_path / "run" / "stage2-two" / "checkpoints").glob("checkpoint-*"))
     assert saved == ["checkpoint-2", "checkpoint-3"]  # step 1's resume point gave way to step 2's checkpoint
+
+
+CHUNK_MODES = ("off", "auto", "on")
+
+
+def _uneven_columns(rank: int) -> list[list[str]]:
+    """Rank 0: one long text, five of half its length and ten short ones (three chunks); rank 1: sixteen short
+    texts (one chunk)."""
+    short = [f"{a} {b}" for a, b in zip("abcdefgh", "ijklmnop", strict=True)]
+    if rank == 1:
+        return [short, short[::-1]]
+    long, half = " ".join(SENTENCES[:10]), [" ".join(SENTENCES[i : i + 5]) for i in range(5)]
+    return [[long, *half[:4], *short[:3]], [half[4], *short[1:]]]
+
+
+def _chunked_ddp_worker(rank: int, world: int, port: int, model_path: str, out: str) -> None:
+    """A DDP-wrapped tiny BERT (buffers broadcast in every forward: a collective each time) trained one step per
+    ``length_chunks`` mode on batches of different length profiles; rank 0 pickles each mode's loss, averaged
+    gradients and every process's forward passes (their token counts)."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        torch.manual_seed(0)
+        model = build_model(model_path, device="cpu")
+        model.eval()
+        model.double()
+        # as transformers' Trainer wraps it (ddp_find_unused_parameters: BERT's pooler takes no part in the loss)
+        wrapped = DistributedDataParallel(model, find_unused_parameters=True)
+        assert wrapped.broadcast_buffers and list(model.buffers())
+        tokens: list[int] = []
+        model.register_forward_pre_hook(lambda _, args: tokens.append(args[0]["input_ids"].numel()))
+        features = [model.preprocess(column) for column in _uneven_columns(rank)]
+        labels = torch.tensor(SCORES, dtype=torch.float64).roll(rank)
+        results = {}
+        for mode in CHUNK_MODES:
+            loss_fn = PearsonLoss(model)
+            loss_fn.model = wrapped  # what sentence-transformers' trainer does with a wrapped model
+            loss_fn.length_chunks = LengthChunker(mode)
+            wrapped.zero_grad()
+            tokens.clear()
+            loss = loss_fn([dict(f) for f in features], labels)
+            loss.backward()
+            grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+            forwards: list[list[int] | None] = [None] * world
+            dist.all_gather_object(forwards, list(tokens))
+            results[mode] = (loss.detach(), grads, forwards)
+        if rank == 0:
+            with open(out, "wb") as handle:
+                pickle.dump(results, handle)
+    finally:
+        dist.destroy_process_group()
+
+
+def _spawn_with_deadline(worker, args: tuple, timeout_s: float = 900) -> None:
+    """``mp.spawn`` of two processes, killed and failed when they do not finish in ``timeout_s`` (a deadlock)."""
+    context = mp.spawn(worker, args=args, nprocs=2, join=False)
+    deadline = time.monotonic() + timeout_s
+    while not context.join(timeout=max(0.0, deadline - time.monotonic())):
+        if time.monotonic() >= deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"two processes still running after {timeout_s} s: one waits on a collective")
+
+
+@pytest.fixture(scope="module")
+def chunked_ddp_results(tiny_bert, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("ddp-chunks") / "rank0.pkl")
+    _spawn_with_deadline(_chunked_ddp_worker, (2, _free_port(), str(tiny_bert), out))
+    with open(out, "rb") as handle:
+        return pickle.load(handle)
+
+
+def test_length_chunks_under_ddp_run_equal_forward_passes_with_the_unchunked_gradients(chunked_ddp_results):
+    """``off`` and ``auto`` embed each column whole on every process; ``on`` chunks rank 0's long text apart and
+    splits rank 1's one chunk to as many: every process runs as many forward passes, the numbers are the same."""
+    off_loss, off_grads, off_forwards = chunked_ddp_results["off"]
+    assert [len(f) for f in off_forwards] == [2, 2]  # one forward per column on each process
+    for mode in ("auto", "on"):
+        loss, grads, forwards = chunked_ddp_results[mode]
+        torch.testing.assert_close(loss, off_loss, atol=1e-10, rtol=1e-9)
+        assert grads.keys() == off_grads.keys() and grads
+        for name, grad in grads.items():
+            torch.testing.assert_close(grad, off_grads[name], atol=1e-10, rtol=1e-8, msg=name)
+    assert chunked_ddp_results["auto"][2] == off_forwards
+    on = chunked_ddp_results["on"][2]
+    assert [len(f) for f in on] == [3, 3]  # rank 0's three chunks; rank 1 split its one chunk to as many
+    assert sum(on[0]) < sum(off_forwards[0]) / 2  # rank 0 ran fewer padded tokens: its long text on its own

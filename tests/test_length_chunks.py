@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 
 import pytest
 import torch
+from pydantic import ValidationError
+from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss
 
-from pcctune.losses.length_chunks import CHUNK_OVERHEAD_TOKENS, chunk_bounds, embed_in_length_chunks
+from pcctune.losses.length_chunks import (
+    CHUNK_OVERHEAD_TOKENS,
+    LengthChunker,
+    Padding,
+    chunk_bounds,
+    embed_in_length_chunks,
+    split_bounds,
+)
 from pcctune.losses.pearson import PearsonLoss
 from pcctune.modeling.build import build_model
+from pcctune.training.config import StageConfig
+from pcctune.training.losses import build_loss
 from tests.conftest import SENTENCES
 
 
@@ -89,15 +101,39 @@ def test_chunks_carry_fewer_padded_tokens_and_pass_other_entries_on(tiny_bert):
     assert all(bool(f["attention_mask"][:, -1].any()) for f in seen)  # each chunk cut to its longest row
 
 
-def test_left_padding_or_unequal_entries_are_embedded_whole(tiny_bert):
+def test_columns_padded_on_different_sides_or_with_unequal_entries_are_embedded_whole(tiny_bert):
     model = build_model(str(tiny_bert))
     columns = _columns(model, SENTENCES[:4], SENTENCES[4:8])
-    left = [{**f, "attention_mask": f["attention_mask"].flip(1), "input_ids": f["input_ids"].flip(1)} for f in columns]
-    other = [columns[0], {**columns[1], "extra": torch.zeros(3)}]
-    for case in (left, other):
+    left = {**columns[1], "attention_mask": columns[1]["attention_mask"].flip(1)}
+    for case in ([columns[0], left], [columns[0], {**columns[1], "extra": torch.zeros(3)}]):
         seen: list[dict] = []
         embed_in_length_chunks(lambda f, seen=seen: seen.append(f) or torch.zeros(len(f["input_ids"]), 2), case)
         assert [id(f) for f in seen] == [id(f) for f in case]
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_chunks_are_padded_as_the_tokenizer_pads_its_side_and_pad_id(tiny_llama, side):
+    """The tiny Llama pads with id 6 (its EOS): a row of a narrower column padded in a chunk gets 6, not 0, on the
+    tokenizer's side; left-padded columns are cut too, with the embeddings of the padded block."""
+    model = build_model(str(tiny_llama))
+    model.eval()
+    model.tokenizer.padding_side = side
+    pad_id = model.tokenizer.pad_token_id
+    assert pad_id != 0
+    long = " ".join(SENTENCES[:4])
+    columns = _columns(model, [long, "a b", "a", "b c d"], ["a b c", "d e f", "g h i", "j k l"])
+    seen: list[dict] = []
+    padding = Padding.of(model.tokenizer)
+    chunked = embed_in_length_chunks(lambda f: seen.append(f) or model(f)["sentence_embedding"], columns, padding)
+    assert len(seen) > 1  # the long text has a chunk of its own
+    for chunk in seen:
+        mask = chunk["attention_mask"]
+        assert bool((chunk["input_ids"][mask == 0] == pad_id).all())
+        assert bool(mask[0].all())  # cut to its longest row, its first
+        steps = mask.diff(dim=1)  # where padding starts (right) or ends (left)
+        assert bool((steps <= 0).all()) if side == "right" else bool((steps >= 0).all())
+    for features, ours in zip(columns, chunked, strict=True):
+        torch.testing.assert_close(ours, model(dict(features))["sentence_embedding"], atol=1e-5, rtol=1e-5)
 
 
 def test_rows_of_a_narrower_column_are_padded_with_masked_positions(tiny_bert):
@@ -110,3 +146,75 @@ def test_rows_of_a_narrower_column_are_padded_with_masked_positions(tiny_bert):
     assert len(seen) == 1 and seen[0]["attention_mask"].shape[1] == columns[0]["attention_mask"].shape[1]
     for features, ours in zip(columns, chunked, strict=True):
         torch.testing.assert_close(ours, model(dict(features))["sentence_embedding"], atol=1e-5, rtol=1e-5)
+
+
+def test_a_split_keeps_the_rows_in_order_and_reaches_the_count():
+    assert split_bounds([(0, 1), (1, 9)], 4) == [(0, 1), (1, 3), (3, 5), (5, 9)]
+    assert split_bounds([(0, 3)], 3) == [(0, 1), (1, 2), (2, 3)]
+    assert split_bounds([(0, 2), (2, 5)], 2) == [(0, 2), (2, 5)]
+
+
+def _wrapped(kind: str, model, inner):
+    if kind == "adaptive_layer":
+        return AdaptiveLayerLoss(model, inner, n_layers_per_step=-1)
+    return Matryoshka2dLoss(model, inner, [32, 16], n_layers_per_step=-1, n_dims_per_step=-1)
+
+
+@pytest.mark.parametrize("kind", ["adaptive_layer", "matryoshka_2d"])
+def test_wrapper_losses_that_hand_state_through_the_features_give_the_unchunked_loss_and_gradients(tiny_bert, kind):
+    """sentence-transformers' AdaptiveLayerLoss (and Matryoshka2dLoss on it) call the inner loss once per layer
+    with the same feature dicts, the first call leaving every layer's embeddings in them: chunks built from
+    fresh dicts would make the second call fail (KeyError: 'all_layer_embeddings')."""
+    model = build_model(str(tiny_bert))
+    model.eval()
+    long = " ".join(SENTENCES[:3])
+    first, second = [*SENTENCES[:5], long], ["b", long, *SENTENCES[5:9]]
+    labels = torch.linspace(0, 5, len(first))
+    assert len(_chunks(model, first, second)) > 1  # outside a wrapper, this batch is chunked
+
+    def run(mode: str):
+        inner = PearsonLoss(model)
+        inner.length_chunks = LengthChunker(mode)
+        loss = _wrapped(kind, model, inner)(_columns(model, first, second), labels)
+        model.zero_grad()
+        loss.backward()
+        return loss.detach(), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+    (chunked, chunked_grads), (plain, plain_grads) = run("on"), run("off")
+    torch.testing.assert_close(chunked, plain)
+    assert chunked_grads.keys() == plain_grads.keys() and len(plain_grads) > 1
+    for name, grad in plain_grads.items():
+        torch.testing.assert_close(chunked_grads[name], grad, msg=name)
+
+
+def _chunks(model, first: list[str], second: list[str], mode: str = "on") -> list[dict]:
+    seen: list[dict] = []
+    LengthChunker(mode)(lambda f: seen.append(f) or model(f)["sentence_embedding"], _columns(model, first, second))
+    return seen
+
+
+def test_the_switch_turns_chunks_off_and_each_setting_is_said_once(tiny_bert, caplog):
+    model = build_model(str(tiny_bert))
+    first, second = [" ".join(SENTENCES[:3]), *SENTENCES[:4]], SENTENCES[4:9]
+    columns = _columns(model, first, second)
+    with caplog.at_level(logging.INFO, logger="pcctune.losses.length_chunks"):
+        off = LengthChunker("off")
+        for _ in range(2):
+            seen: list[dict] = []
+            off(lambda f, seen=seen: seen.append(f) or model(f)["sentence_embedding"], columns)
+            assert [id(f) for f in seen] == [id(f) for f in columns]  # each column whole, its own dict
+        on = LengthChunker("auto")
+        for _ in range(2):
+            on(lambda f: model(f)["sentence_embedding"], _columns(model, first, second))
+    lines = [record.getMessage() for record in caplog.records]
+    assert sum(line.startswith("length chunks off (length_chunks: off)") for line in lines) == 1
+    assert sum(line.startswith("length chunks on") for line in lines) == 1
+
+
+def test_a_stage_sets_the_switch_of_its_loss_and_refuses_it_for_a_loss_that_cannot_chunk(tiny_bert):
+    data = {"source": "stage2"}
+    stage = StageConfig(name="s", loss="pearson", data=data, length_chunks="off")
+    assert build_loss(stage, build_model(str(tiny_bert)), None).length_chunks.mode == "off"
+    assert StageConfig(name="s", loss="pearson", data=data).length_chunks == "auto"
+    with pytest.raises(ValidationError, match="length_chunks: on applies to pcctune's own losses"):
+        StageConfig(name="s", loss="cosent", data=data, length_chunks="on")

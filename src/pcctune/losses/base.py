@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from abc import abstractmethod
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -11,7 +13,7 @@ from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from torch import Tensor, nn
 
 from pcctune.distributed import gather
-from pcctune.losses.length_chunks import embed_in_length_chunks
+from pcctune.losses.length_chunks import LengthChunker, Padding
 
 
 def at_least_fp32(tensor: Tensor) -> Tensor:
@@ -33,8 +35,8 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
     With ``mini_batch_size`` set, columns are embedded in mini-batches without gradients and
     the gradients are cached (sentence-transformers' GradCache machinery), so memory stays that
     of one mini-batch however large the batch; otherwise the batch is embedded at once, in chunks of similar
-    token length (:mod:`~pcctune.losses.length_chunks`).
-    Subclasses implement :meth:`loss_from_embeddings`.
+    token length where :attr:`length_chunks` allows (:mod:`~pcctune.losses.length_chunks`; a stage's
+    ``length_chunks`` sets it). Subclasses implement :meth:`loss_from_embeddings`.
     """
 
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None) -> None:
@@ -42,9 +44,20 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
         self.model = model
         self.mini_batch_size = mini_batch_size  # type: ignore[assignment]  # None: no GradCache
         self.uses_gradient_cache = mini_batch_size is not None
+        self.length_chunks = LengthChunker()
 
     def _embed(self, features: dict[str, Tensor]) -> Tensor:
         return self.model(features)["sentence_embedding"]
+
+    def _padding(self) -> Padding:
+        """How the model's tokenizer pads (through a DDP or ``torch.compile`` wrapper the trainer put around it)."""
+        model: Any = self.model
+        while not hasattr(model, "tokenizer"):
+            inner = getattr(model, "module", None)
+            model = inner if inner is not None else getattr(model, "_orig_mod", None)
+            if model is None:
+                return Padding()
+        return Padding.of(model.tokenizer)
 
     @abstractmethod
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
@@ -52,8 +65,10 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         if self.mini_batch_size is None:
-            columns = embed_in_length_chunks(self._embed, list(sentence_features))
+            columns = self.length_chunks(self._embed, list(sentence_features), self._padding())
             return self.loss_from_embeddings(columns, labels)
+        if self.length_chunks.mode == "on":
+            self.length_chunks.say(logging.WARNING, "length chunks off: GradCache embeds the batch in mini-batches")
         return self.forward_cached(sentence_features, labels)
 
     def calculate_loss(

@@ -10,24 +10,53 @@ rounding, the same gradients (autograd runs back through every chunk), about hal
 Where the cuts go is chosen exactly (:func:`chunk_bounds`, a dynamic program over the sorted lengths): each
 chunk costs its padded tokens plus a fixed overhead, in tokens, for the extra forward pass.
 
-Only right-padded columns of token-shaped tensors (``input_ids``, ``attention_mask``, ``token_type_ids``...) are
-cut, their other entries (sentence-transformers' ``modality``) passed on as they are, and only where every column
-has the same entries; any other input (left padding, a tensor of another shape) is embedded as one block, as
-before.
+Columns of token-shaped tensors (``input_ids``, ``attention_mask``, ``token_type_ids``...) padded on either side
+are cut, each row to its real tokens, and every chunk is padded again as the model's tokenizer pads
+(:class:`Padding`: its side, its pad id); other entries (sentence-transformers' ``modality``) are passed on as
+they are, and only where every column has the same entries. Any other input (a tensor of another shape, columns
+padded on different sides) is embedded as one block per column, as sentence-transformers does.
+
+When chunks are used is the stage's ``length_chunks`` (:class:`LengthChunker`, which says once what it does):
+
+- ``auto`` (the default): in a single process. Processes that train together must run the same number of
+  forward passes: DDP broadcasts buffers in every forward, FSDP and ZeRO-3 gather parameters in every forward, so
+  a process with more chunks than another waits for a collective that never comes. ``auto`` embeds each column
+  whole there (one forward per column on every process).
+- ``on``: also under several processes, with the same number of chunks on each: one all-reduce per batch agrees
+  on the most chunks any process needs, and each process splits its own chunks to that count
+  (:func:`split_bounds`); when a process cannot (a batch that cannot be cut, too few rows), every process embeds
+  its columns whole.
+- ``off``: never.
+
+Wrapper losses that hand state between calls of the inner loss through the feature dicts (sentence-transformers'
+``AdaptiveLayerLoss`` and ``Matryoshka2dLoss``, which mark it with ``column_merging_disabled()``) get each column
+whole, the very dicts they passed, as sentence-transformers' own column merging does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+from sentence_transformers.base.losses.merged_forward import _MERGING_DISABLED  # column_merging_disabled()'s flag
 from torch import Tensor
 
+from pcctune.distributed import get_rank, get_world_size
+
+logger = logging.getLogger(__name__)
+
 Features = dict[str, Any]  # token tensors, and entries such as sentence-transformers' "modality"
+Embed = Callable[[Features], Tensor]
+LengthChunks = Literal["auto", "on", "off"]
+Side = Literal["right", "left"]
 
 CHUNK_OVERHEAD_TOKENS = 64  # what one more forward pass costs, counted in tokens (kernel calls, smaller GEMMs)
+_CANNOT_CUT = 1 << 62  # the chunk count a process reports when its batch cannot be cut
 
 
 def chunk_bounds(sorted_lengths: Sequence[int], overhead: int = CHUNK_OVERHEAD_TOKENS) -> list[tuple[int, int]]:
@@ -50,18 +79,66 @@ def chunk_bounds(sorted_lengths: Sequence[int], overhead: int = CHUNK_OVERHEAD_T
     return bounds[::-1]
 
 
-def _right_padded_lengths(features: Features) -> list[int] | None:
-    """Each row's token count where every tensor is token-shaped and the mask is right padding; else None."""
+def split_bounds(bounds: Sequence[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """``bounds`` cut further until there are ``count`` chunks, each time the chunk of most rows into halves (so
+    that processes run the same number of forward passes); ``count`` must not exceed the rows."""
+    split = list(bounds)
+    while len(split) < count:
+        widest = max(range(len(split)), key=lambda i: split[i][1] - split[i][0])
+        start, end = split[widest]
+        split[widest : widest + 1] = [(start, (start + end) // 2), ((start + end) // 2, end)]
+    return split
+
+
+@dataclass(frozen=True)
+class Padding:
+    """How the model's tokenizer pads: the side, and each token tensor's value at a padded position (those not
+    named: 0, as an attention mask's)."""
+
+    side: Side = "right"
+    values: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tokenizer: Any) -> Padding:
+        """A Hugging Face tokenizer's padding: ``input_ids`` by its pad id, ``token_type_ids`` by its pad type."""
+        pad_id = tokenizer.pad_token_id
+        return cls(
+            "left" if tokenizer.padding_side == "left" else "right",
+            {"input_ids": 0 if pad_id is None else pad_id, "token_type_ids": tokenizer.pad_token_type_id},
+        )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A batch that can be cut: its rows longest first as (tokens, column, row), the side its chunks are padded
+    on, the entries every chunk carries as they are, the tensors cut, and the cheapest chunks."""
+
+    rows: list[tuple[int, int, int]]
+    side: Side
+    shared: Features
+    tensors: list[str]
+    bounds: list[tuple[int, int]]
+
+
+def _lengths_and_sides(features: Features) -> tuple[list[int], set[Side]] | str:
+    """Each row's token count and the sides the column's padding can be on (both when no row is padded); or why
+    the column cannot be cut."""
     mask = features.get("attention_mask")
     if not isinstance(mask, Tensor) or mask.dim() != 2:
-        return None
+        return "a column has no two-dimensional attention mask"
     if any(isinstance(value, Tensor) and value.shape != mask.shape for value in features.values()):
-        return None
-    lengths = mask.sum(dim=1)
-    positions = torch.arange(mask.shape[1], device=mask.device)
-    if not torch.equal(mask.bool(), positions.unsqueeze(0) < lengths.unsqueeze(1)):
-        return None
-    return lengths.tolist()
+        return "a column holds a tensor that is not token-shaped"
+    lengths = mask.sum(dim=1, keepdim=True)
+    positions = torch.arange(mask.shape[1], device=mask.device).unsqueeze(0)
+    real = mask.bool()
+    sides: set[Side] = set()
+    if torch.equal(real, positions < lengths):
+        sides.add("right")
+    if torch.equal(real, positions >= mask.shape[1] - lengths):
+        sides.add("left")
+    if not sides:
+        return "an attention mask has masked positions between real tokens"
+    return lengths.squeeze(1).tolist(), sides
 
 
 def _shared_entries(columns: Sequence[Features]) -> Features | None:
@@ -72,31 +149,148 @@ def _shared_entries(columns: Sequence[Features]) -> Features | None:
     return shared[0] if all(entries == shared[0] for entries in shared) else None
 
 
-def embed_in_length_chunks(embed: Callable[[Features], Tensor], columns: Sequence[Features]) -> list[Tensor]:
-    """Each column's embeddings, as ``[embed(f) for f in columns]`` gives them, computed over length-sorted chunks
-    of the rows of all columns (see the module's docstring); columns that cannot be cut are embedded whole."""
-    lengths = [_right_padded_lengths(features) for features in columns]
+def _plan(columns: Sequence[Features], padding: Padding) -> _Plan | str:
+    """How the batch is cut (its cheapest chunks), or why it cannot be."""
     shared = _shared_entries(columns)
-    if shared is None or any(ns is None for ns in lengths):
-        return [embed(features) for features in columns]
-    rows = [(n, column, row) for column, ns in enumerate(lengths) for row, n in enumerate(ns or [])]
+    if shared is None:
+        return "the columns have different entries"
+    lengths: list[list[int]] = []
+    sides: set[Side] = {"right", "left"}
+    for features in columns:
+        found = _lengths_and_sides(features)
+        if isinstance(found, str):
+            return found
+        lengths.append(found[0])
+        sides &= found[1]
+    if not sides:
+        return "the columns are padded on different sides"
+    side = padding.side if padding.side in sides else sides.pop()
+    rows = [(n, column, row) for column, ns in enumerate(lengths) for row, n in enumerate(ns)]
     rows.sort(key=lambda item: -item[0])
     tensors = [key for key in columns[0] if key not in shared]
+    return _Plan(rows, side, shared, tensors, chunk_bounds([n for n, _, _ in rows]))
+
+
+def _agreed_bounds(plan: _Plan | str, device: torch.device) -> list[tuple[int, int]] | str:
+    """This process's chunks, as many as any process of the group needs (one all-reduce every process runs);
+    or why every process embeds its columns whole: some process cannot cut its batch into that many chunks."""
+    cuts = (len(plan.bounds), len(plan.rows)) if isinstance(plan, _Plan) else (_CANNOT_CUT, 0)
+    agreed = torch.tensor([cuts[0], -cuts[1]], dtype=torch.int64, device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+    most, fewest_rows = int(agreed[0]), -int(agreed[1])
+    if isinstance(plan, str):
+        return plan
+    if most > fewest_rows:
+        return "another process's batch cannot be cut into as many chunks as this one's"
+    return split_bounds(plan.bounds, most)
+
+
+def _embed_chunks(
+    embed: Embed, columns: Sequence[Features], plan: _Plan, bounds: Sequence[tuple[int, int]], padding: Padding
+) -> list[Tensor]:
+    """Each column's embeddings, computed chunk by chunk and put back in the columns' order."""
     pieces = [
-        embed(shared | {key: _gather(columns, rows[start:end], key) for key in tensors})
-        for start, end in chunk_bounds([n for n, _, _ in rows])
+        embed(
+            plan.shared
+            | {
+                key: _gather(columns, plan.rows[start:end], key, plan.side, padding.values.get(key, 0))
+                for key in plan.tensors
+            }
+        )
+        for start, end in bounds
     ]
     embedded = torch.cat(pieces)
-    place = {(column, row): index for index, (_, column, row) in enumerate(rows)}
+    place = {(column, row): index for index, (_, column, row) in enumerate(plan.rows)}
     return [
-        embedded.index_select(0, torch.tensor([place[column, row] for row in range(len(ns or []))]).to(embedded.device))
-        for column, ns in enumerate(lengths)
+        embedded.index_select(
+            0, torch.tensor([place[column, row] for row in range(len(features["attention_mask"]))]).to(embedded.device)
+        )
+        for column, features in enumerate(columns)
     ]
 
 
-def _gather(columns: Sequence[Features], chunk: Sequence[tuple[int, int, int]], key: str) -> Tensor:
-    """The chunk's rows of ``key`` in the chunk's order, cut or padded with zeros (masked positions) to the chunk's
-    longest row, its first."""
+def _gather(
+    columns: Sequence[Features], chunk: Sequence[tuple[int, int, int]], key: str, side: Side, pad: int
+) -> Tensor:
+    """The chunk's rows of ``key`` in the chunk's order: each row's real tokens, padded with ``pad`` on ``side`` to
+    the chunk's longest row, its first."""
     width = chunk[0][0]
-    cut = [columns[column][key][row, :width] for _, column, row in chunk]
-    return torch.stack([F.pad(values, (0, width - len(values))) for values in cut])
+    rows = []
+    for tokens, column, row in chunk:
+        values = columns[column][key][row]
+        if side == "right":
+            rows.append(F.pad(values[:tokens], (0, width - tokens), value=pad))
+        else:
+            rows.append(F.pad(values[values.shape[0] - tokens :], (width - tokens, 0), value=pad))
+    return torch.stack(rows)
+
+
+def embed_in_length_chunks(embed: Embed, columns: Sequence[Features], padding: Padding | None = None) -> list[Tensor]:
+    """Each column's embeddings, as ``[embed(f) for f in columns]`` gives them, computed over length-sorted chunks
+    of the rows of all columns in one process (see the module's docstring); columns that cannot be cut are
+    embedded whole."""
+    padding = padding or Padding()
+    plan = _plan(columns, padding)
+    if isinstance(plan, str):
+        return [embed(features) for features in columns]
+    return _embed_chunks(embed, columns, plan, plan.bounds, padding)
+
+
+class LengthChunker:
+    """How a loss embeds the columns of its batches: in length chunks or whole, as ``mode`` (a stage's
+    ``length_chunks``) and the processes training together allow (see the module's docstring). Logs once what it
+    does, and once each reason it embeds columns whole."""
+
+    def __init__(self, mode: LengthChunks = "auto") -> None:
+        self.mode = mode
+        self._said: set[str] = set()
+
+    def __call__(self, embed: Embed, columns: Sequence[Features], padding: Padding | None = None) -> list[Tensor]:
+        padding = padding or Padding()
+        world = get_world_size()
+        whole = self._whole_by_setting(world)
+        if whole is not None:
+            self.say(*whole)
+            return [embed(features) for features in columns]
+        plan = _plan(columns, padding)
+        if world > 1:
+            bounds = _agreed_bounds(plan, _device(columns))
+        else:
+            bounds = plan if isinstance(plan, str) else plan.bounds
+        if isinstance(bounds, str) or isinstance(plan, str):
+            self.say(logging.WARNING, f"length chunks: a batch embedded whole, one block per column ({bounds})")
+            return [embed(features) for features in columns]
+        each = f", the same number on each of {world} processes" if world > 1 else ""
+        self.say(logging.INFO, f"length chunks on: training batches embedded in chunks of similar length{each}")
+        return _embed_chunks(embed, columns, plan, bounds, padding)
+
+    def _whole_by_setting(self, world: int) -> tuple[int, str] | None:
+        """The level and line of why every batch is embedded whole, whatever it holds; ``None`` when batches are
+        chunked where they can be."""
+        if self.mode == "off":
+            return logging.INFO, "length chunks off (length_chunks: off): each column embedded in one padded block"
+        if _MERGING_DISABLED.get():
+            return (
+                logging.INFO,
+                "length chunks off inside a wrapper loss that hands state between its calls through the feature "
+                "dicts (sentence-transformers' AdaptiveLayerLoss, Matryoshka2dLoss): each column embedded whole",
+            )
+        if world > 1 and self.mode == "auto":
+            return (
+                logging.WARNING,
+                f"length chunks off: {world} processes train together and must run the same number of forward "
+                "passes (DDP's buffer broadcast, FSDP and ZeRO-3 gathers run in every forward); length_chunks: on "
+                "chunks batches with the same count on every process",
+            )
+        return None
+
+    def say(self, level: int, line: str) -> None:
+        """Log ``line`` once (from the first process only)."""
+        if line not in self._said and get_rank() == 0:
+            logger.log(level, line)
+        self._said.add(line)
+
+
+def _device(columns: Sequence[Features]) -> torch.device:
+    """Where the batch's tensors are: where a collective over it runs (NCCL needs the GPU's)."""
+    return next((v.device for f in columns for v in f.values() if isinstance(v, Tensor)), torch.device("cpu"))

@@ -7,8 +7,10 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
+from pcctune.losses.base import EmbeddingLoss
 from pcctune.losses.dpo import EmbeddingDPOLoss
 from pcctune.losses.infonce import InfoNCELoss
+from pcctune.losses.length_chunks import LengthChunker
 from pcctune.losses.mlm import AuxiliaryMLMLoss, load_mlm_head
 from pcctune.losses.pearson import PearsonLoss
 from pcctune.losses.pearson_by_source import SourcePearsonLoss
@@ -23,8 +25,11 @@ from pcctune.training.config import StageConfig
 def build_loss(
     stage: StageConfig, model: SentenceTransformer, mini_batch_size: int | None, num_classes: int | None = None
 ) -> nn.Module:
-    """The loss named by ``stage.loss``, wrapped with DCPCSE's auxiliary MLM term when enabled."""
+    """The loss named by ``stage.loss``, embedding in length chunks as ``stage.length_chunks`` says, wrapped with
+    DCPCSE's auxiliary MLM term when enabled."""
     loss = _main_loss(stage, model, mini_batch_size, num_classes)
+    if isinstance(loss, EmbeddingLoss):
+        loss.length_chunks = LengthChunker(stage.length_chunks)
     if not stage.mlm.enabled:
         return loss
     mlm = stage.mlm

@@ -3,7 +3,7 @@
 Implements Pcc-tuning (two-stage contrastive + Pearson-loss training), prompt-based decoder embeddings
 (PromptEOL/STH/SUM), and the SimCSE/SentEval STS evaluation protocol on top of sentence-transformers.
 The names below are the stable Python API (semantic versioning of ``__version__``); they fit into a plain
-``SentenceTransformerTrainer`` script::
+``SentenceTransformerTrainer`` script:
 
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
     import pcctune

@@ -3,16 +3,16 @@
 Three settings make encoding on a CPU faster (their measured effect: ``docs/speed-settings.md``), and each one
 reaches beyond the call that uses it:
 
-- ``workers``: batches side by side in worker threads, one core each (:mod:`pcctune.modeling.cpu_workers`);
+- ``workers``: batches side by side in worker threads, one core each (``pcctune.modeling.cpu_workers``);
 - ``onednn``: a model's float32 linear layers routed through oneDNN for the call by changing their class
-  (:mod:`pcctune.modeling.onednn`), which other code using the same model at the same time sees;
-- ``keep_freed_memory``: glibc's allocator told to keep freed memory (:mod:`pcctune.modeling.cpu_memory`), for the
+  (``pcctune.modeling.onednn``), which other code using the same model at the same time sees;
+- ``keep_freed_memory``: glibc's allocator told to keep freed memory (``pcctune.modeling.cpu_memory``), for the
   whole process and for good.
 
 The ``pcctune`` command, ``python -m reproductions`` and the scripts in ``benchmarks/`` turn all three on. A
 program that imports pcctune gets none of them unless it asks: ``with pcctune.cpu_speedups():`` around its calls,
 ``PCCTUNE_CPU_SPEEDUPS=1`` in its environment, or ``pcctune.evaluate(model, workers=N)`` for the workers alone.
-The choice holds in the context that makes it (:mod:`contextvars`): another thread keeps its own.
+The choice holds in the context that makes it (``contextvars``): another thread keeps its own.
 
 This module imports nothing heavy, so the command line can turn the settings on before it knows its command.
 """
@@ -36,7 +36,7 @@ class HostSettings:
 
     workers: int | None = 1
     """Worker threads for CPU encoding; ``None``: torch's thread count, capped
-    (:data:`~pcctune.modeling.cpu_workers.MAX_AUTO_WORKERS`)."""
+    (``MAX_AUTO_WORKERS``)."""
     onednn: bool = False
     keep_freed_memory: bool = False
 
@@ -50,8 +50,8 @@ _CHOSEN: ContextVar[HostSettings | None] = ContextVar("pcctune_host_settings", d
 
 
 def host_settings() -> HostSettings:
-    """The settings in force here: the innermost :func:`using` block's, else :data:`SPEEDUPS` where
-    ``PCCTUNE_CPU_SPEEDUPS`` is set (and not ``0``), else :data:`LIBRARY_DEFAULT`."""
+    """The settings in force here: the innermost ``using`` block's, else ``SPEEDUPS`` where
+    ``PCCTUNE_CPU_SPEEDUPS`` is set (and not ``0``), else ``LIBRARY_DEFAULT``."""
     chosen = _CHOSEN.get()
     if chosen is not None:
         return chosen
@@ -72,7 +72,7 @@ def using(settings: HostSettings) -> Iterator[HostSettings]:
 
 def cpu_speedups(workers: int | None = None) -> AbstractContextManager[HostSettings]:
     """All three speed settings on for the block, as the ``pcctune`` command runs (``workers``: how many worker
-    threads; by default torch's thread count, capped)::
+    threads; by default torch's thread count, capped):
 
         with pcctune.cpu_speedups():
             print(pcctune.evaluate(model).sts["avg"])

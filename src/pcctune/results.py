@@ -3,16 +3,16 @@
 Every result pcctune writes is one of five records, each tagged with ``kind`` and
 ``schema_version``:
 
-- :class:`EvalResult`: one model evaluated (``pcctune eval``): STS and/or transfer scores with
+- ``EvalResult``: one model evaluated (``pcctune eval``): STS and/or transfer scores with
   their breakdown, and what produced them (protocol, data hashes, versions, wall time);
-- :class:`RunResult`: one training run (``pcctune train``): the STS scores after each stage,
-  one :class:`StageRecord` per trained stage, the config, and the pairs and data hashes of the test sets
+- ``RunResult``: one training run (``pcctune train``): the STS scores after each stage,
+  one ``StageRecord`` per trained stage, the config, and the pairs and data hashes of the test sets
   (schema 3; a record written before has neither, and loads with both empty);
-- :class:`BenchmarkResult`: rows of a benchmark script, each a label, STS scores and details;
-- :class:`AuditResult`: training pairs checked against the test sets at every leakage level;
-- :class:`CompareResult`: B − A of two sets of runs or two models, each difference with its interval and verdict.
+- ``BenchmarkResult``: rows of a benchmark script, each a label, STS scores and details;
+- ``AuditResult``: training pairs checked against the test sets at every leakage level;
+- ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict.
 
-:func:`load_result` reads any of them, including files written before records were typed
+``load_result`` reads any of them, including files written before records were typed
 (schema version 0), which are migrated on load. The CLI, ``report`` and the benchmarks read
 and write only these.
 """
@@ -169,7 +169,7 @@ class TransferScore(BaseModel):
 
 
 class EvalResult(Record):
-    """What ``pcctune eval`` (and :func:`pcctune.evaluate`) records: STS and/or transfer scores with everything
+    """What ``pcctune eval`` (and ``pcctune.evaluate``) records: STS and/or transfer scores with everything
     that made them (protocol, data hashes, model, template, pooling, dtype, precision, library versions)."""
 
     kind: ClassVar[str] = "eval"
@@ -238,7 +238,7 @@ class StageRecord(BaseModel):
 
 
 class RunResult(Record):
-    """What ``pcctune train`` (and :func:`pcctune.train`) records: the STS scores after each stage, each stage's
+    """What ``pcctune train`` (and ``pcctune.train``) records: the STS scores after each stage, each stage's
     training record (examples, dev selection, wall time, peak memory) and the config that ran."""
 
     kind: ClassVar[str] = "run"
@@ -286,7 +286,7 @@ class BenchmarkResult(Record):
 
 
 class SourceAudit(BaseModel):
-    """One source's leakage at every level (:mod:`pcctune.data.leakage`): pair counts, test sets, examples."""
+    """One source's leakage at every level (``pcctune.data.leakage``): pair counts, test sets, examples."""
 
     source: str
     role: Literal["train", "dev"]

@@ -1,14 +1,14 @@
 """Dev sets for checkpoint selection and searches, filtered against every test set at the run's leakage level.
 
 A dev set is a list of parts, each scored on its own: the built-in ``sick-trial`` and ``stsb-dev-filtered``, a
-user's pair file (``.csv``, ``.tsv``, ``.jsonl``: :func:`pcctune.data.pairs.read_pairs_file`), or ``holdout``: a
+user's pair file (``.csv``, ``.tsv``, ``.jsonl``: ``pcctune.data.pairs.read_pairs_file``), or ``holdout``: a
 fixed 15 % of the stage's own scored training pairs, which training then leaves out. Every part goes through the
-same filter as the training data (:func:`pcctune.data.leakage.split_clean`, the audit's code) at the stage's
+same filter as the training data (``pcctune.data.leakage.split_clean``, the audit's code) at the stage's
 ``leakage`` level, so nothing that level removes from training is used to choose a checkpoint either.
 
 At ``pair`` (the paper's filter) nine of SICK's 500 trial pairs are SICK-R test pairs, and 1,131 of STS-B dev's
 1,500 pairs are in STS12–16. At a stricter level a built-in set can shrink to a handful (at ``sentence`` SICK
-trial keeps about 10 pairs): a built-in part that keeps fewer than :data:`MIN_FILTERED_DEV_PAIRS` above ``pair`` is
+trial keeps about 10 pairs): a built-in part that keeps fewer than ``MIN_FILTERED_DEV_PAIRS`` above ``pair`` is
 replaced by the held-out share of the training set.
 """
 
@@ -33,7 +33,7 @@ SINGLE_DEV_SETS: dict[str, Callable[[Path], STSTask]] = {
 COMBINED_DEV = "sick-trial+stsb-dev"
 """Both filtered dev sets, each scored on its own and averaged weighted by its size."""
 HOLDOUT = "holdout"
-"""A fixed share of the stage's own scored training pairs (:func:`in_holdout`), left out of its training."""
+"""A fixed share of the stage's own scored training pairs (``in_holdout``), left out of its training."""
 DEV_SETS: dict[str, tuple[str, ...]] = {
     **{name: (name,) for name in SINGLE_DEV_SETS},
     COMBINED_DEV: tuple(SINGLE_DEV_SETS),
@@ -54,7 +54,7 @@ def in_holdout(pair: STSPair | SourcedPair) -> bool:
 
 
 def dev_entries(dev: str | Sequence[str]) -> list[str]:
-    """The single parts a ``dev`` setting names: a named set (:data:`DEV_SETS`) or a list of names and pair files."""
+    """The single parts a ``dev`` setting names: a named set (``DEV_SETS``) or a list of names and pair files."""
     entries = [dev] if isinstance(dev, str) else list(dev)
     parts: list[str] = []
     for entry in entries:

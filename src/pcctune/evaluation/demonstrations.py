@@ -32,7 +32,7 @@ from pcctune.modeling.template import Template, input_module
 
 def candidate_sentences(senteval_dir: Path, count: int, seed: int = 0) -> list[str]:
     """Up to ``count`` sentences of STS-B train that are no test sentence once normalized (the ``sentence`` level's
-    check of the training data's filter, :mod:`pcctune.data.leakage`)."""
+    check of the training data's filter, ``pcctune.data.leakage``)."""
     index = TestIndex(load_test_tasks(senteval_dir))
     train = load_stsb(senteval_dir, "train").pairs
     pool = sorted({s for p in train for s in (p.sentence1, p.sentence2) if not index.holds_sentence(s)})

@@ -1,7 +1,7 @@
 """STS evaluation as the SimCSE fork of SentEval computes it, under a named protocol.
 
 What the SimCSE fork of SentEval computes, and so what the Pcc-tuning and PromptEOL papers
-report: each sentence is prepared by the protocol (:mod:`pcctune.evaluation.protocols`), each
+report: each sentence is prepared by the protocol (``pcctune.evaluation.protocols``), each
 pair is scored by cosine similarity, and the metric is Spearman's ρ × 100
 (``scipy.stats.spearmanr``, ties averaged):
 

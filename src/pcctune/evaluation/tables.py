@@ -1,7 +1,7 @@
 """The one table writer: rows of named scores rendered as a rich table or as markdown.
 
 Every table pcctune prints or saves (``eval``, ``train``, ``report``, the benchmarks) is a
-:class:`ScoreTable`: one row per run, one column per task (short names from the task registry),
+``ScoreTable``: one row per run, one column per task (short names from the task registry),
 optionally with each later row's difference to the first.
 """
 

@@ -35,8 +35,8 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
     With ``mini_batch_size`` set, columns are embedded in mini-batches without gradients and
     the gradients are cached (sentence-transformers' GradCache machinery), so memory stays that
     of one mini-batch however large the batch; otherwise the batch is embedded at once, in chunks of similar
-    token length where :attr:`length_chunks` allows (:mod:`~pcctune.losses.length_chunks`; a stage's
-    ``length_chunks`` sets it). Subclasses implement :meth:`loss_from_embeddings`.
+    token length where ``length_chunks`` allows (``length_chunks``; a stage's
+    ``length_chunks`` sets it). Subclasses implement ``loss_from_embeddings``.
     """
 
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None) -> None:

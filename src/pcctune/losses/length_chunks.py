@@ -7,16 +7,16 @@ batch (padding is masked out), so the rows of all columns can be sorted by lengt
 only to its own longest row, embedded chunk by chunk, and put back in order: the same embeddings up to float
 rounding, the same gradients (autograd runs back through every chunk), about half the tokens.
 
-Where the cuts go is chosen exactly (:func:`chunk_bounds`, a dynamic program over the sorted lengths): each
+Where the cuts go is chosen exactly (``chunk_bounds``, a dynamic program over the sorted lengths): each
 chunk costs its padded tokens plus a fixed overhead, in tokens, for the extra forward pass.
 
 Columns of token-shaped tensors (``input_ids``, ``attention_mask``, ``token_type_ids``...) padded on either side
 are cut, each row to its real tokens, and every chunk is padded again as the model's tokenizer pads
-(:class:`Padding`: its side, its pad id); other entries (sentence-transformers' ``modality``) are passed on as
+(``Padding``: its side, its pad id); other entries (sentence-transformers' ``modality``) are passed on as
 they are, and only where every column has the same entries. Any other input (a tensor of another shape, columns
 padded on different sides) is embedded as one block per column, as sentence-transformers does.
 
-When chunks are used is the stage's ``length_chunks`` (:class:`LengthChunker`, which says once what it does):
+When chunks are used is the stage's ``length_chunks`` (``LengthChunker``, which says once what it does):
 
 - ``auto`` (the default): in a single process. Processes that train together must run the same number of
   forward passes: DDP broadcasts buffers in every forward, FSDP and ZeRO-3 gather parameters in every forward, so
@@ -24,7 +24,7 @@ When chunks are used is the stage's ``length_chunks`` (:class:`LengthChunker`, w
   whole there (one forward per column on every process).
 - ``on``: also under several processes, with the same number of chunks on each: one all-reduce per batch agrees
   on the most chunks any process needs, and each process splits its own chunks to that count
-  (:func:`split_bounds`); when a process cannot (a batch that cannot be cut, too few rows), every process embeds
+  (``split_bounds``); when a process cannot (a batch that cannot be cut, too few rows), every process embeds
   its columns whole.
 - ``off``: never.
 

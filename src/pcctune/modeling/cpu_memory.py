@@ -4,14 +4,14 @@ A CPU forward pass allocates its activations anew at every layer: a batch of 2,0
 all-MiniLM-L6-v2's intermediate layer is a 12.6 MB tensor. glibc's ``malloc`` serves blocks that large from fresh
 ``mmap`` pages or trims its heaps after they are freed, so the next batch touches new pages again: every page
 is a kernel fault that zeroes 4 KiB before the GEMM may write it. PyTorch's CPU tuning guide recommends an allocator
-that keeps such memory (jemalloc, tcmalloc); :func:`keep_freed_memory` gets the same from glibc itself with two
+that keeps such memory (jemalloc, tcmalloc); ``keep_freed_memory`` gets the same from glibc itself with two
 ``mallopt`` settings: blocks up to 32 MiB (its largest ``M_MMAP_THRESHOLD`` on 64-bit) come from the heap, and
 heaps are trimmed only above 1 GiB of free memory (``M_TRIM_THRESHOLD``).
 
 One ``pcctune eval all-MiniLM-L6-v2 --tasks sts`` on the 2-core AVX2-only AMD EPYC (``benchmarks/results/speed``):
 2.5 million page faults and 9.5–10.5 s of kernel time before, 0.7–0.85 million and 4.1–4.2 s after.
 The price is memory: the process keeps its peak footprint until it ends, in all its threads, and nothing undoes
-the setting. So encoding sets it only where the :mod:`~pcctune.host_settings` in force say so (the ``pcctune``
+the setting. So encoding sets it only where the ``host_settings`` in force say so (the ``pcctune``
 command's do, the Python API's do not unless asked). Elsewhere than glibc (macOS, Windows, musl) nothing changes.
 """
 

@@ -7,11 +7,11 @@ every operation; between operations (Python, the tokenizer, pooling) one thread 
 same, so are the vectors (equal to the bit there). torch releases the GIL inside its operations and the
 tokenizers inside theirs, so Python threads suffice.
 
-:func:`cpu_workers` gives the number of such workers for a model: the number asked (``workers`` of
-:class:`~pcctune.host_settings.HostSettings`, one unless the ``pcctune`` command or the caller asks for more) or,
+``cpu_workers`` gives the number of such workers for a model: the number asked (``workers`` of
+``HostSettings``, one unless the ``pcctune`` command or the caller asks for more) or,
 asked for "as many as the machine has", torch's thread count on CPU (what the user or the machine set, e.g.
-``OMP_NUM_THREADS``) up to :data:`MAX_AUTO_WORKERS`; one on an accelerator or for a model whose backbone runs in
-another runtime (ONNX Runtime, OpenVINO) that has threads of its own. :func:`map_in_workers` runs a function over
+``OMP_NUM_THREADS``) up to ``MAX_AUTO_WORKERS``; one on an accelerator or for a model whose backbone runs in
+another runtime (ONNX Runtime, OpenVINO) that has threads of its own. ``map_in_workers`` runs a function over
 the batches in that many threads and yields the results in order, so the caller keeps its progress bar and its
 order-dependent work (a vector store) in its own thread.
 
@@ -27,7 +27,7 @@ while the workers run) instead of running to their end, which is minutes for a o
 
 **Tokenizers.** A fast tokenizer's truncation and padding settings are mutable state in Rust: two threads that
 tokenize at once with different settings fail with "Already borrowed". pcctune tokenizes under
-:func:`tokenizer_lock` (one per tokenizer); a program that tokenizes or encodes with the same model in its own
+``tokenizer_lock`` (one per tokenizer); a program that tokenizes or encodes with the same model in its own
 threads while pcctune encodes holds the same lock around those calls (not around pcctune's own, whose workers take
 it).
 """
@@ -61,7 +61,7 @@ ThreadCountSetter = Callable[[int], int]
 
 def cpu_workers(model: nn.Module, asked: int | None) -> int:
     """How many batches to run at once: one for a model on an accelerator or in another runtime; else ``asked``,
-    or (``None``) torch's thread count up to :data:`MAX_AUTO_WORKERS`."""
+    or (``None``) torch's thread count up to ``MAX_AUTO_WORKERS``."""
     device = next(model.parameters(), torch.empty(0)).device
     if device.type != "cpu" or any(isinstance(module, RuntimeBackbone) for module in model.modules()):
         return 1
@@ -91,21 +91,21 @@ def _one_torch_thread(setters: tuple[ThreadCountSetter, ...]) -> None:
 
 
 class WorkersStopped(Exception):  # noqa: N818  (a stop, not an error)
-    """Raised inside a running batch when the caller of :func:`map_in_workers` has stopped."""
+    """Raised inside a running batch when the caller of ``map_in_workers`` has stopped."""
 
 
 _STOP: ContextVar[Event | None] = ContextVar("pcctune_workers_stop", default=None)
 
 
 def stop_requested() -> bool:
-    """True inside a worker's batch once the caller of :func:`map_in_workers` has stopped (a batch function that
+    """True inside a worker's batch once the caller of ``map_in_workers`` has stopped (a batch function that
     runs long outside any module may return or raise then); False anywhere else."""
     stop = _STOP.get()
     return stop is not None and stop.is_set()
 
 
 def _stop_point(*_: Any) -> None:
-    """A module's forward pre-hook: raise :class:`WorkersStopped` in a worker whose map was stopped (elsewhere, e.g.
+    """A module's forward pre-hook: raise ``WorkersStopped`` in a worker whose map was stopped (elsewhere, e.g.
     in another thread using the same model meanwhile, nothing)."""
     if stop_requested():
         raise WorkersStopped
@@ -181,7 +181,7 @@ def tokenizer_lock(model: Any) -> RLock:
     """The lock pcctune holds while it tokenizes with ``model``'s tokenizer (one lock per tokenizer object).
 
     Hold it in your own threads around calls that tokenize with the same model (``model.encode``,
-    ``model.tokenize``) while pcctune encodes with it, not around pcctune's calls::
+    ``model.tokenize``) while pcctune encodes with it, not around pcctune's calls:
 
         with pcctune.tokenizer_lock(model):
             vectors = model.encode(sentences)
@@ -196,6 +196,6 @@ def tokenizer_lock(model: Any) -> RLock:
 
 
 def tokenized(model: Any, texts: list[str]) -> dict[str, Any]:
-    """The model's input features of ``texts`` (``SentenceTransformer.preprocess``), under :func:`tokenizer_lock`."""
+    """The model's input features of ``texts`` (``SentenceTransformer.preprocess``), under ``tokenizer_lock``."""
     with tokenizer_lock(model):
         return model.preprocess(texts)

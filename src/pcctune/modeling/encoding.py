@@ -9,21 +9,21 @@ evaluations, the dev evaluations during training and ``pcctune encode``:
 3. **A token budget per batch** instead of a fixed sentence count: a batch holds as many texts as
    fit ``token_budget`` padded tokens, so short sentences run in large batches (better use of
    the matrix units) and long ones in small ones (bounded memory), with almost no padding. The
-   default depends on the model (:func:`default_token_budget`).
+   default depends on the model (``default_token_budget``).
 4. ``torch.inference_mode`` and float32 results, no float64 copies.
 5. **The template's prefix once.** A decoder runs the tokens before ``{text}`` once per call and each batch
-   over their cached key/values (:mod:`pcctune.modeling.prefix_cache`).
+   over their cached key/values (``pcctune.modeling.prefix_cache``).
 6. **oneDNN's GEMM on CPU** for the float32 linear layers, each weight reordered once into oneDNN's blocked layout
-   (:mod:`pcctune.modeling.onednn`).
+   (``pcctune.modeling.onednn``).
 7. **Batches side by side on CPU**, one core each, instead of each batch split over all cores
-   (:mod:`pcctune.modeling.cpu_workers`), with freed activations kept for the next batch instead of returned to
-   the kernel (:mod:`pcctune.modeling.cpu_memory`).
+   (``pcctune.modeling.cpu_workers``), with freed activations kept for the next batch instead of returned to
+   the kernel (``pcctune.modeling.cpu_memory``).
 
    6 and 7 reach beyond the call (a layer's class, threads, the allocator): the ``pcctune`` command turns them on,
-   the Python API only when asked (:mod:`pcctune.host_settings`).
+   the Python API only when asked (``pcctune.host_settings``).
 8. **Shards under DDP.** With several processes, each encodes every world-th distinct text and
    the vectors are gathered, instead of rank 0 encoding everything while the others wait.
-9. **Resumable.** With a :class:`~pcctune.modeling.vector_store.VectorStore`, finished batches are kept on
+9. **Resumable.** With a ``VectorStore``, finished batches are kept on
    disk and a rerun skips them (the batch plan does not depend on what is stored: same vectors).
 
 Embeddings equal ``encode``'s up to float rounding of differently padded batches (tested).
@@ -109,14 +109,14 @@ def encode_texts(
     store: VectorStore | None = None,
 ) -> np.ndarray:
     """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget (default:
-    :func:`default_token_budget`); a decoder runs its template's prefix once (``reuse_prefix``,
-    :mod:`~pcctune.modeling.prefix_cache`); float32 linear layers on CPU run through oneDNN where ``onednn`` says so
-    (:mod:`~pcctune.modeling.onednn`; default: where the :func:`~pcctune.host_settings.host_settings` in force say
+    ``default_token_budget``); a decoder runs its template's prefix once (``reuse_prefix``,
+    ``prefix_cache``); float32 linear layers on CPU run through oneDNN where ``onednn`` says so
+    (``onednn``; default: where the ``host_settings`` in force say
     so, as they also give the number of worker threads); batches that ``store`` holds are taken from it, and the
     others added to it.
 
     The model is in eval mode for the call; calls on one model may overlap, in several threads: the last to end
-    gives every module its own mode back (:mod:`~pcctune.modeling.shared_changes`)."""
+    gives every module its own mode back (``shared_changes``)."""
     if not texts:
         return np.zeros((0, model.get_embedding_dimension() or 0), dtype=np.float32)
     settings = host_settings()
@@ -184,7 +184,7 @@ def _encode_batch(model: SentenceTransformer, texts: list[str], prefix: CachedPr
 
 
 class EncodeOptions(TypedDict, total=False):
-    """:func:`encode_texts`'s options, passed on by the functions that encode through it."""
+    """``encode_texts``'s options, passed on by the functions that encode through it."""
 
     token_budget: int | None
     show_progress: bool
@@ -199,7 +199,7 @@ def encode_unique(
     shard: bool = True,
     **options: Unpack[EncodeOptions],
 ) -> dict[str, np.ndarray]:
-    """Each distinct sentence's embedding (``options``: :func:`encode_texts`'s; progress shown unless told not to).
+    """Each distinct sentence's embedding (``options``: ``encode_texts``'s; progress shown unless told not to).
 
     Under DDP with ``shard`` (every process must call it), each process encodes its shard and all
     get every vector. ``shard=False`` encodes everything here, without collectives: for code that

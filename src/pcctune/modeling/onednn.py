@@ -7,16 +7,16 @@ the linear layers are 87 % of a decoder's encoding time, profiled). On an AVX2-o
 run AVX2 code, the two kernels ran all-MiniLM-L6-v2's shapes within noise of each other (55–68 GFLOP/s on one
 thread, ``benchmarks/results/speed``) once oneDNN gets its weights reordered in advance (below).
 
-:func:`onednn_linears` routes a model's float32 linear layers through ``torch.ops.mkldnn``'s ``_linear_pointwise``
+``onednn_linears`` routes a model's float32 linear layers through ``torch.ops.mkldnn``'s ``_linear_pointwise``
 (the op torch's own compiler emits for CPU linears) for the time of a block and restores them after. The op has no
-backward of its own: :class:`_OneDNNLinearFunction` gives it one from the same kernel, so the block may train too.
+backward of its own: ``_OneDNNLinearFunction`` gives it one from the same kernel, so the block may train too.
 Results equal MKL's up to float rounding (tested, forward and gradients). Blocks on one model may overlap, in one
-thread or several (:mod:`~pcctune.modeling.shared_changes`); code outside them that uses the model meanwhile sees
-the routed classes, so encoding routes only where the host settings ask (:mod:`pcctune.host_settings`: the
+thread or several (``shared_changes``); code outside them that uses the model meanwhile sees
+the routed classes, so encoding routes only where the host settings ask (``pcctune.host_settings``: the
 ``pcctune`` command does, the Python API not unless asked) and training where its run config says
 (``onednn``).
 
-Inside :func:`frozen_weights` (one call of the encoder, whose weights do not change meanwhile) the weight is
+Inside ``frozen_weights`` (one call of the encoder, whose weights do not change meanwhile) the weight is
 handed to oneDNN already reordered into its blocked GEMM layout (``torch.ops.mkldnn._reorder_linear_weight``, as
 torch's compiler does for frozen CPU linears) instead of being reordered at every call: on the AVX2-only AMD EPYC
 the unreordered route ran 5–15 % behind both MKL and the reordered one on all-MiniLM-L6-v2's and SmolLM2-135M's
@@ -30,7 +30,7 @@ oneDNN op returns float32 where autocast's ``F.linear`` returns bfloat16.
 
 QLoRA's frozen NF4 layers (bitsandbytes' ``Linear4bit`` with an fp32 compute dtype; Dettmers et al. 2023, eq. 5:
 ``Y = X · doubleDequant(c₁, c₂, W^NF4) + X L₁ L₂``) are routed too: on CPU bitsandbytes dequantizes the weight and
-multiplies by MKL, forward and backward. :class:`_OneDNN4bitFunction` multiplies the same dequantized weight by
+multiplies by MKL, forward and backward. ``_OneDNN4bitFunction`` multiplies the same dequantized weight by
 oneDNN and, as bitsandbytes, dequantizes it again for the input gradient instead of keeping it (576 → 1,536, 640
 rows, one thread: 13–14 ms against 37–48 ms a forward and backward).
 """
@@ -56,7 +56,7 @@ def _gemm(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
 
 
 _FROZEN: ContextVar[dict[int, tuple[Tensor, Tensor]] | None] = ContextVar("pcctune_frozen_weights", default=None)
-"""Inside :func:`frozen_weights`: by ``id`` of a weight, the weight (kept alive for the scope, so no other tensor
+"""Inside ``frozen_weights``: by ``id`` of a weight, the weight (kept alive for the scope, so no other tensor
 takes its ``id``) and its reordered copy; ``None`` outside."""
 
 
@@ -73,7 +73,7 @@ def frozen_weights() -> Iterator[None]:
 
 
 def _inference_weight(weight: Tensor) -> Tensor:
-    """``weight`` in oneDNN's blocked layout, reordered once per :func:`frozen_weights` scope; as it is outside."""
+    """``weight`` in oneDNN's blocked layout, reordered once per ``frozen_weights`` scope; as it is outside."""
     copies = _FROZEN.get()
     if copies is None:
         return weight
@@ -196,7 +196,7 @@ def _route(module: nn.Module) -> Undo | None:
 def onednn_linears(model: nn.Module, active: bool = True) -> Iterator[int]:
     """Route ``model``'s routable linear layers through oneDNN inside the block; yields how many are routed (0 when
     ``active`` is false or torch has no oneDNN). Blocks on the same layers may overlap, in one thread or several:
-    the last to end gives the layers their own classes back (:mod:`~pcctune.modeling.shared_changes`)."""
+    the last to end gives the layers their own classes back (``shared_changes``)."""
     if not (active and torch.backends.mkldnn.is_available()):
         yield 0
         return

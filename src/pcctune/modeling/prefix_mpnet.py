@@ -5,9 +5,9 @@ every layer's attention attends to P trainable keys and values before the senten
 them as a ``past_key_values`` cache, which BERT and RoBERTa read; ``MPNetModel`` has no such argument and
 silently ignores the cache, so its scores come out P columns short of the widened mask.
 
-:func:`accept_prefixes` gives each ``MPNetSelfAttention`` of a model a per-call prefix: the layer's keys and
+``accept_prefixes`` gives each ``MPNetSelfAttention`` of a model a per-call prefix: the layer's keys and
 values are prepended to its own, exactly where a BERT layer puts a cached prefix. The prefixes of a call live in its
-context (:func:`prefixes_set`, a :mod:`contextvars` variable), not on the shared layers: calls in several threads at
+context (``prefixes_set``, a ``contextvars`` variable), not on the shared layers: calls in several threads at
 once (CPU encoding's workers) each see their own, as a cache passed down the call would be. MPNet adds a relative
 position bias to the scores; a prefix has no position, so its columns get a bias of 0, as a cached prefix
 gets no position term in an absolute-position model. The weights and their names are unchanged (the layers
@@ -29,7 +29,7 @@ from transformers.models.mpnet.modeling_mpnet import MPNetSelfAttention
 Prefix = tuple[torch.Tensor, torch.Tensor]
 
 _PREFIXES: ContextVar[dict[nn.Module, Prefix] | None] = ContextVar("pcctune_mpnet_prefixes", default=None)
-"""Inside :func:`prefixes_set`: each prefixed layer's (keys, values) for this call; ``None`` outside."""
+"""Inside ``prefixes_set``: each prefixed layer's (keys, values) for this call; ``None`` outside."""
 
 
 class PrefixedMPNetSelfAttention(MPNetSelfAttention):
@@ -37,7 +37,7 @@ class PrefixedMPNetSelfAttention(MPNetSelfAttention):
 
     @property
     def prefix(self) -> Prefix | None:
-        """This layer's keys and values in the current call (:func:`prefixes_set`), else ``None``."""
+        """This layer's keys and values in the current call (``prefixes_set``), else ``None``."""
         prefixes = _PREFIXES.get()
         return None if prefixes is None else prefixes.get(self)
 
@@ -69,7 +69,7 @@ class PrefixedMPNetSelfAttention(MPNetSelfAttention):
 
 
 def accept_prefixes(model: nn.Module) -> list[PrefixedMPNetSelfAttention]:
-    """Turn every MPNet self-attention of ``model`` into a :class:`PrefixedMPNetSelfAttention`, in layer order."""
+    """Turn every MPNet self-attention of ``model`` into a ``PrefixedMPNetSelfAttention``, in layer order."""
     layers = [module for module in model.modules() if isinstance(module, MPNetSelfAttention)]
     for layer in layers:
         layer.__class__ = PrefixedMPNetSelfAttention

@@ -3,7 +3,7 @@
 Encoding puts a model in eval mode and routes its linear layers through oneDNN (each layer's ``__class__``) for the
 call, and undoes both after. Two calls on one model at once, in two threads, would each save what they found and
 put it back at their end: the first to end would restore the mode or the classes under the other, and the last
-would "restore" the other's changes for good. :func:`shared_changes` counts the blocks instead: the first block to
+would "restore" the other's changes for good. ``shared_changes`` counts the blocks instead: the first block to
 change an object makes the change, later overlapping blocks share it, and the last one to end undoes it. Code
 outside pcctune that uses the same model meanwhile still sees the change (a model in eval mode, layers of another
 class computing the same products).

@@ -1,5 +1,5 @@
 """``pcctune eval``: build a model, evaluate STS and/or transfer tasks (or a user's own scored pairs), print and save
-an :class:`EvalResult`."""
+an ``EvalResult``."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def run_eval(
     split: str = "test",
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
-    backbone precision ``quantization`` (:func:`precision`), with ``adapter`` (a LoRA folder) on it. ``pairs``
+    backbone precision ``quantization`` (``precision``), with ``adapter`` (a LoRA folder) on it. ``pairs``
     (files, Hub dataset ids with their ``split``, named ``columns``) replace the seven STS tasks: each is scored as
     STS-B is, with a bootstrap interval seeded by ``seed``. Output, data and model are checked before any encoding;
     the result is written atomically, when complete, by this command alone."""

@@ -31,8 +31,8 @@ from pcctune.training.config import RunConfig, load_config
 
 def stage2_dataset(data: str | Path | None = None, leakage: str = "pair", rescale_sick: bool = False) -> Dataset:
     """Pcc-tuning's stage-2 set (§3, App. B): STS-B train + SICK-R train minus every pair of the seven test
-    sets, as columns ``sentence1, sentence2, score`` (what :class:`~pcctune.losses.pearson.PearsonLoss` reads).
-    ``leakage`` is the filter's level (``pair``, the paper's, up to ``sentence``: :mod:`pcctune.data.leakage`).
+    sets, as columns ``sentence1, sentence2, score`` (what ``PearsonLoss`` reads).
+    ``leakage`` is the filter's level (``pair``, the paper's, up to ``sentence``: ``pcctune.data.leakage``).
     The leakage report (every level's counts per source and test set) is ``json.loads(dataset.info.description)``."""
     built = build_stage2_set(senteval_folder(data or None), LeakageLevel(leakage), rescale_sick)
     columns = {
@@ -100,6 +100,6 @@ def evaluate(
 
 
 def train(config: RunConfig | str | Path, **options: Any) -> RunResult:
-    """Run every stage of ``config`` (a :class:`RunConfig` or a YAML path) as ``pcctune train`` does; ``options``
-    are :func:`~pcctune.orchestration.pipeline.run_pipeline`'s (``resume``, ``compare``, ``overwrite`` …)."""
+    """Run every stage of ``config`` (a ``RunConfig`` or a YAML path) as ``pcctune train`` does; ``options``
+    are ``run_pipeline``'s (``resume``, ``compare``, ``overwrite`` …)."""
     return run_pipeline(config if isinstance(config, RunConfig) else load_config(config), **options)

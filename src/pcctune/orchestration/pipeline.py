@@ -5,7 +5,7 @@
 finished stages (their ``final/`` folder exists) and continues an interrupted stage from its
 last complete checkpoint, adapter included. What a run has recorded so far (each finished stage's record, each
 test evaluation) is kept in ``results.partial.json`` as it lands, so a resumed run neither scores a finished
-stage again nor loses its wall time and peak memory. The run folder's rules are in :mod:`.run_folder`.
+stage again nor loses its wall time and peak memory. The run folder's rules are in ``.run_folder``.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def warn_bf16_on_cpu(config: RunConfig) -> None:
 
 @dataclass
 class Pipeline:
-    """One run of ``config``: the stages in order, an STS evaluation after each, one :class:`RunResult`.
+    """One run of ``config``: the stages in order, an STS evaluation after each, one ``RunResult``.
 
     ``tasks`` replaces the protocol's seven test tasks (``[]``: no test evaluation at all)."""
 

@@ -13,7 +13,7 @@
 Interrupted anywhere, the same command continues: finished trials are in the study, a trial that
 was running when the process died is marked failed and replaced, and finished seed runs are kept.
 
-The search space is a YAML mapping of dotted keys to distributions::
+The search space is a YAML mapping of dotted keys to distributions:
 
     stages.0.learning_rate: {type: float, low: 1.0e-6, high: 1.0e-4, log: true}
     stages.0.epochs: {type: categorical, choices: [1, 2, 3]}

@@ -39,7 +39,7 @@ class DataConfig(Strict):
     - ``snli``: (premise, entailment, contradiction) from an SNLI-format folder (``splits``);
     - ``snli_regression``: SNLI pairs scored contradiction 0, neutral 1, entailment 2 (regression §4.1);
     - ``hub``: a Hugging Face dataset (``name``, ``subset``, ``split``, ``revision``, ``data_files``, ``columns``),
-      triplets or scored pairs as the loss needs (:mod:`pcctune.data.hub`).
+      triplets or scored pairs as the loss needs (``pcctune.data.hub``).
     """
 
     source: Literal["stage2", "pairs", "simcse_csv", "snli", "snli_regression", "hub"] = Field(

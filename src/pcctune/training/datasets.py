@@ -1,13 +1,13 @@
 """The training set of a stage, as the ``datasets.Dataset`` columns its loss expects.
 
-The loss registry (:mod:`pcctune.losses.registry`) says which data a loss trains on and how its
+The loss registry (``pcctune.losses.registry``) says which data a loss trains on and how its
 labels are scaled; this module reads that data and shapes it:
 
 - ``scored``: columns (sentence1, sentence2, score);
 - ``positives``: pairs scored above ``contrastive_threshold`` as (anchor, positive), the
   stage-2 contrastive baseline of Pcc-tuning §4.3;
 - ``triplets``: (anchor, positive[, negative]) from SimCSE's csv or SNLI;
-- ``preferences``: (x1, x2, x3, x4) ranked by a cross-encoder (:mod:`pcctune.training.preference`).
+- ``preferences``: (x1, x2, x3, x4) ranked by a cross-encoder (``pcctune.training.preference``).
 """
 
 from __future__ import annotations

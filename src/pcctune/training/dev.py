@@ -4,7 +4,7 @@ test set).
 It scores like sentence-transformers' ``EmbeddingSimilarityEvaluator`` (Spearman and Pearson of
 the cosine similarity, metric names ``{name}_spearman_cosine`` …, fractions in [−1, 1] as that evaluator's, where
 pcctune's test scores are × 100: docs/losses.md#scales) but encodes through pcctune's
-fast path (:mod:`pcctune.modeling.encoding`): each distinct sentence once, batched by token
+fast path (``pcctune.modeling.encoding``): each distinct sentence once, batched by token
 length, sharded across processes under DDP.
 """
 
@@ -33,7 +33,7 @@ class DevSTSEvaluator(SentenceEvaluator):
 
     With one set the metrics are ``{name}_spearman_cosine`` and ``{name}_pearson_cosine``. With
     several (``sick-trial+stsb-dev``) each set is scored on its own (``{name}_{part}_…``) and the
-    primary metric is their mean weighted by pair count (:func:`pcctune.data.dev.size_weighted`).
+    primary metric is their mean weighted by pair count (``pcctune.data.dev.size_weighted``).
     """
 
     def __init__(self, parts: dict[str, list[STSPair]], name: str) -> None:
@@ -73,7 +73,7 @@ class DevSTSEvaluator(SentenceEvaluator):
 
 def stage_dev_parts(stage: StageConfig, senteval_dir: Path) -> dict[str, list[STSPair]]:
     """The parts of ``stage``'s dev set, filtered at its data's leakage level (empty for ``dev: none``); a held-out
-    share comes from its scored training pairs (:func:`pcctune.data.dev.dev_parts`)."""
+    share comes from its scored training pairs (``pcctune.data.dev.dev_parts``)."""
     if stage.dev == "none":
         return {}
     return _stage_dev_parts(stage.model_dump_json(exclude_unset=True), senteval_dir.resolve())

@@ -182,3 +182,16 @@ def test_the_model_card_page_shows_a_card_pcctune_writes():
     headings = ["## pcctune", "### STS evaluation", "### Stages", "### Training data and leakage", "### Run config"]
     assert all(heading in page for heading in [*headings, LOADING])
     assert "base_model: sentence-transformers/all-MiniLM-L6-v2" in page and "stage1-pcc/final" in page
+
+
+def test_docstrings_are_written_in_one_style():
+    """Google style, as mkdocstrings is told (``docstring_style: google``): no Sphinx roles or ``::`` literal blocks,
+    which the API reference would print as they are."""
+    assert "docstring_style: google" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    sphinx = re.compile(r":(?:func|data|class|mod|meth|attr|obj|exc|const):`|\S::$", re.MULTILINE)
+    found = [
+        f"{path.relative_to(ROOT)}: {match[0]!r}"
+        for path in sorted((ROOT / "src" / "pcctune").rglob("*.py"))
+        for match in sphinx.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, found

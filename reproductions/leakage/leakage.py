@@ -26,7 +26,6 @@ SentEval transfer tasks of the base model and of each loss's best model (by dev 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 from collections.abc import Iterator
@@ -445,14 +444,13 @@ def readme_rows(level: str = "sentence") -> dict[str, list[str]]:
 
 
 def write_summary(args: argparse.Namespace) -> None:
-    """table.md, verdict.md and the plot, from the records as they are now."""
+    """table.md, verdict.md and the plot, from the records as they are now (the search's rows go into runs.json)."""
     rows = collect(args)
     if not rows:
         return
     write_text(HERE / "table.md", table(rows, {}) + "\n")
     write_text(HERE / "verdict.md", "\n".join(verdicts(rows)) + "\n")
     plot(rows, {}, HERE / "leakage.png")
-    write_text(HERE / "search.json", json.dumps(search_rows(args), indent=1) + "\n")
 
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:

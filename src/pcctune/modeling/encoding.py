@@ -31,7 +31,7 @@ Embeddings equal ``encode``'s up to float rounding of differently padded batches
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing
 from typing import Any, TypedDict, Unpack
 
@@ -138,20 +138,32 @@ def encode_texts(
             work = map_in_workers(lambda batch: _encode_batch(model, batch, prefix), todo, workers, stoppable=model)
             progress = tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress)
             with closing(work) as computed:
-                for batch, done in zip(progress, stored, strict=True):
-                    batch_texts = [texts[i] for i in batch]
-                    if done:
-                        vectors = np.stack([store.vectors[text] for text in batch_texts])  # type: ignore[union-attr]
-                    else:
-                        vectors = next(computed)
-                        if store is not None:
-                            store.add(batch_texts, vectors)
-                    for row, index in enumerate(batch):
-                        out[index] = vectors[row]
+                _gather(texts, zip(progress, stored, strict=True), computed, store, out)
     finally:
         if store is not None:
             store.flush()  # also when interrupted: what was encoded is kept
     return np.stack(out)  # type: ignore[arg-type]
+
+
+def _gather(
+    texts: Sequence[str],
+    batches: Iterable[tuple[list[int], bool]],
+    computed: Iterator[np.ndarray],
+    store: VectorStore | None,
+    out: list[np.ndarray | None],
+) -> None:
+    """Each batch's vectors into ``out`` at its texts' places: from ``store`` where it holds the batch (``True``),
+    else the next of ``computed``, which ``store`` then keeps."""
+    for batch, done in batches:
+        batch_texts = [texts[i] for i in batch]
+        if done:
+            vectors = np.stack([store.vectors[text] for text in batch_texts])  # type: ignore[union-attr]
+        else:
+            vectors = next(computed)
+            if store is not None:
+                store.add(batch_texts, vectors)
+        for row, index in enumerate(batch):
+            out[index] = vectors[row]
 
 
 def _to_eval_mode(model: nn.Module) -> Undo:

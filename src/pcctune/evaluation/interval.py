@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 from scipy.stats import bootstrap, rankdata
@@ -35,6 +36,31 @@ def correlations_along(cosines: np.ndarray, gold: np.ndarray, axis: int = -1) ->
     return np.stack([spearman, _pearson(cosines, gold, axis)]) * 100
 
 
+def paired_resamples(
+    arrays: tuple[np.ndarray, ...],
+    statistic: Any,
+    resamples: int,
+    confidence: float,
+    rng: np.random.Generator,
+) -> Any:
+    """scipy's paired, vectorized bootstrap of ``statistic`` over the pairs of ``arrays`` (BCa, :data:`BATCH`
+    resamples at a time); scipy's warning of a degenerate distribution is silenced (a non-finite end or a
+    distribution with no spread says the same, and callers read those)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bootstrap(
+            arrays,
+            statistic,
+            n_resamples=resamples,
+            batch=BATCH,
+            vectorized=True,
+            paired=True,
+            confidence_level=confidence,
+            method=METHOD,
+            rng=rng,
+        )
+
+
 def bootstrap_interval(
     cosines: np.ndarray, gold: np.ndarray, seed: int, confidence: float = CONFIDENCE, resamples: int = RESAMPLES
 ) -> Interval | None:
@@ -43,19 +69,8 @@ def bootstrap_interval(
     resamples whose scores are all equal)."""
     if len(gold) < 3:
         return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # scipy warns of a degenerate distribution; a non-finite end says the same
-        result = bootstrap(
-            (np.asarray(cosines, dtype=np.float64), np.asarray(gold, dtype=np.float64)),
-            correlations_along,
-            n_resamples=resamples,
-            batch=BATCH,
-            vectorized=True,
-            paired=True,
-            confidence_level=confidence,
-            method=METHOD,
-            rng=np.random.default_rng(seed),
-        )
+    arrays = (np.asarray(cosines, dtype=np.float64), np.asarray(gold, dtype=np.float64))
+    result = paired_resamples(arrays, correlations_along, resamples, confidence, np.random.default_rng(seed))
     low, high = result.confidence_interval
     ends = [float(value) for value in (*low, *high)]
     if not all(math.isfinite(value) for value in ends):

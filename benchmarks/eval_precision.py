@@ -15,13 +15,16 @@ from typing import Any
 from _common import Benchmark, Measured, Rows, run
 from pcctune.modeling.build import build_model
 from pcctune.paths import resolve_senteval_dir
+from pcctune.training.config import StageConfig
 from pcctune.training.dev import dev_evaluator
 
 PRECISIONS = {"16-bit base (fp32 weights)": None, "NF4 base (bitsandbytes)": {"quant_type": "nf4"}}
 
 
 def measure(args: argparse.Namespace) -> Measured:
-    evaluator = dev_evaluator(args.dev, resolve_senteval_dir(args.data))
+    # the dev set filtered as a stage-2 run filters it
+    stage = StageConfig(name="dev", loss="pearson", data={"source": "stage2"}, dev=args.dev)
+    evaluator = dev_evaluator(stage, resolve_senteval_dir(args.data))
     assert evaluator is not None
     rows = []
     for label, quantization in PRECISIONS.items():

@@ -20,14 +20,17 @@ def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
 
 
 def file_hashes(paths: Iterable[Path], root: Path | None = None) -> dict[str, str]:
-    """SHA-256 of each file, named relative to ``root`` (the data folder) where it lies under it and by its file name
-    elsewhere: a record names its files without the machine's absolute paths."""
+    """SHA-256 of each file, named relative to ``root`` (the data folder) where it lies under it, relative to the
+    folder holding ``root`` where it lies beside it (``senteval-tokenized/…``, the paper protocol's copy) and by its
+    file name elsewhere: a record names its files without the machine's absolute paths."""
     return {_portable_name(Path(path), root): file_sha256(path) for path in sorted(set(paths))}
 
 
 def _portable_name(path: Path, root: Path | None) -> str:
-    if root is not None and path.resolve().is_relative_to(root.resolve()):
-        return path.resolve().relative_to(root.resolve()).as_posix()
+    if root is not None:
+        for folder in (root.resolve(), root.resolve().parent):
+            if path.resolve().is_relative_to(folder):
+                return path.resolve().relative_to(folder).as_posix()
     return path.as_posix() if not path.is_absolute() else path.name
 
 

@@ -43,7 +43,7 @@ def paired_resamples(
     confidence: float,
     rng: np.random.Generator,
 ) -> Any:
-    """scipy's paired, vectorized bootstrap of ``statistic`` over the pairs of ``arrays`` (BCa, :data:`BATCH`
+    """scipy's paired, vectorized bootstrap of ``statistic`` over the pairs of ``arrays`` (BCa, `BATCH`
     resamples at a time); scipy's warning of a degenerate distribution is silenced (a non-finite end or a
     distribution with no spread says the same, and callers read those)."""
     with warnings.catch_warnings():

@@ -205,7 +205,7 @@ class Pipeline:
         if not self.main:
             return
         self.result.sts_by_stage[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
-        self.result.eval_wall_time_s[label] = round(time.perf_counter() - started, 1)
+        self.result.eval_wall_time_s[label] = round(time.perf_counter() - started, 3)
         self.record()
         if store is not None:
             store.discard()

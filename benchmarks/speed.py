@@ -21,11 +21,15 @@
 7. **A step against an earlier pcctune** (``decoder-step``). The ``train-step`` of ``--model`` by this checkout
    against the same by ``--baseline`` (a git revision), alternating: a GGUF decoder that no plain script loads is
    compared with pcctune's own step before a change.
+8. **Start-up** (``startup``). ``pcctune train --train-config`` up to its first training step in a fresh process,
+   with an empty cache and then again (the leakage checks served from the cache): seconds from the process's start
+   to the first step, and whether the two leakage reports are the same.
 
     python benchmarks/speed.py --only eval --model all-MiniLM-L6-v2
     python benchmarks/speed.py --only eval --model smollm2-135m --template eol --sample 300  # a quick look
     python benchmarks/speed.py --only kernels --model smollm2-135m --template eol --qlora --batch 16 --steps 4
     python benchmarks/speed.py --only train
+    python benchmarks/speed.py --only startup      # the first training step, nothing cached, then cached
     python benchmarks/speed.py --only decoder-step --model smollm2-135m --template eol --qlora --batch 16 --steps 4 \
         --baseline REV
 
@@ -44,6 +48,7 @@ import re
 import resource
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +60,7 @@ from typing import Any
 from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_measured, run_python, save_rows
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.host_settings import SPEEDUPS, using
+from pcctune.paths import CACHE_ENV
 
 HERE = Path(__file__).resolve().parent
 ST_LABEL = "sentence-transformers EmbeddingSimilarityEvaluator"
@@ -474,6 +480,58 @@ def train_row(runs: list[dict], plain: list[dict], prepared: dict, machine: dict
     return row | {"sts": last["sts_after"], "test_avgs": [run["sts_after"]["avg"] for run in runs]}
 
 
+# --- start-up: the cached leakage checks --------------------------------------------------------------
+
+
+def startup_rows(args: argparse.Namespace) -> Rows:
+    """``pcctune train --train-config`` up to its first training step, twice in each of ``--repeats`` fresh cache
+    folders: first with nothing cached (the leakage checks computed), then again (served from the cache). Each is a
+    fresh process; a row per kind with its seconds, and whether the two leakage reports are the same."""
+    runs: dict[str, list[dict]] = {"first run (nothing cached)": [], "second run (cache hit)": []}
+    given = {key: getattr(args, key) for key in ("model", "batch", "train_config", "data")}
+    for _ in range(args.repeats):
+        work = Path(tempfile.mkdtemp(prefix="speed-startup-"))
+        for label, kept in runs.items():
+            command = [str(HERE / "speed.py"), *flags_of(given | {"work": work / "run"}), "--one", "startup"]
+            kept.append(json.loads(run_python(command, env={CACHE_ENV: str(work / "cache")})[1]))
+            print(f"  {label}: first step after {kept[-1]['first_step_s']:.1f} s", flush=True)
+        shutil.rmtree(work, ignore_errors=True)
+    first = [run["first_step_s"] for run in runs["first run (nothing cached)"]]
+    same = all(a["leakage"] == b["leakage"] for a, b in zip(*runs.values(), strict=True))
+    return [
+        {"label": label, "what": "startup", "seconds": [run["first_step_s"] for run in kept]}
+        | {"mean_s": statistics.mean(run["first_step_s"] for run in kept)}
+        | {"sooner_s": statistics.mean(first) - statistics.mean(run["first_step_s"] for run in kept)}
+        | {"same_leakage_report": same, "leakage": kept[-1]["leakage"]}
+        for label, kept in runs.items()
+    ]
+
+
+def startup_seconds(args: argparse.Namespace) -> dict:
+    """(``--one``) Seconds from this process's start to the first training step of ``--train-config`` (output in
+    ``--work``; no test evaluations; the run stops after that step), and the stage's leakage report."""
+    import psutil
+    from transformers import TrainerCallback
+
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import load_config
+
+    started = psutil.Process().create_time()
+
+    class FirstStep(TrainerCallback):
+        seconds: float | None = None
+
+        def on_step_begin(self, arguments: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.seconds = self.seconds or time.time() - started
+            control.should_training_stop = True
+
+    overrides = train_overrides(args) | {"evaluate_before": False, "output_dir": str(args.work)}
+    config = load_config(args.train_config, overrides | ({"data_dir": args.data} if args.data else {}))
+    first = FirstStep()
+    result = run_pipeline(config, callbacks=[first], tasks=[], overwrite=True)
+    return {"first_step_s": first.seconds, "leakage": result.stages[0].leakage_filter}
+
+
 # --- 3. dev evaluation --------------------------------------------------------------------------------
 
 
@@ -580,6 +638,11 @@ TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --
 }
 TABLES["decoder-step"] = ("step", {"s/step": cell("mean_s", ".3f"), "× the earlier pcctune": cell("speedup", ".2f")})
 TABLES["decoder-step"][1]["peak MB"] = cell("peak_mb", ".0f", 1, "—")
+TABLES["startup"] = (
+    "run",
+    {"first step after s": cell("mean_s", ".1f"), "sooner than the first s": cell("sooner_s", ".1f")}
+    | {"same leakage report": lambda row: "yes" if row["same_leakage_report"] else "no"},
+)
 TABLES["train"] = (
     "job",
     {"whole job s": cell("mean_seconds", ".1f"), "× faster than the plain script": cell("ratio_vs_plain", ".2f")}
@@ -594,6 +657,7 @@ TABLES["train"] = (
 )
 PARTS = {"eval": eval_rows, "steps": loss_rows, "dev-eval": dev_eval_rows}
 PARTS |= {"tokens": token_rows, "kernels": kernel_rows, "train": train_rows, "decoder-step": decoder_rows}
+PARTS["startup"] = startup_rows
 WHAT = {"steps": "train-step"}  # a part's rows' ``what`` where it is not the part's name
 
 
@@ -624,7 +688,7 @@ def measure(args: argparse.Namespace) -> Measured:
 
 
 ONE = {"st-evaluator": st_evaluator_scores, "pcctune-eval": pcctune_eval_scores, "eval-work": eval_work}
-ONE |= {"train-step": train_step_seconds, "train-prepare": train_prepare}
+ONE |= {"train-step": train_step_seconds, "train-prepare": train_prepare, "startup": startup_seconds}
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -645,7 +709,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, default=None, help="train: stop after these steps")
     parser.add_argument("--baseline", default=None, help="decoder-step: the git revision of the earlier pcctune")
     parser.add_argument("--one", choices=list(ONE), default=None, help="one measurement, printed as JSON (internal)")
-    parser.add_argument("--work", default=None, help="train-prepare: the folder its files go to (internal)")
+    parser.add_argument("--work", default=None, help="train-prepare, startup: the folder their files go to (internal)")
 
 
 # --quick: every code path on tiny random models

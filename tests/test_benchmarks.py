@@ -70,10 +70,10 @@ def test_the_plain_training_script_has_no_pcctune_in_it():
 
 
 def test_speed_train_runs_quick_and_records_each_job_with_its_parts_cpu_and_flops(tmp_path):
-    """``--only train decoder-step --quick``: the three training jobs and the two steps, each row with what it says."""
-    done = _run(
-        ROOT / "benchmarks" / "speed.py", "--quick", "--only", "train", "decoder-step", "--output", str(tmp_path)
-    )
+    """``--only train decoder-step startup --quick``: the three training jobs, the two steps and the two start-ups,
+    each row with what it says."""
+    parts = ("train", "decoder-step", "startup")
+    done = _run(ROOT / "benchmarks" / "speed.py", "--quick", "--only", *parts, "--output", str(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
     record = BenchmarkResult.from_disk(tmp_path / "runs.json")
     jobs = {row.label: row for row in record.rows if row.details["what"] == "train"}
@@ -91,6 +91,12 @@ def test_speed_train_runs_quick_and_records_each_job_with_its_parts_cpu_and_flop
     assert abs(jobs["pcctune train, loss cosine_mse"].sts["avg"] - plain.sts["avg"]) < 0.5  # the same job
     steps = [row for row in record.rows if row.details["what"] == "decoder-step"]
     assert len(steps) == 2 and all(row.details["seconds_per_step"][0] > 0 for row in steps)
+    startups = {row.label: row.details for row in record.rows if row.details["what"] == "startup"}
+    assert set(startups) == {"first run (nothing cached)", "second run (cache hit)"}
+    assert all(
+        len(row["seconds"]) == 1 and row["seconds"][0] > 0 and row["same_leakage_report"] for row in startups.values()
+    )
+    assert startups["second run (cache hit)"]["leakage"]["level"]
     cpu = record.details["cpu"]
     assert cpu["model"] and cpu["cores"] >= 1 and cpu["fp32_peak_gflops"] > 0 and "bf16_peak_gflops" in cpu
     assert "× faster than the plain script" in (tmp_path / "table.md").read_text()

@@ -506,10 +506,12 @@ def startup_rows(args: argparse.Namespace) -> Rows:
 
 def startup_seconds(args: argparse.Namespace) -> dict:
     """(``--one``) Seconds from this process's start to the first training step of ``--train-config`` (output in
-    ``--work``; no test evaluations; the run stops after that step), and the stage's leakage report."""
+    ``--work``; no test evaluations; the run stops after that step), and its stage-2 set's leakage report."""
     import psutil
     from transformers import TrainerCallback
 
+    from pcctune.data.cache import senteval_folder
+    from pcctune.data.stage2 import build_stage2_set
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.training.config import load_config
 
@@ -523,8 +525,10 @@ def startup_seconds(args: argparse.Namespace) -> dict:
     overrides = train_overrides(args) | {"evaluate_before": False, "output_dir": str(args.work)}
     first = FirstStep()
     config = load_config(args.train_config, overrides | ({"data_dir": args.data} if args.data else {}))
-    result = run_pipeline(config, callbacks=[first], tasks=[], overwrite=True)
-    return {"first_step_s": first.seconds, "leakage": result.stages[0].leakage_filter}
+    run_pipeline(config, callbacks=[first], tasks=[], overwrite=True)
+    data = config.stages[0].data
+    built = build_stage2_set(senteval_folder(config.data_dir), data.leakage, data.rescale_sick, data.near_threshold)
+    return {"first_step_s": first.seconds, "leakage": built.report_dict()}
 
 
 # --- 3. dev evaluation --------------------------------------------------------------------------------

@@ -393,7 +393,7 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
 
 def verdicts(rows: Rows) -> list[str]:
     """At each level and for the control: Pearson against the best other loss (by mean dev), the difference of the
-    seven-task average with its 95 % interval over paired seeds, in words."""
+    seven-task average with its 95 % interval over paired seeds, in words; then against each other loss alike."""
     from pcctune.evaluation.compare import seed_difference
 
     found = groups(rows)
@@ -411,6 +411,10 @@ def verdicts(rows: Rows) -> list[str]:
             continue
         difference = seed_difference(rival, pearson)
         lines.append(f"- **{prefix}** (best other loss on dev: {other}): {difference.sentence(other, 'Pearson')}")
+        for loss in sorted(set(cells) - {"pearson", other}):
+            runs = {r["seed"]: r["sts"]["avg"] for r in cells[loss]}
+            if len(runs) >= 2:
+                lines.append(f"  - against {loss}: {seed_difference(runs, pearson).sentence(loss, 'Pearson')}")
     return lines
 
 

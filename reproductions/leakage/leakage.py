@@ -391,6 +391,11 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def seed_averages(runs: Rows) -> dict[int, float]:
+    """Each run's seven-task average by its seed: one side of :func:`pcctune.evaluation.compare.seed_difference`."""
+    return {r["seed"]: r["sts"]["avg"] for r in runs}
+
+
 def verdicts(rows: Rows) -> list[str]:
     """At each level and for the control: Pearson against the best other loss (by mean dev), the difference of the
     seven-task average with its 95 % interval over paired seeds, in words; then against each other loss alike."""
@@ -405,14 +410,13 @@ def verdicts(rows: Rows) -> list[str]:
             continue
         dev_means = {loss: statistics.mean(r["best_dev"] for r in g) for loss, g in cells.items() if loss != "pearson"}
         other = max(dev_means, key=dev_means.__getitem__)
-        pearson = {r["seed"]: r["sts"]["avg"] for r in cells["pearson"]}
-        rival = {r["seed"]: r["sts"]["avg"] for r in cells[other]}
+        pearson, rival = seed_averages(cells["pearson"]), seed_averages(cells[other])
         if len(pearson) < 2 or len(rival) < 2:
             continue
         difference = seed_difference(rival, pearson)
         lines.append(f"- **{prefix}** (best other loss on dev: {other}): {difference.sentence(other, 'Pearson')}")
         for loss in sorted(set(cells) - {"pearson", other}):
-            runs = {r["seed"]: r["sts"]["avg"] for r in cells[loss]}
+            runs = seed_averages(cells[loss])
             if len(runs) >= 2:
                 lines.append(f"  - against {loss}: {seed_difference(runs, pearson).sentence(loss, 'Pearson')}")
     return lines
@@ -434,7 +438,7 @@ def readme_rows(level: str = "sentence") -> dict[str, list[str]]:
     from pcctune.evaluation.compare import seed_difference
 
     found = groups(collect(argparse.Namespace(output=HERE)))
-    averages = {loss: {r["seed"]: r["sts"]["avg"] for r in found.get(f"minilm-{level}-{loss}", [])} for loss in LOSSES}
+    averages = {loss: seed_averages(found.get(f"minilm-{level}-{loss}", [])) for loss in LOSSES}
     rows = {}
     for loss, runs in averages.items():
         if not runs:

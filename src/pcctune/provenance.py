@@ -28,9 +28,10 @@ def file_hashes(paths: Iterable[Path], root: Path | None = None) -> dict[str, st
 
 def _portable_name(path: Path, root: Path | None) -> str:
     if root is not None:
-        for folder in (root.resolve(), root.resolve().parent):
-            if path.resolve().is_relative_to(folder):
-                return path.resolve().relative_to(folder).as_posix()
+        resolved, home = path.resolve(), root.resolve()
+        for folder in (home, home.parent):
+            if resolved.is_relative_to(folder):
+                return resolved.relative_to(folder).as_posix()
     return path.as_posix() if not path.is_absolute() else path.name
 
 

@@ -511,9 +511,9 @@ def startup_seconds(args: argparse.Namespace) -> dict:
     from transformers import TrainerCallback
 
     from pcctune.data.cache import senteval_folder
-    from pcctune.data.stage2 import build_stage2_set
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.training.config import load_config
+    from pcctune.training.datasets import stage2_set
 
     class FirstStep(TrainerCallback):
         seconds: float | None = None
@@ -526,8 +526,7 @@ def startup_seconds(args: argparse.Namespace) -> dict:
     first = FirstStep()
     config = load_config(args.train_config, overrides | ({"data_dir": args.data} if args.data else {}))
     run_pipeline(config, callbacks=[first], tasks=[], overwrite=True)
-    data = config.stages[0].data
-    built = build_stage2_set(senteval_folder(config.data_dir), data.leakage, data.rescale_sick, data.near_threshold)
+    built = stage2_set(config.stages[0].data, senteval_folder(config.data_dir))
     return {"first_step_s": first.seconds, "leakage": built.report_dict()}
 
 

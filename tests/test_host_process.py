@@ -14,7 +14,16 @@ import torch
 
 import pcctune
 import pcctune.modeling.encoding as encoding
-from pcctune.host_settings import SPEEDUPS_ENV
+from pcctune import cli
+from pcctune.errors import PcctuneError
+from pcctune.host_settings import (
+    LIBRARY_DEFAULT,
+    SPEEDUPS,
+    SPEEDUPS_ENV,
+    HostSettings,
+    from_environment,
+    host_settings,
+)
 from pcctune.modeling import cpu_memory
 
 
@@ -62,3 +71,36 @@ def test_evaluating_leaves_the_host_process_as_it_was(tiny_bert, shared_senteval
     assert mallopt.call_count == 2
     assert _the_hosts_view(model) == before
     assert set(started_meanwhile) == {2}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("", "default"),
+        ("0", LIBRARY_DEFAULT),
+        ("1", SPEEDUPS),
+        ("all", SPEEDUPS),
+        ("workers,onednn", HostSettings(workers=None, onednn=True, keep_freed_memory=False)),
+        (" keep_freed_memory ", HostSettings(workers=1, onednn=False, keep_freed_memory=True)),
+    ],
+)
+def test_the_environment_names_the_speed_settings(monkeypatch, value, expected):
+    monkeypatch.setenv(SPEEDUPS_ENV, value)
+    chosen = from_environment(SPEEDUPS)
+    assert chosen == (SPEEDUPS if expected == "default" else expected)
+
+
+def test_an_unknown_speed_setting_is_one_clear_error(monkeypatch):
+    monkeypatch.setenv(SPEEDUPS_ENV, "workers,turbo")
+    with pytest.raises(PcctuneError, match="no setting turbo"):
+        from_environment(SPEEDUPS)
+
+
+def test_the_command_line_takes_the_environments_choice(monkeypatch):
+    seen: list[HostSettings] = []
+    monkeypatch.setattr(cli, "app", lambda **kwargs: seen.append(host_settings()) or 0)
+    monkeypatch.setenv(SPEEDUPS_ENV, "onednn")
+    cli._app(["eval"])
+    monkeypatch.delenv(SPEEDUPS_ENV)
+    cli._app(["eval"])
+    assert seen == [HostSettings(workers=1, onednn=True, keep_freed_memory=False), SPEEDUPS]

@@ -38,9 +38,10 @@ from reproductions._common import ROOT, Measured, Rows, claim, pair_counts
 
 from pcctune.data.leakage import LeakageLevel
 from pcctune.data.tasks import SEVEN_TASKS, SHORT_NAMES
+from pcctune.data.transfer import TRANSFER_TASKS
 from pcctune.evaluation.tables import mean_std_cell
 from pcctune.io import write_text
-from pcctune.results import RunResult
+from pcctune.results import EvalResult, RunResult
 from pcctune.training.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
@@ -250,6 +251,7 @@ def train_missing(args: argparse.Namespace) -> None:
     and verdict after each."""
     done = 0
     while args.max_runs is None or done < args.max_runs:
+        transfer_missing(args)
         todo = next(
             (
                 (cell, settings, seed, score)
@@ -259,7 +261,6 @@ def train_missing(args: argparse.Namespace) -> None:
             None,
         )
         if todo is None:
-            transfer_missing(args)
             return
         cell, settings, seed, score = todo
         record = record_path(args, cell, settings, seed, score)
@@ -277,33 +278,39 @@ def train_missing(args: argparse.Namespace) -> None:
 
 def transfer_models(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     """(record name, model) of each SentEval transfer evaluation: the base model, then each loss's best model by dev
-    score at each searched level, once all its seeds have run."""
+    score at each searched level among its first seeds (1–3), once they have all run."""
     yield "base", MINILM
+    first = seeds(args)[0]
     for level in args.levels:
         for loss in args.losses:
             cell = Cell(MINILM, level, loss)
             results = seed_results(args, cell)
-            if not results or not all(seed in results for seed in seeds(args)[0]):
+            if not all(seed in results for seed in first):
                 continue
-            best = max(results, key=lambda seed: best_dev(results[seed]))
+            best = max(first, key=lambda seed: best_dev(results[seed]))
             yield f"{cell.name}-seed{best}", results[best].stages[0].final_dir
 
 
 def transfer_missing(args: argparse.Namespace) -> None:
     """What stage 2 costs elsewhere: the seven SentEval transfer tasks of each model of :func:`transfer_models`
-    (``records/transfer/NAME.json``), base model included; a model whose run folder is gone is trained again first."""
+    (``records/transfer/NAME.json``, scikit-learn's probe), base model included, as soon as a searched level's first
+    seeds have all run; a model whose run folder is gone (another machine) is left out, and said so."""
     from reproductions._common import pcctune
 
     if args.model:
         return
     for name, model in transfer_models(args):
         record = records(args) / "transfer" / f"{name}.json"
-        if record.is_file() or (name != "base" and not Path(model).is_dir()):
+        if record.is_file():
+            continue
+        if name != "base" and not Path(model).is_dir():
+            print(f"[transfer] {name}: its model {model} is not on this machine; left out", flush=True)
             continue
         print(f"[transfer] {name}", flush=True)
         pcctune(
             ["eval", model, "--tasks", "transfer", "--output", str(record), *(["--data", args.data] * bool(args.data))]
         )
+        write_summary(args)
 
 
 def record_path(args: argparse.Namespace, cell: Cell, settings: dict[str, Any], seed: int, score: bool) -> Path:
@@ -358,7 +365,51 @@ def measure(args: argparse.Namespace) -> Measured:
         "each searched alike on dev (four settings), winners over seeds; SimCSE protocol on the seven full test sets; "
         f"base model from {BASE_RECORD.relative_to(ROOT)}"
     )
-    return Measured(rows, settings, {"search": search_rows(args), "trials": list(TRIALS)})
+    return Measured(rows, settings, summary_details(args))
+
+
+def summary_details(args: argparse.Namespace) -> dict[str, Any]:
+    """What the table and verdict read besides the seed runs: the search's trials and the transfer scores."""
+    return {"search": search_rows(args), "trials": list(TRIALS), "transfer": transfer_scores(args)}
+
+
+def transfer_scores(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Each transfer record's accuracy per task and its average, by record name, the base model first."""
+    paths = sorted((records(args) / "transfer").glob("*.json"), key=lambda path: (path.stem != "base", path.stem))
+    return {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
+
+
+def transfer_table(scores: dict[str, dict[str, float]]) -> str:
+    """Accuracy % of the seven transfer tasks (MRPC: accuracy) and the average minus the base model's."""
+    header = ["model", *TRANSFER_TASKS, "avg", "avg − base"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    base = scores.get("base", {}).get("avg")
+    for name, found in scores.items():
+        change = "—" if base is None or name == "base" else f"{found['avg'] - base:+.2f}"
+        values = " | ".join(f"{found[task]:.2f}" for task in [*TRANSFER_TASKS, "avg"])
+        lines.append(f"| {'base model' if name == 'base' else name} | {values} | {change} |")
+    return "\n".join(lines)
+
+
+def transfer_verdicts(scores: dict[str, dict[str, float]]) -> list[str]:
+    """Per searched level: each loss's best model's transfer average minus the base model's (one model each)."""
+    if "base" not in scores:
+        return []
+    base = scores["base"]["avg"]
+    lines = []
+    for level in (SENTENCE, PAIR):
+        prefix = f"minilm-{level.value}-"
+        changes = [
+            f"{name.removeprefix(prefix).rsplit('-seed', 1)[0]} {found['avg'] - base:+.2f}"
+            for name, found in scores.items()
+            if name.startswith(prefix)
+        ]
+        if changes:
+            lines.append(
+                f"- **transfer, {level.value}** (seven SentEval tasks, scikit-learn's probe; each loss's best model by "
+                f"dev, one model each, no interval): average minus the base model's {base:.2f}: " + ", ".join(changes)
+            )
+    return lines
 
 
 def _cell_text(values: list[float]) -> str:
@@ -374,7 +425,7 @@ def groups(rows: Rows) -> dict[str, list[dict[str, Any]]]:
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
     """Per cell: training pairs, dev pairs, seeds, mean dev, the seven tasks and the average (mean ± std over
-    seeds), and the winning settings."""
+    seeds), and the winning settings; then the transfer tasks' table where ``details`` has their scores."""
     base = base_scores()
     header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "lr / batch / warm-up / epochs"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -388,6 +439,8 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
         lines.append(
             f"| {cell} | {group[0]['train_examples']} | {dev_pairs} | {len(group)} | {dev} | {cells} | {chosen} |"
         )
+    if details.get("transfer"):
+        lines += ["", "Transfer tasks, accuracy %:", "", transfer_table(details["transfer"])]
     return "\n".join(lines)
 
 
@@ -456,8 +509,9 @@ def write_summary(args: argparse.Namespace) -> None:
     rows = collect(args)
     if not rows:
         return
-    write_text(HERE / "table.md", table(rows, {}) + "\n")
-    write_text(HERE / "verdict.md", "\n".join(verdicts(rows)) + "\n")
+    found = summary_details(args)
+    write_text(HERE / "table.md", table(rows, found) + "\n")
+    write_text(HERE / "verdict.md", "\n".join(verdicts(rows) + transfer_verdicts(found["transfer"])) + "\n")
     plot(rows, {}, HERE / "leakage.png")
 
 

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pcctune.errors import Interrupted, PcctuneError
-from pcctune.host_settings import SPEEDUPS, using
+from pcctune.host_settings import SPEEDUPS, from_environment, using
 from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PROTOCOLS, LeakageLevel
 
 app = typer.Typer(
@@ -607,22 +607,22 @@ def _interrupt_code() -> int:
 
 
 def main() -> None:
-    """Entry point: run the app with the CPU speed settings on (docs/speed-settings.md) and turn every outcome into
-    the documented exit codes."""
+    """Entry point: run the app and turn every outcome into the documented exit codes."""
     previous = _install_signal_handlers()
     try:
-        with using(SPEEDUPS):
-            _run(sys.argv[1:])
+        _run(sys.argv[1:])
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
 
 def _app(args: list[str]) -> int | None:
-    """The app's own outcome; the progress bars an exception left open are closed first, so that the message
+    """The app's own outcome, run with the CPU speed settings on (those ``PCCTUNE_CPU_SPEEDUPS`` names where it is
+    set; docs/speed-settings.md); the progress bars an exception left open are closed first, so that the message
     about it starts its own line instead of trailing a half-drawn bar."""
     try:
-        return app(args=args, prog_name="pcctune", standalone_mode=False)
+        with using(from_environment(SPEEDUPS)):
+            return app(args=args, prog_name="pcctune", standalone_mode=False)
     finally:
         from tqdm import tqdm
 

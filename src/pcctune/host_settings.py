@@ -14,6 +14,9 @@ program that imports pcctune gets none of them unless it asks: ``with pcctune.cp
 ``PCCTUNE_CPU_SPEEDUPS=1`` in its environment, or ``pcctune.evaluate(model, workers=N)`` for the workers alone.
 The choice holds in the context that makes it (``contextvars``): another thread keeps its own.
 
+``PCCTUNE_CPU_SPEEDUPS`` also chooses for the command line, where it is set: ``1`` all three, ``0`` none, or the
+names of those wanted, comma-separated (``workers,onednn``: all but the allocator's).
+
 This module imports nothing heavy, so the command line can turn the settings on before it knows its command.
 """
 
@@ -50,12 +53,28 @@ _CHOSEN: ContextVar[HostSettings | None] = ContextVar("pcctune_host_settings", d
 
 
 def host_settings() -> HostSettings:
-    """The settings in force here: the innermost ``using`` block's, else ``SPEEDUPS`` where
-    ``PCCTUNE_CPU_SPEEDUPS`` is set (and not ``0``), else ``LIBRARY_DEFAULT``."""
+    """The settings in force here: the innermost ``using`` block's, else those ``PCCTUNE_CPU_SPEEDUPS`` names
+    (:func:`from_environment`), else ``LIBRARY_DEFAULT``."""
     chosen = _CHOSEN.get()
     if chosen is not None:
         return chosen
-    return SPEEDUPS if os.environ.get(SPEEDUPS_ENV, "") not in ("", "0") else LIBRARY_DEFAULT
+    return from_environment(LIBRARY_DEFAULT)
+
+
+def from_environment(default: HostSettings) -> HostSettings:
+    """The settings ``PCCTUNE_CPU_SPEEDUPS`` names: ``1`` (or ``all``) ``SPEEDUPS``, ``0`` ``LIBRARY_DEFAULT``, a
+    comma-separated list of field names those of ``SPEEDUPS`` and the rest off; unset or empty: ``default``."""
+    value = os.environ.get(SPEEDUPS_ENV, "").strip().lower()
+    if value in ("", "1", "all", "0"):
+        return {"": default, "0": LIBRARY_DEFAULT}.get(value, SPEEDUPS)
+    names = {name.strip() for name in value.split(",") if name.strip()}
+    unknown = names - set(HostSettings.__dataclass_fields__)
+    if unknown:
+        raise PcctuneError(
+            f"{SPEEDUPS_ENV}={value!r}: no setting {', '.join(sorted(unknown))}; use 1, 0 or names of "
+            f"{', '.join(HostSettings.__dataclass_fields__)}"
+        )
+    return replace(LIBRARY_DEFAULT, **{name: getattr(SPEEDUPS, name) for name in names})
 
 
 @contextmanager

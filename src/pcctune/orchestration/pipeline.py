@@ -22,7 +22,6 @@ from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
 from pcctune.data.cache import senteval_folder
-from pcctune.data.stage2 import build_stage2_set
 from pcctune.data.sts import STSTask
 from pcctune.distributed import barrier, is_distributed, is_main_process
 from pcctune.errors import PcctuneError
@@ -50,7 +49,7 @@ from pcctune.orchestration.run_folder import (
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
-from pcctune.training.datasets import train_dataset
+from pcctune.training.datasets import stage2_set, train_dataset
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
@@ -330,8 +329,7 @@ def write_model_cards(config: RunConfig, result: RunResult, senteval: Path) -> N
     leakage = None
     stage2 = [s for s in config.stages if s.data.source == "stage2"]
     if stage2:
-        data = stage2[0].data
-        leakage = build_stage2_set(senteval, data.leakage, data.rescale_sick, data.near_threshold).report_dict()
+        leakage = stage2_set(stage2[0].data, senteval).report_dict()
     for stage in result.stages:
         folder = Path(stage.final_dir)
         if (folder / "modules.json").is_file():

@@ -31,7 +31,7 @@ from pcctune.data.nli import (
 )
 from pcctune.data.pairs import load_pair_set, pairs_from_hf_dataset, read_pairs_file
 from pcctune.data.senteval import snli_dir
-from pcctune.data.stage2 import SourcedPair, build_stage2_set
+from pcctune.data.stage2 import SourcedPair, Stage2Set, build_stage2_set
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
@@ -81,9 +81,15 @@ def _scored_and_removed(data_json: str, senteval_dir: Path) -> tuple[list[Source
     return clean, len(pairs) - len(clean)
 
 
+def stage2_set(data: DataConfig, senteval_dir: Path) -> Stage2Set:
+    """The stage-2 set (STS-B train + SICK-R train) as a stage's ``data`` filters and scales it, with its leakage
+    report."""
+    return build_stage2_set(senteval_dir, data.leakage, data.rescale_sick, data.near_threshold)
+
+
 def _scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
     if data.source == "stage2":
-        return list(build_stage2_set(senteval_dir, data.leakage, data.rescale_sick, data.near_threshold).pairs)
+        return list(stage2_set(data, senteval_dir).pairs)
     if data.source == "pairs":
         if not data.path:
             raise PcctuneError("data.path is required for source 'pairs'")

@@ -14,7 +14,7 @@
    default; QLoRA's 4-bit layers too) against torch's default CPU kernel, alternating, each in a fresh process.
 6. **Training** (``train``). The demo's stage (``--train-config``: ``configs/demo_minilm.yaml``) as a whole
    ``pcctune train`` process, the same with ``loss: cosine_mse`` (sentence-transformers' ``CosineSimilarityLoss``
-   inside pcctune), and the same job as a plain sentence-transformers script with no pcctune in it
+   inside pcctune), the same with every speed setting off, and the job as a plain sentence-transformers script
    (``_plain_st_train.py``, reading files this script writes beforehand from pcctune's data): alternating, each a
    fresh process; wall and CPU time and peak memory of the whole process, its parts (the training steps, the dev
    evaluations, the two test evaluations), the best dev and the test scores, the job's FLOPs (:func:`train_work`).
@@ -59,7 +59,7 @@ from typing import Any
 
 from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_measured, run_python, save_rows
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.host_settings import SPEEDUPS, using
+from pcctune.host_settings import SPEEDUPS, SPEEDUPS_ENV, using
 from pcctune.paths import CACHE_ENV
 
 HERE = Path(__file__).resolve().parent
@@ -333,6 +333,7 @@ def decoder_rows(args: argparse.Namespace) -> Rows:
 # --- 6. training: the demo's stage against a plain sentence-transformers script ----------------------
 
 PLAIN = "plain sentence-transformers script (CosineSimilarityLoss)"
+SETTINGS_OFF = "pcctune train, speed settings off"  # PCCTUNE_CPU_SPEEDUPS=0 and onednn: false
 PARTS_OF_JOB = ("train_runtime_s", "dev_eval_s", "test_eval_s")
 
 
@@ -404,14 +405,15 @@ def train_work(config: Any, train: list[dict], texts: dict[str, list[str]]) -> d
 
 
 def train_commands(args: argparse.Namespace, work: Path, prepared: dict) -> dict[str, list[str]]:
-    """The three jobs, each completed by its output folder: ``pcctune train`` of ``--train-config``, the same with
-    ``loss: cosine_mse``, and the plain script with the stage's settings (its evaluator at ``--st-batch-size``)."""
+    """The four jobs, each completed by its output folder: ``pcctune train`` of ``--train-config``, the same with
+    ``loss: cosine_mse``, the same with every speed setting off (:data:`SETTINGS_OFF`), and the plain script with
+    the stage's settings (its evaluator at ``--st-batch-size``)."""
     ours = ["-m", "pcctune.cli", "train", str(args.train_config), *data_flag(args)]
     ours += [flag for key, value in train_overrides(args).items() for flag in ("--set", f"{key}={value}")]
     plain = [str(HERE / "_plain_st_train.py"), "--model", prepared["model_path"], "--data", str(work)]
     plain += flags_of(prepared["settings"] | {"eval_batch_size": args.st_batch_size or 64})
-    cosine = [*ours, "--set", "stages.0.loss=cosine_mse"]
-    return {"pcctune train": ours, "pcctune train, loss cosine_mse": cosine} | {PLAIN: plain}
+    cosine, off = [*ours, "--set", "stages.0.loss=cosine_mse"], [*ours, "--set", "onednn=false"]
+    return {"pcctune train": ours, "pcctune train, loss cosine_mse": cosine, SETTINGS_OFF: off} | {PLAIN: plain}
 
 
 def pcctune_parts(out: Path) -> dict:
@@ -446,7 +448,8 @@ def train_rows(args: argparse.Namespace) -> Rows:
     for repeat in range(args.repeats):
         for number, (label, command) in enumerate(commands.items()):
             out = work / f"run-{repeat}-{number}"
-            ran = run_measured([*command, "--output" if label == PLAIN else "--output-dir", str(out)])
+            env = {SPEEDUPS_ENV: "0"} if label == SETTINGS_OFF else None
+            ran = run_measured([*command, "--output" if label == PLAIN else "--output-dir", str(out)], env)
             parts = json.loads(ran.last) if label == PLAIN else pcctune_parts(out)
             runs[label].append({"seconds": ran.seconds, "cpu_s": ran.cpu_s, "peak_mb": ran.peak_mb} | parts)
             shutil.rmtree(out, ignore_errors=True)

@@ -190,8 +190,25 @@ def test_lora_on_a_4bit_model_gets_the_same_gradients_through_oneDNN(tiny_llama)
         torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("onednn", [True, False])
+def test_only_4bit_routes_a_qlora_models_4bit_layers_and_leaves_its_float32_ones(tiny_llama):
+    from peft import LoraConfig, TaskType
+
+    from pcctune.modeling.quantization import linear_4bit_layers
+
+    model = build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"}, device="cpu")
+    model.add_adapter(LoraConfig(r=4, target_modules="all-linear", task_type=TaskType.FEATURE_EXTRACTION))
+    float32 = [m for m in model.modules() if type(m) is nn.Linear and m.weight.dtype == torch.float32]
+    assert float32  # the LoRA factors
+    with onednn_linears(model, only_4bit=True) as count:
+        routed = {type(layer).__name__ for layer in linear_4bit_layers(model)}
+        assert routed == {"OneDNNLinear4bit"} and count == len(linear_4bit_layers(model))
+        assert all(type(m) is nn.Linear for m in float32)
+    assert {type(layer).__name__ for layer in linear_4bit_layers(model)} != {"OneDNNLinear4bit"}
+
+
+@pytest.mark.parametrize("onednn", [True, False, "auto"])
 def test_a_run_trains_through_oneDNN_unless_told_not_to(onednn, tiny_bert, shared_senteval, tmp_path):
+    """``on`` (``true``) routes a float32 model's layers in training; ``off`` (``false``) and ``auto`` do not."""
     config = tiny_run(tiny_bert, shared_senteval, pairs_jsonl(tmp_path / "pairs.jsonl"), tmp_path / "run")
     config["onednn"] = onednn
     config["stages"][0] |= {"max_steps": 2, "dev": "none"}
@@ -205,7 +222,7 @@ def test_a_run_trains_through_oneDNN_unless_told_not_to(onednn, tiny_bert, share
     with mock.patch("pcctune.modeling.onednn._gemm", side_effect=spy):
         pcctune.train(pcctune.RunConfig.model_validate(config), overwrite=True)
     linears = sum(type(m) is nn.Linear for m in build_model(str(tiny_bert), device="cpu").modules())
-    if onednn:  # each linear layer's forward in each of the 2 steps, and the gradients' products
+    if onednn is True:  # each linear layer's forward in each of the 2 steps, and the gradients' products
         assert sum(training) >= 2 * linears
     else:
         assert sum(training) == 0

@@ -206,3 +206,21 @@ def test_every_claim_config_validates(path):
 
     config = load_config(path)
     assert config.stages and all(stage.loss in LOSSES for stage in config.stages)
+
+
+def test_the_leakage_grids_transfer_table_and_verdict_read_each_model_against_the_base():
+    from reproductions.leakage.leakage import transfer_table, transfer_verdicts
+
+    tasks = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
+    scores = {
+        "base": dict.fromkeys(tasks, 80.0) | {"avg": 80.0},
+        "minilm-sentence-pearson-seed1": dict.fromkeys(tasks, 79.5) | {"avg": 79.5},
+        "minilm-pair-cosine_mse-seed2": dict.fromkeys(tasks, 80.25) | {"avg": 80.25},
+    }
+    lines = transfer_table(scores).splitlines()
+    assert lines[2].startswith("| base model | 80.00 |") and lines[2].endswith("| 80.00 | — |")
+    assert lines[3].endswith("| 79.50 | -0.50 |") and lines[4].endswith("| 80.25 | +0.25 |")
+    sentence, pair = transfer_verdicts(scores)
+    assert "transfer, sentence" in sentence and sentence.endswith("pearson -0.50")
+    assert "transfer, pair" in pair and pair.endswith("cosine_mse +0.25")
+    assert transfer_verdicts({k: v for k, v in scores.items() if k != "base"}) == []

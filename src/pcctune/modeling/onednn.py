@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import torch
@@ -179,10 +179,11 @@ def routed_class(module: nn.Module) -> type[nn.Module] | None:
     return _onednn_linear_4bit_class() if linear_4bit is not None and type(module) is linear_4bit else None
 
 
-def _route(module: nn.Module) -> Undo | None:
-    """Give ``module`` its routed class; how to give it back its own (``None`` where it keeps its own)."""
+def _route(module: nn.Module, only_4bit: bool = False) -> Undo | None:
+    """Give ``module`` its routed class; how to give it back its own (``None`` where it keeps its own, and for a
+    float32 layer where ``only_4bit``)."""
     new, own = routed_class(module), type(module)
-    if new is None:
+    if new is None or (only_4bit and new is OneDNNLinear):
         return None
     module.__class__ = new
 
@@ -193,12 +194,13 @@ def _route(module: nn.Module) -> Undo | None:
 
 
 @contextmanager
-def onednn_linears(model: nn.Module, active: bool = True) -> Iterator[int]:
-    """Route ``model``'s routable linear layers through oneDNN inside the block; yields how many are routed (0 when
-    ``active`` is false or torch has no oneDNN). Blocks on the same layers may overlap, in one thread or several:
-    the last to end gives the layers their own classes back (``shared_changes``)."""
+def onednn_linears(model: nn.Module, active: bool = True, only_4bit: bool = False) -> Iterator[int]:
+    """Route ``model``'s routable linear layers (only its 4-bit ones where ``only_4bit``) through oneDNN inside the
+    block; yields how many are routed (0 when ``active`` is false or torch has no oneDNN). Blocks on the same layers
+    may overlap, in one thread or several: the last to end gives the layers their own classes back
+    (``shared_changes``)."""
     if not (active and torch.backends.mkldnn.is_available()):
         yield 0
         return
-    with shared_changes(model.modules(), "onednn", _route) as routed:
+    with shared_changes(model.modules(), "onednn", partial(_route, only_4bit=only_4bit)) as routed:
         yield routed

@@ -305,10 +305,12 @@ class RunConfig(Strict):
         "none",
         description="the HF Trainer's logging integration (install its package: tensorboard, wandb, mlflow, trackio)",
     )
-    onednn: bool = Field(
-        True,
-        description="train float32 linear layers on CPU by oneDNN's GEMM where torch has it (faster training "
-        "steps, benchmarks/results/speed; the same results up to float rounding); false: torch's default (MKL)",
+    onednn: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="the CPU kernel of a training stage's linear layers where torch has oneDNN: auto routes QLoRA's "
+        "4-bit layers through oneDNN's GEMM and leaves float32 ones on torch's default (each the faster of the two "
+        "measured, benchmarks/results/speed); on routes both, off neither (true and false mean on and off); "
+        "the same results up to float rounding",
     )
     seed: int = Field(42, description="seeds the trainer, the data order and the weights pcctune initialises")
     data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
@@ -323,6 +325,12 @@ class RunConfig(Strict):
     @classmethod
     def _valid_template(cls, value: str | None) -> str | None:
         return None if value is None else Template.parse(value).text
+
+    @field_validator("onednn", mode="before")
+    @classmethod
+    def _onednn_switch(cls, value: Any) -> Any:
+        """``true``/``false`` (the field's boolean form before ``auto`` existed) mean ``on``/``off``."""
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
 
 def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:

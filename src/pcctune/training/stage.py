@@ -309,7 +309,7 @@ def run_stage(
             training_lengths(model, stage) as own_lengths,
             memory,
             disk_errors(stage, stage_dir),
-            onednn_linears(model, active=run.onednn),
+            onednn_linears(model, active=run.onednn != "off", only_4bit=run.onednn == "auto"),
         ):
             trainer.own_lengths = own_lengths
             trainer.train(resume_from_checkpoint=checkpoint)

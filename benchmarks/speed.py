@@ -333,7 +333,8 @@ def decoder_rows(args: argparse.Namespace) -> Rows:
 # --- 6. training: the demo's stage against a plain sentence-transformers script ----------------------
 
 PLAIN = "plain sentence-transformers script (CosineSimilarityLoss)"
-SETTINGS_OFF = "pcctune train, speed settings off"  # PCCTUNE_CPU_SPEEDUPS=0 and onednn: false
+SETTINGS_OFF = "pcctune train, speed settings off"
+ENVS = {SETTINGS_OFF: {SPEEDUPS_ENV: "0"}}  # and onednn: false (train_commands)
 PARTS_OF_JOB = ("train_runtime_s", "dev_eval_s", "test_eval_s")
 
 
@@ -448,14 +449,14 @@ def train_rows(args: argparse.Namespace) -> Rows:
     for repeat in range(args.repeats):
         for number, (label, command) in enumerate(commands.items()):
             out = work / f"run-{repeat}-{number}"
-            env = {SPEEDUPS_ENV: "0"} if label == SETTINGS_OFF else None
-            ran = run_measured([*command, "--output" if label == PLAIN else "--output-dir", str(out)], env)
+            ran = run_measured([*command, "--output" if label == PLAIN else "--output-dir", str(out)], ENVS.get(label))
             parts = json.loads(ran.last) if label == PLAIN else pcctune_parts(out)
             runs[label].append({"seconds": ran.seconds, "cpu_s": ran.cpu_s, "peak_mb": ran.peak_mb} | parts)
             shutil.rmtree(out, ignore_errors=True)
             print(f"  {label}: {ran.seconds:.1f} s, {ran.cpu_s:.1f} CPU s, {ran.peak_mb:.0f} MB", flush=True)
     shutil.rmtree(work, ignore_errors=True)
-    shown = {label: shlex.join(["python", *command]) for label, command in commands.items()}
+    env = {label: [f"{k}={v}" for k, v in ENVS.get(label, {}).items()] for label in commands}
+    shown = {label: shlex.join([*env[label], "python", *command]) for label, command in commands.items()}
     return [
         train_row(runs[label], runs[PLAIN], prepared, machine) | {"label": label, "command": shown[label]}
         for label in runs

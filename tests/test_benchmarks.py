@@ -71,7 +71,7 @@ def test_the_plain_training_script_has_no_pcctune_in_it():
 
 
 def test_speed_train_runs_quick_and_records_each_job_with_its_parts_cpu_and_flops(tmp_path):
-    """``--only train decoder-step startup --quick``: the three training jobs, the two steps and the two start-ups,
+    """``--only train decoder-step startup --quick``: the four training jobs, the two steps and the two start-ups,
     each row with what it says."""
     parts = ("train", "decoder-step", "startup")
     done = _run(ROOT / "benchmarks" / "speed.py", "--quick", "--only", *parts, "--output", str(tmp_path))
@@ -79,8 +79,12 @@ def test_speed_train_runs_quick_and_records_each_job_with_its_parts_cpu_and_flop
     record = BenchmarkResult.from_disk(tmp_path / "runs.json")
     jobs = {row.label: row for row in record.rows if row.details["what"] == "train"}
     plain = jobs.pop("plain sentence-transformers script (CosineSimilarityLoss)")
-    assert set(jobs) == {"pcctune train", "pcctune train, loss cosine_mse"}
+    assert set(jobs) == {"pcctune train", "pcctune train, loss cosine_mse", "pcctune train, speed settings off"}
     assert "--set stages.0.loss=cosine_mse" in jobs["pcctune train, loss cosine_mse"].details["command"]
+    assert "--set onednn=false" in jobs["pcctune train, speed settings off"].details["command"]
+    off = jobs["pcctune train, speed settings off"]
+    assert off.details["command"].startswith("PCCTUNE_CPU_SPEEDUPS=0 python")
+    assert abs(off.sts["avg"] - jobs["pcctune train"].sts["avg"]) < 0.05  # the settings change no number
     assert "_plain_st_train.py" in plain.details["command"] and "--batch-size 2" in plain.details["command"]
     for row in [*jobs.values(), plain]:
         details = row.details

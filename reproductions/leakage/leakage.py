@@ -359,6 +359,8 @@ def measure(args: argparse.Namespace) -> Measured:
     if args.model:
         args.runs = Path(args.output) / "runs"
     train_missing(args)
+    if not args.model:
+        write_summary(args)
     rows = collect(args)
     settings = (
         "all-MiniLM-L6-v2's stage 2 on the stage-2 set filtered at each level (SICK-R rescaled to 0-5), five losses "

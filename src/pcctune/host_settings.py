@@ -54,7 +54,7 @@ _CHOSEN: ContextVar[HostSettings | None] = ContextVar("pcctune_host_settings", d
 
 def host_settings() -> HostSettings:
     """The settings in force here: the innermost ``using`` block's, else those ``PCCTUNE_CPU_SPEEDUPS`` names
-    (:func:`from_environment`), else ``LIBRARY_DEFAULT``."""
+    (``from_environment``), else ``LIBRARY_DEFAULT``."""
     chosen = _CHOSEN.get()
     if chosen is not None:
         return chosen

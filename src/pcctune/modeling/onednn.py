@@ -14,7 +14,10 @@ Results equal MKL's up to float rounding (tested, forward and gradients). Blocks
 thread or several (``shared_changes``); code outside them that uses the model meanwhile sees
 the routed classes, so encoding routes only where the host settings ask (``pcctune.host_settings``: the
 ``pcctune`` command does, the Python API not unless asked) and training where its run config says
-(``onednn``).
+(``onednn``). A training step reorders no weight (they change at every step), and there the float32 route lost on
+the AVX2-only AMD EPYC: all-MiniLM-L6-v2 at batch 64, 3.20 s a cosine-MSE step against 2.41 s on torch's default
+and 1.66 s against 1.37 s a Pearson step, with more memory (``benchmarks/results/speed``). A run's default
+(``onednn: auto``) therefore routes only QLoRA's 4-bit layers (``only_4bit``), whose route won (below).
 
 Inside ``frozen_weights`` (one call of the encoder, whose weights do not change meanwhile) the weight is
 handed to oneDNN already reordered into its blocked GEMM layout (``torch.ops.mkldnn._reorder_linear_weight``, as

@@ -65,8 +65,12 @@ def from_environment(default: HostSettings) -> HostSettings:
     """The settings ``PCCTUNE_CPU_SPEEDUPS`` names: ``1`` (or ``all``) ``SPEEDUPS``, ``0`` ``LIBRARY_DEFAULT``, a
     comma-separated list of field names those of ``SPEEDUPS`` and the rest off; unset or empty: ``default``."""
     value = os.environ.get(SPEEDUPS_ENV, "").strip().lower()
-    if value in ("", "1", "all", "0"):
-        return {"": default, "0": LIBRARY_DEFAULT}.get(value, SPEEDUPS)
+    if value == "":
+        return default
+    if value == "0":
+        return LIBRARY_DEFAULT
+    if value in ("1", "all"):
+        return SPEEDUPS
     names = {name.strip() for name in value.split(",") if name.strip()}
     unknown = names - set(HostSettings.__dataclass_fields__)
     if unknown:

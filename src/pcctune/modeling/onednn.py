@@ -43,13 +43,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import cache, partial
+from functools import cache
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from pcctune.modeling.quantization import loaded_linear_4bit_type
+from pcctune.modeling.quantization import linear_4bit_layers, loaded_linear_4bit_type
 from pcctune.modeling.shared_changes import Undo, shared_changes
 
 
@@ -182,11 +182,10 @@ def routed_class(module: nn.Module) -> type[nn.Module] | None:
     return _onednn_linear_4bit_class() if linear_4bit is not None and type(module) is linear_4bit else None
 
 
-def _route(module: nn.Module, only_4bit: bool = False) -> Undo | None:
-    """Give ``module`` its routed class; how to give it back its own (``None`` where it keeps its own, and for a
-    float32 layer where ``only_4bit``)."""
+def _route(module: nn.Module) -> Undo | None:
+    """Give ``module`` its routed class; how to give it back its own (``None`` where it keeps its own)."""
     new, own = routed_class(module), type(module)
-    if new is None or (only_4bit and new is OneDNNLinear):
+    if new is None:
         return None
     module.__class__ = new
 
@@ -205,5 +204,6 @@ def onednn_linears(model: nn.Module, active: bool = True, only_4bit: bool = Fals
     if not (active and torch.backends.mkldnn.is_available()):
         yield 0
         return
-    with shared_changes(model.modules(), "onednn", partial(_route, only_4bit=only_4bit)) as routed:
+    layers = linear_4bit_layers(model) if only_4bit else model.modules()
+    with shared_changes(layers, "onednn", _route) as routed:
         yield routed

@@ -330,7 +330,9 @@ class RunConfig(Strict):
     @classmethod
     def _onednn_switch(cls, value: Any) -> Any:
         """``true``/``false`` (the field's boolean form before ``auto`` existed) mean ``on``/``off``."""
-        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
 
 
 def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:

@@ -246,34 +246,85 @@ def neighbours(args: argparse.Namespace, losses: tuple[str, ...]) -> Iterator[tu
                     yield Cell(MINILM, level, loss, data), settings or {}, seed, True
 
 
-def train_missing(args: argparse.Namespace) -> None:
-    """Train the planned runs that have no record yet (at most ``--max-runs``), one at a time, rewriting the table
-    and verdict after each."""
-    done = 0
-    while args.max_runs is None or done < args.max_runs:
-        transfer_missing(args)
-        todo = next(
-            (
-                (cell, settings, seed, score)
-                for cell, settings, seed, score in plan(args)
-                if not record_path(args, cell, settings, seed, score).is_file()
-            ),
-            None,
-        )
-        if todo is None:
-            return
-        cell, settings, seed, score = todo
+def missing_runs(args: argparse.Namespace) -> Iterator[tuple[str, RunConfig, Path, bool]]:
+    """(name, config, record, scored on the test sets) of each planned run that has no record yet."""
+    for cell, settings, seed, score in plan(args):
         record = record_path(args, cell, settings, seed, score)
-        name = record.stem
-        print(f"[{done + 1}] {name}", flush=True)
+        if record.is_file():
+            continue
         stage_settings = {key: value for key, value in settings.items() if key != "trial"}
         per_epoch = steps_per_epoch(args, cell, stage_settings.get("batch_size", 32))
         stage_settings["eval_steps"] = max(1, per_epoch // EVALUATIONS_PER_EPOCH)
+        name = record.stem
         config = config_of(cell, stage_settings, seed, args.runs / name, args.data, bool(args.model), args.model or "")
+        yield name, config, record, score
+
+
+def train_missing(args: argparse.Namespace) -> None:
+    """Train the planned runs that have no record yet (at most ``--max-runs``), one at a time (``--jobs N``: up to N
+    at once), rewriting the table and verdict after each."""
+    if args.jobs > 1:
+        return train_in_parallel(args)
+    done = 0
+    while args.max_runs is None or done < args.max_runs:
+        transfer_missing(args)
+        todo = next(missing_runs(args), None)
+        if todo is None:
+            return
+        name, config, record, score = todo
+        print(f"[{done + 1}] {name}", flush=True)
         train_once(config, record, score)
         done += 1
         if score and not args.model:
             write_summary(args)
+    return None
+
+
+def train_in_parallel(args: argparse.Namespace) -> None:
+    """``--jobs N``: up to N runs and transfer evaluations at once, each in a fresh process with an equal share of
+    the CPU's cores, each started as soon as the records decide it (a seed run once its cell's trials have all
+    run). For a machine with a GPU and many cores; on two cores one at a time is as fast. The runs' settings and
+    records are those of the sequential runner; only the order in which they finish differs."""
+    import multiprocessing
+    import os
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    threads = max(1, (os.cpu_count() or 1) // args.jobs)
+    context = multiprocessing.get_context("spawn")
+    running: dict[str, Future[Any]] = {}
+    done = 0
+    with ProcessPoolExecutor(args.jobs, context, set_threads, (threads,), max_tasks_per_child=1) as pool:
+        while True:
+            for name, job, *job_args in ready_jobs(args):
+                if len(running) >= args.jobs or (args.max_runs is not None and done + len(running) >= args.max_runs):
+                    break
+                if name not in running:
+                    print(f"[start] {name}", flush=True)
+                    running[name] = pool.submit(job, *job_args)
+            if not running:
+                return
+            finished, _ = wait(running.values(), return_when=FIRST_COMPLETED)
+            for name in [name for name, future in running.items() if future in finished]:
+                running.pop(name).result()
+                done += not name.startswith("transfer ")
+                print(f"[done] {name}", flush=True)
+            if not args.model:
+                write_summary(args)
+
+
+def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
+    """(name, function, its arguments) of each job the records allow now: transfer evaluations, then runs."""
+    for name, model, record in missing_transfers(args):
+        yield f"transfer {name}", transfer_once, model, record, args.data
+    for name, config, record, score in missing_runs(args):
+        yield name, train_once, config, record, score
+
+
+def set_threads(threads: int) -> None:
+    """A parallel job's share of the cores."""
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def transfer_models(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
@@ -291,12 +342,9 @@ def transfer_models(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
             yield f"{cell.name}-seed{best}", results[best].stages[0].final_dir
 
 
-def transfer_missing(args: argparse.Namespace) -> None:
-    """What stage 2 costs elsewhere: the seven SentEval transfer tasks of each model of :func:`transfer_models`
-    (``records/transfer/NAME.json``, scikit-learn's probe), base model included, as soon as a searched level's first
-    seeds have all run; a model whose run folder is gone (another machine) is left out, and said so."""
-    from reproductions._common import pcctune
-
+def missing_transfers(args: argparse.Namespace) -> Iterator[tuple[str, str, Path]]:
+    """(record name, model, record) of each model of :func:`transfer_models` without a transfer record; a model
+    whose run folder is gone (another machine) is left out, and said so."""
     if args.model:
         return
     for name, model in transfer_models(args):
@@ -306,11 +354,24 @@ def transfer_missing(args: argparse.Namespace) -> None:
         if name != "base" and not Path(model).is_dir():
             print(f"[transfer] {name}: its model {model} is not on this machine; left out", flush=True)
             continue
+        yield name, model, record
+
+
+def transfer_missing(args: argparse.Namespace) -> None:
+    """What stage 2 costs elsewhere: the seven SentEval transfer tasks of each model of :func:`transfer_models`
+    (``records/transfer/NAME.json``, scikit-learn's probe), base model included, as soon as a searched level's first
+    seeds have all run."""
+    for name, model, record in missing_transfers(args):
         print(f"[transfer] {name}", flush=True)
-        pcctune(
-            ["eval", model, "--tasks", "transfer", "--output", str(record), *(["--data", args.data] * bool(args.data))]
-        )
+        transfer_once(model, record, args.data)
         write_summary(args)
+
+
+def transfer_once(model: str, record: Path, data: str | None) -> None:
+    """``pcctune eval MODEL --tasks transfer`` into ``record``."""
+    from reproductions._common import pcctune
+
+    pcctune(["eval", model, "--tasks", "transfer", "--output", str(record), *(["--data", data] * bool(data))])
 
 
 def record_path(args: argparse.Namespace, cell: Cell, settings: dict[str, Any], seed: int, score: bool) -> Path:
@@ -543,6 +604,7 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-runs", type=int, default=None, help="stop after training this many runs")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each in its own process (a GPU machine)")
     parser.add_argument("--runs", type=Path, default=Path("runs/leakage"), help="folder of the run folders")
     parser.add_argument("--model", default=None, help="replace every run's model (--quick: a tiny one)")
     parser.add_argument("--levels", nargs="*", type=LeakageLevel, default=[SENTENCE, PAIR], help="searched levels")

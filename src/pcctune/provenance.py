@@ -36,10 +36,31 @@ def _portable_name(path: Path, root: Path | None) -> str:
 
 
 def library_versions() -> dict[str, str]:
+    """The versions of Python and of :data:`LIBRARIES`, and the ``device`` the numbers were computed on."""
     versions = {"python": platform.python_version()}
     for name in LIBRARIES:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "not installed"
-    return versions
+    return versions | {"device": compute_device()}
+
+
+def compute_device() -> str:
+    """Where torch computes: ``cuda: <the GPU's name>`` when it sees a GPU, else ``cpu: <the CPU's model name>``
+    (GPU and CPU kernels give scores that differ in their last digits)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda: {torch.cuda.get_device_name(0)}"
+    return f"cpu: {cpu_model_name()}"
+
+
+def cpu_model_name() -> str:
+    """The CPU's model name as ``lscpu`` gives it (``/proc/cpuinfo`` on Linux), else :func:`platform.processor`."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"

@@ -224,3 +224,43 @@ def test_the_leakage_grids_transfer_table_and_verdict_read_each_model_against_th
     assert "transfer, sentence" in sentence and sentence.endswith("pearson -0.50")
     assert "transfer, pair" in pair and pair.endswith("cosine_mse +0.25")
     assert transfer_verdicts({k: v for k, v in scores.items() if k != "base"}) == []
+
+
+def test_the_leakage_grid_plans_mpnet_last_with_minilms_winners(tmp_path):
+    import argparse
+
+    from reproductions.leakage.leakage import HERE as GRID
+    from reproductions.leakage.leakage import LOSSES, MINILM, MPNET, PAIR, SENTENCE, Cell, plan, record_path, winner
+
+    shutil.copytree(GRID / "records", tmp_path / "records", ignore=shutil.ignore_patterns("mpnet-*"))
+    args = argparse.Namespace(output=tmp_path, model=None, levels=[SENTENCE, PAIR], losses=list(LOSSES))
+    missing = [
+        (cell, settings, seed)
+        for cell, settings, seed, score in plan(args)
+        if not record_path(args, cell, settings, seed, score).is_file()
+    ]
+    assert [cell.model for cell, _, _ in missing] == [MPNET] * 12
+    assert [cell.level for cell, _, _ in missing] == [SENTENCE] * 6 + [PAIR] * 6
+    for cell, settings, seed in missing:
+        assert cell.loss in ("pearson", "cosine_mse") and seed in (1, 2, 3)
+        assert settings == winner(args, Cell(MINILM, cell.level, cell.loss))
+
+
+def test_the_leakage_grids_parallel_runner_starts_each_job_once_the_records_allow_it(tmp_path, monkeypatch):
+    import argparse
+
+    from reproductions.leakage import leakage
+
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+
+    def ready(args):  # the second job needs the first one's record, as a seed run needs its cell's trials
+        if not first.is_file():
+            yield "first", Path.write_text, first, "1"
+        elif not second.is_file():
+            yield "second", Path.write_text, second, "2"
+
+    monkeypatch.setattr(leakage, "ready_jobs", ready)
+    leakage.train_in_parallel(argparse.Namespace(jobs=2, max_runs=1, model="tiny"))
+    assert first.read_text() == "1" and not second.exists()
+    leakage.train_in_parallel(argparse.Namespace(jobs=2, max_runs=None, model="tiny"))
+    assert second.read_text() == "2"

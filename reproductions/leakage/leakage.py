@@ -92,7 +92,7 @@ class Cell:
         return f"{short}-{self.level.value}{kind}-{self.loss}"
 
 
-MINILM = "all-MiniLM-L6-v2"
+MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
 SENTENCE, PAIR = LeakageLevel.sentence, LeakageLevel.pair
 
 
@@ -228,22 +228,25 @@ def plan(args: argparse.Namespace) -> Iterator[tuple[Cell, dict[str, Any], int, 
 
 
 def neighbours(args: argparse.Namespace, losses: tuple[str, ...]) -> Iterator[tuple[Cell, dict[str, Any], int, bool]]:
-    """The cells that reuse the winners of their level's nearest searched neighbour: the control (``sentence``'s:
-    the same training size), ``normalized`` and ``near`` (``pair``'s), Pearson and the best other loss."""
+    """The cells that reuse MiniLM's winners at their nearest searched level, Pearson and the best other loss: the
+    control (``sentence``'s: the same training size), ``normalized`` and ``near`` (``pair``'s), then all-mpnet-base-v2
+    at ``sentence`` and at ``pair`` (the slowest cells: last)."""
     if args.model:
         return
     for searched, cells in (
-        (SENTENCE, [("control", PAIR)]),
-        (PAIR, [("stage2", LeakageLevel.normalized), ("stage2", LeakageLevel.near)]),
+        (SENTENCE, [(MINILM, "control", PAIR)]),
+        (PAIR, [(MINILM, "stage2", LeakageLevel.normalized), (MINILM, "stage2", LeakageLevel.near)]),
+        (SENTENCE, [(MPNET, "stage2", SENTENCE)]),
+        (PAIR, [(MPNET, "stage2", PAIR)]),
     ):
         other = best_other(args, searched, losses)
         if other is None:
             continue
-        for data, level in cells:
+        for model, data, level in cells:
             for loss in ("pearson", other):
                 settings = winner(args, Cell(MINILM, searched, loss))
                 for seed in SEEDS:
-                    yield Cell(MINILM, level, loss, data), settings or {}, seed, True
+                    yield Cell(model, level, loss, data), settings or {}, seed, True
 
 
 def missing_runs(args: argparse.Namespace) -> Iterator[tuple[str, RunConfig, Path, bool]]:
@@ -519,7 +522,8 @@ def verdicts(rows: Rows) -> list[str]:
 
     found = groups(rows)
     lines = []
-    for prefix in ("minilm-sentence", "minilm-pair", "minilm-pair-control", "minilm-normalized", "minilm-near"):
+    prefixes = ("minilm-sentence", "minilm-pair", "minilm-pair-control", "minilm-normalized", "minilm-near")
+    for prefix in (*prefixes, "mpnet-sentence", "mpnet-pair"):
         cells = {cell.removeprefix(prefix + "-"): group for cell, group in found.items() if cell.startswith(prefix)}
         cells = {loss: group for loss, group in cells.items() if loss in LOSSES}
         if "pearson" not in cells or len(cells) < 2:
@@ -548,22 +552,26 @@ LABELS = {
 """Each loss's row label in the front page's table."""
 
 
-def readme_rows(level: str = "sentence") -> dict[str, list[str]]:
-    """The front page's table at ``level``, from the records: per loss, its seeds, the seven-task average (mean ±
-    std) and Pearson − the loss with its 95 % interval over paired seeds."""
+def readme_rows(levels: tuple[str, ...] = ("sentence", "pair")) -> dict[str, list[str]]:
+    """The front page's table, from the records: per loss, its seeds (``a / b`` where the levels differ), then at
+    each level the seven-task average (mean ± std) and Pearson − the loss with its 95 % interval over paired seeds."""
     from pcctune.evaluation.compare import seed_difference
 
     found = groups(collect(argparse.Namespace(output=HERE)))
-    averages = {loss: seed_averages(found.get(f"minilm-{level}-{loss}", [])) for loss in LOSSES}
     rows = {}
-    for loss, runs in averages.items():
-        if not runs:
+    for loss in LOSSES:
+        by_level = [seed_averages(found.get(f"minilm-{level}-{loss}", [])) for level in levels]
+        if not all(by_level):
             continue
-        difference = "—"
-        if loss != "pearson" and averages["pearson"]:
-            d = seed_difference(runs, averages["pearson"])
-            difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
-        rows[LABELS[loss]] = [str(len(runs)), _cell_text(list(runs.values())), difference]
+        cells = [" / ".join(dict.fromkeys(str(len(runs)) for runs in by_level))]
+        for level, runs in zip(levels, by_level, strict=True):
+            pearson = seed_averages(found.get(f"minilm-{level}-pearson", []))
+            difference = "—"
+            if loss != "pearson" and pearson:
+                d = seed_difference(runs, pearson)
+                difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
+            cells += [_cell_text(list(runs.values())), difference]
+        rows[LABELS[loss]] = cells
     return rows
 
 
@@ -587,7 +595,8 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     levels = [level.value for level in LeakageLevel]
     for offset, loss in enumerate(LOSSES):
         for x, level in enumerate(levels):
-            values = [r["sts"]["avg"] for r in rows if (r["level"], r["loss"], r["data"]) == (level, loss, "stage2")]
+            key = ("minilm", level, loss, "stage2")
+            values = [r["sts"]["avg"] for r in rows if (r["model"], r["level"], r["loss"], r["data"]) == key]
             if values:
                 position = x + (offset - 2) * 0.15
                 ax.bar(position, statistics.mean(values), width=0.14, color=f"C{offset}", alpha=0.5)

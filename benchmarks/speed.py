@@ -21,9 +21,9 @@
 7. **A step against an earlier pcctune** (``decoder-step``). The ``train-step`` of ``--model`` by this checkout
    against the same by ``--baseline`` (a git revision), alternating: a GGUF decoder that no plain script loads is
    compared with pcctune's own step before a change.
-8. **Start-up** (``startup``). ``pcctune train --train-config`` up to its first training step in a fresh process,
-   with an empty cache and then again (the leakage checks served from the cache): seconds from the process's start
-   to the first step, and whether the two leakage reports are the same.
+8. **Start-up** (``startup``). ``pcctune train --train-config`` to its first training step, in a fresh process with
+   an empty cache, then again (the leakage checks and, with ``--score-base``, the base model's test scores cached):
+   seconds from the process's start to the first step, and whether the two leakage reports are the same.
 
     python benchmarks/speed.py --only eval --model all-MiniLM-L6-v2
     python benchmarks/speed.py --only eval --model smollm2-135m --template eol --sample 300  # a quick look
@@ -42,6 +42,7 @@ MKL_ENABLE_INSTRUCTIONS=AVX2``. Prints markdown tables and saves them (``table.m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -60,7 +61,8 @@ from typing import Any
 from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_measured, run_python, save_rows
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.host_settings import SPEEDUPS, SPEEDUPS_ENV, using
-from pcctune.paths import CACHE_ENV
+from pcctune.orchestration.base_scores import KIND as BASE_SCORES
+from pcctune.paths import CACHE_ENV, cache_root
 
 HERE = Path(__file__).resolve().parent
 ST_LABEL = "sentence-transformers EmbeddingSimilarityEvaluator"
@@ -90,16 +92,10 @@ def cpu() -> dict[str, Any]:
     lanes = 16 if capability.startswith("AVX512") else 8
     fp32_peak = cores * ghz * 2 * lanes * 2
     bf16_peak = cores * ghz * 1024 if "amx_bf16" in flags else 2 * fp32_peak if "avx512_bf16" in flags else None
-    return {
-        "model": fields.get("Model name") or procinfo.get("model name", "unknown"),
-        "simd_flags": [f for f in flags if SIMD.match(f)],
-        "cores": cores,
-        "ghz": ghz,
-        "torch_capability": capability,
-        "torch_threads": torch.get_num_threads(),
-        "fp32_peak_gflops": fp32_peak,
-        "bf16_peak_gflops": bf16_peak,
-    }
+    model = fields.get("Model name") or procinfo.get("model name", "unknown")
+    machine = {"model": model, "simd_flags": [f for f in flags if SIMD.match(f)], "cores": cores, "ghz": ghz}
+    machine |= {"torch_capability": capability, "torch_threads": torch.get_num_threads()}
+    return machine | {"fp32_peak_gflops": fp32_peak, "bf16_peak_gflops": bf16_peak}
 
 
 def cpu_line(machine: dict[str, Any]) -> str:
@@ -453,6 +449,7 @@ def train_rows(args: argparse.Namespace) -> Rows:
             parts = json.loads(ran.last) if label == PLAIN else pcctune_parts(out)
             runs[label].append({"seconds": ran.seconds, "cpu_s": ran.cpu_s, "peak_mb": ran.peak_mb} | parts)
             shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(cache_root() / BASE_SCORES, ignore_errors=True)  # every job scores its base model itself
             print(f"  {label}: {ran.seconds:.1f} s, {ran.cpu_s:.1f} CPU s, {ran.peak_mb:.0f} MB", flush=True)
     shutil.rmtree(work, ignore_errors=True)
     env = {label: [f"{k}={v}" for k, v in ENVS.get(label, {}).items()] for label in commands}
@@ -486,14 +483,14 @@ def train_row(runs: list[dict], plain: list[dict], prepared: dict, machine: dict
 
 # --- 8. start-up: the cached leakage checks ----------------------------------------------------------
 
-STARTS = ("first run (nothing cached)", "second run (cache hit)")
+STARTS, NO_TESTS = ("first run (nothing cached)", "second run (cache hit)"), {"evaluate_before": False}
 
 
 def startup_rows(args: argparse.Namespace) -> Rows:
     """``--repeats`` fresh cache folders, two ``--one startup`` processes in each (:data:`STARTS`); a row per kind
     with its seconds, and whether every pair of leakage reports is the same."""
     given = {key: getattr(args, key) for key in ("model", "batch", "train_config", "data")}
-    pairs = []
+    given["score_base"], pairs = "1" if args.score_base else None, []
     for _ in range(args.repeats):
         work = Path(tempfile.mkdtemp(prefix="speed-startup-"))
         command = [str(HERE / "speed.py"), *flags_of(given | {"work": work / "run"}), "--one", "startup"]
@@ -510,7 +507,8 @@ def startup_rows(args: argparse.Namespace) -> Rows:
 
 def startup_seconds(args: argparse.Namespace) -> dict:
     """(``--one``) Seconds from this process's start to the first training step of ``--train-config`` (output in
-    ``--work``; no test evaluations; the run stops after that step), and its stage-2 set's leakage report."""
+    ``--work``; no test evaluation unless ``--score-base``: the base model's, as the config asks; the run stops at that
+    step), and its stage-2 set's leakage report."""
     import psutil
     from transformers import TrainerCallback
 
@@ -523,13 +521,14 @@ def startup_seconds(args: argparse.Namespace) -> dict:
         seconds: float | None = None
 
         def on_step_begin(self, arguments: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.seconds = self.seconds or time.time() - psutil.Process().create_time()
-            control.should_training_stop = True
+            self.seconds = time.time() - psutil.Process().create_time()
+            raise KeyboardInterrupt  # nothing after the first step is measured
 
-    overrides = train_overrides(args) | {"evaluate_before": False, "output_dir": str(args.work)}
+    overrides = train_overrides(args) | {"output_dir": str(args.work)} | ({} if args.score_base else NO_TESTS)
     first = FirstStep()
     config = load_config(args.train_config, overrides | ({"data_dir": args.data} if args.data else {}))
-    run_pipeline(config, callbacks=[first], tasks=[], overwrite=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        run_pipeline(config, callbacks=[first], tasks=None if args.score_base else [], overwrite=True)
     built = stage2_set(config.stages[0].data, senteval_folder(config.data_dir))
     return {"first_step_s": first.seconds, "leakage": built.report_dict()}
 
@@ -709,6 +708,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", default=None, help="decoder-step: the git revision of the earlier pcctune")
     parser.add_argument("--one", choices=list(ONE), default=None, help="one measurement, printed as JSON (internal)")
     parser.add_argument("--work", default=None, help="train-prepare, startup: the folder their files go to (internal)")
+    parser.add_argument("--score-base", nargs="?", const=True, default=False, help="startup: with the base's scores")
 
 
 # --quick: every code path on tiny random models

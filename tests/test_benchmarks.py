@@ -71,10 +71,12 @@ def test_the_plain_training_script_has_no_pcctune_in_it():
 
 
 def test_speed_train_runs_quick_and_records_each_job_with_its_parts_cpu_and_flops(tmp_path):
-    """``--only train decoder-step startup --quick``: the four training jobs, the two steps and the two start-ups,
-    each row with what it says."""
+    """``--only train decoder-step startup --quick``: the four training jobs, the two steps and the two start-ups
+    (the base model scored before the first step, then read from the cache), each row with what it says."""
     parts = ("train", "decoder-step", "startup")
-    done = _run(ROOT / "benchmarks" / "speed.py", "--quick", "--only", *parts, "--output", str(tmp_path))
+    done = _run(
+        ROOT / "benchmarks" / "speed.py", "--quick", "--score-base", "--only", *parts, "--output", str(tmp_path)
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     record = BenchmarkResult.from_disk(tmp_path / "runs.json")
     jobs = {row.label: row for row in record.rows if row.details["what"] == "train"}

@@ -47,7 +47,7 @@ def files_signature(path: Path) -> list[tuple[str, int, int]]:
     return [(str(p.relative_to(path)) if p != path else p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
 
 
-def _hub_revision(repo_id: str) -> str | None:
+def hub_revision(repo_id: str) -> str | None:
     """The commit a Hub model id loads now: the one its ``main`` points to in the local Hugging Face cache (where
     loading it left it); ``None`` when the cache holds no such model."""
     from huggingface_hub import constants
@@ -62,10 +62,10 @@ def _hub_revision(repo_id: str) -> str | None:
 
 def settings_key(settings: dict[str, Any], *folders: Path) -> str:
     """sha256 of an evaluation's settings and of the files of the folders it loads; for a Hub model id (no such
-    folder), of the commit it loads (``_hub_revision``), so a model updated on the Hub starts afresh."""
+    folder), of the commit it loads (``hub_revision``), so a model updated on the Hub starts afresh."""
     payload = {
         "settings": settings,
-        "files": [files_signature(folder) if folder.exists() else _hub_revision(str(folder)) for folder in folders],
+        "files": [files_signature(folder) if folder.exists() else hub_revision(str(folder)) for folder in folders],
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 

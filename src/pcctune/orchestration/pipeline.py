@@ -35,6 +35,7 @@ from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.pooler_head import add_mlp_head
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore, settings_key
+from pcctune.orchestration.base_scores import before_key, scores_kept
 from pcctune.orchestration.model_card import add_pcctune_section, name_base_model, pcctune_section
 from pcctune.orchestration.run_folder import (
     PARTIAL_RESULTS,
@@ -209,6 +210,31 @@ class Pipeline:
         if store is not None:
             store.discard()
 
+    def score_base(self) -> None:
+        """The base model's test scores ("before"; the model itself: an untrained MLP head would only add noise),
+        read from the cache where an earlier run scored it the same way (:mod:`pcctune.orchestration.base_scores`),
+        otherwise scored and kept there."""
+        precision = eval_precision(self.config)
+
+        def score() -> dict[str, float]:
+            self.evaluate(
+                "before", load_base(self.config, quantized=precision == "4bit", head=False), Path(self.config.model)
+            )
+            return self.result.sts_by_stage["before"]
+
+        key = before_key(self.config, self.test_tasks, precision) if self.test_tasks else None
+        if key is None:
+            if self.test_tasks:
+                score()
+            return
+        scores = scores_kept(key, score)
+        if not self.scored("before"):
+            self.result.sts_by_stage["before"] = scores
+            self.record()
+            self.console.print(
+                "before: the base model's scores, from the cache (an earlier run scored it the same way)"
+            )
+
     def scored(self, label: str) -> bool:
         """Whether ``label`` already has its test scores (kept from before a resume): not scored twice."""
         return label in self.result.sts_by_stage
@@ -263,9 +289,7 @@ class Pipeline:
 
     def run(self) -> RunResult:
         if self.config.evaluate_before and self.main and not self.scored("before"):  # no process group yet
-            # the base model itself: an untrained MLP head would only add noise
-            before = load_base(self.config, quantized=eval_precision(self.config) == "4bit", head=False)
-            self.evaluate("before", before, Path(self.config.model))
+            self.score_base()
         source: str | None = None
         last = len(self.config.stages) - 1
         for index, stage in enumerate(self.config.stages):

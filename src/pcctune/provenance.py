@@ -36,7 +36,7 @@ def _portable_name(path: Path, root: Path | None) -> str:
 
 
 def library_versions() -> dict[str, str]:
-    """The versions of Python and of :data:`LIBRARIES`, and the ``device`` the numbers were computed on."""
+    """The versions of Python and of `LIBRARIES`, and the ``device`` the numbers were computed on."""
     versions = {"python": platform.python_version()}
     for name in LIBRARIES:
         try:
@@ -57,7 +57,7 @@ def compute_device() -> str:
 
 
 def cpu_model_name() -> str:
-    """The CPU's model name as ``lscpu`` gives it (``/proc/cpuinfo`` on Linux), else :func:`platform.processor`."""
+    """The CPU's model name as ``lscpu`` gives it (``/proc/cpuinfo`` on Linux), else `platform.processor`."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():

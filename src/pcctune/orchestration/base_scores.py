@@ -4,7 +4,7 @@ A run with ``evaluate_before: true`` scores its base model on the test sets befo
 sentences, a minute on two CPU cores for all-MiniLM-L6-v2 and more for a decoder, and the same numbers every time
 the same base model is scored the same way. A run whose base model (its files, or the Hub commit it loads),
 encoding settings, test pairs, seed and library versions are those of an earlier run's reads that run's scores
-from pcctune's cache (``scores/before-KEY``, a verified entry: :mod:`pcctune.cache_entry`) instead of encoding
+from pcctune's cache (``scores/before-KEY``, a verified entry: `pcctune.cache_entry`) instead of encoding
 them again. A Hub model not downloaded yet has no commit to pin, so its scores are neither read nor kept.
 """
 

@@ -212,7 +212,7 @@ class Pipeline:
 
     def score_base(self) -> None:
         """The base model's test scores ("before"; the model itself: an untrained MLP head would only add noise),
-        read from the cache where an earlier run scored it the same way (:mod:`pcctune.orchestration.base_scores`),
+        read from the cache where an earlier run scored it the same way (`pcctune.orchestration.base_scores`),
         otherwise scored and kept there."""
         precision = eval_precision(self.config)
 

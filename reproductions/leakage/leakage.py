@@ -267,7 +267,8 @@ def train_missing(args: argparse.Namespace) -> None:
     """Train the planned runs that have no record yet (at most ``--max-runs``), one at a time (``--jobs N``: up to N
     at once), rewriting the table and verdict after each."""
     if args.jobs > 1:
-        return train_in_parallel(args)
+        train_in_parallel(args)
+        return
     done = 0
     while args.max_runs is None or done < args.max_runs:
         transfer_missing(args)
@@ -280,7 +281,6 @@ def train_missing(args: argparse.Namespace) -> None:
         done += 1
         if score and not args.model:
             write_summary(args)
-    return None
 
 
 def train_in_parallel(args: argparse.Namespace) -> None:
@@ -558,14 +558,13 @@ def readme_rows(levels: tuple[str, ...] = ("sentence", "pair")) -> dict[str, lis
     from pcctune.evaluation.compare import seed_difference
 
     found = groups(collect(argparse.Namespace(output=HERE)))
+    averages = {loss: [seed_averages(found.get(f"minilm-{level}-{loss}", [])) for level in levels] for loss in LOSSES}
     rows = {}
-    for loss in LOSSES:
-        by_level = [seed_averages(found.get(f"minilm-{level}-{loss}", [])) for level in levels]
+    for loss, by_level in averages.items():
         if not all(by_level):
             continue
         cells = [" / ".join(dict.fromkeys(str(len(runs)) for runs in by_level))]
-        for level, runs in zip(levels, by_level, strict=True):
-            pearson = seed_averages(found.get(f"minilm-{level}-pearson", []))
+        for runs, pearson in zip(by_level, averages["pearson"], strict=True):
             difference = "—"
             if loss != "pearson" and pearson:
                 d = seed_difference(runs, pearson)

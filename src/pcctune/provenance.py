@@ -47,8 +47,8 @@ def library_versions() -> dict[str, str]:
 
 
 def compute_device() -> str:
-    """Where torch computes: ``cuda: <the GPU's name>`` when it sees a GPU, else ``cpu: <the CPU's model name>``
-    (GPU and CPU kernels give scores that differ in their last digits)."""
+    """Where torch computes: ``cuda: <the GPU's name>`` when it sees a GPU, else ``cpu: <the CPU's model name>``, so
+    a record or cache entry says which kind of kernels made its numbers."""
     import torch
 
     if torch.cuda.is_available():

@@ -222,10 +222,11 @@ class Pipeline:
             )
             return self.result.sts_by_stage["before"]
 
-        key = before_key(self.config, self.test_tasks, precision) if self.test_tasks else None
+        if not self.test_tasks:
+            return
+        key = before_key(self.config, self.test_tasks, precision)
         if key is None:
-            if self.test_tasks:
-                score()
+            score()
             return
         scores = scores_kept(key, score)
         if not self.scored("before"):

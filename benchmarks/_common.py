@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pcctune.data.tasks import SEVEN_TASKS
-from pcctune.host_settings import SPEEDUPS, using
+from pcctune.host_settings import COMMAND_LINE, using
 from pcctune.io import write_text
 from pcctune.provenance import library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow
@@ -184,7 +184,7 @@ def run(benchmark: Benchmark, argv: list[str] | None = None) -> BenchmarkResult:
     if args.summarize and not path.is_file():
         raise SystemExit(f"error: nothing to summarize: no {path}")
     if not args.summarize:
-        with using(SPEEDUPS):
+        with using(COMMAND_LINE):
             measured = benchmark.measure(args)
         to_record(benchmark.name, measured.rows, benchmark.label_key, measured.settings, measured.details).to_disk(path)
     record = BenchmarkResult.from_disk(path)

@@ -60,7 +60,7 @@ from typing import Any
 
 from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_measured, run_python, save_rows
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.host_settings import SPEEDUPS, SPEEDUPS_ENV, using
+from pcctune.host_settings import COMMAND_LINE, SPEEDUPS_ENV, using
 from pcctune.orchestration.base_scores import KIND as BASE_SCORES
 from pcctune.paths import CACHE_ENV, cache_root
 
@@ -718,7 +718,7 @@ BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 if __name__ == "__main__":
     if "--one" in sys.argv:  # a single measurement in this fresh process; its JSON is the last line printed
         arguments_of_one = parse(BENCHMARK)
-        with using(SPEEDUPS):  # as `pcctune` commands run
+        with using(COMMAND_LINE):  # as `pcctune` commands run
             print(json.dumps(ONE[arguments_of_one.one](arguments_of_one)))
     else:
         run(BENCHMARK)

@@ -54,7 +54,7 @@ def test_encoding_on_cpu_sets_it_only_where_the_host_settings_ask(tiny_bert, mon
     with mock.patch("pcctune.modeling.encoding.keep_freed_memory") as keep:
         encode_texts(model, SENTENCES[:3])  # the Python API's default
         keep.assert_not_called()
-        with cpu_speedups():  # the pcctune command's
+        with cpu_speedups():  # all three
             encode_texts(model, SENTENCES[:3])
         keep.assert_called_once_with()
         monkeypatch.setenv(SPEEDUPS_ENV, "1")

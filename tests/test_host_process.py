@@ -1,6 +1,6 @@
 """A program that imports pcctune finds its process as it left it: after ``pcctune.evaluate`` and the evaluators, and
 during them in a thread it starts meanwhile, torch's thread count, the model's classes and modes are its own, and
-glibc's allocator settings are untouched unless it asks for the command line's speed settings."""
+glibc's allocator settings are untouched unless it asks for them (``pcctune.cpu_speedups``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pcctune.modeling.encoding as encoding
 from pcctune import cli
 from pcctune.errors import PcctuneError
 from pcctune.host_settings import (
+    COMMAND_LINE,
     LIBRARY_DEFAULT,
     SPEEDUPS,
     SPEEDUPS_ENV,
@@ -66,7 +67,7 @@ def test_evaluating_leaves_the_host_process_as_it_was(tiny_bert, shared_senteval
     assert _the_hosts_view(model) == before
     mallopt.assert_not_called()
     assert torch.get_num_threads() == 2
-    with pcctune.cpu_speedups():  # what the pcctune command runs with: the allocator is set, the model restored
+    with pcctune.cpu_speedups():  # all three: the allocator is set, the model restored
         pcctune.evaluate(model, data=shared_senteval)
     assert mallopt.call_count == 2
     assert _the_hosts_view(model) == before
@@ -103,4 +104,5 @@ def test_the_command_line_takes_the_environments_choice(monkeypatch):
     cli._app(["eval"])
     monkeypatch.delenv(SPEEDUPS_ENV)
     cli._app(["eval"])
-    assert seen == [HostSettings(workers=1, onednn=True, keep_freed_memory=False), SPEEDUPS]
+    assert seen == [HostSettings(workers=1, onednn=True, keep_freed_memory=False), COMMAND_LINE]
+    assert COMMAND_LINE == HostSettings(workers=None, onednn=False, keep_freed_memory=False)  # the workers alone

@@ -264,3 +264,13 @@ def test_the_leakage_grids_parallel_runner_starts_each_job_once_the_records_allo
     assert first.read_text() == "1" and not second.exists()
     leakage.train_in_parallel(argparse.Namespace(jobs=2, max_runs=None, model="tiny"))
     assert second.read_text() == "2"
+
+
+def test_the_leakage_table_shows_each_trained_model_before_training():
+    from reproductions.leakage.leakage import MPNET, base_rows, base_scores
+
+    minilm_only = base_rows([{"model": "minilm"}])
+    both = base_rows([{"model": "minilm"}, {"model": "mpnet"}])
+    assert len(minilm_only) == 1 and minilm_only[0].startswith("| all-MiniLM-L6-v2 before training | — |")
+    assert both[0] == minilm_only[0] and both[1].startswith(f"| {MPNET} before training | — |")
+    assert both[1].endswith(f"| {base_scores(MPNET)['avg']:.2f} | — |") and base_scores(MPNET) != base_scores()

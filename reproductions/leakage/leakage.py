@@ -41,7 +41,7 @@ from pcctune.data.tasks import SEVEN_TASKS, SHORT_NAMES
 from pcctune.data.transfer import TRANSFER_TASKS
 from pcctune.evaluation.tables import mean_std_cell
 from pcctune.io import write_text
-from pcctune.results import EvalResult, RunResult
+from pcctune.results import EvalResult, RunResult, load_result
 from pcctune.training.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
@@ -49,8 +49,6 @@ TASKS = list(SEVEN_TASKS)
 SHORT = [SHORT_NAMES[task] for task in TASKS]
 LOSSES = ("pearson", "cosine_mse", "cosent", "angle", "contrastive")
 SEEDS, MORE_SEEDS = (1, 2, 3), (4, 5)
-BASE_RECORD = HERE.parent / "minilm_stage2" / "records" / "ready.json"
-"""all-MiniLM-L6-v2's own scores ("before"), under the same protocol and test files."""
 
 TRIALS: tuple[dict[str, Any], ...] = (
     {"learning_rate": 1.0e-5, "batch_size": 16, "warmup_ratio": 0.1, "epochs": 3},
@@ -93,6 +91,11 @@ class Cell:
 
 
 MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
+BASE_RECORDS = {
+    MINILM: HERE.parent / "minilm_stage2" / "records" / "ready.json",
+    MPNET: HERE.parent / "baselines" / "records" / "mpnet_simcse.json",
+}
+"""Each model's own scores before training, under the same protocol and test files (a run's "before", an eval's)."""
 SENTENCE, PAIR = LeakageLevel.sentence, LeakageLevel.pair
 
 
@@ -355,9 +358,15 @@ def missing_transfers(args: argparse.Namespace) -> Iterator[tuple[str, str, Path
         if record.is_file():
             continue
         if name != "base" and not Path(model).is_dir():
-            print(f"[transfer] {name}: its model {model} is not on this machine; left out", flush=True)
+            say_left_out(name, model)
             continue
         yield name, model, record
+
+
+@cache
+def say_left_out(name: str, model: str) -> None:
+    """Say once per process (``--jobs`` asks again at every refill of its pool) that a transfer is left out."""
+    print(f"[transfer] {name}: its model {model} is not on this machine; left out", flush=True)
 
 
 def transfer_missing(args: argparse.Namespace) -> None:
@@ -383,8 +392,10 @@ def record_path(args: argparse.Namespace, cell: Cell, settings: dict[str, Any], 
     return records(args) / "search" / f"{cell.name}-trial{settings['trial']}.json"
 
 
-def base_scores() -> dict[str, float]:
-    return RunResult.from_disk(BASE_RECORD).sts_by_stage["before"]
+def base_scores(model: str = MINILM) -> dict[str, float]:
+    """``model``'s seven test scores and their average before training (``BASE_RECORDS``)."""
+    record = load_result(BASE_RECORDS[model])
+    return record.sts_by_stage["before"] if isinstance(record, RunResult) else record.sts
 
 
 def row_of(name: str, result: RunResult, search: dict[str, Any]) -> dict[str, Any]:
@@ -429,7 +440,7 @@ def measure(args: argparse.Namespace) -> Measured:
     settings = (
         "all-MiniLM-L6-v2's stage 2 on the stage-2 set filtered at each level (SICK-R rescaled to 0-5), five losses "
         "each searched alike on dev (four settings), winners over seeds; SimCSE protocol on the seven full test sets; "
-        f"base model from {BASE_RECORD.relative_to(ROOT)}"
+        "the models before training from " + " and ".join(str(path.relative_to(ROOT)) for path in BASE_RECORDS.values())
     )
     return Measured(rows, settings, summary_details(args))
 
@@ -489,13 +500,23 @@ def groups(rows: Rows) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
+def base_rows(rows: Rows) -> list[str]:
+    """The table's rows of the models before training: all-MiniLM-L6-v2's, and all-mpnet-base-v2's once it has
+    rows."""
+    lines = []
+    for model in (MINILM, *([MPNET] if any(row["model"] == "mpnet" for row in rows) else [])):
+        base = base_scores(model)
+        scores = " | ".join(f"{base[task]:.2f}" for task in [*TASKS, "avg"])
+        lines.append(f"| {model} before training | — | — | — | — | {scores} | — |")
+    return lines
+
+
 def table(rows: Rows, details: dict[str, Any]) -> str:
     """Per cell: training pairs, dev pairs, seeds, mean dev, the seven tasks and the average (mean ± std over
     seeds), and the winning settings; then the transfer tasks' table where ``details`` has their scores."""
-    base = base_scores()
     header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "lr / batch / warm-up / epochs"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    lines.append("| base model | — | — | — | — | " + " | ".join(f"{base[t]:.2f}" for t in [*TASKS, "avg"]) + " | — |")
+    lines += base_rows(rows)
     for cell, group in groups(rows).items():
         cells = " | ".join(_cell_text([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
         dev = _cell_text([100 * r["best_dev"] for r in group])

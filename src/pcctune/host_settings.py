@@ -9,10 +9,11 @@ reaches beyond the call that uses it:
 - ``keep_freed_memory``: glibc's allocator told to keep freed memory (``pcctune.modeling.cpu_memory``), for the
   whole process and for good.
 
-The ``pcctune`` command, ``python -m reproductions`` and the scripts in ``benchmarks/`` turn all three on. A
-program that imports pcctune gets none of them unless it asks: ``with pcctune.cpu_speedups():`` around its calls,
-``PCCTUNE_CPU_SPEEDUPS=1`` in its environment, or ``pcctune.evaluate(model, workers=N)`` for the workers alone.
-The choice holds in the context that makes it (``contextvars``): another thread keeps its own.
+The ``pcctune`` command, ``python -m reproductions`` and the scripts in ``benchmarks/`` turn the workers on
+(``COMMAND_LINE``): measured on the 2-core AVX2-only EPYC, the other two cost memory and time there. A program that
+imports pcctune gets none of them unless it asks: ``with pcctune.cpu_speedups():`` around its calls (all three),
+``PCCTUNE_CPU_SPEEDUPS`` in its environment, or ``pcctune.evaluate(model, workers=N)`` for the workers alone. The
+choice holds in the context that makes it (``contextvars``): another thread keeps its own.
 
 ``PCCTUNE_CPU_SPEEDUPS`` also chooses for the command line, where it is set: ``1`` all three, ``0`` none, or the
 names of those wanted, comma-separated (``workers,onednn``: all but the allocator's).
@@ -47,7 +48,11 @@ class HostSettings:
 LIBRARY_DEFAULT = HostSettings()
 """The Python API's: one thread (the caller's), torch's own kernels, the allocator as the process set it."""
 SPEEDUPS = HostSettings(workers=None, onednn=True, keep_freed_memory=True)
-"""The command line's."""
+"""All three (``PCCTUNE_CPU_SPEEDUPS=1``, ``cpu_speedups``)."""
+COMMAND_LINE = HostSettings(workers=None)
+"""The command line's: the worker threads alone. ``pcctune eval all-MiniLM-L6-v2 --tasks sts`` on the 2-core
+AVX2-only EPYC ran faster with them than with none and slower with all three, whose oneDNN kernel and kept memory
+added 0.2-0.3 GB (``benchmarks/results/speed/README.md``)."""
 
 _CHOSEN: ContextVar[HostSettings | None] = ContextVar("pcctune_host_settings", default=None)
 
@@ -94,8 +99,8 @@ def using(settings: HostSettings) -> Iterator[HostSettings]:
 
 
 def cpu_speedups(workers: int | None = None) -> AbstractContextManager[HostSettings]:
-    """All three speed settings on for the block, as the ``pcctune`` command runs (``workers``: how many worker
-    threads; by default torch's thread count, capped):
+    """All three speed settings on for the block (``workers``: how many worker threads; by default torch's thread
+    count, capped); the ``pcctune`` command turns on the workers alone (``COMMAND_LINE``):
 
         with pcctune.cpu_speedups():
             print(pcctune.evaluate(model).sts["avg"])

@@ -6,6 +6,7 @@ import hashlib
 import importlib.metadata
 import platform
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 LIBRARIES = ("pcctune", "torch", "transformers", "sentence-transformers", "peft", "accelerate", "scipy", "numpy")
@@ -56,8 +57,10 @@ def compute_device() -> str:
     return f"cpu: {cpu_model_name()}"
 
 
+@cache
 def cpu_model_name() -> str:
-    """The CPU's model name as ``lscpu`` gives it (``/proc/cpuinfo`` on Linux), else `platform.processor`."""
+    """The CPU's model name as ``lscpu`` gives it (``/proc/cpuinfo`` on Linux), else `platform.processor`; read
+    once per process."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():

@@ -1,0 +1,13 @@
+#!/bin/bash
+# more repeats of three of the modes of run_minilm_eval_avx2_each_setting.sh: none, the workers alone, all three
+cd /work/main && source .venv/bin/activate
+export PCCTUNE_DATA=/work/shared/data HF_HUB_OFFLINE=1
+lscpu | grep -E "Model name|^CPU\(s\)"; lscpu | grep Flags | grep -o "avx512[a-z_0-9]*\|avx2\|fma\|amx[a-z_]*" | sort -u | tr '\n' ' '; echo
+for i in 3 4; do
+  for mode in 0 workers all; do
+    if [ $mode = all ]; then unset PCCTUNE_CPU_SPEEDUPS; else export PCCTUNE_CPU_SPEEDUPS=$mode; fi
+    /usr/bin/time -f "$mode repeat $i: %e s wall, %U s user, %S s sys, %M KB peak" pcctune eval all-MiniLM-L6-v2 --tasks sts --output /tmp/eval_${mode}_$i.json > /tmp/eval_${mode}_$i.out 2>&1
+    tail -1 /tmp/eval_${mode}_$i.out
+    grep -a "avg\|│ all" /tmp/eval_${mode}_$i.out | tail -1
+  done
+done

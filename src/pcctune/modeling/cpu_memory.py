@@ -40,6 +40,18 @@ def keep_freed_memory() -> bool:
     return _mallopt(M_MMAP_THRESHOLD, LARGEST_MMAP_THRESHOLD) and _mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
 
+def release_freed_memory() -> bool:
+    """glibc's ``malloc_trim(0)``: the free pages of every heap handed back to the kernel; True when some were.
+
+    Each worker thread of ``pcctune.modeling.cpu_workers`` allocates its batches from a heap of its own (one glibc
+    arena per thread), which glibc does not trim when the thread ends: without this, what the workers freed stays
+    resident beside what the caller allocates next (a training step after a dev evaluation). The pages are only
+    free ones; nothing the process holds changes, and no setting."""
+    if not has_glibc():
+        return False
+    return bool(ctypes.CDLL(None).malloc_trim(0))
+
+
 def _mallopt(parameter: int, value: int) -> bool:
     """glibc's ``mallopt(parameter, value)``; True when glibc took it."""
     return bool(ctypes.CDLL(None).mallopt(parameter, value))

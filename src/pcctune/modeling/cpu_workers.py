@@ -21,6 +21,11 @@ good). A worker instead sets only its own thread's count, with the per-thread se
 MKL that torch is built with (``omp_set_num_threads``, ``MKL_Set_Num_Threads_Local``); where torch's OpenMP runtime
 cannot be reached that way (a build without OpenMP, Windows), encoding runs in the caller's thread.
 
+**Their memory.** glibc gives each thread a heap of its own and keeps an ended thread's heap resident, so what the
+workers freed would stay in the process beside what the caller allocates next (in a training run, 0.5 GB more at
+its peak, ``benchmarks/results/speed``). Encoding hands those free pages back when the call ends
+(``cpu_memory.release_freed_memory``), unless the settings in force keep freed memory on purpose.
+
 **Ctrl-C.** When the caller stops (an interrupt, an error, a consumer that stops early), the batches not begun are
 dropped and the running ones stop at the next module of ``stoppable`` they enter (a forward pre-hook, there only
 while the workers run) instead of running to their end, which is minutes for a one-core batch of a large model.

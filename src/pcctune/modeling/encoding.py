@@ -46,7 +46,7 @@ from tqdm.auto import tqdm
 from pcctune.distributed import get_rank, get_world_size, is_distributed
 from pcctune.host_settings import host_settings
 from pcctune.modeling.build import is_decoder_only
-from pcctune.modeling.cpu_memory import keep_freed_memory
+from pcctune.modeling.cpu_memory import keep_freed_memory, release_freed_memory
 from pcctune.modeling.cpu_workers import cpu_workers, map_in_workers, tokenized, tokenizer_lock
 from pcctune.modeling.onednn import frozen_weights, onednn_linears
 from pcctune.modeling.prefix_cache import CachedPrefix, cached_prefix
@@ -139,6 +139,8 @@ def encode_texts(
             progress = tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress)
             with closing(work) as computed:
                 _gather(texts, zip(progress, stored, strict=True), computed, store, out)
+        if workers > 1 and not settings.keep_freed_memory:
+            release_freed_memory()  # the workers' heaps, not trimmed when their threads end
     finally:
         if store is not None:
             store.flush()  # also when interrupted: what was encoded is kept

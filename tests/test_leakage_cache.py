@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,15 @@ def test_a_damaged_entry_is_set_aside_and_checked_again(mini_senteval, counted, 
     (entry / CHECKS_FILE).write_text("[]", encoding="utf-8")
     assert _report(mini_senteval) == first
     assert len(counted) == 2
+
+
+def test_a_cold_check_leaves_the_callers_random_sequence_as_a_warm_one_does(mini_senteval, counted):
+    random.seed(0)
+    untouched = random.random()
+    draws = []
+    for _ in range(2):  # a cold miss, then a warm hit
+        random.seed(0)
+        _report(mini_senteval)
+        draws.append(random.random())
+    assert len(counted) == 1
+    assert draws == [untouched, untouched]

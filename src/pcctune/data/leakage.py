@@ -18,6 +18,7 @@ shrink as the level rises and ``sentence`` leaves no test sentence in the traini
 
 from __future__ import annotations
 
+import random
 import re
 import unicodedata
 import zlib
@@ -50,6 +51,19 @@ def _minhashes(sentences: Sequence[str], grams: dict[str, frozenset[str]]) -> li
 
     values = [[zlib.crc32(g.encode()) for g in grams[s]] for s in sentences]
     return MinHash.bulk(values, num_perm=NUM_PERM, hashfunc=int)
+
+
+def _empty_lsh(threshold: float) -> Any:
+    """An empty MinHash LSH index. datasketch names its tables by drawing from the global ``random`` module; the
+    caller's ``random`` state is put back after, so its random sequence does not depend on whether the checks were
+    cached."""
+    from datasketch import MinHashLSH
+
+    state = random.getstate()
+    try:
+        return MinHashLSH(threshold=threshold, num_perm=NUM_PERM, weights=LSH_WEIGHTS)
+    finally:
+        random.setstate(state)
 
 
 class LeakageLevel(StrEnum):
@@ -149,11 +163,9 @@ class TestIndex:
     def _near_index(self) -> Any:
         """The MinHash LSH index of every normalized test sentence, built on first use (the ``near`` level)."""
         if self._lsh is None:
-            from datasketch import MinHashLSH
-
             self._grams = {sentence: ngrams(sentence) for sentence in self._sentence_sets}
             sentences = list(self._grams)
-            lsh = MinHashLSH(threshold=self._search_threshold, num_perm=NUM_PERM, weights=LSH_WEIGHTS)
+            lsh = _empty_lsh(self._search_threshold)
             with lsh.insertion_session() as session:
                 for sentence, minhash in zip(sentences, _minhashes(sentences, self._grams), strict=True):
                     session.insert(sentence, minhash, check_duplication=False)

@@ -9,8 +9,8 @@ correlation of average ranks (``scipy.stats.rankdata``), which is what ``scipy.s
 from __future__ import annotations
 
 import math
-import warnings
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.stats import bootstrap, rankdata
@@ -36,29 +36,52 @@ def correlations_along(cosines: np.ndarray, gold: np.ndarray, axis: int = -1) ->
     return np.stack([spearman, _pearson(cosines, gold, axis)]) * 100
 
 
+class Ends(NamedTuple):
+    """An interval's ends, each one per component of the statistic (NaN where undefined)."""
+
+    low: np.ndarray
+    high: np.ndarray
+
+
+@dataclass(frozen=True)
+class Resamples:
+    """The statistic of every resample (last axis) and its BCa interval."""
+
+    bootstrap_distribution: np.ndarray
+    confidence_interval: Ends
+
+
 def paired_resamples(
     arrays: tuple[np.ndarray, ...],
     statistic: Any,
     resamples: int,
     confidence: float,
     rng: np.random.Generator,
-) -> Any:
-    """scipy's paired, vectorized bootstrap of ``statistic`` over the pairs of ``arrays`` (BCa, `BATCH`
-    resamples at a time); scipy's warning of a degenerate distribution is silenced (a non-finite end or a
-    distribution with no spread says the same, and callers read those)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return bootstrap(
-            arrays,
-            statistic,
-            n_resamples=resamples,
-            batch=BATCH,
-            vectorized=True,
-            paired=True,
-            confidence_level=confidence,
-            method=METHOD,
-            rng=rng,
-        )
+) -> Resamples:
+    """scipy's paired, vectorized bootstrap of ``statistic`` over the pairs of ``arrays`` (`BATCH` resamples at a
+    time) and its BCa interval; NaN ends where that is undefined: a resample with no score (a constant column) or a
+    score that does not vary across the resamples.
+
+    scipy warns of such degenerate distributions, and only a process-wide filter (not one thread's) could hide the
+    warning, so they are told apart here instead: scipy draws the resamples by its percentile method first (given 0
+    for a missing score, it has nothing to warn of), then computes the BCa interval of those same resamples only
+    where it is defined."""
+    scores: list[np.ndarray] = []
+
+    def recorded(*samples: np.ndarray, axis: int) -> np.ndarray:
+        values = np.asarray(statistic(*samples, axis=axis))
+        scores.append(values)
+        return np.where(np.isfinite(values), values, 0.0)
+
+    common: dict[str, Any] = {"batch": BATCH, "vectorized": True, "paired": True, "confidence_level": confidence}
+    drawn = bootstrap(arrays, recorded, n_resamples=resamples, method="percentile", rng=rng, **common)
+    distribution = np.concatenate(scores, axis=-1)
+    if not (np.all(np.isfinite(distribution)) and np.all(np.ptp(distribution, axis=-1) > 0)):
+        undefined = np.full(distribution.shape[:-1], np.nan)
+        return Resamples(distribution, Ends(undefined, undefined))
+    result = bootstrap(arrays, statistic, n_resamples=0, bootstrap_result=drawn, method=METHOD, **common)
+    low, high = result.confidence_interval
+    return Resamples(distribution, Ends(np.asarray(low), np.asarray(high)))
 
 
 def bootstrap_interval(

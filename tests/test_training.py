@@ -137,6 +137,28 @@ def test_second_lora_stage_continues_training_the_first_stage_adapter(tiny_llama
     assert any(not torch.equal(first[k], second[k]) for k in first)
 
 
+def test_a_saved_lora_folder_as_the_model_continues_training_its_adapter(tiny_bert, mini_senteval, tmp_path):
+    """No ``adapter:`` block: the saved adapter trains on (its base frozen) and the run saves it changed."""
+    from safetensors.torch import load_file
+
+    from pcctune.modeling.adapters import attach_adapter
+    from pcctune.modeling.build import build_model
+    from pcctune.training.config import AdapterConfig
+
+    saved = tmp_path / "lora-run"
+    model = build_model(str(tiny_bert))
+    attach_adapter(model, AdapterConfig(kind="lora", r=2, alpha=4))
+    model.save(str(saved))
+    record = run_pipeline(
+        _config(saved, mini_senteval, _pairs_file(tmp_path), tmp_path / "on", max_steps=2, dev="none")
+    )
+    assert 0 < record.stages[0].trainable_fraction < 0.5
+    before = load_file(saved / "adapter_model.safetensors")
+    after = load_file(tmp_path / "on" / "stage1-pcc" / "final" / "adapter_model.safetensors")
+    assert before.keys() == after.keys()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
 def test_eval_dtype_bf16_encodes_the_test_sets_in_bf16(tiny_bert, mini_senteval, tmp_path, monkeypatch):
     import pcctune.orchestration.pipeline as pipeline
 

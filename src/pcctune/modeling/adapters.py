@@ -65,16 +65,17 @@ def quantization_settings(adapter: AdapterConfig) -> dict[str, Any] | None:
 def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
     """Add a trainable LoRA adapter (no-op for ``kind: none`` and prompts).
 
-    A model that already has one (a finished stage reloaded from disk, which peft loads frozen
-    for inference) keeps it, and its LoRA weights become trainable again: stage 2 continues the
-    stage-1 adapter.
+    A model that already has one (a finished stage reloaded from disk, or a saved LoRA model given as the run's
+    model, which peft loads frozen for inference) keeps it, and its LoRA weights become trainable again, its base
+    frozen: stage 2 continues the stage-1 adapter, and a run on a saved LoRA model continues its adapter, also
+    without an ``adapter:`` block (``kind: none``).
     """
-    if adapter.kind not in ("lora", "qlora"):
-        return
-    if getattr(model[0].model, "peft_config", None):
+    if adapter.kind in ("none", "lora", "qlora") and getattr(getattr(model[0], "model", None), "peft_config", None):
         for name, parameter in model.named_parameters():
             if "lora_" in name:
                 parameter.requires_grad_(True)
+        return
+    if adapter.kind not in ("lora", "qlora"):
         return
     from peft import LoraConfig, TaskType
 

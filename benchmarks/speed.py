@@ -517,17 +517,17 @@ def startup_seconds(args: argparse.Namespace) -> dict:
     from pcctune.training.config import load_config
     from pcctune.training.datasets import stage2_set
 
-    class FirstStep(TrainerCallback):
+    class FirstStep(TrainerCallback, BaseException):  # raises itself to stop the run: no Ctrl-C is taken for it
         seconds: float | None = None
 
         def on_step_begin(self, arguments: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.seconds = time.time() - psutil.Process().create_time()
-            raise KeyboardInterrupt  # nothing after the first step is measured
+            raise self  # nothing after the first step is measured
 
     overrides = train_overrides(args) | {"output_dir": str(args.work)} | ({} if args.score_base else NO_TESTS)
     first = FirstStep()
     config = load_config(args.train_config, overrides | ({"data_dir": args.data} if args.data else {}))
-    with contextlib.suppress(KeyboardInterrupt):
+    with contextlib.suppress(FirstStep):
         run_pipeline(config, callbacks=[first], tasks=None if args.score_base else [], overwrite=True)
     built = stage2_set(config.stages[0].data, senteval_folder(config.data_dir))
     return {"first_step_s": first.seconds, "leakage": built.report_dict()}

@@ -4,7 +4,9 @@ longer than 50 lines, and the folder stays small (the reproductions of the paper
 
 from __future__ import annotations
 
+import argparse
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +47,28 @@ def test_benchmark_runs_quick_and_prints_the_table_of_its_record(script, tmp_pat
     assert table.startswith("|") and table.strip() in done.stdout.replace("\r", "")
     again = _run(script, "--summarize", "--output", str(tmp_path))  # the table again, from the record alone
     assert again.returncode == 0 and (tmp_path / "table.md").read_text() == table, again.stderr[-2000:]
+
+
+def test_a_ctrl_c_during_a_measured_start_up_stops_the_benchmark(monkeypatch, tiny_bert, mini_senteval, tmp_path):
+    """The start-up benchmark stops its run at the first step by an exception of its own: a real Ctrl-C (here,
+    during the start-up) is not taken for it and written down as a start-up that never reached a step."""
+    import pcctune.orchestration.pipeline as pipeline
+    from tests.conftest import write_run_config
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    speed = importlib.import_module("speed")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "run_pipeline", interrupted)
+    config = write_run_config(tmp_path, tiny_bert, mini_senteval, tmp_path / "run")
+    unset = dict.fromkeys(("data", "batch", "eval_steps", "max_steps"))
+    args = argparse.Namespace(
+        train_config=config, work=tmp_path / "work", score_base=False, model=str(tiny_bert), **unset
+    )
+    with pytest.raises(KeyboardInterrupt):
+        speed.startup_seconds(args)
 
 
 def test_the_benchmarks_folder_stays_small():

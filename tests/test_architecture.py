@@ -57,6 +57,18 @@ def test_no_function_is_longer_than_fifty_lines():
     assert not long, long
 
 
+def test_pcctune_imports_no_private_name_of_another_package():
+    """A library's private names (a leading underscore) may change in any release: pcctune uses its public API."""
+    private = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and not (node.module or "").startswith("pcctune"):
+                parts = [*(node.module or "").split("."), *(alias.name for alias in node.names)]
+                if any(part.startswith("_") and not part.startswith("__") for part in parts):
+                    private.append(f"{path.relative_to(ROOT)}:{node.lineno} from {node.module} import ...")
+    assert not private, private
+
+
 SHIPPED_CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 
 

@@ -9,6 +9,7 @@ import random
 import pytest
 import torch
 from pydantic import ValidationError
+from sentence_transformers.base.losses import column_merging_disabled
 from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss
 
 from pcctune.losses.length_chunks import (
@@ -185,6 +186,17 @@ def test_wrapper_losses_that_hand_state_through_the_features_give_the_unchunked_
     assert chunked_grads.keys() == plain_grads.keys() and len(plain_grads) > 1
     for name, grad in plain_grads.items():
         torch.testing.assert_close(chunked_grads[name], grad, msg=name)
+
+
+def test_inside_column_merging_disabled_each_column_is_its_own_dict_and_chunked_again_after(tiny_bert):
+    model = build_model(str(tiny_bert))
+    first, second = [*SENTENCES[:5], " ".join(SENTENCES[:3])], SENTENCES[4:10]
+    columns = _columns(model, first, second)
+    seen: list[dict] = []
+    with column_merging_disabled():
+        LengthChunker("on")(lambda f: seen.append(f) or model(f)["sentence_embedding"], columns)
+    assert [id(f) for f in seen] == [id(f) for f in columns]
+    assert len(_chunks(model, first, second)) > 1
 
 
 def _chunks(model, first: list[str], second: list[str], mode: str = "on") -> list[dict]:

@@ -43,7 +43,7 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from sentence_transformers.base.losses.merged_forward import _MERGING_DISABLED  # column_merging_disabled()'s flag
+from sentence_transformers.base.losses.merged_forward import merge_feature_batches
 from torch import Tensor
 
 from pcctune.distributed import get_rank, get_world_size
@@ -236,6 +236,13 @@ def embed_in_length_chunks(embed: Embed, columns: Sequence[Features], padding: P
     return _embed_chunks(embed, columns, plan, plan.bounds, padding)
 
 
+def _columns_kept_whole() -> bool:
+    """Whether a wrapper loss asked, by ``column_merging_disabled()``, for every column in its own dicts: then
+    sentence-transformers' ``merge_feature_batches`` refuses even two equal token columns (the block's contract)."""
+    column = {"input_ids": torch.zeros(1, 1, dtype=torch.long), "attention_mask": torch.ones(1, 1, dtype=torch.long)}
+    return merge_feature_batches([column, column]) is None
+
+
 class LengthChunker:
     """How a loss embeds the columns of its batches: in length chunks or whole, as ``mode`` (a stage's
     ``length_chunks``) and the processes training together allow (see the module's docstring). Logs once what it
@@ -269,7 +276,7 @@ class LengthChunker:
         chunked where they can be."""
         if self.mode == "off":
             return logging.INFO, "length chunks off (length_chunks: off): each column embedded in one padded block"
-        if _MERGING_DISABLED.get():
+        if _columns_kept_whole():
             return (
                 logging.INFO,
                 "length chunks off inside a wrapper loss that hands state between its calls through the feature "

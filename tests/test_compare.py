@@ -1,5 +1,7 @@
 """``pcctune compare`` and its statistics: a known gain over seeds is a win, no gain a tie, pairing by seed narrows
-the interval, and a paired bootstrap over test pairs tells two models apart (or calls identical ones a tie)."""
+the interval (and the columns are then the paired seeds' means, the other runs named), a paired bootstrap over test
+pairs tells two models apart (or calls identical ones a tie) and scores a run's model as the run did, a run trained
+with several final-stage variants is compared through the one named, and NaN is refused."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from pcctune.data.tasks import SEVEN_TASKS
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.compare import paired_bootstrap, paired_bootstrap_mean, seed_difference
 from pcctune.modeling.build import build_model
-from pcctune.orchestration.compare import compare_models, model_source
+from pcctune.orchestration.compare import compare_models, run_record
 from pcctune.results import CompareResult, Difference, RunResult, StageRecord, load_result
+from pcctune.training.config import RunConfig
 from tests.conftest import assert_one_line_error, run_cli
 
 SEEDS = range(1, 6)
@@ -261,15 +264,123 @@ def test_a_model_against_itself_is_a_tie_and_a_run_folder_names_its_final_model(
         plot="p.png",
         wall_time_s=1.0,
     )
-    RunResult(protocol="p", data_dir="d", seed=1, config={}, stages=[stage]).to_disk(tmp_path / "run" / "results.json")
-    assert model_source(tmp_path / "run") == model_source(tmp_path / "run" / "results.json") == str(final)
-    assert model_source("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2"
+    stages = [{"name": "pcc", "loss": "pearson", "data": {"source": "stage2"}}]
+    config = RunConfig.model_validate({"model": str(tiny_bert), "stages": stages})
+    run = tmp_path / "run" / "results.json"
+    RunResult(
+        protocol="simcse-senteval", data_dir="d", seed=1, config=config.model_dump(mode="json"), stages=[stage]
+    ).to_disk(run)
+    assert run_record(tmp_path / "run") == run_record(run) == run and run_record("all-MiniLM-L6-v2") is None
     result = compare_models(tiny_bert, tmp_path / "run", shared_senteval, task="STS12", resamples=200)
     assert list(result.differences) == ["STS12"] and result.b == [str(final)]
     same = result.differences["STS12"]
     assert (same.mean, same.low, same.high, same.verdict) == (0.0, 0.0, 0.0, "tie")
     with pytest.raises(PcctuneError, match="unknown task 'MR'"):
         compare_models(tiny_bert, tiny_bert, shared_senteval, task="MR")
+    with pytest.raises(PcctuneError, match="scored its models under the simcse-senteval protocol, not paper"):
+        compare_models(tiny_bert, run, shared_senteval, protocol="paper")
+    with pytest.raises(PcctuneError, match="is a model, not a run"):
+        compare_models(tiny_bert, run, shared_senteval, variant_a="pearson")
+
+
+def test_paired_columns_are_the_means_of_the_paired_seeds_and_the_other_runs_are_named(tmp_path, capsys):
+    """A ran 5 seeds, B 2 of them: the difference pairs seeds 1 and 2, so A's and B's columns are the means over
+    those two (A's other seeds score 5 points higher: over all five, the columns would say B − A ≈ −3)."""
+    write_runs(tmp_path, "a", {}, seeds=[1, 2])
+    write_runs(tmp_path, "a", {task: 5.0 for task in SEVEN_TASKS}, seeds=[3, 4, 5])
+    write_runs(tmp_path, "b", {task: 1.0 for task in SEVEN_TASKS}, seeds=[1, 2])
+    out = tmp_path / "comparison.json"
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*", "--output", str(out)], capsys)
+    assert code == 0, printed
+    for line in printed.splitlines():
+        if line.startswith("│") and "paired seeds" in line:
+            a, b, difference = (float(cell) for cell in line.split("│")[2:5])
+            assert abs((b - a) - difference) <= 0.01 + 1e-9, line  # each printed to 2 decimals
+    rows = {line.split("│")[1].strip(): line for line in printed.splitlines() if line.startswith("│")}
+    assert "2 paired seeds" in rows["avg"]
+    left = [str(tmp_path / f"a-seed{seed}" / "results.json") for seed in (3, 4, 5)]
+    [line] = [line for line in printed.splitlines() if line.startswith("left out:")]
+    assert line.startswith("left out: 3 runs whose seed the other side did not run") and all(f in line for f in left)
+    assert line.endswith("A, B and B − A are over the 2 seeds both sides ran")
+    record = CompareResult.from_disk(out)
+    assert record.left_out == left and record.seeds_a == list(SEEDS) and len(record.a) == 5
+    assert record.differences["avg"].mean == pytest.approx(1.0, abs=0.1)
+    for task, difference in record.differences.items():
+        assert record.mean_b[task] - record.mean_a[task] == pytest.approx(difference.mean)
+    unpaired = pcctune.compare_runs(f"{tmp_path}/a-*", f"{tmp_path}/b-seed1")  # one shared seed: Welch, all runs
+    assert unpaired.left_out == [] and unpaired.differences["avg"].method is None
+    assert unpaired.mean_b["avg"] - unpaired.mean_a["avg"] == pytest.approx(unpaired.differences["avg"].mean)
+
+
+def write_variant_runs(root, gains: dict[str, float]) -> None:
+    """Runs trained with ``--compare``: one final stage ``pcc`` per loss (its label ``pcc-LOSS``), after a first
+    stage ``warm`` that was scored too."""
+    stage = {"name": "pcc", "loss": "pearson"}
+    config = {"model": "m", "stages": [{"name": "warm", "loss": "pearson"}, stage]}
+    for seed in SEEDS:
+        noise = float(np.random.default_rng(seed).normal(0, 0.5))
+        scores = {loss: {"STSBenchmark": 80 + gain + noise, "avg": 75 + gain + noise} for loss, gain in gains.items()}
+        records = [
+            StageRecord(
+                stage=f"pcc-{loss}",
+                loss=loss,
+                train_examples=1,
+                trainable_fraction=1.0,
+                final_dir=str(root / f"seed{seed}" / f"stage2-pcc-{loss}" / "final"),
+                plot="p.png",
+                wall_time_s=1.0,
+            )
+            for loss in gains
+        ]
+        RunResult(
+            protocol="simcse-senteval",
+            data_dir="d",
+            seed=seed,
+            config=config,
+            stages=records,
+            sts_by_stage={"warm": {"STSBenchmark": 90.0, "avg": 90.0}}
+            | {f"pcc-{loss}": values for loss, values in scores.items()},
+        ).to_disk(root / f"seed{seed}" / "results.json")
+
+
+def test_a_run_with_final_stage_variants_is_compared_through_the_one_named(tmp_path, capsys):
+    write_variant_runs(tmp_path, {"pearson": 1.0, "infonce_positives": 0.0})
+    runs = f"{tmp_path}/seed*"
+    code, printed = run_cli(["compare", runs, runs], capsys)
+    assert_one_line_error(code, printed, "final-stage variants (pcc-pearson, pcc-infonce_positives); name the one")
+    code, printed = run_cli(["compare", runs, runs, "--variant", "cosent"], capsys)
+    assert_one_line_error(code, printed, "no final-stage variant 'cosent'; its variants: pcc-pearson, pcc-infonce")
+    out = tmp_path / "c.json"
+    args = ["compare", runs, runs, "--variant-a", "infonce_positives", "--variant-b", "pcc-pearson", "--output"]
+    code, printed = run_cli([*args, str(out)], capsys)
+    assert code == 0, printed
+    assert "A (variant infonce_positives): 5 runs" in printed and "B (variant pcc-pearson): 5 runs" in printed
+    record = CompareResult.from_disk(out)
+    assert record.differences["avg"].mean == pytest.approx(1.0) and record.mean_a["STSBenchmark"] < 85  # not warm
+    assert (record.variant_a, record.variant_b) == ("infonce_positives", "pcc-pearson")
+    same = pcctune.compare_runs(runs, runs, variant_a="pearson", variant_b="pearson").differences["avg"]
+    assert (same.mean, same.verdict) == (0.0, "tie")
+
+
+def test_nan_is_refused_not_called_a_tie(tiny_bert, shared_senteval, tmp_path, capsys):
+    with pytest.raises(PcctuneError, match="A: the score of seed 2 is nan; a comparison needs finite scores"):
+        seed_difference({1: 80.0, 2: float("nan")}, {1: 81.0, 2: 82.0})
+    with pytest.raises(PcctuneError, match="B: the score of seed 1 is inf"):
+        seed_difference({1: 80.0}, {1: float("inf")})
+    gold, poor, good = scored_pairs(n=20)
+    poor[4] = np.nan
+    with pytest.raises(PcctuneError, match="A's predictions: 1 of 20 values are not finite numbers"):
+        paired_bootstrap(gold, poor, good, resamples=100)
+    with pytest.raises(PcctuneError, match="B's predictions are all 0.5: they have no correlation"):
+        paired_bootstrap(gold, good, np.full(20, 0.5), resamples=100)
+    broken = build_model(str(tiny_bert))  # a model whose training diverged: its embeddings are NaN
+    next(p for p in broken.parameters() if p.ndim == 2).data.fill_(float("nan"))
+    broken.save(str(tmp_path / "diverged"))
+    args = ["compare", str(tiny_bert), str(tmp_path / "diverged"), "--bootstrap", "--data", str(shared_senteval)]
+    code, printed = run_cli([*args, "--task", "STS12", "--resamples", "100"], capsys)
+    [error] = [line for line in printed.splitlines() if line.startswith("error:")]  # after the encoding's progress
+    assert code == 2 and "Traceback" not in printed
+    assert error.startswith(f"error: B ({tmp_path / 'diverged'}): its cosines on STS12: 7 of 7 values are not finite")
 
 
 def test_difference_is_in_the_api():

@@ -428,15 +428,37 @@ def compare_command(
         int | None, typer.Option(min=100, help="--bootstrap: resamples of the test pairs (default: as eval --pairs)")
     ] = None,
     output: Annotated[Path | None, typer.Option(help="write the comparison record (JSON) here")] = None,
+    variant: Annotated[
+        str | None,
+        typer.Option(
+            help="the final stage to compare of runs trained with --compare (its loss, e.g. pearson, or its label, "
+            "e.g. pcc-pearson), on both sides"
+        ),
+    ] = None,
+    variant_a: Annotated[str | None, typer.Option(help="as --variant, for A alone")] = None,
+    variant_b: Annotated[str | None, typer.Option(help="as --variant, for B alone")] = None,
 ) -> None:
-    """B − A of two sets of training runs: per STS task (after each run's last stage) and their average, the mean
-    difference with its 95 % interval over seeds (paired by seed where both sides share 2 or more, else Welch's)
-    and a verdict: a win or a loss only where the interval excludes 0, else a tie. With --bootstrap, two models
-    scored on the same test pairs, the interval from a paired bootstrap over the pairs (the test set's noise, not
-    the seeds')."""
+    """B − A of two sets of training runs: per STS task (after each run's final stage) and their average, the mean
+    difference with its 95 % interval over seeds (paired by seed where both sides share 2 or more, the runs of other
+    seeds then left out and named, else Welch's) and a verdict: a win or a loss only where the interval excludes 0,
+    else a tie. With --bootstrap, two models scored on the same test pairs (a run folder's model as the run scored
+    it), the interval from a paired bootstrap over the pairs (the test set's noise, not the seeds')."""
     from pcctune.orchestration.compare import run_compare
 
-    run_compare(runs_a, runs_b, bootstrap, data, protocol, task, seed, resamples, output, console)
+    run_compare(
+        runs_a,
+        runs_b,
+        bootstrap,
+        data,
+        protocol,
+        task,
+        seed,
+        resamples,
+        output,
+        console,
+        variant_a or variant,
+        variant_b or variant,
+    )
 
 
 NearOption = Annotated[float, typer.Option(help="the near level's Jaccard similarity of character 3-grams")]

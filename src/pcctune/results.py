@@ -323,8 +323,17 @@ class CompareResult(Record):
     b: list[str] = Field(description="side B: its run records, or its model")
     seeds_a: list[int] = Field(default_factory=list, description="the seeds of A's runs (none for a model)")
     seeds_b: list[int] = Field(default_factory=list, description="the seeds of B's runs (none for a model)")
-    mean_a: Scores = Field(description="A's score of each task (× 100): the mean over its runs, or its model's")
-    mean_b: Scores = Field(description="B's score of each task (× 100): the mean over its runs, or its model's")
+    variant_a: str | None = Field(None, description="the final-stage variant of A's runs compared (--variant)")
+    variant_b: str | None = Field(None, description="the final-stage variant of B's runs compared (--variant)")
+    left_out: list[str] = Field(
+        default_factory=list,
+        description="runs of either side left out of a paired comparison: no run of their seed on the other side",
+    )
+    mean_a: Scores = Field(
+        description="A's score of each task (× 100): the mean over the runs compared (the paired seeds' where the runs "
+        "are paired, so that mean_b − mean_a is the difference), or its model's"
+    )
+    mean_b: Scores = Field(description="B's score of each task (× 100), as mean_a")
     differences: dict[str, Difference] = Field(description="task → B − A with its interval and verdict")
     protocol: str | None = Field(None, description="the STS protocol the models were scored under (a bootstrap)")
     data_dir: str | None = Field(None, description="the SentEval folder the models were scored on (a bootstrap)")

@@ -13,13 +13,15 @@ verdict that calls a win (or a loss) only where the interval excludes 0 (``pcctu
   ``paired_bootstrap_mean`` does the same for the mean over several test sets (as ``avg`` is the mean of the
   seven STS tasks), each set resampled on its own.
 
-Differences are in the scores' unit: Spearman's ρ × 100 for the STS tasks, as every record holds them.
+Differences are in the scores' unit: Spearman's ρ × 100 for the STS tasks, as every record holds them. A score or a
+prediction that is not a finite number (NaN, ∞), or predictions that do not vary (no correlation), are refused with an
+error rather than compared.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -34,6 +36,7 @@ Statistic = Literal["spearman", "pearson"]
 STATISTICS: dict[str, int] = {"spearman": 0, "pearson": 1}  # the rows of correlations_along
 TestSet = tuple[ArrayLike, ArrayLike, ArrayLike]
 """One test set as (gold scores, model A's predictions, model B's predictions), one entry per pair."""
+TEST_SET_PARTS = ("the gold scores", "A's predictions", "B's predictions")
 
 
 def _ends(result: Any, confidence: float) -> tuple[float, float]:
@@ -41,17 +44,41 @@ def _ends(result: Any, confidence: float) -> tuple[float, float]:
     return float(interval.low), float(interval.high)
 
 
+def check_finite(values: ArrayLike, what: str) -> np.ndarray:
+    """``values`` as a float array; a ``PcctuneError`` naming ``what`` where one of them is NaN or infinite."""
+    array = np.asarray(values, dtype=np.float64).ravel()
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise PcctuneError(
+            f"{what}: {bad.size} of {array.size} values are not finite numbers (the first, at {bad[0]}, is "
+            f"{array[bad[0]]}); a comparison needs finite scores"
+        )
+    return array
+
+
+def paired_seeds(a: Iterable[int], b: Iterable[int]) -> list[int]:
+    """The seeds a comparison pairs A and B on (given each side's seeds): those both sides ran, where there are at
+    least 2; otherwise none (the comparison is unpaired, over every run)."""
+    shared = sorted(set(a) & set(b))
+    return shared if len(shared) >= 2 else []
+
+
 def seed_difference(a: Mapping[int, float], b: Mapping[int, float], confidence: float = CONFIDENCE) -> Difference:
     """B − A of two sets of runs, each given as ``{seed: score}``, with its ``confidence`` interval over seeds.
 
-    Paired by seed (the t interval of ``b[seed] − a[seed]`` over the seeds both share, the others left out) where the
-    two sides share at least 2 seeds; otherwise the difference of the means with Welch's t interval (unequal
-    variances). With fewer than 2 runs on a side, ``low``, ``high`` and the verdict are ``None``. Runs whose scores do
-    not spread at all give the point itself as the interval."""
+    Paired by seed (the t interval of ``b[seed] − a[seed]`` over the seeds both share, the others left out:
+    ``paired_seeds``) where the two sides share at least 2 seeds; otherwise the difference of the means with Welch's t
+    interval (unequal variances). With fewer than 2 runs on a side, ``low``, ``high`` and the verdict are ``None``.
+    Runs whose scores do not spread at all give the point itself as the interval. A score that is not a finite number
+    is a ``PcctuneError``."""
     if not a or not b:
         raise PcctuneError(f"a comparison needs runs on both sides (A has {len(a)}, B has {len(b)})")
-    shared = sorted(set(a) & set(b))
-    if len(shared) >= 2:
+    for side, scores in (("A", a), ("B", b)):
+        for seed, value in scores.items():
+            if not math.isfinite(value):
+                raise PcctuneError(f"{side}: the score of seed {seed} is {value}; a comparison needs finite scores")
+    shared = paired_seeds(a, b)
+    if shared:
         differences = np.array([b[seed] - a[seed] for seed in shared], dtype=np.float64)
         mean = float(differences.mean())
         ends = (mean, mean) if np.ptp(differences) == 0 else _ends(ttest_1samp(differences, 0.0), confidence)
@@ -99,12 +126,15 @@ def _bootstrap(
     test_set: TestSet, statistic: Statistic, confidence: float, resamples: int, rng: np.random.Generator
 ) -> tuple[Difference, np.ndarray]:
     """One test set's paired bootstrap: its ``Difference`` and the resampled differences."""
-    arrays = tuple(np.asarray(values, dtype=np.float64).ravel() for values in test_set)
+    arrays = tuple(check_finite(values, what) for values, what in zip(test_set, TEST_SET_PARTS, strict=True))
     sizes = [len(values) for values in arrays]
     if len(set(sizes)) != 1:
         raise PcctuneError(f"gold and both predictions must score the same pairs; got {', '.join(map(str, sizes))}")
     if sizes[0] < 3:
         raise PcctuneError(f"a bootstrap over test pairs needs at least 3 pairs; got {sizes[0]}")
+    for values, what in zip(arrays, TEST_SET_PARTS, strict=True):
+        if np.ptp(values) == 0:
+            raise PcctuneError(f"{what} are all {values[0]:g}: they have no correlation to compare")
     difference = _difference(statistic)
     result = paired_resamples(arrays, difference, resamples, confidence, rng)  # two identical models: see below
     resampled = result.bootstrap_distribution
@@ -145,7 +175,8 @@ def paired_bootstrap(
     ``predicted_a`` and ``predicted_b``: each model's prediction for every pair (e.g. the cosine of its two
     embeddings), in the order of ``gold``. ``statistic``: ``spearman`` (the STS metric) or ``pearson``. Two identical
     predictions give a difference of exactly 0 and the interval [0, 0]: a tie. A test set so small that some
-    resample has a constant column (no correlation) has no interval: ``low``, ``high`` and the verdict are ``None``."""
+    resample has a constant column (no correlation) has no interval: ``low``, ``high`` and the verdict are ``None``.
+    Values that are not finite numbers, or a column that does not vary at all, are a ``PcctuneError``."""
     difference, _ = _bootstrap(
         (gold, predicted_a, predicted_b), statistic, confidence, resamples, np.random.default_rng(seed)
     )

@@ -1,6 +1,13 @@
 """``pcctune compare``: B − A of two sets of training runs (over seeds), or of two models (a paired bootstrap over the
 STS test pairs), for every task and the average, each with its 95 % interval and a verdict
-(``pcctune.evaluation.compare``)."""
+(``pcctune.evaluation.compare``).
+
+A run's score is that of its final stage; a run trained with ``--compare`` has one final stage per loss (its
+variants), and the one compared is named (``variant_a``, ``variant_b``). Runs paired by seed are compared over the
+seeds both sides ran: the A and B columns are the means over those seeds (so that B − A is their difference) and the
+other runs are named as left out. A run given to the bootstrap is scored as its own test evaluations scored it
+(``pcctune.orchestration.pipeline.load_for_evaluation``: its protocol, dtype, evaluation dtype and a QLoRA run's
+evaluation base, on the test files its record hashed)."""
 
 from __future__ import annotations
 
@@ -9,24 +16,28 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
 from rich.console import Console
+from sentence_transformers import SentenceTransformer
 
 from pcctune.correlation import correlation
 from pcctune.data.cache import senteval_folder
+from pcctune.data.sts import STSTask
 from pcctune.data.tasks import SHORT_NAMES
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.compare import paired_bootstrap_mean, seed_difference
+from pcctune.evaluation.compare import check_finite, paired_bootstrap_mean, paired_seeds, seed_difference
 from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import task_cosines
 from pcctune.evaluation.tables import Cell, ScoreTable
 from pcctune.io import check_output_file
 from pcctune.modeling.build import build_model
-from pcctune.orchestration.push import model_folder
+from pcctune.orchestration.pipeline import load_for_evaluation, prepare_for_eval
 from pcctune.orchestration.report import result_files
 from pcctune.orchestration.run_folder import RESULTS
-from pcctune.provenance import library_versions
+from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import CompareResult, Difference, RunResult, Scores
+from pcctune.training.config import RunConfig
 
 Runs = str | Path | Sequence[str | Path]
 """One side's runs: paths or glob patterns (a string may hold several, comma-separated), each a run record
@@ -54,26 +65,64 @@ def side_files(runs: Runs) -> list[Path]:
     return files
 
 
-def last_stage(record: RunResult, file: Path) -> Scores:
-    """The STS scores after a run's last stage (``before``, the untrained model's, never counts)."""
-    stages = [name for name in record.sts_by_stage if name != "before"]
-    if not stages:
-        raise PcctuneError(f"{file}: the run has no STS scores after a trained stage")
-    return record.sts_by_stage[stages[-1]]
+def run_config(record: RunResult, file: Path) -> RunConfig:
+    """The config a run was trained with, as its record keeps it."""
+    try:
+        return RunConfig.model_validate(record.config)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "config"
+        raise PcctuneError(
+            f"{file}: its config does not read as a run config ({where}: {first['msg']}), so how the run scored its "
+            "model is unknown; give its model folder instead to score it as pcctune eval does"
+        ) from None
 
 
-def side_scores(files: Sequence[Path], side: str) -> dict[int, Scores]:
-    """``{seed: the last stage's scores}`` of one side's runs; two runs of one seed on a side are an error."""
-    scores: dict[int, Scores] = {}
-    origin: dict[int, Path] = {}
+def final_variants(record: RunResult) -> list[str]:
+    """The labels of a run's final stage (in ``sts_by_stage`` and its stage records): one, or one per loss of a run
+    trained with ``--compare``. ``before`` and the earlier stages never count."""
+    stages = record.config.get("stages")
+    names = [stage.get("name") for stage in stages if isinstance(stage, dict)] if isinstance(stages, list) else []
+    earlier = set(names[:-1])
+    labels = dict.fromkeys([*record.sts_by_stage, *(stage.stage for stage in record.stages)])
+    return [label for label in labels if label != "before" and label not in earlier]
+
+
+def chosen_variant(record: RunResult, file: Path, variant: str | None) -> str:
+    """The label of the final stage compared: the run's only one, or the variant named ``variant`` (its label, e.g.
+    ``pcc-pearson``, or its loss, e.g. ``pearson``)."""
+    labels = final_variants(record)
+    if not labels:
+        raise PcctuneError(f"{file}: the run has no trained stage to compare")
+    if variant is None:
+        if len(labels) > 1:
+            raise PcctuneError(
+                f"{file}: the run has {len(labels)} final-stage variants ({', '.join(labels)}); name the one to "
+                "compare (--variant)"
+            )
+        return labels[0]
+    losses = {stage.stage: stage.loss for stage in record.stages}
+    matches = [label for label in labels if variant in (label, losses.get(label))]
+    if len(matches) != 1:
+        raise PcctuneError(f"{file}: no final-stage variant {variant!r}; its variants: {', '.join(labels)}")
+    return matches[0]
+
+
+def side_scores(files: Sequence[Path], side: str, variant: str | None = None) -> dict[int, tuple[Path, Scores]]:
+    """``{seed: (run record, its final stage's scores)}`` of one side's runs (``variant``: the final stage of runs
+    trained with ``--compare``); two runs of one seed on a side are an error."""
+    runs: dict[int, tuple[Path, Scores]] = {}
     for file in files:
         record = RunResult.from_disk(file)
-        if record.seed in scores:
+        if record.seed in runs:
             raise PcctuneError(
-                f"{side}: two runs of seed {record.seed} ({origin[record.seed]}, {file}); give one run per seed"
+                f"{side}: two runs of seed {record.seed} ({runs[record.seed][0]}, {file}); give one run per seed"
             )
-        scores[record.seed], origin[record.seed] = last_stage(record, file), file
-    return scores
+        label = chosen_variant(record, file, variant)
+        if label not in record.sts_by_stage:
+            raise PcctuneError(f"{file}: the run has no STS scores after its stage {label}")
+        runs[record.seed] = file, record.sts_by_stage[label]
+    return runs
 
 
 def shared_tasks(runs: Sequence[Scores], task: str | None) -> list[str]:
@@ -88,69 +137,151 @@ def shared_tasks(runs: Sequence[Scores], task: str | None) -> list[str]:
     return [task]
 
 
-def compare_runs(runs_a: Runs, runs_b: Runs, task: str | None = None) -> CompareResult:
+def compare_runs(
+    runs_a: Runs,
+    runs_b: Runs,
+    task: str | None = None,
+    variant_a: str | None = None,
+    variant_b: str | None = None,
+) -> CompareResult:
     """B − A of two sets of training runs, for every STS task both sides scored (or only ``task``, e.g.
-    ``"STSBenchmark"`` or ``"avg"``), each score the one after a run's last stage.
+    ``"STSBenchmark"`` or ``"avg"``), each score the one after a run's final stage (``variant_a``, ``variant_b``:
+    which final stage, for runs trained with ``--compare``).
 
     ``runs_a``, ``runs_b``: run folders, run records (``results.json``) or glob patterns, as a list or as one
     comma-separated string. Each difference has its 95 % interval over seeds, paired by seed where the two sides
     share at least 2 seeds, else Welch's (``pcctune.evaluation.compare.seed_difference``), and a verdict: a win or
-    a loss for B only where the interval excludes 0, else a tie."""
+    a loss for B only where the interval excludes 0, else a tie. Where the runs are paired, ``mean_a`` and ``mean_b``
+    are the means over the paired seeds, and the runs of the other seeds are named in ``left_out``."""
     files_a, files_b = side_files(runs_a), side_files(runs_b)
-    a, b = side_scores(files_a, "A"), side_scores(files_b, "B")
-    tasks = shared_tasks([*a.values(), *b.values()], task)
+    a, b = side_scores(files_a, "A", variant_a), side_scores(files_b, "B", variant_b)
+    tasks = shared_tasks([scores for _, scores in [*a.values(), *b.values()]], task)
+    paired = paired_seeds(a, b)
+    used_a, used_b = ({seed: side[seed] for seed in paired} if paired else side for side in (a, b))
     return CompareResult(
         a=[str(file) for file in files_a],
         b=[str(file) for file in files_b],
         seeds_a=sorted(a),
         seeds_b=sorted(b),
-        mean_a={name: math.fsum(s[name] for s in a.values()) / len(a) for name in tasks},
-        mean_b={name: math.fsum(s[name] for s in b.values()) / len(b) for name in tasks},
+        variant_a=variant_a,
+        variant_b=variant_b,
+        left_out=[str(file) for side in (a, b) for seed, (file, _) in side.items() if paired and seed not in paired],
+        mean_a={name: math.fsum(s[name] for _, s in used_a.values()) / len(used_a) for name in tasks},
+        mean_b={name: math.fsum(s[name] for _, s in used_b.values()) / len(used_b) for name in tasks},
         differences={
-            name: seed_difference({seed: s[name] for seed, s in a.items()}, {seed: s[name] for seed, s in b.items()})
+            name: seed_difference(
+                {seed: s[name] for seed, (_, s) in a.items()}, {seed: s[name] for seed, (_, s) in b.items()}
+            )
             for name in tasks
         },
         versions=library_versions(),
     )
 
 
-def model_source(spec: str | Path) -> str:
-    """What to load for one side of a bootstrap: the final model of a run folder (or of its ``results.json``), or
-    ``spec`` itself (a packaged short name, a model folder, a Hub id)."""
+def run_record(spec: str | Path) -> Path | None:
+    """The run record of a bootstrap's side: ``spec`` itself (a ``results.json``) or the one in the run folder
+    ``spec``; None where ``spec`` is a model (a packaged short name, a model folder, a Hub id)."""
     path = Path(spec)
     if path.name == RESULTS and path.is_file():
-        path = path.parent
+        return path
     if path.is_dir() and (path / RESULTS).is_file():
-        return str(model_folder(path))
-    return str(spec)
+        return path / RESULTS
+    return None
+
+
+def bootstrap_protocol(protocol: str | None, runs: Sequence[tuple[Path, RunResult]]) -> str:
+    """The protocol both models are scored under: the runs' own (a run is scored as it scored itself), else
+    ``protocol`` (default: ``DEFAULT_PROTOCOL``)."""
+    for file, record in runs:
+        if record.protocol != (protocol or record.protocol):
+            raise PcctuneError(
+                f"{file}: the run scored its models under the {record.protocol} protocol, not {protocol}; "
+                "compare it under its own (leave out --protocol)"
+            )
+        protocol = record.protocol
+    return protocol or DEFAULT_PROTOCOL
+
+
+def check_test_files(file: Path, record: RunResult, tasks: Sequence[STSTask], senteval: Path) -> None:
+    """Refuse a run whose record says it scored other test pairs than ``tasks`` (other files, or other pair counts)
+    than those of ``senteval``; a record before schema 3 names none, and is taken as it is."""
+    hashes = file_hashes([path for task in tasks for path in task.files], senteval)
+    recorded = record.data_files_sha256
+    differ = [name for name, digest in hashes.items() if recorded and recorded.get(name) != digest]
+    differ += [
+        task.name for task in tasks if record.pairs_by_task and record.pairs_by_task.get(task.name) != len(task.pairs)
+    ]
+    if differ:
+        raise PcctuneError(
+            f"{file}: the run scored other test pairs than {senteval} holds ({', '.join(differ)}); give the folder "
+            "it scored (--data)"
+        )
+
+
+def side_model(
+    spec: str | Path, run: tuple[Path, RunResult] | None, variant: str | None
+) -> tuple[str, SentenceTransformer]:
+    """What one side of a bootstrap loads, and the model as its scores are computed: a run's final stage
+    (``variant``) as the run's test evaluations load it, or a model as ``pcctune eval`` does."""
+    if run is None:
+        if variant is not None:
+            raise PcctuneError(f"--variant names a run's final stage; {spec} is a model, not a run")
+        return str(spec), build_model(str(spec))
+    file, record = run
+    label = chosen_variant(record, file, variant)
+    stage = next((stage for stage in record.stages if stage.stage == label), None)
+    final = Path(stage.final_dir) if stage is not None else None
+    if final is None or not (final / "modules.json").is_file():
+        raise PcctuneError(f"{file}: the saved model of its stage {label} is not there ({final})")
+    config = run_config(record, file)
+    return str(final), prepare_for_eval(load_for_evaluation(config, final), config)
 
 
 def compare_models(
     model_a: str | Path,
     model_b: str | Path,
     data: str | Path | None = None,
-    protocol: str = DEFAULT_PROTOCOL,
+    protocol: str | None = None,
     task: str | None = None,
     seed: int = 0,
     resamples: int = RESAMPLES,
+    variant_a: str | None = None,
+    variant_b: str | None = None,
 ) -> CompareResult:
-    """B − A of two models' Spearman × 100 on the seven STS test sets (or only ``task``) under ``protocol``, with the
-    95 % interval of a paired bootstrap over the test pairs (``resamples`` draws seeded by ``seed``): the test set's
-    noise, not the seeds'. With every task, ``avg`` too (each set resampled on its own;
-    ``pcctune.evaluation.compare.paired_bootstrap_mean``). ``model_a``, ``model_b``: anything ``pcctune eval``
-    loads, or a run folder (its last stage's final model)."""
+    """B − A of two models' Spearman × 100 on the seven STS test sets (or only ``task``), with the 95 % interval of
+    a paired bootstrap over the test pairs (``resamples`` draws seeded by ``seed``): the test set's noise, not the
+    seeds'. With every task, ``avg`` too (each set resampled on its own;
+    ``pcctune.evaluation.compare.paired_bootstrap_mean``).
+
+    ``model_a``, ``model_b``: anything ``pcctune eval`` loads, scored under ``protocol`` (default
+    ``DEFAULT_PROTOCOL``), or a run folder (or its ``results.json``): its final stage's model (``variant_a``,
+    ``variant_b``: which one, for a run trained with ``--compare``), loaded and scored as the run's own test
+    evaluations were (its protocol, dtype, evaluation dtype and evaluation base), so that its score here is the
+    one in its record. A run whose record names other test files or pair counts than ``data`` holds is refused."""
     senteval = senteval_folder(data)
+    records = [(file, RunResult.from_disk(file)) if file else None for file in map(run_record, (model_a, model_b))]
+    protocol = bootstrap_protocol(protocol, [run for run in records if run is not None])
     tasks = load_protocol_tasks(senteval, protocol)
     if task is not None:
         names = [t.name for t in tasks]
         if task not in names:
             raise PcctuneError(f"unknown task {task!r}; choose from {', '.join(names)} (or none for all and avg)")
         tasks = [t for t in tasks if t.name == task]
-    sources = [model_source(model_a), model_source(model_b)]
-    cosines_a, cosines_b = (task_cosines(build_model(source), tasks, protocol) for source in sources)
-    test_sets = [(gold, a, b) for (a, gold), (b, _) in zip(cosines_a, cosines_b, strict=True)]
-    per_task, average = paired_bootstrap_mean(test_sets, "spearman", CONFIDENCE, resamples, seed)
+    for run in records:
+        if run is not None:
+            check_test_files(*run, tasks, senteval)
+    sides = [
+        side_model(spec, run, variant)
+        for spec, run, variant in zip((model_a, model_b), records, (variant_a, variant_b), strict=True)
+    ]
+    cosines_a, cosines_b = (task_cosines(model, tasks, protocol) for _, model in sides)
     names = [t.name for t in tasks]
+    test_sets = []
+    for name, (a, gold), (b, _) in zip(names, cosines_a, cosines_b, strict=True):
+        for side, values, (source, _) in (("A", a, sides[0]), ("B", b, sides[1])):
+            check_finite(values, f"{side} ({source}): its cosines on {name}")
+        test_sets.append((gold, a, b))
+    per_task, average = paired_bootstrap_mean(test_sets, "spearman", CONFIDENCE, resamples, seed)
     scores_a = {name: correlation(a, gold).spearman * 100 for name, (gold, a, _) in zip(names, test_sets, strict=True)}
     scores_b = {name: correlation(b, gold).spearman * 100 for name, (gold, _, b) in zip(names, test_sets, strict=True)}
     differences = dict(zip(names, per_task, strict=True))
@@ -159,8 +290,10 @@ def compare_models(
             scores[AVERAGE] = math.fsum(scores.values()) / len(names)
         differences[AVERAGE] = average
     return CompareResult(
-        a=sources[:1],
-        b=sources[1:],
+        a=[sides[0][0]],
+        b=[sides[1][0]],
+        variant_a=variant_a,
+        variant_b=variant_b,
         mean_a=scores_a,
         mean_b=scores_b,
         differences=differences,
@@ -197,18 +330,36 @@ def compare_table(result: CompareResult) -> ScoreTable:
     return ScoreTable.from_rows(rows, title="B − A, Spearman × 100", first_column="task")
 
 
-def side_line(name: str, sources: Sequence[str], seeds: Sequence[int]) -> str:
-    """One side, in words: its model, or its runs and their seeds."""
+def side_line(name: str, sources: Sequence[str], seeds: Sequence[int], variant: str | None = None) -> str:
+    """One side, in words: its model, or its runs and their seeds (and the final-stage variant compared)."""
+    if variant is not None:
+        name = f"{name} (variant {variant})"
     if not seeds:
         return f"{name}: {sources[0]}"
     runs = f"1 run (seed {seeds[0]})" if len(seeds) == 1 else f"{len(seeds)} runs (seeds {', '.join(map(str, seeds))})"
     return f"{name}: {runs}: {', '.join(sources)}"
 
 
+def left_out_line(result: CompareResult) -> str | None:
+    """The runs a paired comparison left out, by name, in one line; None where none was."""
+    if not result.left_out:
+        return None
+    paired = next(iter(result.differences.values())).n
+    runs = "1 run" if len(result.left_out) == 1 else f"{len(result.left_out)} runs"
+    return (
+        f"left out: {runs} whose seed the other side did not run ({', '.join(result.left_out)}); "
+        f"A, B and B − A are over the {paired} seeds both sides ran"
+    )
+
+
 def print_comparison(result: CompareResult, console: Console) -> None:
-    """The two sides, the table and the headline difference (``avg``, else the one task) in plain words."""
-    console.print(side_line("A", result.a, result.seeds_a), highlight=False, markup=False)
-    console.print(side_line("B", result.b, result.seeds_b), highlight=False, markup=False)
+    """The two sides, the runs left out, the table and the headline difference (``avg``, else the one task) in plain
+    words."""
+    lines: list[str | None] = [side_line("A", result.a, result.seeds_a, result.variant_a)]
+    lines += [side_line("B", result.b, result.seeds_b, result.variant_b), left_out_line(result)]
+    for line in lines:
+        if line is not None:  # paths whole, unwrapped: they can be copied
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(compare_table(result).to_rich())
     headline = AVERAGE if AVERAGE in result.differences else next(iter(result.differences))
     console.print(f"{headline}: {result.differences[headline].sentence()}", highlight=False, markup=False)
@@ -225,6 +376,8 @@ def run_compare(
     resamples: int | None = None,
     output: Path | None = None,
     console: Console | None = None,
+    variant_a: str | None = None,
+    variant_b: str | None = None,
 ) -> CompareResult:
     """``pcctune compare``: ``compare_runs``, or with ``bootstrap`` ``compare_models`` (whose options
     ``data``, ``protocol``, ``seed`` and ``resamples`` are); print it and write it to ``output``."""
@@ -237,15 +390,17 @@ def run_compare(
             runs_a,
             runs_b,
             data,
-            protocol or DEFAULT_PROTOCOL,
+            protocol,
             task,
             0 if seed is None else seed,
             resamples or RESAMPLES,
+            variant_a,
+            variant_b,
         )
     elif given := [flag for flag, value in options.items() if value is not None]:
         raise PcctuneError(f"{', '.join(given)}: options of --bootstrap (two models scored on the test pairs)")
     else:
-        result = compare_runs(runs_a, runs_b, task)
+        result = compare_runs(runs_a, runs_b, task, variant_a, variant_b)
     print_comparison(result, console)
     if output is not None:
         result.to_disk(output)

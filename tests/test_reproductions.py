@@ -95,11 +95,17 @@ def _values(data: object) -> list[float]:
     return []
 
 
+def _signed(sign: str, number: str) -> str:
+    return f"{sign.replace('-', '−')}{number}"
+
+
 def _claim_evidence(folder: Path) -> tuple[set[str], list[float], list[float]]:
-    """The numbers a claim's README may quote: those printed in its tables, and every number in its records."""
+    """The numbers a claim's README may quote: those printed in its tables (signed ones with their sign too), and
+    every number in its records."""
     tables_text = " ".join(path.read_text() for path in folder.rglob("*.md") if path.name != "README.md")
-    printed = {number for _, number in _numbers_of(tables_text)}
-    table_values = sorted({float(number) for number in printed})
+    numbers = _numbers_of(tables_text)
+    printed = {number for _, number in numbers} | {_signed(sign, number) for sign, number in numbers if sign}
+    table_values = sorted({float(number) for _, number in numbers})
     record_values = [v for path in folder.rglob("*.json") for v in _values(json.loads(path.read_text()))]
     return printed, table_values, record_values
 
@@ -107,8 +113,9 @@ def _claim_evidence(folder: Path) -> tuple[set[str], list[float], list[float]]:
 def _backed(sign: str, number: str, printed: set[str], table_values: list[float], records: list[float]) -> bool:
     decimals = len(number.split(".")[1])
     value, unit = float(number), 10.0**-decimals
-    if sign:  # a difference: of two printed numbers, to the rounding shown
-        return any(abs(abs(a - b) - value) <= unit + 1e-9 for a in table_values for b in table_values)
+    if sign:  # printed with its sign (a difference a table shows), or a difference of two printed numbers
+        signed = _signed(sign, number) in printed
+        return signed or any(abs(abs(a - b) - value) <= unit + 1e-9 for a in table_values for b in table_values)
     if number in printed:
         return True
     return any(round(v, decimals) == value or round(v * 100, decimals) == value for v in records)

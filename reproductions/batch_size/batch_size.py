@@ -33,6 +33,7 @@ from reproductions._common import (
     stage2_config,
     sts_scores,
 )
+from reproductions._difference import DIFFERENCE_NOTE, difference_cell
 
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.tables import mean_std_cell
@@ -108,14 +109,24 @@ def _cells(rows: Rows, loss: str, batch: int) -> list[str]:
     return [mean_std_cell([r["sts"]["avg"] for r in mine]) if mine else "—", str(len(mine))]
 
 
+def _by_seed(rows: Rows, loss: str, batch: int) -> dict[int, float]:
+    return {r["seed"]: r["sts"]["avg"] for r in rows if r["loss"] == loss and r["batch"] == batch}
+
+
 def table(rows: Rows, details: dict[str, Any]) -> str:
     losses = sorted({r["loss"] for r in rows}, key=["pearson", "contrastive"].index)
+    both = len(losses) == 2
     header = ["batch", "lr"] + [f"{loss} {what}" for loss in losses for what in ("avg", "seeds")]
+    header += ["pearson − contrastive"] if both else []
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for batch in sorted({r["batch"] for r in rows}):
         lr = next(r["lr"] for r in rows if r["batch"] == batch)
         cells = [str(batch), f"{lr:.2e}"] + [cell for loss in losses for cell in _cells(rows, loss, batch)]
+        if both:
+            contrastive, pearson = _by_seed(rows, "contrastive", batch), _by_seed(rows, "pearson", batch)
+            cells.append(difference_cell(contrastive, pearson) if contrastive and pearson else "—")
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"pearson − contrastive: the seven-task average, {DIFFERENCE_NOTE}."] if both else []
     per_task = ["| loss, batch | " + " | ".join(STS_COLUMNS) + " |", "|" + " --- |" * (len(STS_COLUMNS) + 1)]
     for loss in losses:
         for batch in sorted({r["batch"] for r in rows if r["loss"] == loss}):

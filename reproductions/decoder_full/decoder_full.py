@@ -130,7 +130,8 @@ TIME_NOTE = (
     "stage s: wall time of the seeds whose stage trained in one process (a resumed stage's time leaves out its "
     "pauses but not what ran beside it); stage 1's time and CPU time are from its full rerun (stage1_rerun: 91 "
     "steps, one process, MKL's GEMM); stage CPU s: CPU seconds of all threads, recorded from the later runs on; "
-    "(k/n): k of the row's n seeds have the measurement."
+    "peak MB: the stage's peak resident memory; each a mean over the row's seeds that have it, (k/n): k of the "
+    "row's n seeds have the measurement."
 )
 
 

@@ -27,12 +27,18 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from reproductions._common import STS_COLUMNS, Measured, Rows, claim, save_rows, trained_runs
+from reproductions._difference import DIFFERENCE_NOTE, difference_cell
 
 from pcctune.evaluation.tables import mean_std_cell
 from pcctune.training.config import RunConfig
 
 BASE = "base model (no training)"
+CONTRAST = "+Contrast (InfoNCE, pairs > 4)"
+CONTRAST_MINUS = "+Contrast − this row"
+SLOW = 3.0
+"""A seed whose wall time is over this many times its variant's median is marked in the table."""
 # variant: (loss, head input, head warm-up on NLI)
 VARIANTS: dict[str, tuple[str, str, str]] = {
     "Smooth K2, (u,v,|u-v|), two steps": ("smooth_k2", "uv_absdiff", "nli"),
@@ -42,7 +48,7 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "Smooth K2, (u,v), two steps": ("smooth_k2", "uv", "nli"),
     "Smooth K2, |u-v|, two steps": ("smooth_k2", "absdiff", "nli"),
     "Smooth K2, (u,v,|u-v|), one step": ("smooth_k2", "uv_absdiff", "none"),
-    "+Contrast (InfoNCE, pairs > 4)": ("contrastive", "uv_absdiff", "none"),
+    CONTRAST: ("contrastive", "uv_absdiff", "none"),
 }
 
 
@@ -101,18 +107,39 @@ def described(args: argparse.Namespace) -> str:
     )
 
 
+def _by_seed(rows: Rows, variant: str) -> dict[int, float]:
+    return {r["seed"]: r["sts"]["avg"] for r in rows if r["variant"] == variant}
+
+
+def _seconds_cell(variant: str, mine: Rows, notes: list[str]) -> str:
+    """The mean wall time of a variant's seeds, marked † (with a note) where a seed took over ``SLOW`` times the
+    seeds' median (its process paused, or slowed by other work): that mean says little of the training time."""
+    seconds = [r["seconds"] for r in mine]
+    median = float(np.median(seconds))
+    slow = [r for r in mine if r["seconds"] > SLOW * median]
+    for r in slow:
+        notes.append(f"† {variant}: seed {r['seed']} took {r['seconds']:.0f} s, the seeds' median {median:.0f} s")
+    return f"{np.mean(seconds):.0f}" + (" †" if slow else "")
+
+
 def table(rows: Rows, details: dict[str, Any]) -> str:
-    header = ["variant", *STS_COLUMNS, "best dev", "seeds", "train s"]
+    header = ["variant", *STS_COLUMNS, "best dev", "seeds", "train s", CONTRAST_MINUS]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    contrast, notes = _by_seed(rows, CONTRAST), []
     for variant in [BASE, *VARIANTS]:
         mine = [r for r in rows if r["variant"] == variant]
         if not mine:
             continue
         scores = [mean_std_cell([r["sts"][c] for r in mine]) for c in STS_COLUMNS]
         devs = [100 * r["dev"] for r in mine if r["dev"] is not None]
-        dev, seconds = mean_std_cell(devs) if devs else "—", sum(r["seconds"] for r in mine) / len(mine)
-        cells = [variant.replace("|", "\\|"), *scores, dev, str(len(mine)), f"{seconds:.0f}"]
+        dev, seconds = mean_std_cell(devs) if devs else "—", _seconds_cell(variant, mine, notes)
+        against = (
+            difference_cell(_by_seed(rows, variant), contrast) if contrast and variant not in (BASE, CONTRAST) else "—"
+        )
+        cells = [variant.replace("|", "\\|"), *scores, dev, str(len(mine)), seconds, against]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"Last column, {CONTRAST_MINUS}: the seven-task average, {DIFFERENCE_NOTE}."]
+    lines += [line for note in notes for line in ("", note)]
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ from reproductions._common import (
     stage2_config,
     sts_scores,
 )
+from reproductions._difference import DIFFERENCE_NOTE, difference_cell
 from transformers import set_seed
 
 from pcctune.data.tasks import load_test_tasks
@@ -113,14 +114,26 @@ def row_label(result: dict) -> str:
     )
 
 
+PEARSON_MINUS = "pearson − this loss"
+
+
+def _by_seed(result: dict) -> dict[int, float]:
+    return {run["seed"]: run["sts"]["avg"] for run in result["runs"]}
+
+
 def table(results: Rows, details: dict[str, Any]) -> str:
+    """Each loss's scores, and the Pearson loss's average minus the loss's, seed by seed."""
     base = details["base"]
-    table = ScoreTable("stage-2 losses", ["lr", *STS_COLUMNS, "train s"], first_column="stage-2 loss")
-    table.rows.append(("none (base model)", {**base, "lr": None, "train s": None}))
+    pearson = next((_by_seed(r) for r in results if row_label(r) == "pearson"), None)
+    columns = ["lr", *STS_COLUMNS, "train s", PEARSON_MINUS]
+    table = ScoreTable("stage-2 losses", columns, first_column="stage-2 loss")
+    table.rows.append(("none (base model)", {**base, "lr": None, "train s": None, PEARSON_MINUS: None}))
     for r in results:
         cells = {c: mean_std_cell([run["sts"][c] for run in r["runs"]]) for c in STS_COLUMNS}
-        table.rows.append((row_label(r), {"lr": f"{r['lr']:g}", **cells, "train s": f"{r['train_seconds']:.0f}"}))
-    return table.to_markdown()
+        against = difference_cell(_by_seed(r), pearson) if pearson and row_label(r) != "pearson" else None
+        cells |= {"lr": f"{r['lr']:g}", "train s": f"{r['train_seconds']:.0f}", PEARSON_MINUS: against}
+        table.rows.append((row_label(r), cells))
+    return table.to_markdown() + f"\n\n{PEARSON_MINUS}: the seven-task average, {DIFFERENCE_NOTE}."
 
 
 def bar_plot(results: Rows, details: dict[str, Any], path: Path) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 import yaml
 from matplotlib.patches import Patch
 from reproductions._common import STS_COLUMNS, Measured, Rows, claim, to_record
+from reproductions._difference import DIFFERENCE_NOTE, difference_cell
 
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import write_text
@@ -151,22 +152,34 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     save_figure(figure, path)
 
 
+PEARSON_MINUS = "pearson − this loss"
+
+
+def by_seed(row: dict[str, Any]) -> dict[int, float]:
+    """A row's seven-task average by seed (a sweep trains its winner with seeds 1, 2, 3, kept in that order)."""
+    return {seed: scores["avg"] for seed, scores in enumerate(row["sts_seeds"], start=1)}
+
+
 def table(rows: Rows, details: dict[str, Any]) -> str:
-    cells = [("none (base model)", {**details["base"], "train s": "—", "selected (dev only)": "—"})]
+    cells = [("none (base model)", {**details["base"], "train s": "—", "selected (dev only)": "—", PEARSON_MINUS: "—"})]
+    pearson = next((by_seed(row) for row in rows if row["loss"] == "pearson"), None)
     for row in in_fixed_order(rows):
         seeds = row["sts_seeds"]
         label = row["loss"] if len(seeds) == 3 else f"{row['loss']} ({len(seeds)} of 3 seeds)"
         chosen = ", ".join(f"{k} {v:.2e}" if k == "lr" else f"{k} {v}" for k, v in row["params"].items())
+        against = difference_cell(by_seed(row), pearson) if pearson and row["loss"] != "pearson" else "—"
         cells.append(
             (
                 label,
                 {c: mean_std_cell([s[c] for s in seeds]) for c in STS_COLUMNS}
-                | {"train s": f"{row['train_s']:.0f}", "selected (dev only)": f"{chosen}; dev {row['dev']:.4f}"},
+                | {"train s": f"{row['train_s']:.0f}", "selected (dev only)": f"{chosen}; dev {row['dev']:.4f}"}
+                | {PEARSON_MINUS: against},
             )
         )
     title = f"Stage-2 losses on {details['model']} (Spearman × 100, mean ± std over 3 seeds)"
-    columns = [*STS_COLUMNS, "train s", "selected (dev only)"]
-    return ScoreTable(title, columns, cells, first_column="stage-2 loss").to_markdown()
+    columns = [*STS_COLUMNS, "train s", "selected (dev only)", PEARSON_MINUS]
+    markdown = ScoreTable(title, columns, cells, first_column="stage-2 loss").to_markdown()
+    return markdown + f"\n\n{PEARSON_MINUS}: the seven-task average, {DIFFERENCE_NOTE}."
 
 
 def write_sweep_details(args: argparse.Namespace, rows: Rows, sweeps: list[Path], settings: str) -> None:

@@ -188,21 +188,3 @@ def test_an_entry_set_aside_is_renamed_away_in_one_step_before_it_is_deleted(tmp
     assert len(deleted) == 1 and deleted[0].parent == entry.parent and deleted[0].name.startswith(".entry.")
     assert list(entry.parent.iterdir()) == [] and "setting aside" in caplog.text
     cache_entry.remove(entry)  # gone already: nothing to do
-
-
-def test_the_resume_key_of_a_hub_model_follows_the_revision_it_loads(tmp_path, monkeypatch):
-    """The same settings, a Hub id whose ``main`` moved to another commit: another key, so the kept vectors of
-    the old weights are not reused."""
-    from huggingface_hub import constants
-
-    from pcctune.modeling.vector_store import settings_key
-
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    refs = tmp_path / "hub" / "models--org--model" / "refs"
-    refs.mkdir(parents=True)
-    keys = []
-    for commit in ("a" * 40, "b" * 40):
-        (refs / "main").write_text(commit)
-        keys.append(settings_key({"model": "org/model"}, Path("org/model")))
-    assert keys[0] != keys[1]
-    assert settings_key({"model": "org/model"}, Path("org/model")) == keys[1]  # the same commit: the same key

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.metadata
 import platform
@@ -9,7 +10,20 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-LIBRARIES = ("pcctune", "torch", "transformers", "sentence-transformers", "peft", "accelerate", "scipy", "numpy")
+from pcctune.cpu_kind import this_cpu
+
+LIBRARIES = (
+    "pcctune",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "sentence-transformers",
+    "peft",
+    "accelerate",
+    "bitsandbytes",
+    "scipy",
+    "numpy",
+)
 
 
 def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
@@ -38,32 +52,85 @@ def _portable_name(path: Path, root: Path | None) -> str:
 
 def library_versions() -> dict[str, str]:
     """The versions of Python and of `LIBRARIES`, and the ``device`` the numbers were computed on."""
-    versions = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = "not installed"
+    versions = {"python": platform.python_version()} | {name: package_version(name) for name in LIBRARIES}
     return versions | {"device": compute_device()}
 
 
+def package_version(name: str) -> str:
+    """The installed version of the distribution ``name``; ``not installed`` where it is not."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def compute_device() -> str:
-    """Where torch computes: ``cuda: <the GPU's name>`` when it sees a GPU, else ``cpu: <the CPU's model name>``, so
-    a record or cache entry says which kind of kernels made its numbers."""
+    """Where torch computes: ``cuda: <the GPU's name>`` when it sees a GPU, else ``cpu: <vendor, family, model,
+    name and kernel flags>`` (`pcctune.cpu_kind.CPUKind.identity`), so a record or cache entry says which kind of
+    kernels made its numbers: the model name alone says "AMD EPYC" for two kinds with different kernels."""
     import torch
 
     if torch.cuda.is_available():
         return f"cuda: {torch.cuda.get_device_name(0)}"
-    return f"cpu: {cpu_model_name()}"
+    return f"cpu: {this_cpu().identity}"
+
+
+PACKAGE_ROOT = Path(__file__).resolve().parent
+"""The folder of the ``pcctune`` package whose sources ``code_digest`` reads."""
+
+
+def code_digest(*modules: str, package_root: Path | None = None) -> str:
+    """sha256 of the source of ``modules`` (dotted names under ``pcctune``) and of every pcctune module they import,
+    directly or through others (read from the ``import`` statements, without importing anything): a cache entry
+    that holds this digest is made by this very code, so a change to any of it, a fix in evaluation say, is a miss.
+    ``pcctune``'s version string cannot say this: it stays the same through every change between releases.
+    ``package_root``: another copy of the package's sources (default: this one's, ``PACKAGE_ROOT``)."""
+    return _code_digest(tuple(sorted(modules)), package_root or PACKAGE_ROOT)
 
 
 @cache
-def cpu_model_name() -> str:
-    """The CPU's model name as ``lscpu`` gives it (``/proc/cpuinfo`` on Linux), else `platform.processor`; read
-    once per process."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
+def _code_digest(modules: tuple[str, ...], package_root: Path) -> str:
+    seen: dict[str, Path] = {}
+    waiting = list(modules)
+    while waiting:
+        name = waiting.pop()
+        path = _module_file(name, package_root)
+        if name in seen or path is None:
+            continue
+        seen[name] = path
+        waiting.extend(_imported_modules(name, path, package_root))
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        digest.update(f"{name}\0".encode())
+        digest.update(seen[name].read_bytes())
+    return digest.hexdigest()
+
+
+def _module_file(name: str, package_root: Path) -> Path | None:
+    """The source file of the pcctune module ``name`` (a module or a package's ``__init__.py``); ``None`` if none."""
+    parts = name.split(".")
+    if parts[0] != "pcctune":
+        return None
+    base = package_root.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py") if parts[1:] else None, base / "__init__.py"):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_modules(name: str, path: Path, package_root: Path) -> list[str]:
+    """The pcctune modules ``path``'s import statements name: ``import pcctune.a``, ``from pcctune.a import b``
+    (``pcctune.a`` and, where ``b`` is a module, ``pcctune.a.b``), and the same written relatively."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found.append(base)
+            found.extend(f"{base}.{alias.name}" for alias in node.names)
+    return [module for module in found if module.split(".")[0] == "pcctune" and _module_file(module, package_root)]

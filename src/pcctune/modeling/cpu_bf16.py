@@ -15,27 +15,21 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
+
+from pcctune.cpu_kind import CPUINFO, read_cpu_kind
 
 logger = logging.getLogger(__name__)
 
 NATIVE_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
 """CPU feature flags of native bf16 arithmetic: x86's AVX512_BF16 and AMX-BF16, Arm's FEAT_BF16."""
-CPUINFO = Path("/proc/cpuinfo")
 ISA_LIMIT_ENV = "ONEDNN_MAX_CPU_ISA"
 
 
 def cpu_flags() -> frozenset[str] | None:
-    """The CPU's feature flags (first processor of ``/proc/cpuinfo``); ``None`` where they cannot be read."""
-    try:
-        lines = CPUINFO.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            return frozenset(value.split())
-    return None
+    """The CPU's feature flags (first processor of ``CPUINFO``, ``pcctune.cpu_kind``); ``None`` where they cannot be
+    read."""
+    kind = read_cpu_kind(CPUINFO)
+    return kind.flags if kind is not None and kind.flags else None
 
 
 def _isa_allows_bf16() -> bool:

@@ -3,13 +3,16 @@
 transformers dequantizes a GGUF file at load time (16–53 s here) and refuses to
 ``save_pretrained`` the result. We convert once: load with ``gguf_file=``, drop the
 ``quantization_config``, save safetensors weights + config + tokenizer to a cache folder keyed
-by the file's content hash. Later loads take seconds, and a model built from it saves normally.
+by the file's content hash, the versions of the libraries that dequantize it and pcctune's code
+that calls them. Later loads take seconds, and a model built from it saves normally.
 The folder is a verified cache entry (``pcctune.cache_entry``): its weights are checked against its manifest on
 every load, a damaged one is converted again, and two processes converting the same file at once convert it once.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from pcctune.cache_entry import cached_folder
 from pcctune.errors import PcctuneError
 from pcctune.modeling.template import ensure_pad_token
 from pcctune.paths import cache_root
-from pcctune.provenance import file_sha256
+from pcctune.provenance import code_digest, file_sha256, package_version
 
 GGUF_MAGIC = b"GGUF"
 
@@ -30,7 +33,7 @@ def gguf_to_folder(gguf_path: str | Path) -> Path:
     with gguf_path.open("rb") as handle:
         if handle.read(4) != GGUF_MAGIC:
             raise PcctuneError(f"{gguf_path} is not a GGUF file (it does not start with 'GGUF')")
-    digest = file_sha256(gguf_path)
+    digest = dequantized_key(gguf_path)
     folder = cache_root() / "gguf" / f"{gguf_path.stem}-{digest[:16]}"
     try:
         return cached_folder(folder, lambda f: _dequantize(gguf_path, f), f"dequantized {gguf_path}", digest)
@@ -39,6 +42,14 @@ def gguf_to_folder(gguf_path: str | Path) -> Path:
     except Exception as error:  # a truncated or unsupported GGUF file
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise PcctuneError(f"could not read GGUF file {gguf_path}: {detail}") from None
+
+
+def dequantized_key(gguf_path: Path) -> str:
+    """sha256 of what the dequantized folder depends on: the GGUF file's bytes, the libraries that read and
+    dequantize it (transformers, gguf, torch) and the code that calls them (`pcctune.provenance.code_digest`)."""
+    versions = {name: package_version(name) for name in ("transformers", "gguf", "torch")}
+    payload = {"file": file_sha256(gguf_path), "versions": versions, "code": code_digest(__name__)}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 def _dequantize(gguf_path: Path, folder: Path) -> None:

@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from pcctune.cache_entry import cached_folder
 from pcctune.errors import PcctuneError
+from pcctune.provenance import code_digest
 
 CHUNK_BYTES = 1 << 20
 
@@ -56,8 +57,9 @@ def locate_parts(distributions: Sequence[str], suffix: str) -> list[ZipPart] | N
 
 
 def parts_digest(parts: Sequence[ZipPart]) -> str:
-    """The parts' recorded digests, hashed together: what the unzipped folder was made from."""
-    return hashlib.sha256("".join(part.sha256 for part in parts).encode()).hexdigest()
+    """The parts' recorded digests and the code that unzips them (`pcctune.provenance.code_digest`), hashed
+    together: what the unzipped folder was made from."""
+    return hashlib.sha256(("".join(part.sha256 for part in parts) + code_digest(__name__)).encode()).hexdigest()
 
 
 def cache_key(parts: Sequence[ZipPart]) -> str:

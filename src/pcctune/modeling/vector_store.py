@@ -8,8 +8,8 @@ run again loads it and ``encode_texts`` skips the batches it holds.
 The batch plan does not depend on what is stored, so a resumed evaluation computes the very same vectors as
 one that was never interrupted.
 
-A store is only ever used by the evaluation it was made for: it carries the ``key`` of its settings (model and
-its files or its Hub commit, template, protocol, precision…; ``settings_key``) and the sha256 of its contents,
+A store is only ever used by the evaluation it was made for: it carries the ``key`` of that evaluation (the model
+as loaded, the settings, the code and machine: `pcctune.modeling.fingerprint`) and the sha256 of its contents,
 read in full on opening. One that cannot be read (cut short, random bytes, an older format), whose contents do
 not match their digest, or made under another key is set aside with one warning naming it, and the evaluation
 starts afresh. Its owner deletes it once the results are written. ``pcctune eval`` keeps its stores in pcctune's
@@ -36,38 +36,6 @@ from pcctune.io import write_with
 logger = logging.getLogger(__name__)
 
 SUFFIX = ".vectors.npz"
-
-
-def files_signature(path: Path) -> list[tuple[str, int, int]]:
-    """Name, size and modification time of every file under a local model or adapter folder (``[]`` for a Hub
-    id): a model retrained into the same folder gets another signature."""
-    if not path.exists():
-        return []
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    return [(str(p.relative_to(path)) if p != path else p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
-
-
-def hub_revision(repo_id: str) -> str | None:
-    """The commit a Hub model id loads now: the one its ``main`` points to in the local Hugging Face cache (where
-    loading it left it); ``None`` when the cache holds no such model."""
-    from huggingface_hub import constants
-    from huggingface_hub.file_download import repo_folder_name
-
-    ref = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model") / "refs" / "main"
-    try:
-        return ref.read_text(encoding="utf-8").strip()
-    except (OSError, ValueError):
-        return None
-
-
-def settings_key(settings: dict[str, Any], *folders: Path) -> str:
-    """sha256 of an evaluation's settings and of the files of the folders it loads; for a Hub model id (no such
-    folder), of the commit it loads (``hub_revision``), so a model updated on the Hub starts afresh."""
-    payload = {
-        "settings": settings,
-        "files": [files_signature(folder) if folder.exists() else hub_revision(str(folder)) for folder in folders],
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class VectorStore:

@@ -2,10 +2,11 @@
 
 A run with ``evaluate_before: true`` scores its base model on the test sets before training: about 26,000
 sentences, a minute on two CPU cores for all-MiniLM-L6-v2 and more for a decoder, and the same numbers every time
-the same base model is scored the same way. A run whose base model (its files, or the Hub commit it loads),
-encoding settings, test pairs, seed and library versions are those of an earlier run's reads that run's scores
-from pcctune's cache (``scores/before-KEY``, a verified entry: `pcctune.cache_entry`) instead of encoding
-them again. A Hub model not downloaded yet has no commit to pin, so its scores are neither read nor kept.
+the same base model is scored the same way. A run that loads the same model (its weights, tokenizer and module
+settings as loaded: `pcctune.modeling.fingerprint`), under the same encoding settings, test pairs and seed, with the
+same libraries, device, speed settings and pcctune code, reads an earlier run's scores from pcctune's cache
+(``scores/before-KEY``, a verified entry: `pcctune.cache_entry`) instead of encoding again. The key is taken from
+the model once it is loaded, so an adapter whose base changed, or a Hub id loaded at another commit, is a miss.
 """
 
 from __future__ import annotations
@@ -15,17 +16,19 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from sentence_transformers import SentenceTransformer
+
 from pcctune.cache_entry import cached_folder
 from pcctune.data.sts import STSTask
 from pcctune.io import write_json
-from pcctune.modeling.build import resolve_source
-from pcctune.modeling.vector_store import hub_revision, settings_key
+from pcctune.modeling.fingerprint import computation_key
 from pcctune.paths import cache_root
-from pcctune.provenance import library_versions
 from pcctune.training.config import RunConfig
 
 KIND = "scores"
 SCORES = "scores.json"
+COMPUTED_BY = "pcctune.orchestration.pipeline"
+"""The module whose code (with all it imports) scores a base model: part of every key."""
 
 
 def tasks_digest(tasks: list[STSTask]) -> str:
@@ -38,27 +41,22 @@ def tasks_digest(tasks: list[STSTask]) -> str:
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 
-def before_key(config: RunConfig, tasks: list[STSTask], precision: str | None) -> str | None:
-    """sha256 of everything the base model's scores depend on; None when the model cannot be pinned (a Hub id not
-    in the local Hugging Face cache yet). ``precision``: a QLoRA run's evaluation base (``16bit`` / ``4bit``)."""
-    source = resolve_source(config.model)
-    if source.origin == "hub" and hub_revision(source.path) is None:
-        return None
+def before_key(
+    config: RunConfig, tasks: list[STSTask], precision: str | None, model: SentenceTransformer
+) -> str | None:
+    """sha256 of everything the base model's scores depend on: ``model`` as loaded for scoring, the settings that
+    act after loading (the evaluation's dtype and protocol, the seed), the test pairs, and the code and machine
+    (`pcctune.modeling.fingerprint.computation_key`); ``None`` where the model cannot be digested.
+    ``precision``: a QLoRA run's evaluation base (``16bit`` / ``4bit``)."""
     settings = {
         "scored": "the base model, no MLP head, before training",
-        "model": config.model,
-        "template": config.template,
-        "pooling": config.pooling,
-        "dtype": config.dtype,
         "eval_dtype": config.eval_dtype,
         "protocol": config.eval_protocol,
         "precision": precision,
-        "adapter": config.adapter.model_dump(mode="json"),
         "seed": config.seed,
         "tasks": tasks_digest(tasks),
-        "versions": library_versions(),
     }
-    return settings_key(settings, Path(source.path))
+    return computation_key(settings, model, COMPUTED_BY)
 
 
 def entry(key: str) -> Path:

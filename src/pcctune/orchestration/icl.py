@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -26,10 +27,9 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.demonstrations import CandidateScore, rank_demonstrations
 from pcctune.io import atomic_folder, check_output_folder, write_json
 from pcctune.modeling.build import build_model, is_decoder_only
+from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.saving import save_native
 from pcctune.modeling.template import input_module
-from pcctune.modeling.vector_store import settings_key
-from pcctune.provenance import library_versions
 
 
 def candidates_table(results: list[CandidateScore], title: str) -> Table:
@@ -72,13 +72,17 @@ class KeptScores:
 
 
 @contextlib.contextmanager
-def kept_scores(output: Path | None, settings: dict[str, str], model: str) -> Iterator[KeptScores | None]:
-    """With ``--output``, the search's scores so far, in pcctune's cache until the model is saved."""
-    if output is None:
+def kept_scores(
+    output: Path | None, settings: dict[str, Any], encoder: SentenceTransformer
+) -> Iterator[KeptScores | None]:
+    """With ``--output``, the search's scores so far, in pcctune's cache until the model is saved; keyed by the
+    search's ``settings`` (its dev pairs included), ``encoder`` as loaded and the code and machine
+    (`pcctune.modeling.fingerprint`). A model that cannot be digested keeps no scores."""
+    key = computation_key(settings, encoder, __name__) if output is not None else None
+    if key is None:
         yield None
         return
-    key = settings_key(settings | {"versions": library_versions()}, Path(model))
-    with resume_folder(f"icl-{key[:24]}", f"pcctune icl {model} --output {output}") as folder:
+    with resume_folder(f"icl-{key[:24]}", f"pcctune icl {settings['model']} --output {output}") as folder:
         kept = None if folder is None else KeptScores(folder / "scores.json", key)
         yield kept
         if folder is not None:
@@ -109,8 +113,9 @@ def run_icl(
                 f"pcctune icl needs a causal language model (a decoder that writes the demonstration's word); "
                 f"{model} is a {input_module(encoder).model.config.model_type} encoder"
             )
-        settings = {"model": model, "template": template, "dtype": dtype, "dev": dev}
-        with kept_scores(output, settings, model) as kept:
+        dev_pairs = {name: [(p.sentence1, p.sentence2, p.score) for p in pairs] for name, pairs in parts.items()}
+        settings = {"model": model, "template": template, "dtype": dtype, "dev": dev, "dev_pairs": dev_pairs}
+        with kept_scores(output, settings, encoder) as kept:
             results = rank_demonstrations(
                 encoder, senteval, candidates, seed, parts, kept.scores if kept else None, kept.add if kept else None
             )

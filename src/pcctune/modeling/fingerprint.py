@@ -1,0 +1,129 @@
+"""What a cached result was computed from: the model as loaded, and the code and machine that computed it.
+
+A cache that stands in for a computation (a base model's test scores, an interrupted evaluation's vectors) may hand
+back only what computing again would give. Its key therefore holds everything that decides the result:
+
+- ``model_digest``: the model **as loaded**, not the name or folder it was loaded from: every parameter and buffer of
+  every module (a LoRA adapter's and its base's alike, quantized or not), the tokenizer as it tokenizes, each
+  module's settings and the backbone's config. Reading the loaded tensors answers what names and folders cannot: an
+  adapter folder whose base was overwritten in place, a Hub id that two caches (``HF_HUB_CACHE``,
+  ``SENTENCE_TRANSFORMERS_HOME``) hold at different commits, a Hub model updated during the load.
+- ``computation_identity``: the library versions that touch the numbers, the device (a CPU by vendor, family,
+  model and kernel flags), the CPU speed settings and thread count in force, the kernel limits set in the
+  environment, and a digest of the pcctune code that computes (`pcctune.provenance.code_digest`).
+
+Where a part cannot be read (a tensor on the ``meta`` device, no tokenizer), ``model_digest`` is ``None`` and the
+caller keeps no cache. The cost, one sha256 pass over the weights as loaded, is measured in
+docs/reliability.md ("What a key holds").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+import torch
+from sentence_transformers import SentenceTransformer
+
+from pcctune.host_settings import host_settings
+from pcctune.provenance import code_digest, library_versions
+
+KERNEL_ENVIRONMENT = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA")
+"""Environment variables that change which CPU kernels torch runs, so the float rounding of a result."""
+PATH_KEYS = ("name_or_path", "_name_or_path", "tokenizer_file", "vocab_file", "merges_file", "cache_dir")
+"""Settings that name where a model or tokenizer was read from, not what it holds: left out of its digest."""
+
+
+def model_digest(model: SentenceTransformer) -> str | None:
+    """sha256 of ``model`` as loaded (module docstring); ``None`` when a part of it cannot be read."""
+    digest = hashlib.sha256()
+    described = describe_modules(model)
+    if described is None or not add_tensors(digest, model.state_dict(keep_vars=False)):
+        return None
+    digest.update(json.dumps(described, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def add_tensors(digest: Any, tensors: Mapping[str, Any]) -> bool:
+    """Feed each tensor's name, dtype, shape and bytes to ``digest``; false (and the digest unfinished) where one is
+    not a tensor or has no data (``meta``)."""
+    for name, tensor in tensors.items():
+        if not isinstance(tensor, torch.Tensor) or tensor.is_meta:
+            return False
+        data = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(f"{name}|{data.dtype}|{tuple(tensor.shape)}\0".encode())
+        digest.update(data.view(torch.uint8).numpy().data)
+    return True
+
+
+def describe_modules(model: SentenceTransformer) -> list[Any] | None:
+    """Each module's class and settings, the backbone's config and the tokenizer's state; ``None`` without a
+    tokenizer."""
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is None:
+        return None
+    modules: list[Any] = []
+    for module in model:
+        get_config: Any = getattr(module, "get_config_dict", None)
+        config = get_config() if callable(get_config) else {}
+        backbone = getattr(getattr(module, "auto_model", None), "config", None)
+        modules.append(
+            {
+                "class": f"{type(module).__module__}.{type(module).__qualname__}",
+                "config": _without_paths(config),
+                "backbone": _without_paths(backbone.to_dict()) if backbone is not None else None,
+                "attention": getattr(backbone, "_attn_implementation", None),
+            }
+        )
+    model_settings = {
+        "max_seq_length": model.max_seq_length,
+        "prompts": model.prompts,
+        "default_prompt_name": model.default_prompt_name,
+        "similarity": model.similarity_fn_name,
+    }
+    return [modules, model_settings, tokenizer_state(tokenizer)]
+
+
+def tokenizer_state(tokenizer: Any) -> dict[str, Any]:
+    """What decides a tokenizer's output: a fast tokenizer's whole pipeline (``tokenizer.json``'s content), else its
+    vocabulary; its special tokens, padding and truncation sides, maximum length and chat template."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    return {
+        "class": type(tokenizer).__qualname__,
+        "pipeline": backend.to_str() if backend is not None else sorted(tokenizer.get_vocab().items()),
+        "special": tokenizer.special_tokens_map,
+        "padding_side": tokenizer.padding_side,
+        "truncation_side": tokenizer.truncation_side,
+        "model_max_length": tokenizer.model_max_length,
+        "chat_template": getattr(tokenizer, "chat_template", None),
+        "init": _without_paths(dict(tokenizer.init_kwargs)),
+    }
+
+
+def _without_paths(settings: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in settings.items() if key not in PATH_KEYS}
+
+
+def computation_identity(*modules: str) -> dict[str, Any]:
+    """The code, libraries and machine settings a result computed by ``modules`` (pcctune's, dotted) depends on."""
+    return {
+        "versions": library_versions(),
+        "host_settings": asdict(host_settings()),
+        "threads": torch.get_num_threads(),
+        "kernel_environment": {name: os.environ[name] for name in KERNEL_ENVIRONMENT if name in os.environ},
+        "code": code_digest(*modules),
+    }
+
+
+def computation_key(settings: dict[str, Any], model: SentenceTransformer, *modules: str) -> str | None:
+    """sha256 of ``settings`` (what the caller chose: tasks, protocol, seed…), ``model`` as loaded and the
+    ``computation_identity`` of ``modules``; ``None`` when the model cannot be digested (no cache then)."""
+    weights = model_digest(model)
+    if weights is None:
+        return None
+    payload = {"settings": settings, "model": weights, "identity": computation_identity(*modules)}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

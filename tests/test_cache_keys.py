@@ -1,0 +1,215 @@
+"""Every cache that stands in for a model's computation is keyed by what decides its result: change any input that
+changes the result and the key changes (a miss); change nothing and it stays (a hit). The kinds: the base model's
+test scores (``scores/before-KEY``), a run's kept test vectors (in its folder), ``pcctune eval``'s kept vectors
+(``resume/eval-KEY``) and ``pcctune icl``'s kept dev scores (``resume/icl-KEY``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from rich.console import Console
+from safetensors.torch import load_file, save_file
+
+from pcctune import provenance
+from pcctune.cpu_kind import CPUKind
+from pcctune.evaluation.protocols import PROTOCOLS, load_protocol_tasks
+from pcctune.host_settings import SPEEDUPS, using
+from pcctune.modeling import fingerprint
+from pcctune.modeling.adapters import attach_adapter
+from pcctune.orchestration.base_scores import before_key, tasks_digest
+from pcctune.orchestration.evaluate import kept_vectors
+from pcctune.orchestration.icl import kept_scores
+from pcctune.orchestration.pipeline import Pipeline, load_base
+from pcctune.testing import write_tokenized_copy
+from pcctune.training.config import AdapterConfig, RunConfig
+from tests.conftest import one_step_stage2
+
+
+@pytest.fixture
+def case(tmp_path, tiny_bert, mini_senteval, monkeypatch):
+    """A base model of the test's own (its files may be changed in place), the run config and test tasks."""
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+    base = tmp_path / "base"
+    shutil.copytree(tiny_bert, base)
+    write_tokenized_copy(mini_senteval)  # the papers' protocol reads it
+    config = RunConfig.model_validate(
+        {
+            "model": str(base),
+            "data_dir": str(mini_senteval),
+            "output_dir": str(tmp_path / "run"),
+            "stages": [one_step_stage2()],
+        }
+    )
+    return {"config": config, "senteval": mini_senteval, "tmp": tmp_path}
+
+
+def key_of(kind: str, case: dict) -> str | None:
+    """The key the cache ``kind`` gives the evaluation ``case`` describes, with its model loaded afresh."""
+    config: RunConfig = case["config"]
+    tasks = case.get("tasks") or load_protocol_tasks(case["senteval"], config.eval_protocol)
+    model = load_base(config, quantized=False, head=False)
+    if kind == "scores":
+        return before_key(config, tasks, None, model)
+    if kind == "run-vectors":
+        return Pipeline(config, case["senteval"], Console(quiet=True), tasks=tasks).eval_key("stage1", model)
+    settings = {"model": config.model, "protocol": config.eval_protocol, "data": tasks_digest(tasks)}
+    if kind == "eval-vectors":
+        with kept_vectors(case["tmp"] / "out.json", settings, model) as store:
+            return None if store is None else store.key
+    with kept_scores(case["tmp"] / "icl-out", settings, model) as kept:
+        return None if kept is None else kept.key
+
+
+def overwrite_weights(case: dict) -> None:
+    """The base model's weights changed in place: same path, same file name."""
+    weights = Path(case["config"].model) / "model.safetensors"
+    tensors = load_file(weights)
+    name = next(n for n in tensors if n.endswith("query.weight"))
+    tensors[name] = tensors[name] + 0.5
+    save_file(tensors, weights)
+
+
+def edit_tokenizer(case: dict) -> None:
+    """One word of the vocabulary renamed in ``tokenizer.json``."""
+    path = Path(case["config"].model) / "tokenizer.json"
+    saved = json.loads(path.read_text())
+    vocab = saved["model"]["vocab"]
+    vocab["dogz"] = vocab.pop("dog")
+    path.write_text(json.dumps(saved))
+
+
+def edit_test_file(case: dict) -> None:
+    """One gold score of the STS-B test file changed."""
+    tasks = load_protocol_tasks(case["senteval"], case["config"].eval_protocol)
+    pair = tasks[0].subsets[0].pairs[0]
+    tasks[0].subsets[0].pairs[0] = type(pair)(pair.sentence1, pair.sentence2, pair.score + 1.0)
+    case["tasks"] = tasks
+
+
+def edit_pcctune_source(case: dict, monkeypatch) -> None:
+    """A copy of pcctune whose encoding (imported by every kind's computation) gained a line."""
+    copy = case["tmp"] / "pcctune-src"
+    shutil.copytree(provenance.PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    encoding = copy / "modeling" / "encoding.py"
+    encoding.write_text(encoding.read_text() + "\n# a change to how sentences are encoded\n")
+    monkeypatch.setattr(provenance, "PACKAGE_ROOT", copy)
+
+
+def other_protocol(config: RunConfig) -> str:
+    return next(name for name in PROTOCOLS if name != config.eval_protocol)
+
+
+def set_config(**changes) -> Callable[[dict], None]:
+    def change(case: dict) -> None:
+        case["config"] = case["config"].model_copy(update=changes)
+
+    return change
+
+
+OTHER_CPU = CPUKind("AuthenticAMD", 26, 2, "AMD EPYC", frozenset({"avx2", "avx512f", "avx512_bf16"}))
+
+CHANGES: dict[str, Callable] = {
+    "weights changed in place": lambda case, mp: overwrite_weights(case),
+    "tokenizer file": lambda case, mp: edit_tokenizer(case),
+    "template": lambda case, mp: set_config(template="This sentence : {text}")(case),
+    "pooling": lambda case, mp: set_config(pooling="cls")(case),
+    "dtype": lambda case, mp: set_config(dtype="bf16")(case),
+    "protocol": lambda case, mp: set_config(eval_protocol=other_protocol(case["config"]))(case),
+    "test file": lambda case, mp: edit_test_file(case),
+    "library version": lambda case, mp: mp.setattr(
+        fingerprint, "library_versions", lambda: provenance.library_versions() | {"torch": "0.0.1"}
+    ),
+    "pcctune source": edit_pcctune_source,
+    "CPU kind": lambda case, mp: mp.setattr(provenance, "this_cpu", lambda: OTHER_CPU),
+}
+KINDS = ("scores", "run-vectors", "eval-vectors", "icl")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_same_model_and_settings_give_the_same_key(kind, case):
+    first = key_of(kind, case)
+    assert first is not None and key_of(kind, case) == first
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_any_input_that_changes_the_result_changes_the_key(kind, change, case, monkeypatch):
+    before = key_of(kind, case)
+    CHANGES[change](case, monkeypatch)
+    assert key_of(kind, case) != before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_cpu_speed_settings_in_force_are_part_of_the_key(kind, case):
+    plain = key_of(kind, case)
+    with using(SPEEDUPS):
+        assert key_of(kind, case) != plain
+
+
+def test_an_adapter_whose_base_changed_in_place_gets_another_key(case):
+    """A saved LoRA folder holds only the adapter; its base is read from ``base_model_name_or_path``: a base
+    overwritten in place loads another model, and the key says so."""
+    config: RunConfig = case["config"]
+    model = load_base(config, quantized=False, head=False)
+    attach_adapter(model, AdapterConfig(kind="lora", r=4, alpha=8))
+    adapter = case["tmp"] / "adapter-run"
+    model.save(str(adapter))
+    loaded = case | {"config": config.model_copy(update={"model": str(adapter)})}
+    before = key_of("scores", loaded)
+    assert key_of("scores", loaded) == before
+    overwrite_weights(case)  # the base, not the adapter folder
+    assert key_of("scores", loaded) != before
+
+
+def test_a_model_with_weights_not_loaded_keeps_no_cache(case):
+    model = load_base(case["config"], quantized=False, head=False)
+    with torch.device("meta"):
+        model[0].auto_model.pooler = torch.nn.Linear(2, 2)
+    assert fingerprint.model_digest(model) is None
+
+
+def test_the_code_digest_follows_what_a_module_imports_and_nothing_else(tmp_path):
+    def changed_copy(name: str, module: str | None) -> Path:
+        copy = tmp_path / name
+        shutil.copytree(provenance.PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        if module is not None:
+            path = copy.joinpath(*module.split("/"))
+            path.write_text(path.read_text() + "\n# changed\n")
+        return copy
+
+    def digest(copy: Path) -> str:
+        return provenance.code_digest("pcctune.data.leakage", package_root=copy)
+
+    before = digest(changed_copy("as-is", None))
+    assert digest(changed_copy("unrelated", "losses/pearson.py")) == before  # the checks do not import the loss
+    assert digest(changed_copy("imported", "data/sts.py")) != before  # they read the STS pairs through it
+    assert digest(changed_copy("itself", "data/leakage.py")) != before
+
+
+def hub_cache(root: Path, repo: str, model: Path, commit: str) -> Path:
+    """``root`` laid out as a Hugging Face cache holding ``model`` as ``repo`` at ``commit`` (its ``main``)."""
+    folder = root / f"models--{repo.replace('/', '--')}"
+    shutil.copytree(model, folder / "snapshots" / commit)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text(commit)
+    return root
+
+
+def test_one_hub_id_held_by_two_caches_is_two_models(case, tiny_bert, tiny_mpnet, monkeypatch):
+    """sentence-transformers loads a Hub id from ``SENTENCE_TRANSFORMERS_HOME`` where it is set, from the Hugging
+    Face cache otherwise: the same id is then two models, and their scores are kept apart."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub_cache(case["tmp"] / "hf", "org/tiny", tiny_bert, "a" * 40)))
+    sentence_transformers_home = hub_cache(case["tmp"] / "st", "org/tiny", tiny_mpnet, "b" * 40)
+    hub = case | {"config": case["config"].model_copy(update={"model": "org/tiny"})}
+    monkeypatch.delenv("SENTENCE_TRANSFORMERS_HOME", raising=False)
+    from_hub_cache = key_of("scores", hub)
+    monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(sentence_transformers_home))
+    assert key_of("scores", hub) != from_hub_cache

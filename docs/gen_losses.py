@@ -13,7 +13,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pcctune.losses.registry import losses_markdown, renamed_markdown
+from pcctune.cli import quiet_known_noise
+
+quiet_known_noise()  # before pcctune.losses imports bitsandbytes (through peft): its notice says nothing to the build
+
+from pcctune.losses.registry import losses_markdown, renamed_markdown  # noqa: E402
 
 PAGE = Path(__file__).resolve().parent / "losses.md"
 TABLES: dict[str, Callable[[], str]] = {"losses": losses_markdown, "renamed": renamed_markdown}

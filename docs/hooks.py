@@ -1,32 +1,41 @@
-"""mkdocs hooks (``hooks:`` in mkdocs.yml): text kept elsewhere in the repository, shown in the site with links
-that work there.
+"""mkdocs hooks (``hooks:`` in mkdocs.yml): text kept elsewhere in the repository, shown in the site.
 
 - ``<!-- citations -->`` on a page becomes the BibTeX of every paper in ``pcctune.losses.citations``, one block
   each, so the entries have one copy: that module, which also puts them into model cards.
 - ``<!-- include: PATH -->`` becomes the repository file ``PATH`` without its first line (its title is the page's);
   ``<!-- include: PATH#SLUG -->`` the body of its section under the ``## `` heading ``SLUG`` names (``#results``).
-- A code span naming a file or folder of the repository outside the docs folder (`` `tests/test_docs.py` ``,
-  `` `reproductions/gpu/` ``) becomes a link to it at ``repo_url``.
-- A relative link to a file that is no page of the site (outside the docs folder, or this file) (``../tests/test_docs.py`` on a page, ``gpu/`` inside the
-  included ``reproductions/README.md``) resolves on the repository but has no target in the site: it becomes a link
-  to that file at ``repo_url``. A link to nothing is left as it is, for the build's link check to report.
+- A relative link to a file that is no page of the site (outside the docs folder, or this file)
+  (``../tests/test_docs.py`` on a page, ``gpu/`` inside the included ``reproductions/README.md``) resolves in a
+  clone of the repository but has no target in the site, and the repository has no public address: it becomes the
+  file's path from the repository root, as code (`` `tests/test_docs.py` ``), after the link's text where that
+  says something else. A link into an included file that names a page of the site is made relative to the page
+  showing it; a link to nothing is left as it is, for the build's link check to report.
+- The docs build imports pcctune, and with it libraries that speak at import time: bitsandbytes logs that an
+  optional kernel package is missing, torch warns about its own deprecated internals. Both are quietened for the
+  build alone.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
-from pcctune.losses import citations
+from pcctune.cli import quiet_known_noise
+
+# Before pcctune.losses imports torch and bitsandbytes (through peft): bitsandbytes' notice, and the deprecation
+# warnings torch raises about its own internals (which mkdocs shows, to warn plugin authors), say nothing here.
+quiet_known_noise()
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
+
+from pcctune.losses import citations  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-BRANCH = "main"
 LINK = re.compile(r"(?<!\!)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 INCLUDE = re.compile(r"^<!-- include: (?P<path>[^\s#]+)(?:#(?P<section>\S+))? -->$", re.MULTILINE)
-CODE_PATH = re.compile(r"(?<!\[)`(?P<path>(?:benchmarks|configs|examples|reproductions|src|tests)/[^`\s:]*)`(?!\])")
 EXTERNAL = ("http://", "https://", "mailto:", "#", "/")
 
 
@@ -40,9 +49,9 @@ def bibtex_blocks() -> str:
     return "\n\n".join(blocks)
 
 
-def repository_link(target: str, folder: Path, page: Path, repo_url: str) -> str:
-    """``target``, written in ``folder`` of the repository, as a link the site can follow from the page ``page``
-    (a docs page: relative to it; another file: at ``repo_url``)."""
+def site_target(target: str, folder: Path, page: Path) -> str | None:
+    """``target``, written in ``folder`` of the repository, as a link the site can follow from the page ``page``;
+    ``None`` for a repository file that is no page of the site. External and dead targets are returned as given."""
     if target.startswith(EXTERNAL):
         return target
     path, _, anchor = target.partition("#")
@@ -51,30 +60,35 @@ def repository_link(target: str, folder: Path, page: Path, repo_url: str) -> str
         return target
     if resolved.is_relative_to(DOCS) and resolved.suffix == ".md":  # a page of the site
         return Path(os.path.relpath(resolved, page.parent)).as_posix() + (f"#{anchor}" if anchor else "")
-    kind = "tree" if resolved.is_dir() else "blob"
-    url = f"{repo_url.rstrip('/')}/{kind}/{BRANCH}/{resolved.relative_to(ROOT).as_posix()}"
-    return url + (f"#{anchor}" if anchor else "")
+    return None
 
 
-def code_path_link(match: re.Match[str], repo_url: str) -> str:
-    """A code span naming an existing repository path, as a link to it; any other left as it is."""
-    if not (ROOT / match["path"]).exists():
-        return match[0]
-    return f"[{match[0]}]({repository_link(match['path'], ROOT, ROOT / 'README.md', repo_url)})"
+def repository_path(target: str, folder: Path) -> str:
+    """The repository file ``target`` (written in ``folder``) names, from the repository root (``tests/x.py``)."""
+    resolved = (folder / target.partition("#")[0]).resolve()
+    return resolved.relative_to(ROOT).as_posix() + ("/" if resolved.is_dir() else "")
 
 
-def rewrite_links(markdown: str, folder: Path, page: Path, repo_url: str) -> str:
+def rewrite_link(match: re.Match[str], folder: Path, page: Path) -> str:
+    """One markdown link, made to work on ``page``: a repository file outside the site becomes its path, as code."""
+    target = site_target(match["target"], folder, page)
+    if target is not None:
+        return f"[{match['text']}]({target})"
+    path = repository_path(match["target"], folder)
+    named = match["text"].strip("`").rstrip("/")
+    if path.startswith(named) or Path(path).name == named:  # the text names the file or its folder
+        return f"`{path}`"
+    return f"{match['text']} (`{path}`)"
+
+
+def rewrite_links(markdown: str, folder: Path, page: Path) -> str:
     """The links of ``markdown`` (written in ``folder``) outside fenced code blocks, made to work on ``page``."""
     lines, fenced = [], False
     for line in markdown.split("\n"):
         if line.lstrip().startswith("```"):
             fenced = not fenced
         elif not fenced:
-            line = LINK.sub(
-                lambda m: f"[{m['text']}]({repository_link(m['target'], folder, page, repo_url)})",
-                line,
-            )
-            line = CODE_PATH.sub(lambda m: code_path_link(m, repo_url), line)
+            line = LINK.sub(lambda m: rewrite_link(m, folder, page), line)
         lines.append(line)
     return "\n".join(lines)
 
@@ -88,17 +102,16 @@ def section(text: str, slug: str) -> str:
     raise ValueError(f"no section {slug!r}")
 
 
-def include(match: re.Match[str], page: Path, repo_url: str) -> str:
+def include(match: re.Match[str], page: Path) -> str:
     path = ROOT / match["path"]
     text = path.read_text(encoding="utf-8")
     body = section(text, match["section"]) if match["section"] else text.split("\n", 1)[1]
-    return rewrite_links(body, path.parent, page, repo_url)
+    return rewrite_links(body, path.parent, page)
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """mkdocs' hook: fill a page's markers and make its links to repository files work."""
-    repo_url = config["repo_url"]
     source = DOCS / page.file.src_path
-    markdown = rewrite_links(markdown, source.parent, source, repo_url)
-    markdown = INCLUDE.sub(lambda m: include(m, source, repo_url), markdown)
+    markdown = rewrite_links(markdown, source.parent, source)
+    markdown = INCLUDE.sub(lambda m: include(m, source), markdown)
     return markdown.replace("<!-- citations -->", bibtex_blocks())

@@ -1,7 +1,9 @@
-"""The documentation site builds with ``--strict`` (no warning) and its generated references cover the code: every
-name of ``pcctune.__all__``, every CLI command and every config field, with its description, is in the built site.
-Its links are checked when it builds (a dead one fails ``make docs``) and resolve on the repository too; the API
-reference renders the docstrings' sections; the pages filled from elsewhere in the repository are filled."""
+"""The documentation site builds with ``--strict`` (no warning, no library's log line) and its generated references
+cover the code: every name of ``pcctune.__all__``, every CLI command and every config field, with its description, is
+in the built site. Its links are checked when it builds (a dead one fails ``make docs``), resolve on the repository
+too, and work in the built site opened from disk; the API reference renders the docstrings' sections; the pages
+filled from elsewhere in the repository are filled, and name repository files by their paths (the repository has
+no public address)."""
 
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ import typer
 from pydantic import BaseModel
 
 import pcctune
-from pcctune.cli import app
+from pcctune.cli import BITSANDBYTES_KERNEL_NOTICE, app
 from pcctune.losses import citations
-from pcctune.orchestration.model_card import LOADING, REPOSITORY
+from pcctune.orchestration.model_card import LOADING
 from pcctune.training.config import RunConfig
 
 ROOT = Path(__file__).parents[1]
@@ -43,13 +45,18 @@ def site(tmp_path_factory) -> Path:
     done = build(ROOT / "mkdocs.yml", out)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "WARNING" not in done.stderr, done.stderr[-3000:]
+    assert BITSANDBYTES_KERNEL_NOTICE not in done.stderr + done.stdout, done.stderr[-3000:]
     return out
+
+
+def page_html(site: Path, page: str) -> str:
+    """The built HTML of a page (``reference/api``; ``""``: the home page)."""
+    return (site / f"{page or 'index'}.html").read_text(encoding="utf-8")
 
 
 def page_text(site: Path, page: str) -> str:
     """The visible text of a built page (tags dropped, entities decoded, whitespace collapsed)."""
-    raw = (site / page / "index.html").read_text(encoding="utf-8")
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page_html(site, page))).split())
 
 
 def config_models(model: type[BaseModel] = RunConfig, seen: set[type[BaseModel]] | None = None) -> list[type]:
@@ -115,7 +122,7 @@ def test_every_config_field_and_its_description_is_in_the_config_reference(site)
 
 def api_section(site: Path, name: str) -> str:
     """The built HTML of one object's entry in the API reference."""
-    raw = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    raw = page_html(site, "reference/api")
     start = raw.index(f'id="{name}"')
     return raw[start : raw.index('class="doc doc-object doc-', start)]
 
@@ -168,13 +175,46 @@ def test_pages_filled_from_the_repository_are_filled(site):
     citing = page_text(site, "citing")
     entries = [v for k, v in vars(citations).items() if k.isupper() and isinstance(v, str) and v.startswith("@")]
     assert len(entries) >= 4 and all(entry.split("{", 1)[1].split(",", 1)[0] in citing for entry in entries)
-    raw = (site / "reproductions" / "index.html").read_text(encoding="utf-8")
-    folders = re.findall(rf'href="{re.escape(REPOSITORY)}/tree/main/reproductions/([a-z_0-9]+)"', raw)
+    raw = page_html(site, "reproductions")
+    folders = re.findall(r"<code>reproductions/([a-z_0-9]+)/</code>", raw)
     assert len(folders) >= 15 and all((ROOT / "reproductions" / folder).is_dir() for folder in folders)
     home = page_text(site, "")
     headline = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| all-MiniLM"))
     cells = " ".join(cell.strip() for cell in headline.strip("|").split("|"))
     assert "pip install" in home and "pcctune.evaluate(" in "".join(home.split()) and cells in home, cells
+
+
+def test_the_site_works_opened_from_disk_and_links_to_no_repository_address(site):
+    """Every link between the built pages names a file that exists (a link to a folder would show its listing
+    when the site is opened from disk), and none leads to a repository address. (``404.html`` is for a web server,
+    which serves it at any address: its links start at the site's root.)"""
+    pages = sorted(page for page in site.rglob("*.html") if page.name != "404.html")
+    broken, addresses = [], []
+    for page in pages:
+        for target in re.findall(r'href="([^"]+)"', page.read_text(encoding="utf-8")):
+            if "github.com" in target:
+                addresses.append(f"{page.relative_to(site)}: {target}")
+            elif not target.startswith(("http://", "https://", "mailto:", "#", "data:")):
+                path = (page.parent / html.unescape(target).split("#")[0]).resolve()
+                if not path.is_file():
+                    broken.append(f"{page.relative_to(site)}: {target}")
+    assert len(pages) > 20 and not broken and not addresses, (broken[:10], addresses[:10])
+
+
+def test_a_link_to_a_repository_file_shows_its_path(tmp_path):
+    """In the site, a relative link to a repository file that is no page becomes its path from the repository root
+    (after the link's text where that says more); a link to a page stays a link."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import hooks
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    page = ROOT / "docs" / "citing.md"
+    text = "[CITATION.cff](../CITATION.cff), [the card](model-card.md), [Details](../reproductions/leakage/README.md)"
+    rewritten = hooks.rewrite_links(text, page.parent, page)
+    assert rewritten == "`CITATION.cff`, [the card](model-card.md), Details (`reproductions/leakage/README.md`)"
+    included = hooks.rewrite_links("[gpu/](gpu/) and [a page](../docs/bound.md)", ROOT / "reproductions", page)
+    assert included == "`reproductions/gpu/` and [a page](bound.md)"
 
 
 def test_the_model_card_page_shows_a_card_pcctune_writes():

@@ -1,6 +1,6 @@
 """pcctune installs as a package: a wheel built offline from the source carries its metadata, its documented
 extras, the ``pcctune`` command, its license and its type hints (``py.typed``); the citation file, the docs and
-the package name one repository."""
+the package agree, and name no repository address, none being published."""
 
 from __future__ import annotations
 
@@ -55,16 +55,14 @@ def metadata(wheel: zipfile.ZipFile) -> Message:
     return Parser().parsestr(dist_info(wheel, "METADATA"))
 
 
-def test_the_wheel_names_the_package_its_license_python_and_urls(wheel):
+def test_the_wheel_names_the_package_its_license_and_python_and_no_address(wheel):
     meta = metadata(wheel)
     assert meta["Name"] == "pcctune" and meta["Version"] == PYPROJECT["project"]["version"]
     assert meta["License-Expression"] == "Apache-2.0" and meta["Requires-Python"] == ">=3.11"
     assert "Apache License" in dist_info(wheel, "LICENSE") and "END OF TERMS AND CONDITIONS" in dist_info(
         wheel, "LICENSE"
     )
-    urls = dict(url.split(", ", 1) for url in meta.get_all("Project-URL"))
-    assert {"Homepage", "Documentation", "Repository", "Issues", "Changelog"} <= set(urls)
-    assert urls["Repository"] == repository()
+    assert meta.get_all("Project-URL") is None  # no address that leads nowhere
     requires = meta.get_all("Requires-Dist")
     assert any(r.startswith("torch>=") for r in requires) and any(r.startswith("transformers<") for r in requires)
 
@@ -87,14 +85,11 @@ def test_the_wheel_installs_the_command_and_the_type_hints(wheel):
     assert not any(name.startswith(("tests/", "reproductions/", "benchmarks/")) for name in names)
 
 
-def repository() -> str:
-    return PYPROJECT["project"]["urls"]["Repository"]
-
-
-def test_the_package_docs_and_citation_file_name_one_repository():
-    [repo_url] = re.findall(r"^repo_url: (\S+)$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.MULTILINE)
+def test_the_package_docs_and_citation_file_agree_and_name_no_repository_address():
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
-    assert repo_url == repository() == cff["repository-code"]
+    site = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "urls" not in PYPROJECT["project"] and "repository-code" not in cff
+    assert not re.search(r"^(repo_url|edit_uri):", site, re.MULTILINE)
     assert cff["version"] == PYPROJECT["project"]["version"] and cff["license"] == PYPROJECT["project"]["license"]
 
 

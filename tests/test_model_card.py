@@ -1,5 +1,6 @@
-"""Every saved model's card carries the run's STS table, the leakage report and how to load it; it names its base
-model, links only to pages that exist and holds no absolute local path."""
+"""Every saved model's card carries the run's STS table, the leakage report, the config's changed fields and how to
+load it; it names its base model, loads the model by its folder or the Hub id it is pushed to (never a placeholder),
+shows one score scale, links to no repository address and holds no absolute local path."""
 
 from __future__ import annotations
 
@@ -8,14 +9,23 @@ import re
 import shutil
 from pathlib import Path
 
+import yaml
 from huggingface_hub.repocard import metadata_load
 from markdown_it import MarkdownIt
 
 from pcctune.modeling.build import build_model
-from pcctune.orchestration.model_card import REPOSITORY, base_model_id, name_base_model
+from pcctune.orchestration.model_card import (
+    FULL_CONFIG,
+    base_model_id,
+    changed_fields,
+    name_base_model,
+    pcctune_section,
+    portable,
+)
 from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.results import RunResult
 from pcctune.training.config import RunConfig
-from tests.conftest import one_step_stage2
+from tests.conftest import one_step_stage2, pairs_jsonl, tiny_run
 
 ROOT = Path(__file__).parents[1]
 
@@ -73,13 +83,12 @@ def test_the_card_names_its_base_and_holds_no_dead_link_or_local_path(tiny_bert,
     for local in (tmp_path, shared_senteval, tiny_bert, Path.home()):
         assert str(local) not in card, local
     assert "model: …/my-base" in section and 'SentenceTransformer("run/stage1-pcc/final")' in section
-    links = re.findall(r"\]\((https?://[^)\s]+)\)", section)
-    assert links and "pypi.org" not in section
-    for link in links:
-        if link.startswith(REPOSITORY + "/blob/main/"):
-            assert (ROOT / link.removeprefix(REPOSITORY + "/blob/main/")).exists(), link
-        else:
-            assert link.startswith((REPOSITORY, "https://huggingface.co/")), link
+    links = re.findall(r"\]\(([^)\s]+)\)", section)
+    assert links and "pypi.org" not in section and "github.com" not in section
+    for link in links:  # the Hub's pages, or the full config beside the model
+        assert (
+            link.startswith("https://huggingface.co/") or (tmp_path / "run" / "stage1-pcc" / "final" / link).is_file()
+        )
 
 
 def test_a_packaged_or_hub_base_is_named_by_its_hub_id_in_the_card_sentence_transformers_writes(tiny_bert, tmp_path):
@@ -101,3 +110,64 @@ def test_a_model_that_needs_pcctune_says_so_in_its_card(tmp_path):
     (tmp_path / "modules.json").write_text(json.dumps(modules))
     text = "\n".join(_loading(tmp_path))
     assert "needs pcctune installed" in text and "pip install pcctune" in text and "PromptedTransformer" in text
+
+
+def test_the_card_of_a_tiny_run_loads_its_folder_shows_one_scale_and_only_changed_fields(
+    tiny_bert, shared_senteval, tmp_path
+):
+    config = RunConfig.model_validate(
+        tiny_run(tiny_bert, shared_senteval, pairs_jsonl(tmp_path / "pairs.jsonl"), tmp_path / "run", max_steps=2)
+    )  # two steps, the dev set scored after the second
+    record = run_pipeline(config)
+    folder = tmp_path / "run" / "stage1-pcc" / "final"
+    card = (folder / "README.md").read_text()
+    # sentence-transformers' usage snippet and pcctune's load this folder, not a placeholder "from the Hub"
+    assert "sentence_transformers_model_id" not in card and "Download from the" not in card
+    assert card.count('model = SentenceTransformer("run/stage1-pcc/final")') == 2
+    # one scale: the dev score of the best step, in sentence-transformers' training logs too, is × 100
+    best = record.stages[0].best_dev_spearman
+    assert best is not None and f" {round(best * 100, 4)} " in card and f"| {best * 100:.2f} |" in card
+    assert f" {round(best, 4)} " not in card
+    # the config's changed fields, and the whole config beside the model
+    shown = yaml.safe_load(card.split("### Run config")[1].split("```yaml\n")[1].split("```")[0])
+    assert shown == portable(changed_fields(config)) and shown["evaluate_before"] is False
+    assert not {"adapter", "dtype", "eval_protocol"} & set(shown) and not {"dpo", "mlm", "regression"} & set(
+        shown["stages"][0]
+    )
+    full = yaml.safe_load((folder / FULL_CONFIG).read_text())
+    assert full["stages"][0]["dpo"] == record.config["stages"][0]["dpo"] and f"]({FULL_CONFIG})" in card
+    # each widget sentence once
+    widget = metadata_load(folder / "README.md").get("widget") or []
+    sentences = [s for example in widget for s in [example.get("source_sentence"), *example.get("sentences", [])] if s]
+    assert len(sentences) == len(set(sentences))
+
+
+def test_the_card_says_how_many_pairs_of_each_audited_source_are_test_pairs(tmp_path):
+    """A record's ``leakage_audit`` (here written by hand, read as a plain list of dicts, one without ``filter``)
+    gives one line per source: its test pairs, the test sets they are in, and whether the filter removed them."""
+    (tmp_path / "modules.json").write_text(json.dumps([{"type": "sentence_transformers.models.Transformer"}]))
+    stage = {"name": "pcc", "loss": "pearson", "data": {"source": "pairs", "path": "my.csv"}}
+    config = RunConfig.model_validate({"model": "all-MiniLM-L6-v2", "stages": [stage]})
+    audit = [
+        {"source": "my.csv", "stage": "pcc", "role": "train", "level": "pair", "filter": "none", "pairs": 200,
+         "test_pairs": 200, "removed": 0, "by_task": {"STS12": 200, "STS13": 0}},
+        {"source": "dev.csv", "stage": "pcc", "role": "dev", "level": "pair", "pairs": 100, "test_pairs": 8,
+         "removed": 8, "by_task": {"STS14": 8}},
+        {"source": "sick-trial", "stage": "pcc", "role": "dev", "level": "pair", "pairs": 500, "test_pairs": 0,
+         "removed": 0, "by_task": {}},
+    ]  # fmt: skip
+    record = RunResult(protocol="simcse-senteval", data_dir="data", seed=1, config=config.model_dump(mode="json"))
+    section = pcctune_section(config, record.model_copy(update={"leakage_audit": audit}), "pcc", None, tmp_path)
+    assert (
+        "- `my.csv`, which stage `pcc` trained on: 200 of 200 pairs are test pairs at level `pair` (STS12 200); "
+        "kept (`leakage: none`)." in section
+    )
+    assert (
+        "- `dev.csv`, which stage `pcc` selects checkpoints on: 8 of 100 pairs are test pairs at level `pair` "
+        "(STS14 8); 8 removed." in section
+    )
+    assert (
+        "- `sick-trial`, which stage `pcc` selects checkpoints on: 0 of 500 pairs are test pairs at level `pair`."
+        in section
+    )
+    assert "checked against the test sets" not in pcctune_section(config, record, "pcc", None, tmp_path)

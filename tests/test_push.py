@@ -21,9 +21,12 @@ def hub(monkeypatch):
         return huggingface_hub.RepoUrl(f"https://huggingface.co/{repo_id}")
 
     def upload_folder(self, **kwargs):
+        folder = __import__("pathlib").Path(kwargs["folder_path"])
+        card = folder / "README.md"
         calls["upload_folder"] = {
             **kwargs,
-            "files": sorted(p.name for p in __import__("pathlib").Path(kwargs["folder_path"]).iterdir()),
+            "files": sorted(p.name for p in folder.iterdir()),
+            "card": card.read_text(encoding="utf-8") if card.is_file() else None,
         }
         url = f"https://huggingface.co/{kwargs['repo_id']}/commit/abc"
         return huggingface_hub.CommitInfo(commit_url=url, commit_message="", commit_description="", oid="abc")
@@ -51,3 +54,23 @@ def test_push_of_something_else_is_one_line(hub, tmp_path, capsys):
     code, output = run_cli(["push", str(tmp_path), "--repo-id", "someone/x"], capsys)
     assert_one_line_error(code, output, "neither a saved model")
     assert not hub
+
+
+def test_the_uploaded_card_loads_the_model_by_its_hub_id(hub, tiny_bert, tmp_path, capsys):
+    """Both usage snippets of the card (sentence-transformers' and pcctune's) name the Hub repository in the upload;
+    the folder's own card, which names the folder, is left as it was."""
+    from pcctune.orchestration.model_card import LOADING, add_pcctune_section
+
+    folder = tmp_path / "model"
+    save_model(build_model(str(tiny_bert)), folder)
+    usage = '# Download from the 🤗 Hub\nmodel = SentenceTransformer("sentence_transformers_model_id")\n'
+    (folder / "README.md").write_text(f"# a card\n\n```python\n{usage}```\n", encoding="utf-8")  # as ST writes it
+    add_pcctune_section(folder, f"<!-- pcctune -->\n## pcctune\n\n{LOADING}\n")
+    local = (folder / "README.md").read_text(encoding="utf-8")
+    assert local.count('SentenceTransformer("') == 2 and "sentence_transformers_model_id" not in local
+    assert "Download from the" not in local  # a folder is not downloaded
+    code, output = run_cli(["push", str(folder), "--repo-id", "someone/tiny"], capsys)
+    assert code == 0, output
+    uploaded = hub["upload_folder"]["card"]
+    assert uploaded.count('SentenceTransformer("someone/tiny"') == 2 and "# Download from the 🤗 Hub" in uploaded
+    assert (folder / "README.md").read_text(encoding="utf-8") == local

@@ -1,19 +1,22 @@
 """The pcctune section of a saved model's card (``README.md``), after sentence-transformers' own.
 
 sentence-transformers writes a model card when a model is saved; a run adds what a reader of the
-Hub page needs to trust and reuse the model: the run config and its stages, the stage-2 data and
-its leakage report (pairs removed per test set), the STS scores with the protocol named, the
-library versions, and how to load the model. The section is replaced, not appended twice, when
-a card is written again.
+Hub page needs to trust and reuse the model: the run config's fields that differ from the defaults (the whole
+config saved beside the model), its stages, the stage-2 data and its leakage report (pairs removed per test set),
+the STS scores with the protocol named, the library versions, and how to load the model. The section is replaced,
+not appended twice, when a card is written again.
 
 A card is meant for the Hub: it names the base model as a Hub id (``base_model``, which sentence-transformers also
-writes into the card's metadata), links only to pages of pcctune's repository, and holds no absolute local path
-(the data folder, a local base model's folder or the run folder show as their last part).
+writes into the card's metadata), loads the model by the folder's path or, once pushed, by its Hub id (never
+sentence-transformers' placeholder id), shows every score × 100, links to no repository address (none is
+published) and holds no absolute local path (the data folder, a local base model's folder or the run folder show
+as their last part).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +26,16 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.data.leakage import LEVELS
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.io import write_text
+from pcctune.io import write_text, write_yaml
 from pcctune.modeling.registry import PACKAGED_MODELS, packaged_key
 from pcctune.results import RunResult
+from pcctune.training.config import RunConfig
 
 CARD_MARKER = "<!-- pcctune -->"
 LOADING = "### Loading"
-REPOSITORY = "https://github.com/pcctune/pcctune"  # pyproject.toml's [project.urls] Repository (a test checks)
-
-
-def docs_page(page: str) -> str:
-    """The address of a page of pcctune's documentation (``docs/PAGE`` in the repository)."""
-    return f"{REPOSITORY}/blob/main/docs/{page}"
+FULL_CONFIG = "pcctune_config.yaml"  # the run's whole resolved config, saved beside the model
+HUB_COMMENT = "# Download from the 🤗 Hub"  # sentence-transformers' usage snippet, over its model id
+ST_USAGE = re.compile(r'^model = SentenceTransformer\("[^"]*"', re.MULTILINE)
 
 
 def base_model_id(spec: str) -> str | None:
@@ -110,6 +111,33 @@ def _leakage_lines(report: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+ROLES = {"train": "trained on", "dev": "selects checkpoints on", "dpo": "draws preferences from"}
+
+
+def _entry(entry: Any, name: str, default: Any = None) -> Any:
+    """A field of one entry of a record's ``leakage_audit``, read from a model or a plain dict alike."""
+    return entry.get(name, default) if isinstance(entry, dict) else getattr(entry, name, default)
+
+
+def _audit_lines(result: RunResult) -> list[str]:
+    """One line per source the run's ``leakage_audit`` checked before its first step (none in a record from before
+    that audit): how many of its pairs are test pairs, in which test sets, and whether the filter removed them."""
+    lines = []
+    for entry in getattr(result, "leakage_audit", None) or []:
+        pairs, found, removed = (_entry(entry, key, 0) for key in ("pairs", "test_pairs", "removed"))
+        tasks = ", ".join(f"{task} {count}" for task, count in (_entry(entry, "by_task") or {}).items() if count)
+        kept = _entry(entry, "filter") == "none" or (found and not removed)
+        outcome = "" if not found else "; kept (`leakage: none`)" if kept else f"; {removed} removed"
+        role = ROLES.get(str(_entry(entry, "role")), str(_entry(entry, "role")))
+        lines.append(
+            f"- `{portable(_entry(entry, 'source'))}`, which stage `{_entry(entry, 'stage')}` {role}: {found} of "
+            f"{pairs} pairs are test pairs at level `{_entry(entry, 'level')}`"
+            + (f" ({tasks})" if tasks else "")
+            + f"{outcome}."
+        )
+    return ["Every source checked against the test sets before the first step:", "", *lines, ""] if lines else []
+
+
 def _selection_lines(result: RunResult) -> list[str]:
     """Per stage: the dev parts that chose its checkpoint (pairs kept by the leakage filter) and the filter itself."""
     lines = []
@@ -117,13 +145,31 @@ def _selection_lines(result: RunResult) -> list[str]:
         dev = ", ".join(f"`{part}` ({pairs} pairs)" for part, pairs in stage.dev_pairs.items()) or "none"
         line = f"- `{stage.stage}`: checkpoint chosen on {dev}"
         filter_ = stage.leakage_filter
-        if filter_:
+        if filter_ and filter_["level"] == "none":
+            line += "; training pairs kept whole (`leakage: none`)"
+        elif filter_:
             line += f"; training and dev pairs filtered at level `{filter_['level']}`"
             if filter_["against"]:
                 against = ", ".join(f"`{name}`" for name in filter_["against"])
                 line += f", also against your test files {against} ({filter_['removed']} training pairs removed)"
         lines.append(line + ".")
     return lines
+
+
+def changed_fields(config: RunConfig) -> dict[str, Any]:
+    """The fields of ``config`` that differ from their defaults (nested sections and stages alike), as YAML shows
+    them: what a reader needs to rerun it, the rest being pcctune's defaults."""
+    return config.model_dump(mode="json", exclude_defaults=True)
+
+
+def _config_lines(config: RunConfig) -> list[str]:
+    return [
+        f"The fields that differ from pcctune's defaults; the whole resolved config: [{FULL_CONFIG}]({FULL_CONFIG}).",
+        "",
+        "```yaml",
+        yaml.safe_dump(portable(changed_fields(config)), sort_keys=False, allow_unicode=True).strip(),
+        "```",
+    ]
 
 
 def _stages_table(result: RunResult) -> str:
@@ -159,10 +205,11 @@ def _backends(folder: Path) -> list[str]:
     ]
 
 
-def _loading(folder: Path) -> list[str]:
-    """How to load the folder: plain sentence-transformers, or (for what ST cannot express) with pcctune."""
+def _loading(folder: Path, model_id: str | None = None) -> list[str]:
+    """How to load the folder (by ``model_id``, default its path): plain sentence-transformers, or (for what ST
+    cannot express) with pcctune."""
     types = [module["type"] for module in json.loads((folder / "modules.json").read_text(encoding="utf-8"))]
-    shown = shown_path(folder)
+    shown = model_id or shown_path(folder)
     if all(t.startswith("sentence_transformers.") for t in types):
         return [
             "```python",
@@ -194,20 +241,22 @@ def _pairs(result: RunResult) -> str:
     return ", on " + ", ".join(f"{task} {pairs}" for task, pairs in result.pairs_by_task.items()) + " test pairs"
 
 
-def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any] | None, folder: Path) -> str:
-    """Markdown for the model trained up to ``stage_label`` of the run ``result``."""
+def pcctune_section(
+    config: RunConfig, result: RunResult, stage_label: str, leakage: dict[str, Any] | None, folder: Path
+) -> str:
+    """Markdown for the model trained up to ``stage_label`` of the run ``result`` of ``config``."""
     sts = {label: scores for label, scores in result.sts_by_stage.items() if label in ("before", stage_label)}
     parts = [
         CARD_MARKER,
         "## pcctune",
         "",
-        f"Trained with [pcctune]({REPOSITORY}) (Pcc-tuning: contrastive stage 1, Pearson stage 2). This folder is "
-        f"stage `{stage_label}` of the run. {_base_model_line(str(result.config.get('model', '')))}",
+        "Trained with pcctune (Pcc-tuning: contrastive stage 1, Pearson stage 2). This folder is "
+        f"stage `{stage_label}` of the run. {_base_model_line(config.model)}",
         "",
         "### STS evaluation",
         "",
-        f"Spearman × 100 of cosine similarity, protocol `{result.protocol}` "
-        f"([evaluation protocols]({docs_page('evaluation.md')})){_pairs(result)}.",
+        f"Spearman × 100 of cosine similarity, protocol `{result.protocol}` (pcctune's evaluation protocols: "
+        f"`docs/evaluation.md`){_pairs(result)}.",
         "",
         ScoreTable.from_rows(sts).to_markdown(deltas=True) if sts else "Not evaluated.",
         "",
@@ -219,13 +268,12 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
         "",
         *_leakage_lines(leakage),
         "",
+        *_audit_lines(result),
         *_selection_lines(result),
         "",
         "### Run config",
         "",
-        "```yaml",
-        yaml.safe_dump(portable(result.config), sort_keys=False, allow_unicode=True).strip(),
-        "```",
+        *_config_lines(config),
         "",
         "### Library versions",
         "",
@@ -239,21 +287,75 @@ def pcctune_section(result: RunResult, stage_label: str, leakage: dict[str, Any]
     return "\n".join(parts)
 
 
+def write_card(
+    folder: Path, config: RunConfig, result: RunResult, stage_label: str, leakage: dict[str, Any] | None
+) -> Path:
+    """The card of the model ``folder`` holds (stage ``stage_label`` of ``result``): the run's whole config saved
+    beside it, and the pcctune section after sentence-transformers' card, both loading the folder by its path."""
+    write_yaml(portable(result.config), folder / FULL_CONFIG)
+    return add_pcctune_section(folder, pcctune_section(config, result, stage_label, leakage, folder))
+
+
+def load_by(card: str, folder: Path, model_id: str | None = None) -> str:
+    """The card text ``card`` of ``folder`` with both its usage snippets loading the model by ``model_id`` (a Hub
+    id; default the folder's path): sentence-transformers' (whose placeholder id, and its "Download from the Hub"
+    over a folder, go) and pcctune's Loading part."""
+    base, marker, section = card.partition(CARD_MARKER)
+    base = ST_USAGE.sub(lambda _: f'model = SentenceTransformer("{model_id or shown_path(folder)}"', base, count=1)
+    if model_id is None:
+        base = base.replace(HUB_COMMENT + "\n", "")
+    elif HUB_COMMENT not in base:
+        base = ST_USAGE.sub(lambda m: f"{HUB_COMMENT}\n{m[0]}", base, count=1)
+    if LOADING in section:
+        section = section.split(LOADING)[0] + LOADING + "\n\n" + "\n".join(_loading(folder, model_id)) + "\n"
+    return base + marker + section
+
+
+def distinct_widget(card: str) -> str:
+    """``card`` with each sentence of its widget (the Hub's inference examples in its metadata, which
+    sentence-transformers draws from the training rows) shown once: STS sets reuse a sentence across pairs, so the
+    drawn examples repeat sentences. An example whose source sentence was shown already goes."""
+    header, marker, body = card.removeprefix("---\n").partition("\n---\n")
+    metadata = yaml.safe_load(header) if card.startswith("---\n") and marker else None
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("widget"), list):
+        return card
+    seen: set[str] = set()
+
+    def new(sentence: Any) -> bool:
+        fresh = isinstance(sentence, str) and sentence not in seen
+        seen.add(sentence)
+        return fresh
+
+    examples = []
+    for example in metadata["widget"]:
+        if "source_sentence" in example and new(example["source_sentence"]):
+            sentences = [sentence for sentence in example.get("sentences", []) if new(sentence)]
+            examples += [{**example, "sentences": sentences}] if sentences else []
+        elif "text" in example and new(example["text"]):
+            examples.append(example)
+    if examples == metadata["widget"]:
+        return card
+    metadata["widget"] = examples
+    return "---\n" + yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True) + "---\n" + body
+
+
 def carry_section(source: Path, target: Path) -> bool:
-    """On export: copy ``source``'s pcctune card section to ``target``, its loading part written for ``target``
-    (sentence-transformers regenerates its own card on save). False when ``source`` has none."""
+    """On export: copy ``source``'s pcctune card section and whole config to ``target``, its loading part written
+    for ``target`` (sentence-transformers regenerates its own card on save). False when ``source`` has none."""
     card = source / "README.md"
     text = card.read_text(encoding="utf-8") if card.is_file() else ""
     if CARD_MARKER not in text:
         return False
-    head = (CARD_MARKER + text.split(CARD_MARKER, 1)[1]).split(LOADING)[0]
-    add_pcctune_section(target, head + LOADING + "\n\n" + "\n".join(_loading(target)) + "\n")
+    if (source / FULL_CONFIG).is_file():
+        write_text(target / FULL_CONFIG, (source / FULL_CONFIG).read_text(encoding="utf-8"))
+    add_pcctune_section(target, CARD_MARKER + text.split(CARD_MARKER, 1)[1])
     return True
 
 
 def add_pcctune_section(folder: Path, section: str) -> Path:
-    """Write ``section`` into ``folder/README.md`` after sentence-transformers' card, replacing an earlier one."""
+    """Write ``section`` into ``folder/README.md`` after sentence-transformers' card, replacing an earlier one, with
+    both parts loading the model by the folder's path and each widget sentence shown once."""
     card = folder / "README.md"
     existing = card.read_text(encoding="utf-8") if card.is_file() else ""
     base = existing.split(CARD_MARKER)[0].rstrip()
-    return write_text(card, (base + "\n\n" if base else "") + section)
+    return write_text(card, distinct_widget(load_by((base + "\n\n" if base else "") + section, folder)))

@@ -36,7 +36,7 @@ from pcctune.modeling.pooler_head import add_mlp_head
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore, settings_key
 from pcctune.orchestration.base_scores import before_key, scores_kept
-from pcctune.orchestration.model_card import add_pcctune_section, name_base_model, pcctune_section
+from pcctune.orchestration.model_card import name_base_model, write_card
 from pcctune.orchestration.run_folder import (
     PARTIAL_RESULTS,
     RESULTS,
@@ -358,7 +358,7 @@ def write_model_cards(config: RunConfig, result: RunResult, senteval: Path) -> N
     for stage in result.stages:
         folder = Path(stage.final_dir)
         if (folder / "modules.json").is_file():
-            add_pcctune_section(folder, pcctune_section(result, stage.stage, leakage, folder))
+            write_card(folder, config, result, stage.stage, leakage)
 
 
 def _run_in_folder(pipeline: Pipeline, overwrite: bool) -> RunResult:

@@ -70,6 +70,14 @@ class DevSTSEvaluator(SentenceEvaluator):
         self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
         return metrics
 
+    def store_metrics_in_model_card_data(
+        self, model: Any, metrics: dict[str, Any], epoch: int = 0, step: int = 0
+    ) -> None:
+        """The saved model's card shows the dev scores × 100, as it shows every score (docs/losses.md#scales); the
+        metrics this evaluator returns to the trainer stay fractions."""
+        shown = {key: value * 100 for key, value in metrics.items()}
+        super().store_metrics_in_model_card_data(model, shown, epoch, step)
+
 
 def stage_dev_parts(stage: StageConfig, senteval_dir: Path) -> dict[str, list[STSPair]]:
     """The parts of ``stage``'s dev set, filtered at its data's leakage level (empty for ``dev: none``); a held-out

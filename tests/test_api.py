@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 import pcctune
 from pcctune.results import EvalResult
@@ -76,3 +80,26 @@ def test_a_tiny_run_writes_tensorboard_events(tiny_bert, shared_senteval, tmp_pa
     pcctune.train(pcctune.RunConfig.model_validate(config))
     events = list((tmp_path / "run").rglob("events.out.tfevents.*"))
     assert events and all(path.stat().st_size > 0 for path in events)
+
+
+def test_the_package_docstring_example_trains_offline_with_the_documented_batch_settings():
+    """The example the API reference opens with (``pcctune``'s docstring) loads the packaged model through pcctune,
+    which needs no download, and trains with the Pearson group and dropped last batch that Getting started asks for
+    and the batch, epochs and learning rate of ``configs/minilm_stage2.yaml``, not the trainer's defaults."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    [example] = re.findall(r"\n\n((?:    .*\n|\n)+?)\n(?! )", pcctune.__doc__ or "")
+    code = textwrap.dedent(example)
+    tree = ast.parse(code)
+    call = next(
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.value).startswith("SentenceTransformerTrainingArguments(")
+    )
+    names = {"SentenceTransformerTrainingArguments": SentenceTransformerTrainingArguments}
+    args = eval(compile(ast.Expression(call), "pcctune.__doc__", "eval"), names)
+    stage = yaml.safe_load((ROOT / "configs" / "minilm_stage2.yaml").read_text(encoding="utf-8"))["stages"][0]
+    assert args.per_device_train_batch_size == stage["batch_size"] != 8 and args.dataloader_drop_last
+    assert args.num_train_epochs == stage["epochs"] and abs(args.learning_rate - stage["learning_rate"]) < 1e-6
+    assert 'pcctune.build_model("all-MiniLM-L6-v2")' in code and "args=args" in code
+    assert "SentenceTransformer(" not in code  # sentence-transformers' loader would ask the Hub for the name

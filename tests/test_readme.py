@@ -1,13 +1,17 @@
-"""The README is short, every headline number in it is the number of a committed record, and its sentence-transformers
-snippet trains with the documented settings."""
+"""The README is short, opens with code that runs offline and prints what it says it prints, every headline number in
+it is the number of a committed record, and its sentence-transformers snippet trains with the documented settings."""
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import yaml
 from sentence_transformers import SentenceTransformerTrainingArguments as ArgsType
 
@@ -58,8 +62,60 @@ def leakage_rows() -> dict[str, list[str]]:
     return readme_rows()
 
 
-def test_the_readme_is_at_most_150_lines():
-    assert len(README.read_text(encoding="utf-8").splitlines()) <= 150
+def test_the_readme_is_at_most_165_lines():
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 165
+
+
+def first_example() -> tuple[str, list[str]]:
+    """The README's first code block, and the lines of the block after it: what the README says it prints."""
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", README.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+    (language, code), (shown_as, printed) = blocks[0], blocks[1]
+    assert language == "python" and shown_as == "text"
+    return code, printed.splitlines()
+
+
+def columns(line: str) -> tuple[str, int]:
+    """A printed line's first column and where its second begins."""
+    name, value = line.split()
+    return name, line.index(value)
+
+
+def run_first_example(code: str, senteval: Path, folder: Path) -> list[str]:
+    """``code`` run as a user runs it, in a new process, offline, in an empty folder, with the SentEval folder
+    named as ``make demo`` finds it (``PCCTUNE_DATA``): the lines it prints."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PCCTUNE_DATA": str(senteval), "PCCTUNE_CACHE": str(folder / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.splitlines()
+
+
+def test_the_first_example_prints_a_committed_records_numbers():
+    """What the README says its first example prints is all-MiniLM-L6-v2's evaluation record (the packaged model,
+    the default protocol, the seven STS test sets), each score as printed."""
+    code, printed = first_example()
+    record = EvalResult.from_disk(CLAIMS / "baselines" / "records" / "minilm_simcse.json")
+    assert 'pcctune.build_model("all-MiniLM-L6-v2")' in code and "pcctune.evaluate(model)" in code
+    assert record.model == "all-MiniLM-L6-v2" and record.protocol == "simcse-senteval" and record.sts
+    assert [line.split() for line in printed] == [[task, f"{score:.2f}"] for task, score in record.sts.items()]
+
+
+def test_the_first_example_runs_offline_and_prints_the_lines_the_readme_shows(tiny_bert, shared_senteval, tmp_path):
+    """The first code block, with the packaged model's name swapped for a tiny random model's folder (its scores mean
+    nothing), on the test suite's miniature SentEval folder: the lines and columns the README shows."""
+    code, printed = first_example()
+    lines = run_first_example(code.replace('"all-MiniLM-L6-v2"', repr(str(tiny_bert))), shared_senteval, tmp_path)
+    assert [columns(line) for line in lines] == [columns(line) for line in printed]
+
+
+@pytest.mark.slow
+def test_the_first_example_runs_as_written(shared_senteval, tmp_path):
+    """The first code block exactly as written: the packaged all-MiniLM-L6-v2, offline, on the miniature SentEval
+    folder."""
+    code, printed = first_example()
+    lines = run_first_example(code, shared_senteval, tmp_path)
+    assert [columns(line) for line in lines] == [columns(line) for line in printed]
 
 
 def test_every_headline_number_is_read_from_a_committed_record():

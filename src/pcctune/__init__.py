@@ -3,17 +3,26 @@
 Implements Pcc-tuning (two-stage contrastive + Pearson-loss training), prompt-based decoder embeddings
 (PromptEOL/STH/SUM), and the SimCSE/SentEval STS evaluation protocol on top of sentence-transformers.
 The names below are the stable Python API (semantic versioning of ``__version__``); they fit into a plain
-``SentenceTransformerTrainer`` script:
+``SentenceTransformerTrainer`` script. Pcc-tuning's stage 2 of all-MiniLM-L6-v2, offline (its weights are the
+``pcctune[minilm]`` package's; the STS data is ``$PCCTUNE_DATA``'s or the copy fetched on first use), with the
+batch settings of ``configs/minilm_stage2.yaml``:
 
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     import pcctune
 
-    model = SentenceTransformer("all-MiniLM-L6-v2")
+    model = pcctune.build_model("all-MiniLM-L6-v2")
+    args = SentenceTransformerTrainingArguments(
+        output_dir="runs/stage2", per_device_train_batch_size=32, dataloader_drop_last=True,
+        num_train_epochs=2, learning_rate=8.5e-05, warmup_steps=0.1,
+    )
     trainer = SentenceTransformerTrainer(
-        model=model, train_dataset=pcctune.stage2_dataset(), loss=pcctune.PearsonLoss(model)
+        model=model, args=args, train_dataset=pcctune.stage2_dataset(), loss=pcctune.PearsonLoss(model)
     )
     trainer.train()
     print(pcctune.evaluate(model).sts["avg"])
+
+The batch is the group the Pearson loss correlates over: keep it large (the trainer's default is 8) and drop the
+last, short batch; the dev selection the recipe adds: ``DevSTSEvaluator``.
 
 Names load on first use, so ``import pcctune`` (and the CLI) stays fast.
 """

@@ -2,18 +2,19 @@
 
 A claim's script lives in its folder (``reproductions/<claim>/<claim>.py``) and writes its record
 (``runs.json``), table and plot there; a trained run's own record is kept under ``records/`` and is never trained
-again (:func:`trained_runs`), and a claim made of ``pcctune`` commands runs only the :class:`Step` whose record
-is missing (:func:`run_steps`).
+again (:func:`trained_runs`, :func:`train_once`), and a claim made of ``pcctune`` commands runs only the
+:class:`Step` whose record is missing (:func:`run_steps`). A grid of runs that its own records decide (a seed run
+once its search has run) runs them one at a time or several at once (:func:`run_jobs`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks._common import (
     ROOT,
@@ -30,6 +31,9 @@ from benchmarks._common import (
 from pcctune.data.download import EXPECTED
 from pcctune.results import AnyResult, BenchmarkResult, EvalResult, RunResult, load_result
 
+if TYPE_CHECKING:
+    from pcctune.training.config import RunConfig
+
 __all__ = [
     "ROOT",
     "STS_COLUMNS",
@@ -39,6 +43,7 @@ __all__ = [
     "Step",
     "budget",
     "claim",
+    "kept",
     "load_rows",
     "overrides",
     "pair_counts",
@@ -46,12 +51,14 @@ __all__ = [
     "record_row",
     "rows_of",
     "run",
+    "run_jobs",
     "run_steps",
     "save_rows",
     "stage2_config",
     "sts_scores",
     "sts_table",
     "to_record",
+    "train_once",
     "trained_runs",
 ]
 
@@ -134,6 +141,99 @@ def trained_runs(
                 result = train(config, resume=holds_a_run(Path(config.output_dir)))
                 result.to_disk(kept)
             yield seed, variant, config, result
+
+
+def kept(path: Path) -> RunResult | None:
+    """The run record kept at ``path``, if there is one."""
+    return RunResult.from_disk(path) if path.is_file() else None
+
+
+def train_once(config: RunConfig, record: Path, score: bool) -> RunResult:
+    """Train ``config`` unless ``record`` holds it (resuming its folder when a killed run left one) and keep its
+    record there; a search trial (``score`` false) reads no test set."""
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.orchestration.run_folder import holds_a_run
+
+    done = kept(record)
+    if done is not None:
+        return done
+    result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), tasks=None if score else [])
+    result.to_disk(record)
+    return result
+
+
+Job = tuple[Any, ...]
+"""A job of :func:`run_jobs`: its name, a function (importable: a parallel job runs in a fresh process) and the
+function's arguments."""
+
+
+def run_jobs(
+    ready: Callable[[], Iterable[Job]],
+    jobs: int,
+    max_runs: int | None = None,
+    after: Callable[[], None] | None = None,
+    counted: Callable[[str], bool] = lambda name: True,
+) -> None:
+    """Run the jobs ``ready()`` names until it names none, asking it again after each job: the records a job leaves
+    decide what is ready next (a seed run once its search has run). One at a time in this process, or with ``jobs``
+    above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores (for a machine
+    with a GPU and many cores; on two cores one at a time is as fast), each started as soon as it is ready. At most
+    ``max_runs`` jobs that ``counted`` counts; ``after`` runs after each job (a table rewritten from the records)."""
+    if jobs <= 1:
+        done = 0
+        while max_runs is None or done < max_runs:
+            job = next(iter(ready()), None)
+            if job is None:
+                return
+            name, function, *arguments = job
+            print(f"[{done + 1}] {name}", flush=True)
+            function(*arguments)
+            done += counted(name)
+            if after is not None:
+                after()
+        return
+    _run_in_parallel(ready, jobs, max_runs, after, counted)
+
+
+def _run_in_parallel(
+    ready: Callable[[], Iterable[Job]],
+    jobs: int,
+    max_runs: int | None,
+    after: Callable[[], None] | None,
+    counted: Callable[[str], bool],
+) -> None:
+    import multiprocessing
+    import os
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    context = multiprocessing.get_context("spawn")
+    running: dict[str, Future[Any]] = {}
+    done = 0
+    with ProcessPoolExecutor(jobs, context, set_threads, (threads,), max_tasks_per_child=1) as pool:
+        while True:
+            for name, function, *arguments in ready():
+                if len(running) >= jobs or (max_runs is not None and done + len(running) >= max_runs):
+                    break
+                if name not in running:
+                    print(f"[start] {name}", flush=True)
+                    running[name] = pool.submit(function, *arguments)
+            if not running:
+                return
+            finished, _ = wait(running.values(), return_when=FIRST_COMPLETED)
+            for name in [name for name, future in running.items() if future in finished]:
+                running.pop(name).result()
+                done += counted(name)
+                print(f"[done] {name}", flush=True)
+            if after is not None:
+                after()
+
+
+def set_threads(threads: int) -> None:
+    """A parallel job's share of the cores."""
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def load_rows(path: Path) -> tuple[Rows, BenchmarkResult | None]:

@@ -34,7 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from reproductions._common import ROOT, Measured, Rows, claim, pair_counts
+from reproductions._common import ROOT, Measured, Rows, claim, kept, pair_counts, run_jobs, train_once
 
 from pcctune.data.leakage import LeakageLevel
 from pcctune.data.tasks import SEVEN_TASKS, SHORT_NAMES
@@ -103,10 +103,6 @@ def records(args: argparse.Namespace) -> Path:
     return Path(args.output) / "records"
 
 
-def kept(path: Path) -> RunResult | None:
-    return RunResult.from_disk(path) if path.is_file() else None
-
-
 def best_dev(result: RunResult) -> float:
     value = result.stages[0].best_dev_spearman
     return float("-inf") if value is None else value
@@ -159,20 +155,6 @@ def control_file(data: str | None, runs: Path) -> Path:
             chosen += random.Random(0).sample([p for p in pair.pairs if p.source == source], count)
         save_pairs_jsonl(chosen, path)
     return path
-
-
-def train_once(config: RunConfig, record: Path, score: bool) -> RunResult:
-    """Train ``config`` unless ``record`` holds it (resuming its folder when a killed run left one); a search trial
-    (``score`` false) reads no test set."""
-    from pcctune.orchestration.pipeline import run_pipeline
-    from pcctune.orchestration.run_folder import holds_a_run
-
-    done = kept(record)
-    if done is not None:
-        return done
-    result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), tasks=None if score else [])
-    result.to_disk(record)
-    return result
 
 
 def winner(args: argparse.Namespace, cell: Cell) -> dict[str, Any] | None:
@@ -287,35 +269,11 @@ def train_missing(args: argparse.Namespace) -> None:
 
 
 def train_in_parallel(args: argparse.Namespace) -> None:
-    """``--jobs N``: up to N runs and transfer evaluations at once, each in a fresh process with an equal share of
-    the CPU's cores, each started as soon as the records decide it (a seed run once its cell's trials have all
-    run). For a machine with a GPU and many cores; on two cores one at a time is as fast. The runs' settings and
-    records are those of the sequential runner; only the order in which they finish differs."""
-    import multiprocessing
-    import os
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-
-    threads = max(1, (os.cpu_count() or 1) // args.jobs)
-    context = multiprocessing.get_context("spawn")
-    running: dict[str, Future[Any]] = {}
-    done = 0
-    with ProcessPoolExecutor(args.jobs, context, set_threads, (threads,), max_tasks_per_child=1) as pool:
-        while True:
-            for name, job, *job_args in ready_jobs(args):
-                if len(running) >= args.jobs or (args.max_runs is not None and done + len(running) >= args.max_runs):
-                    break
-                if name not in running:
-                    print(f"[start] {name}", flush=True)
-                    running[name] = pool.submit(job, *job_args)
-            if not running:
-                return
-            finished, _ = wait(running.values(), return_when=FIRST_COMPLETED)
-            for name in [name for name, future in running.items() if future in finished]:
-                running.pop(name).result()
-                done += not name.startswith("transfer ")
-                print(f"[done] {name}", flush=True)
-            if not args.model:
-                write_summary(args)
+    """``--jobs N``: up to N runs and transfer evaluations at once (:func:`reproductions._common.run_jobs`), each
+    started as soon as the records decide it (a seed run once its cell's trials have all run). The runs' settings
+    and records are those of the sequential runner; only the order in which they finish differs."""
+    after = None if args.model else lambda: write_summary(args)
+    run_jobs(lambda: ready_jobs(args), args.jobs, args.max_runs, after, lambda name: not name.startswith("transfer "))
 
 
 def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
@@ -324,13 +282,6 @@ def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
         yield f"transfer {name}", transfer_once, model, record, args.data
     for name, config, record, score in missing_runs(args):
         yield name, train_once, config, record, score
-
-
-def set_threads(threads: int) -> None:
-    """A parallel job's share of the cores."""
-    import torch
-
-    torch.set_num_threads(threads)
 
 
 def transfer_models(args: argparse.Namespace) -> Iterator[tuple[str, str]]:

@@ -1,0 +1,112 @@
+"""The decoder's stage-2 loss comparison (``reproductions/decoder_losses``) on a tiny random decoder: stage 1 built
+once, each loss searched on dev at a seed no test run uses, each winner over the test seeds, every run kept as a
+record that a second run does not train again, and the table and verdict drawn from the records."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from reproductions.decoder_losses import decoder_losses as grid
+
+from pcctune.results import BenchmarkResult, RunResult
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory) -> Path:
+    """The whole chain once, as ``python -m reproductions decoder_losses --quick`` runs it."""
+    out = tmp_path_factory.mktemp("decoder_losses")
+    command = [sys.executable, "-m", "reproductions", "decoder_losses", "--quick", "--output", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out / "decoder_losses"
+
+
+def _args(out: Path) -> argparse.Namespace:
+    recipe = ROOT / "configs" / "paper_recipe_smollm2_cpu.yaml"
+    return argparse.Namespace(output=out, runs=out / "runs", recipe=recipe, model="unused", data=None, quick=True)
+
+
+def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(quick):
+    records = quick / "records"
+    stage1 = RunResult.from_disk(records / "stage1.json")
+    assert stage1.seed == grid.STAGE1_SEED and stage1.config["stages"][0]["dev"] == "none"
+    assert list(stage1.sts_by_stage) == ["contrastive-nli"]  # scored on the test sets, not before training
+    model = str(quick / "runs" / "stage1" / "stage1-contrastive-nli" / "final")
+    recipe_rate = 5.0e-4
+    search = [RunResult.from_disk(path) for path in sorted((records / "search").glob("*.json"))]
+    assert len(search) == 2 * 2  # --quick: Pearson and cosine-MSE at the recipe's rate and half of it
+    assert grid.SEARCH_SEED not in grid.TEST_SEEDS
+    for run in search:
+        stage = run.config["stages"][0]
+        assert run.seed == grid.SEARCH_SEED and run.sts_by_stage == {}  # no test set read while searching
+        assert run.config["model"] == model and stage["data"]["leakage"] == "pair"
+        assert stage["learning_rate"] in (recipe_rate, recipe_rate / 2) and run.stages[0].best_dev_spearman is not None
+    for loss in ("pearson", "cosine_mse"):
+        tried = {
+            r.config["stages"][0]["learning_rate"]: r.stages[0].best_dev_spearman
+            for r in search
+            if r.stages[0].loss == loss
+        }
+        best = recipe_rate if tried[recipe_rate] == max(tried.values()) else recipe_rate / 2  # the recipe's on a tie
+        for seed in (1, 2):
+            run = RunResult.from_disk(records / f"{loss}-seed{seed}.json")
+            assert run.seed == seed and run.config["stages"][0]["learning_rate"] == best
+            assert set(run.sts_by_stage) == {loss} and run.versions["device"]
+
+
+def test_the_table_and_verdict_come_from_the_records(quick):
+    record = BenchmarkResult.from_disk(quick / "runs.json")
+    labels = [row.label for row in record.rows]
+    assert labels[0] == "stage1" and {
+        f"{loss}-seed{seed}" for loss in ("pearson", "cosine_mse") for seed in (1, 2)
+    } <= set(labels)
+    assert {"contrastive-seed1", "contrastive-seed2", "contrastive-seed3"} <= set(labels)  # decoder_full's records
+    table = (quick / "table.md").read_text()
+    scores = table.split("Search")[0]
+    assert scores.count("not run yet") == 1 and "| stage 1 + CoSENT | not run yet |" in scores  # not in --quick
+    verdict = table[table.index("\n**") + 1 :]
+    assert verdict.startswith("**not decided yet**") and "- Pearson − cosine-MSE = " in verdict
+    assert "over 2 paired seeds" in verdict and (quick / "decoder_losses.png").stat().st_size > 0
+    assert grid.table([], {"search": [], "rates": [5e-4], "search_seed": 101}).count("not run yet") >= 4
+
+
+def test_a_second_run_plans_nothing_and_a_lost_stage_one_is_built_again_only_when_runs_remain(quick, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(quick / "records", out / "records")
+    args = _args(out)
+    assert list(grid.ready_jobs(args)) == []  # every run has its record: no stage 1 needed either
+    (out / "records" / "cosine_mse-seed2.json").unlink()
+    [(name, *_)] = grid.ready_jobs(args)
+    assert name == "stage1"  # a run remains and this machine lacks stage 1's model
+    args.runs = quick / "runs"  # where stage 1 was built
+    assert [job[0] for job in grid.ready_jobs(args)] == ["cosine_mse-seed2"]
+
+
+def _rows(kind: str, averages: list[float]) -> list[dict]:
+    return [
+        {"kind": kind, "seed": seed, "sts": {"avg": avg}, "stage1_avg": 70.0} for seed, avg in enumerate(averages, 1)
+    ]
+
+
+def test_the_verdict_is_held_only_where_pearson_beats_both_and_a_tie_where_the_interval_holds_0():
+    pearson = _rows("pearson", [75.0, 75.5, 76.0])
+    cosine_below, cosent_below = _rows("cosine_mse", [74.0, 74.4, 75.1]), _rows("cosent", [73.0, 73.6, 73.9])
+    held = grid.verdict([*pearson, *cosine_below, *cosent_below])
+    assert held[0].startswith("**held**") and any(
+        line.startswith("- stage 1 + Pearson (Pcc) − its stage 1 = +5.50 [") for line in held
+    )
+    tied = _rows("cosine_mse", [75.5, 75.0, 76.2])  # Pearson − it: −0.5, +0.5, −0.2
+    not_held = grid.verdict([*pearson, *tied, *cosent_below])
+    assert not_held[0] == "**not held**: Pearson's stage 2 does not beat both: a tie with cosine-MSE."
+    assert not_held[1].startswith("- Pearson − cosine-MSE = -0.07 [") and not_held[1].endswith(": a tie")
+    cosent_above = _rows("cosent", [76.0, 76.4, 77.1])
+    assert grid.verdict([*pearson, *cosine_below, *cosent_above])[0].endswith(": CoSENT above it.")
+    assert grid.verdict([*pearson, *cosine_below])[0].startswith("**not decided yet**")
+    assert grid.verdict([])[0].startswith("**not run yet**")

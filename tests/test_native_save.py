@@ -106,6 +106,7 @@ def test_a_merged_lora_model_loads_in_plain_sentence_transformers(tiny_llama, mi
     assert code == 0 and not (merged / "adapter_config.json").exists()
     card = (merged / "README.md").read_text()
     assert card.count("<!-- pcctune -->") == 1 and "### Run config" in card  # the run's section came along
+    assert (merged / "pcctune_config.yaml").read_text() == (final / "pcctune_config.yaml").read_text()  # its config
     assert "pcctune is not needed" in card.split("### Loading")[1]  # and its loading part is the merged folder's
     assert_same_as_pcctune(merged, build_model(str(final)))  # the merged model equals the adapter on its base
 

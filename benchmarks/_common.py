@@ -1,18 +1,13 @@
 """The one pattern every script in ``benchmarks/`` and ``reproductions/`` follows, and what they share.
 
-A script is its docstring (the ``--help`` text), a :class:`Benchmark`, and ``run(BENCHMARK)``:
-
-- ``arguments`` adds the script's own flags; :func:`run` adds the shared ones: ``--data`` (the SentEval
-  folder), ``--output``, ``--summarize`` (only redraw the table of ``OUTPUT/runs.json``) and ``--quick``;
-- ``--quick`` builds a tiny random BERT, a tiny random Llama and a miniature SentEval folder
-  (:mod:`pcctune.testing`) in a scratch folder and sets the script's ``quick`` values (``{bert}``,
-  ``{llama}`` and ``{senteval}`` name them; a script that only reads what others ran makes tiny inputs
-  in ``prepare_quick``): every code path in seconds, offline, as CI runs it;
-- ``measure`` returns the rows (plain dicts: one key names the row, ``sts`` holds its scores, the rest
-  are details) with the settings that made them; they are saved as a typed
-  :class:`~pcctune.results.BenchmarkResult` (``runs.json``) with the project's writer;
-- ``table`` renders the record read back from disk: it is printed and saved as ``table.md``
-  (``plot``, where a script has one, draws ``<name>.png`` from the same record).
+A script is its docstring (the ``--help`` text), a :class:`Benchmark`, and ``run(BENCHMARK)``. ``arguments`` adds its
+own flags to the shared ``--data`` (the SentEval folder), ``--output``, ``--summarize`` (only redraw the table of
+``OUTPUT/runs.json``) and ``--quick``: a tiny random BERT, a tiny random Llama and a miniature SentEval folder
+(:mod:`pcctune.testing`), which the script's ``quick`` values name ``{bert}``, ``{llama}`` and ``{senteval}`` (a script
+that only reads what others ran makes tiny inputs in ``prepare_quick``): every code path in seconds, offline, as CI
+runs it. ``measure`` returns the rows (dicts: one key names the row, ``sts`` holds its scores, the rest are details)
+with the settings that made them, saved as a typed :class:`~pcctune.results.BenchmarkResult` (``runs.json``);
+``table`` renders the record read back from disk, printed and saved as ``table.md`` (``plot`` draws ``<name>.png``).
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pcctune.data.tasks import SEVEN_TASKS
-from pcctune.host_settings import COMMAND_LINE, using
+from pcctune.host_settings import command_line, using
 from pcctune.io import write_text
 from pcctune.provenance import library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow
@@ -105,10 +100,9 @@ def run_measured(args: list[str], env: Mapping[str, str] | None = None) -> Ran:
     return Ran(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, last)
 
 
-def run_python(args: list[str], env: Mapping[str, str] | None = None) -> tuple[float, str]:
-    """Run ``python ARGS`` in a fresh process (offline); return its wall time and its last stdout line."""
-    ran = run_measured(args, env)
-    return ran.seconds, ran.last
+def cell(key: str, spec: str, scale: float = 1, missing: str | None = None) -> Callable[[dict], str | None]:
+    """A table cell: the row's ``key`` × ``scale`` formatted by ``spec`` (``missing`` where the row has none)."""
+    return lambda row: missing if row.get(key) is None else format(row[key] * scale, spec)
 
 
 def data_flag(args: argparse.Namespace) -> list[str]:
@@ -178,13 +172,13 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None) -> argparse.Names
 
 def run(benchmark: Benchmark, argv: list[str] | None = None) -> BenchmarkResult:
     """Parse, measure (unless ``--summarize``), save the record, then print and save the table made from it. The
-    measurement runs with the CPU speed settings of the ``pcctune`` command (:mod:`pcctune.host_settings`)."""
+    measurement runs with the CPU speed settings of the ``pcctune`` command (``pcctune.host_settings.command_line``)."""
     args = parse(benchmark, argv)
     path = (args.records_from if args.summarize and args.records_from else args.output) / "runs.json"
     if args.summarize and not path.is_file():
         raise SystemExit(f"error: nothing to summarize: no {path}")
     if not args.summarize:
-        with using(COMMAND_LINE):
+        with using(command_line()):
             measured = benchmark.measure(args)
         to_record(benchmark.name, measured.rows, benchmark.label_key, measured.settings, measured.details).to_disk(path)
     record = BenchmarkResult.from_disk(path)

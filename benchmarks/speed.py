@@ -6,47 +6,48 @@
    whole process and its CPU time (user + sys, all threads); both print their seven numbers, which must agree to
    ±0.01. Each row also gives the evaluation's FLOPs per second as a fraction of the CPU's float32 peak, and per CPU
    second as a fraction of one core's (robust to other load; :func:`cpu` and :func:`eval_work` say what is counted).
-2. **Training step** (``steps``). A stage-2 Pearson step against a CoSENT step (sentence-transformers' own loss).
-3. **Dev evaluation during training** (``dev-eval``). ST's ``EmbeddingSimilarityEvaluator`` against pcctune's
-   ``DevSTSEvaluator``, on both filtered dev sets, alternating.
-4. **Tokens** (``tokens``, not timed): the padded tokens each evaluation of (1) runs through the model.
-5. **Kernels** (``kernels``). A training step of ``--loss`` with the linear layers by oneDNN (``onednn: true``, the
-   default; QLoRA's 4-bit layers too) against torch's default CPU kernel, alternating, each in a fresh process.
-6. **Training** (``train``). The demo's stage (``--train-config``: ``configs/demo_minilm.yaml``) as a whole
+2. **Training** (``train``). The demo's stage (``--train-config``: ``configs/demo_minilm.yaml``) as a whole
    ``pcctune train`` process, the same with ``loss: cosine_mse`` (sentence-transformers' ``CosineSimilarityLoss``
    inside pcctune), the same with every speed setting off, and the job as a plain sentence-transformers script
    (``_plain_st_train.py``, reading files this script writes beforehand from pcctune's data): alternating, each a
    fresh process; wall and CPU time and peak memory of the whole process, its parts (the training steps, the dev
    evaluations, the two test evaluations), the best dev and the test scores, the job's FLOPs (:func:`train_work`).
-7. **A step against an earlier pcctune** (``decoder-step``). The ``train-step`` of ``--model`` by this checkout
-   against the same by ``--baseline`` (a git revision), alternating: a GGUF decoder that no plain script loads is
-   compared with pcctune's own step before a change.
-8. **Start-up** (``startup``). ``pcctune train --train-config`` to its first training step, in a fresh process with
+3. **Start-up** (``startup``). ``pcctune train --train-config`` to its first training step, in a fresh process with
    an empty cache, then again (the leakage checks and, with ``--score-base``, the base model's test scores cached):
    seconds from the process's start to the first step, and whether the two leakage reports are the same.
+4. **Scale** (``scale``, for a GPU). What ``--scale-config``'s full run costs here (default: the paper's 7B recipe),
+   from ``--steps`` steps of each stage on a decoder of a Hugging Face architecture (``--architecture`` as
+   ``AutoConfig.for_model`` knows it, at its default shape, Mistral-7B's for ``mistral``, or ``--layers``,
+   ``--hidden-size``, ``--heads``, ``--kv-heads``, ``--intermediate-size``) with random weights, a BPE tokenizer
+   trained on the SentEval text and data of each stage's shape: nothing downloads. The stages run through pcctune's
+   pipeline as the config (and ``--scale-set KEY=VALUE``) sets them, in this process, each step timed
+   (``torch.cuda.synchronize`` on a GPU): the first (warm-up), the mean of the rest, real tokens per second, peak
+   memory, the FLOP rate as a fraction of the GPU's dense bf16 peak (:data:`PEAKS`, ``--peak-tflops``; n/a on a CPU),
+   and the full run's steps (epochs × its data's full batches) × the mean step (loading, evaluations, saves aside).
+   FLOPs per real token: 2·N per pass through the N weights of the decoder's linear layers (embeddings aside): the
+   forward, its recomputation under gradient checkpointing, GradCache's first pass without gradients, the input
+   gradients, the weight gradients where the base trains (no adapter). LoRA's factors, NF4 dequantization,
+   attention's products, norms and activations are not counted: the fraction is a floor.
 
     python benchmarks/speed.py --only eval --model all-MiniLM-L6-v2
-    python benchmarks/speed.py --only eval --model smollm2-135m --template eol --sample 300  # a quick look
-    python benchmarks/speed.py --only kernels --model smollm2-135m --template eol --qlora --batch 16 --steps 4
     python benchmarks/speed.py --only train
     python benchmarks/speed.py --only startup      # the first training step, nothing cached, then cached
-    python benchmarks/speed.py --only decoder-step --model smollm2-135m --template eol --qlora --batch 16 --steps 4 \
-        --baseline REV
+    python benchmarks/speed.py --only scale        # the 7B recipe at Mistral-7B's shape (--layers 8: a quarter)
 
-Every record names its CPU (model, SIMD flags, cores, clock, torch's CPU capability, the fp32 and bf16 peaks). To
-measure an AVX2-only CPU on a machine with more, limit the libraries: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
+Every record names its CPU (vendor, family, model and kernel flags, cores, clock, torch's CPU capability, the fp32
+and bf16 peaks). To measure an AVX2-only CPU on a machine with more: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
 MKL_ENABLE_INSTRUCTIONS=AVX2``. Prints markdown tables and saves them (``table.md``) with every measurement
-(``runs.json``); each measurement runs in a fresh process (this script again, with ``--one``).
+(``runs.json``); each measurement of parts 1–3 runs in a fresh process (this script again, with ``--one``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import json
+import math
 import os
-import re
-import resource
 import shlex
 import shutil
 import statistics
@@ -58,50 +59,46 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import STS_COLUMNS, Benchmark, Measured, Rows, data_flag, parse, run, run_measured, run_python, save_rows
+from _common import STS_COLUMNS, Benchmark, Measured, Rows, cell, data_flag, parse, run, run_measured, save_rows
+from pcctune.cpu_kind import this_cpu
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.host_settings import COMMAND_LINE, SPEEDUPS_ENV, using
+from pcctune.host_settings import SPEEDUPS_ENV, command_line, using
 from pcctune.orchestration.base_scores import KIND as BASE_SCORES
 from pcctune.paths import CACHE_ENV, cache_root
 
 HERE = Path(__file__).resolve().parent
 ST_LABEL = "sentence-transformers EmbeddingSimilarityEvaluator"
-SIMD = re.compile(r"^(avx2|fma|avx512\w*|amx\w*)$")
 
 
 # --- the machine ------------------------------------------------------------------------------------
 
 
 def cpu() -> dict[str, Any]:
-    """The CPU as ``lscpu`` gives it (``/proc/cpuinfo`` where it has no value) and its float32 peak in GFLOP/s:
-    physical cores × nominal GHz × 2 FMA units × lanes × 2 FLOPs per FMA, lanes 16 where torch runs AVX-512 code
-    (``torch.backends.cpu.get_cpu_capability()``), else 8 (AVX2). Assumed: two FMA pipes per core (Intel since
-    Haswell, AMD since Zen 2; Zen 4 runs AVX-512 on them in two halves, so its peak is the AVX2 one and this
-    overstates it), the nominal clock (boost makes a fraction above 100 % possible), one thread per core. The bf16
-    peak: 1,024 FLOPs a cycle per core with AMX (``amx_bf16``), twice the fp32 peak with AVX512_BF16
-    (``vdpbf16ps``: two products per lane), none where bf16 is only emulated."""
+    """The CPU (``pcctune.cpu_kind``: vendor, family, model, name, kernel flags), its physical cores and nominal clock
+    (``lscpu``, else ``/proc/cpuinfo``), and its fp32 peak in GFLOP/s: cores × GHz × 2 FMA units × lanes × 2 FLOPs per
+    FMA, lanes 16 where torch runs AVX-512 code (``torch.backends.cpu.get_cpu_capability()``), else 8. Assumed: two FMA
+    pipes per core (Intel since Haswell, AMD since Zen 2; Zen 4 runs AVX-512 on them in two halves, so this overstates
+    its peak), the nominal clock (boost can pass 100 %), one thread per core. The bf16 peak: 1,024 FLOPs a cycle per
+    core with AMX, twice the fp32 peak with AVX512_BF16 (two products per lane), none where bf16 is emulated."""
     import torch
 
-    text = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    kind, text = this_cpu(), subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
     fields = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
     procinfo = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in Path("/proc/cpuinfo").open())}
-    flags = (fields.get("Flags") or procinfo.get("flags", "")).split()
     cores = int(fields.get("Core(s) per socket", 0)) * int(fields.get("Socket(s)", 0)) or os.cpu_count() or 1
     ghz = float(fields.get("CPU max MHz") or procinfo.get("cpu MHz") or 0) / 1000
     capability = torch.backends.cpu.get_cpu_capability()
-    lanes = 16 if capability.startswith("AVX512") else 8
-    fp32_peak = cores * ghz * 2 * lanes * 2
-    bf16_peak = cores * ghz * 1024 if "amx_bf16" in flags else 2 * fp32_peak if "avx512_bf16" in flags else None
-    model = fields.get("Model name") or procinfo.get("model name", "unknown")
-    machine = {"model": model, "simd_flags": [f for f in flags if SIMD.match(f)], "cores": cores, "ghz": ghz}
-    machine |= {"torch_capability": capability, "torch_threads": torch.get_num_threads()}
+    fp32_peak = cores * ghz * 2 * (16 if capability.startswith("AVX512") else 8) * 2
+    bf16_peak = 2 * fp32_peak if "avx512_bf16" in kind.flags else None
+    bf16_peak = cores * ghz * 1024 if "amx_bf16" in kind.flags else bf16_peak
+    machine = {"identity": kind.identity, "cores": cores, "ghz": ghz, "torch_capability": capability}
+    machine |= {"torch_threads": torch.get_num_threads()}
     return machine | {"fp32_peak_gflops": fp32_peak, "bf16_peak_gflops": bf16_peak}
 
 
 def cpu_line(machine: dict[str, Any]) -> str:
-    flags = " ".join(machine["simd_flags"]) or "none of avx2/fma/avx512/amx"
     return (
-        f"CPU: {machine['model']}, {machine['cores']} cores at {machine['ghz']:.2f} GHz (nominal), flags {flags}, "
+        f"CPU: {machine['identity']}; {machine['cores']} cores at {machine['ghz']:.2f} GHz (nominal), "
         f"torch CPU capability {machine['torch_capability']}, {machine['torch_threads']} torch threads; "
         f"fp32 peak {machine['fp32_peak_gflops']:.0f} GFLOP/s (cores × GHz × 2 FMA units × lanes × 2), bf16 peak "
         + (f"{bf16:.0f} GFLOP/s" if (bf16 := machine.get("bf16_peak_gflops")) else "none (no AVX512_BF16 or AMX)")
@@ -119,10 +116,11 @@ def eval_work(args: argparse.Namespace) -> dict:
     from pcctune.evaluation.protocols import senteval_text
     from pcctune.modeling.build import build_model
     from pcctune.modeling.encoding import token_lengths
+    from pcctune.modeling.prefix_cache import cached_prefix, prefix_ids
 
     model = build_model(args.model, template=args.template)
     texts = sorted({senteval_text(s) for t in _tasks(args) for p in t.pairs for s in (p.sentence1, p.sentence2)})
-    prefix = _prefix_tokens(model)
+    prefix = len(prefix_ids(model)) if cached_prefix(model) is not None else 0
     tokens = sum(token_lengths(model, texts)) - prefix * (len(texts) - 1)
     weights = linear_weights(model)
     return {"distinct texts": len(texts), "tokens": tokens, "linear weights": weights, "flops": 2 * weights * tokens}
@@ -134,12 +132,6 @@ def linear_weights(model) -> int:
 
     linears = [m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and "pooler" not in name]
     return sum(m.weight.numel() for m in linears)
-
-
-def _prefix_tokens(model) -> int:
-    from pcctune.modeling.prefix_cache import cached_prefix, prefix_ids
-
-    return len(prefix_ids(model)) if cached_prefix(model) is not None else 0
 
 
 def st_evaluator_scores(args: argparse.Namespace) -> dict:
@@ -164,66 +156,42 @@ def st_evaluator_scores(args: argparse.Namespace) -> dict:
     return scores | {"avg": float(np.mean(list(scores.values())))}
 
 
-def pcctune_eval_scores(args: argparse.Namespace) -> dict:
-    """pcctune's evaluation (used for --sample runs, where the CLI has no sampling flag)."""
-    from pcctune.evaluation.sts import evaluate_sts
-    from pcctune.modeling.build import build_model
-
-    budget = {"token_budget": args.token_budget} if args.token_budget else {}
-    model = build_model(args.model, template=args.template)
-    scores, avg = evaluate_sts(model, _tasks(args), show_progress=False, **budget)
-    return {s.name: s.spearman for s in scores} | {"avg": avg}
-
-
 def _tasks(args: argparse.Namespace):
-    from pcctune.data.tasks import load_test_tasks, subsample_task
+    from pcctune.data.tasks import load_test_tasks
     from pcctune.paths import resolve_senteval_dir
 
-    tasks = load_test_tasks(resolve_senteval_dir(args.data))
-    return [subsample_task(t, args.sample, seed=0) for t in tasks] if args.sample else tasks
+    return load_test_tasks(resolve_senteval_dir(args.data))
 
 
 def eval_commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
-    """The two commands compared: ``pcctune eval`` (pcctune's own path with ``--sample``) and ST's evaluator."""
+    """The two commands compared: ``pcctune eval`` and ST's evaluator."""
     template = ["--template", args.template] if args.template else []
-    one = [str(HERE / "speed.py"), "--model", args.model, *template, *data_flag(args)]
-    one += [*(["--sample", str(args.sample)] if args.sample else []), "--one"]
+    one = [str(HERE / "speed.py"), "--model", args.model, *template, *data_flag(args), "--one"]
     st_batch = ["--st-batch-size", str(args.st_batch_size)] if args.st_batch_size else []
-    if args.sample:
-        ours = [*one, "pcctune-eval"]
-    else:
-        ours = ["-m", "pcctune.cli", "eval", args.model, "--tasks", "sts", "--output", str(out), *template]
-        ours += data_flag(args)
-    ours += ["--token-budget", str(args.token_budget)] if args.token_budget else []
-    return {"pcctune eval": ours, ST_LABEL: [*one[:-1], *st_batch, "--one", "st-evaluator"]}
+    ours = ["-m", "pcctune.cli", "eval", args.model, "--tasks", "sts", "--output", str(out), *template]
+    return {"pcctune eval": ours + data_flag(args), ST_LABEL: [*one[:-1], *st_batch, "--one", "st-evaluator"]}
 
 
 def eval_rows(args: argparse.Namespace) -> Rows:
     """Alternate the two commands ``--repeats`` times; one row per command with its mean wall and CPU time and the
     evaluation's FLOPs (:func:`eval_work`) per second of each as a fraction of the CPU's (one core's) peak."""
     out = Path(tempfile.mkdtemp()) / "eval.json"
-    commands = eval_commands(args, out)
-    times: dict[str, list[float]] = {label: [] for label in commands}
-    cpu_times: dict[str, list[float]] = {label: [] for label in commands}
-    scores = {}
+    commands, scores = eval_commands(args, out), {}
+    ran: dict[str, list] = {label: [] for label in commands}
     for repeat in range(args.repeats):
         for label, command in commands.items():
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            seconds, last = run_python(command)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            times[label].append(seconds)
-            cpu_times[label].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-            cli_record = label == "pcctune eval" and not args.sample
-            scores[label] = json.load(out.open())["sts"] if cli_record else json.loads(last)
-            print(f"  {label}: {seconds:.1f} s, {cpu_times[label][-1]:.1f} s of CPU (repeat {repeat + 1})", flush=True)
-    work = json.loads(run_python([*commands[ST_LABEL][:-1], "eval-work"])[1])
-    machine, mean = cpu(), {label: sum(s) / len(s) for label, s in times.items()}
-    mean_cpu, peak = {label: sum(s) / len(s) for label, s in cpu_times.items()}, machine["fp32_peak_gflops"]
-    setting = {"what": "eval", "model": args.model, "template": args.template, "sample": args.sample, **work}
-    setting |= {"st_batch_size": args.st_batch_size}
+            ran[label].append(done := run_measured(command))
+            scores[label] = json.load(out.open())["sts"] if label == "pcctune eval" else json.loads(done.last)
+            print(f"  {label}: {done.seconds:.1f} s, {done.cpu_s:.1f} s of CPU (repeat {repeat + 1})", flush=True)
+    times = {label: [r.seconds for r in rs] for label, rs in ran.items()}
+    cpu_times = {label: [r.cpu_s for r in rs] for label, rs in ran.items()}
+    work = json.loads(run_measured([*commands[ST_LABEL][:-1], "eval-work"]).last)
+    machine, mean = cpu(), {label: statistics.mean(s) for label, s in times.items()}
+    mean_cpu, peak = {label: statistics.mean(s) for label, s in cpu_times.items()}, machine["fp32_peak_gflops"]
+    setting = {"what": "eval", "model": args.model, "template": args.template, **work}
     return [
         setting
-        | {"label": label, "token_budget": args.token_budget if label == "pcctune eval" else None, "sts": scores[label]}
+        | {"label": label, "st_batch_size": args.st_batch_size, "sts": scores[label]}
         | {"seconds": times[label], "mean_s": mean[label], "ratio_vs_st": mean[ST_LABEL] / mean[label]}
         | {"cpu_s": cpu_times[label], "mean_cpu_s": mean_cpu[label]}
         | {"peak_fraction": work["flops"] / 1e9 / mean[label] / peak}
@@ -232,106 +200,11 @@ def eval_rows(args: argparse.Namespace) -> Rows:
     ]
 
 
-# --- 2. training step and 5. kernels ------------------------------------------------------------------
-
-
-def train_step_seconds(args: argparse.Namespace) -> dict:
-    """Seconds per step of ``--loss`` in the trainer (the first step, a warm-up, not counted) and peak memory."""
-    from pcctune.modeling.adapters import AdapterConfig
-    from pcctune.orchestration.pipeline import load_for_training
-    from pcctune.paths import resolve_senteval_dir
-    from pcctune.training.config import RunConfig, StageConfig
-    from pcctune.training.stage import run_stage
-
-    stage = {"name": args.loss, "loss": args.loss, "data": {"source": "stage2", "rescale_sick": True}, "dev": "none"}
-    stage |= {"batch_size": args.batch, "max_steps": args.steps, "logging_steps": 1, "eval_steps": args.steps}
-    config = StageConfig.model_validate(stage | {"learning_rate": 2e-5})
-    adapter = AdapterConfig(kind="qlora", r=64, alpha=16) if args.qlora else AdapterConfig()
-    onednn = args.onednn == "on"
-    run_config = RunConfig(
-        model=args.model, template=args.template, adapter=adapter, onednn=onednn, seed=1, stages=[config]
-    )
-    model = load_for_training(run_config, None)
-    work = Path(tempfile.mkdtemp()) / args.loss
-    result = run_stage(model, config, run_config, work, resolve_senteval_dir(args.data))
-    stamps = [entry["train_runtime"] for entry in result.log_history if "train_runtime" in entry]
-    timing = {"seconds_per_step": stamps[-1] / args.steps, "peak_mb": result.cost.peak_memory_mb}
-    return {"loss": args.loss, **timing, "steps": args.steps, "batch": args.batch}
-
-
-KERNELS = {"on": "oneDNN (onednn: true)", "off": "torch's default (onednn: false)"}
-
-
-def step_rows(
-    args: argparse.Namespace, variants: dict[str, list[str]], what: str, peer: str, homes: dict[str, Path] | None = None
-) -> Rows:
-    """Each variant's ``--one train-step`` measurements, one fresh process each, the variants alternating within
-    every repeat so that a drift in the machine's speed falls on all alike; each row's time over ``peer``'s
-    (``train-step``) or its speed-up over ``peer`` (``kernels``, ``decoder-step``). A variant in ``homes`` runs the
-    ``speed.py`` and ``src`` of another checkout."""
-    flags = ["--steps", str(args.steps), "--batch", str(args.batch), "--model", args.model, *data_flag(args)]
-    flags += [*(["--template", args.template] if args.template else []), *(["--qlora"] if args.qlora else [])]
-    measured: dict[str, list[dict]] = {name: [] for name in variants}
-    for repeat in range(args.repeats):
-        for name, extra in variants.items():
-            home = (homes or {}).get(name)
-            env = {"PYTHONPATH": str(home / "src")} if home else None
-            _, last = run_python(
-                [str((home or HERE.parent) / "benchmarks" / "speed.py"), *flags, *extra, "--one", "train-step"], env
-            )
-            measured[name].append(json.loads(last))
-            print(f"  {name}: {measured[name][-1]['seconds_per_step']:.3f} s/step (repeat {repeat + 1})", flush=True)
-    mean = {name: sum(m["seconds_per_step"] for m in ms) / len(ms) for name, ms in measured.items()}
-
-    def versus(name: str) -> dict[str, float]:
-        steps = what == "train-step"
-        return {"ratio_vs_cosent": mean[name] / mean[peer]} if steps else {"speedup": mean[peer] / mean[name]}
-
-    return [
-        {"label": name, "what": what, "mean_s": mean[name], "batch": args.batch, **versus(name)}
-        | {"seconds_per_step": [m["seconds_per_step"] for m in ms], "peak_mb": max(m["peak_mb"] for m in ms)}
-        for name, ms in measured.items()
-    ]
-
-
-def loss_rows(args: argparse.Namespace) -> Rows:
-    """A Pearson step against a CoSENT step, the model's linear layers as a run sets them."""
-    return step_rows(
-        args, {f"{loss} step": ["--loss", loss] for loss in ("pearson", "cosent")}, "train-step", "cosent step"
-    )
-
-
-def kernel_rows(args: argparse.Namespace) -> Rows:
-    """``--loss`` steps with the linear layers by oneDNN against torch's default kernel."""
-    setting = f"{args.loss} step, {args.model}{', QLoRA' if args.qlora else ''}, batch {args.batch}: "
-    variants = {setting + label: ["--loss", args.loss, "--onednn", kernel] for kernel, label in KERNELS.items()}
-    return step_rows(args, variants, "kernels", setting + KERNELS["off"])
-
-
-def decoder_rows(args: argparse.Namespace) -> Rows:
-    """``--loss`` steps by this checkout against the same by ``--baseline``: another checkout's folder, or a git
-    revision (its ``src`` and ``benchmarks``, exported by ``git archive``)."""
-    if not args.baseline:
-        raise SystemExit("error: decoder-step compares with an earlier pcctune: give --baseline REV (a git revision)")
-    home = Path(args.baseline)
-    if not home.is_dir():
-        home = Path(tempfile.mkdtemp(prefix="speed-baseline-"))
-        archive = subprocess.run(
-            ["git", "archive", args.baseline, "src", "benchmarks"], cwd=HERE.parent, capture_output=True
-        )
-        subprocess.run(["tar", "-x", "-C", str(home)], input=archive.stdout, check=True)
-    setting = f"{args.loss} step, {args.model}{', QLoRA' if args.qlora else ''}, batch {args.batch}: "
-    variants = {setting + label: ["--loss", args.loss] for label in ("this checkout", f"pcctune {args.baseline}")}
-    before = setting + f"pcctune {args.baseline}"
-    return step_rows(args, variants, "decoder-step", before, {before: home})
-
-
-# --- 6. training: the demo's stage against a plain sentence-transformers script ----------------------
+# --- 2. training: the demo's stage against a plain sentence-transformers script ----------------------
 
 PLAIN = "plain sentence-transformers script (CosineSimilarityLoss)"
 SETTINGS_OFF = "pcctune train, speed settings off"
 ENVS = {SETTINGS_OFF: {SPEEDUPS_ENV: "0"}}  # and onednn: false (train_commands)
-PARTS_OF_JOB = ("train_runtime_s", "dev_eval_s", "test_eval_s")
 
 
 def flags_of(values: dict[str, Any]) -> list[str]:
@@ -371,9 +244,8 @@ def train_prepare(args: argparse.Namespace) -> dict:
             write_jsonl(rows, work / folder / f"{name}.jsonl")
     write_json({"dev": list(dev), "test": [task.name for task in tests]}, work / "sets.json")
     keys = ("batch_size", "learning_rate", "warmup_ratio", "epochs", "max_steps", "max_seq_length", "eval_steps")
-    settings = {key: getattr(stage, key) for key in (*keys, "logging_steps", "save_total_limit")} | {
-        "seed": config.seed
-    }
+    settings = {key: getattr(stage, key) for key in (*keys, "logging_steps", "save_total_limit")}
+    settings["seed"] = config.seed
     return {"model_path": resolve_source(config.model).path, "settings": settings} | train_work(config, train, texts)
 
 
@@ -425,12 +297,8 @@ def pcctune_parts(out: Path) -> dict:
     parts = {"train_runtime_s": next(row["train_runtime"] for row in history if "train_runtime" in row)}
     parts |= {"dev_eval_s": sum(evaluations), "test_eval_s": sum(result.eval_wall_time_s.values())}
     parts |= {"steps": max(row.get("step", 0) for row in history), "dev_evaluations": len(evaluations)}
-    best = None if stage.best_dev_spearman is None else stage.best_dev_spearman * 100
-    return (
-        parts
-        | {"best_dev": best, "sts_before": result.sts_by_stage.get("before")}
-        | {"sts_after": result.sts_by_stage[stage.stage]}
-    )
+    parts["best_dev"] = None if stage.best_dev_spearman is None else stage.best_dev_spearman * 100
+    return parts | {"sts_before": result.sts_by_stage.get("before"), "sts_after": result.sts_by_stage[stage.stage]}
 
 
 def train_rows(args: argparse.Namespace) -> Rows:
@@ -439,7 +307,7 @@ def train_rows(args: argparse.Namespace) -> Rows:
     work = Path(tempfile.mkdtemp(prefix="speed-train-"))
     given = {key: getattr(args, key) for key in ("model", "batch", "train_config", "data", "eval_steps", "max_steps")}
     one = [str(HERE / "speed.py"), *flags_of(given | {"work": work / "data"}), "--one", "train-prepare"]
-    prepared = json.loads(run_python(one)[1])
+    prepared = json.loads(run_measured(one).last)
     commands, machine = train_commands(args, work / "data", prepared), cpu()
     runs: dict[str, list[dict]] = {label: [] for label in commands}
     for repeat in range(args.repeats):
@@ -469,7 +337,7 @@ def train_row(runs: list[dict], plain: list[dict], prepared: dict, machine: dict
     def mean(key: str, of: list[dict] = runs) -> float:
         return sum(run[key] for run in of) / len(of)
 
-    keys = ("seconds", "cpu_s", "peak_mb", *PARTS_OF_JOB)
+    keys = ("seconds", "cpu_s", "peak_mb", "train_runtime_s", "dev_eval_s", "test_eval_s")
     row: dict[str, Any] = {"what": "train", **{key: prepared[key] for key in ("settings", "flops", "flops_by_part")}}
     row |= {key: [run[key] for run in runs] for key in (*keys, "best_dev")} | {f"mean_{k}": mean(k) for k in keys}
     row |= {"ratio_vs_plain": mean("seconds", plain) / mean("seconds")}
@@ -481,7 +349,7 @@ def train_row(runs: list[dict], plain: list[dict], prepared: dict, machine: dict
     return row | {"sts": last["sts_after"], "test_avgs": [run["sts_after"]["avg"] for run in runs]}
 
 
-# --- 8. start-up: the cached leakage checks ----------------------------------------------------------
+# --- 3. start-up: the cached leakage checks ----------------------------------------------------------
 
 STARTS, NO_TESTS = ("first run (nothing cached)", "second run (cache hit)"), {"evaluate_before": False}
 
@@ -494,7 +362,7 @@ def startup_rows(args: argparse.Namespace) -> Rows:
     for _ in range(args.repeats):
         work = Path(tempfile.mkdtemp(prefix="speed-startup-"))
         command = [str(HERE / "speed.py"), *flags_of(given | {"work": work / "run"}), "--one", "startup"]
-        pairs.append([json.loads(run_python(command, env={CACHE_ENV: str(work / "cache")})[1]) for _ in STARTS])
+        pairs.append([json.loads(run_measured(command, {CACHE_ENV: str(work / "cache")}).last) for _ in STARTS])
         shutil.rmtree(work, ignore_errors=True)
     seconds = [[pair[kind]["first_step_s"] for pair in pairs] for kind in range(len(STARTS))]
     same = all(first["leakage"] == second["leakage"] for first, second in pairs)
@@ -533,85 +401,171 @@ def startup_seconds(args: argparse.Namespace) -> dict:
     return {"first_step_s": first.seconds, "leakage": built.report_dict()}
 
 
-# --- 3. dev evaluation --------------------------------------------------------------------------------
+# --- 4. scale: a config's stages on any decoder's shape -------------------------------------------------
+
+PEAKS = {"H100 PCIe": 756, "H100 NVL": 835, "H200 NVL": 835, "H100": 989, "H200": 989, "A100": 312}
+"""Dense bf16 tensor-core TFLOP/s by GPU name (NVIDIA's datasheets: half the figures given with sparsity)."""
+SHAPE = {"layers": "num_hidden_layers", "hidden_size": "hidden_size", "heads": "num_attention_heads"}
+SHAPE |= {"kv_heads": "num_key_value_heads", "intermediate_size": "intermediate_size", "vocab_size": "vocab_size"}
 
 
-def dev_eval_rows(args: argparse.Namespace) -> Rows:
-    """ST's evaluator (what a stage ran before) against ``DevSTSEvaluator``, best of alternating calls."""
-    from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+def step_timer() -> Any:
+    """A callback: the seconds and real tokens (forward passes that keep gradients) of each step, by stage."""
+    import torch
+    from transformers import TrainerCallback
 
-    from pcctune.data.dev import SINGLE_DEV_SETS, dev_parts
-    from pcctune.modeling.build import build_model
-    from pcctune.paths import resolve_senteval_dir
-    from pcctune.training.dev import DevSTSEvaluator
+    class StepTimer(TrainerCallback):  # a class of its own for each timer: its list is its own
+        started, tokens, stages = 0.0, 0, list[list[tuple[float, int]]]()
 
-    model, senteval, rows = build_model(args.model), resolve_senteval_dir(args.data), []
-    for dev_set in SINGLE_DEV_SETS:
-        pairs = [pair for part in dev_parts(dev_set, senteval).values() for pair in part]
-        first, second, gold = [p.sentence1 for p in pairs], [p.sentence2 for p in pairs], [p.score for p in pairs]
-        before = EmbeddingSimilarityEvaluator(
-            first, second, gold, batch_size=64, main_similarity="cosine", name=dev_set, write_csv=False
-        )
-        evaluators = {
-            "EmbeddingSimilarityEvaluator (before)": before,
-            "DevSTSEvaluator (now)": DevSTSEvaluator({dev_set: pairs}, dev_set),
-        }
-        seconds: dict[str, list[float]] = {label: [] for label in evaluators}
-        scores = {}
-        for _ in range(args.repeats * 2):
-            for label, evaluator in evaluators.items():
-                started = time.perf_counter()
-                scores[label] = evaluator(model)[f"{dev_set}_spearman_cosine"] * 100
-                seconds[label].append(time.perf_counter() - started)
-        for label in evaluators:
-            best, reference = min(seconds[label]), min(seconds["EmbeddingSimilarityEvaluator (before)"])
-            rows.append(
-                {"label": f"{dev_set}: {label}", "what": "dev-eval", "seconds": seconds[label], "best_s": best}
-                | {"ratio_vs_before": reference / best, "spearman": scores[label], "pairs": len(pairs)}
-            )
-            print(f"  {dev_set} {label}: {best:.2f} s, Spearman {scores[label]:.4f}", flush=True)
-    return rows
+        def count(self, module: Any, inputs: tuple) -> None:
+            self.tokens += int(inputs[0]["attention_mask"].sum()) if torch.is_grad_enabled() else 0
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+            self.stages.append([])
+            model[0].register_forward_pre_hook(self.count)
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.started, self.tokens = self.now(), 0
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.stages[-1].append((self.now() - self.started, self.tokens))
+
+        def now(self) -> float:
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            return time.perf_counter()
+
+    return StepTimer()
 
 
-# --- 4. tokens run through the model ------------------------------------------------------------------
+def random_decoder(args: argparse.Namespace, texts: list[str], folder: Path) -> tuple[int, dict[str, Any]]:
+    """Save a decoder of ``--architecture`` with random bf16 weights and a BPE tokenizer trained on ``texts`` to
+    ``folder``; return the weights of its linear layers and its shape."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import AutoConfig, AutoModel, PreTrainedTokenizerFast
+
+    shape = {key: getattr(args, name) for name, key in SHAPE.items() if getattr(args, name) is not None}
+    config = AutoConfig.for_model(args.architecture, **shape, bos_token_id=1, eos_token_id=1, pad_token_id=None)
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.Metaspace()
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=config.vocab_size, special_tokens=["<unk>", "<s>"]))
+    bpe.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="<s>")
+    tokenizer.model_max_length = 512
+    torch.manual_seed(0)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = AutoModel.from_config(config, dtype=torch.bfloat16)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    shape = {key: getattr(config, key) for key in SHAPE.values()} | {"architecture": args.architecture}
+    return linear_weights(model), shape
 
 
-def token_rows(args: argparse.Namespace) -> Rows:
-    """The padded tokens each evaluation runs through the model (no timing): ST's evaluator encodes each side of
-    each task in batches of 16 by character length; pcctune each distinct text once by token length within the
-    token budget, a decoder's template prefix once. Their ratio bounds the speed-up that fewer tokens can give."""
+def stage_data(stage: Any, texts: list[str], folder: Path, rows: int, seed: int) -> dict[str, Any]:
+    """``rows`` examples of the shape ``stage``'s loss reads, of distinct sentences of random words from ``texts`` at
+    their lengths in words, written to ``folder``; the stage's ``data`` that reads them."""
     import numpy as np
 
-    from pcctune.evaluation.protocols import senteval_text
-    from pcctune.modeling.build import build_model
-    from pcctune.modeling.encoding import default_token_budget, length_batches, token_lengths
+    from pcctune.io import write_jsonl
+    from pcctune.losses.registry import loss_spec
 
-    model = build_model(args.model, template=args.template)
-    sides = [[senteval_text(getattr(p, s)) for p in t.pairs] for t in _tasks(args) for s in ("sentence1", "sentence2")]
-    st_tokens = 0
-    for texts in sides:
-        lengths = np.array(token_lengths(model, texts))[np.argsort([-len(t) for t in texts], kind="stable")]
-        st_tokens += sum(int(lengths[i : i + 16].max()) * len(lengths[i : i + 16]) for i in range(0, len(texts), 16))
-    unique = sorted({t for texts in sides for t in texts})
-    lengths, budget = token_lengths(model, unique), args.token_budget or default_token_budget(model)
-    prefix = _prefix_tokens(model)
-    ours = sum((lengths[b[0]] - prefix) * len(b) for b in length_batches(lengths, budget))
-    counts = {"texts": sum(map(len, sides)), "distinct": len(unique), "prefix tokens": prefix}
-    return [
-        {"label": "ST evaluator", "what": "tokens", "tokens": st_tokens, **counts},
-        {"label": f"pcctune (budget {budget})", "what": "tokens", "tokens": ours, "ratio": st_tokens / ours, **counts},
-    ]
+    rng, kind = np.random.default_rng(seed), loss_spec(stage.loss).data
+    words, lengths = [w for t in texts for w in t.split()], [len(t.split()) for t in texts]
+    sentences: dict[str, None] = {}
+    while len(sentences) < rows * (3 if kind == "triplets" else 2):
+        sentences[" ".join(rng.choice(words, size=rng.choice(lengths)))] = None
+    it = iter(sentences)
+    if kind == "triplets":
+        path = folder / f"{stage.name}.csv"
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            csv.writer(handle).writerows([("sent0", "sent1", "hard_neg"), *zip(it, it, it, strict=False)])
+        return {"source": "simcse_csv", "path": str(path)}
+    scores = [5.0] * rows if kind == "positives" else rng.uniform(0, 5, rows).tolist()
+    pairs = [{"sentence1": a, "sentence2": b, "score": s} for a, b, s in zip(it, it, scores, strict=False)]
+    return {"source": "pairs", "path": str(write_jsonl(pairs, folder / f"{stage.name}.jsonl"))}
+
+
+def passes(stage: Any, config: Any) -> int:
+    """The passes of 2·N FLOPs a step makes per real token (the module docstring says which)."""
+    from pcctune.training.batching import plan_batches
+
+    plan = plan_batches(stage.batch_size, 1, stage.gradient_accumulation_steps, stage.mini_batch_size)
+    grad_cache, base_trains = plan.mini_batch_size is not None, config.adapter.kind == "none"
+    return 2 + stage.gradient_checkpointing + grad_cache + base_trains  # the forward and the input gradients: 2
+
+
+def full_steps(stage: Any, config: Any, senteval: Path) -> int | None:
+    """The steps of ``stage`` in the config's full run: ``max_steps``, else epochs × its data's full batches (SimCSE's
+    NLI csv counted at its known size where it is not at hand); ``None`` where its data cannot be read."""
+    from pcctune.data.nli_download import SIMCSE_NLI_FILE, SIMCSE_NLI_ROWS
+    from pcctune.errors import PcctuneError
+    from pcctune.training.datasets import train_dataset
+    from pcctune.training.dev import holds_out
+
+    if stage.max_steps > 0:
+        return stage.max_steps
+    try:
+        examples = len(train_dataset(stage, senteval, None, config.seed, holds_out(stage, senteval)))
+    except PcctuneError:
+        if Path(stage.data.path or "").name != SIMCSE_NLI_FILE:
+            return None
+        examples = SIMCSE_NLI_ROWS
+    return math.ceil(stage.epochs * (examples // stage.batch_size))
+
+
+def scale_rows(args: argparse.Namespace) -> Rows:
+    """``--scale-config``'s stages (with ``--scale-set``) on a random decoder, ``--steps`` each on data of their shape
+    (:func:`stage_data`), no dev or test evaluation; a row per stage (:func:`stage_row`), the full run's hours."""
+    import torch
+    import yaml
+
+    from pcctune.data.cache import senteval_folder
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import load_config
+
+    work, senteval = Path(tempfile.mkdtemp(prefix="speed-scale-")), senteval_folder(args.data)
+    texts = sorted({s for task in _tasks(args) for p in task.pairs for s in (p.sentence1, p.sentence2)})
+    weights, shape = random_decoder(args, texts, work / "model")
+    given = {key: yaml.safe_load(value) for key, _, value in (e.partition("=") for e in args.scale_set)}
+    original = load_config(args.scale_config, given | {"data_dir": str(senteval)})
+    overrides = given | {"model": str(work / "model"), "output_dir": str(work / "run"), "data_dir": str(senteval)}
+    for i, stage in enumerate(original.stages):
+        data = stage_data(stage, texts, work, stage.batch_size * args.steps, original.seed + i)
+        timed = {"data": data, "max_steps": args.steps, "dev": "none", "eval_steps": args.steps + 1}
+        overrides |= {f"stages.{i}.{key}": value for key, value in (timed | {"save_every_minutes": None}).items()}
+    overrides |= {"evaluate_before": False, "evaluate_after_each_stage": False}
+    timer, config = step_timer(), load_config(args.scale_config, overrides)
+    result = run_pipeline(config, callbacks=[timer], tasks=[], overwrite=True)
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    peak = args.peak_tflops or next((tflops for name, tflops in PEAKS.items() if gpu and name in gpu), None)
+    setting = {"what": "scale", "config": args.scale_config.name, "shape": shape, "linear_weights": weights}
+    setting |= {"device": f"cuda: {gpu}" if gpu else f"cpu: {this_cpu().identity}", "bf16_peak_tflops": peak}
+    rows = [setting | {"flops_per_token_n": 2 * passes(stage, config)} for stage in config.stages]
+    for row, stage, steps, record in zip(rows, original.stages, timer.stages, result.stages, strict=True):
+        full = full_steps(stage, original, senteval)
+        row |= stage_row(stage.name, steps, record, row["flops_per_token_n"] * weights, peak, full)
+    hours = [row["projected_h"] for row in rows]
+    return [*rows, setting | {"label": "full run (its steps)", "projected_h": None if None in hours else sum(hours)}]
+
+
+def stage_row(name: str, steps: list, record: Any, per_token: int, peak: float | None, full: int | None) -> dict:
+    """One stage's row: its steps' seconds and tokens, the mean after the first, peak memory, the FLOP rate, and the
+    hours of its ``full`` run's steps."""
+    timed = steps[1:] or steps
+    mean_s, tokens = statistics.mean(s for s, _ in timed), statistics.mean(t for _, t in timed)
+    tflops = per_token * tokens / mean_s / 1e12
+    row = {"label": name, "seconds": [s for s, _ in steps], "tokens": [t for _, t in steps], "mean_s": mean_s}
+    row |= {"first_s": steps[0][0], "tokens_per_s": tokens / mean_s, "tflops": tflops}
+    row |= {"peak_gib": (record.peak_memory_mb or 0) / 1024, "memory_kind": record.memory_kind}
+    row |= {"full_steps": full, "projected_h": None if full is None else full * mean_s / 3600}
+    return row | {"bf16_peak_fraction": peak and tflops / peak}
 
 
 # --- tables -------------------------------------------------------------------------------------------
 
-
-def cell(key: str, spec: str, scale: float = 1, missing: str | None = None) -> Callable[[dict], str | None]:
-    """A table cell: the row's ``key`` × ``scale`` formatted by ``spec`` (``missing`` where the row has none)."""
-    return lambda row: missing if row.get(key) is None else format(row[key] * scale, spec)
-
-
-TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --only part: first column, cells
+Cells = dict[str, Callable[[dict], str | None]]
+TABLES: dict[str, tuple[str, Cells]] = {  # --only part: first column, cells
     "eval": (
         "command",
         {"mean s": cell("mean_s", ".1f"), "× faster than ST": cell("ratio_vs_st", ".2f")}
@@ -620,50 +574,38 @@ TABLES: dict[str, tuple[str, dict[str, Callable[[dict], str | None]]]] = {  # --
         | {"% of a core's peak per CPU s": cell("core_peak_fraction", ".1f", 100, "—")}
         | {column: cell(column, ".4f") for column in STS_COLUMNS},
     ),
-    "steps": ("step", {"s/step": cell("mean_s", ".3f"), "× CoSENT": cell("ratio_vs_cosent", ".3f")}),
-    "dev-eval": (
-        "evaluator",
-        {"pairs": cell("pairs", "d"), "best s": cell("best_s", ".2f"), "× faster": cell("ratio_vs_before", ".2f")}
-        | {"Spearman × 100": cell("spearman", ".4f")},
+    "train": (
+        "job",
+        {"whole job s": cell("mean_seconds", ".1f"), "× faster than the plain script": cell("ratio_vs_plain", ".2f")}
+        | {"training stage s": cell("mean_train_runtime_s", ".1f")}
+        | {"× (training stage)": cell("train_ratio_vs_plain", ".2f")}
+        | {"dev evaluations s": cell("mean_dev_eval_s", ".1f"), "test evaluations s": cell("mean_test_eval_s", ".1f")}
+        | {"CPU s": cell("mean_cpu_s", ".1f"), "peak MB": cell("mean_peak_mb", ".0f")}
+        | {"% of fp32 peak": cell("peak_fraction", ".1f", 100), "best dev": cell("dev", ".2f", 1, "—")}
+        | {column: cell(column, ".2f") for column in STS_COLUMNS},
     ),
-    "tokens": (
-        "path",
-        {"texts": cell("texts", ",d"), "distinct": cell("distinct", ",d"), "padded tokens run": cell("tokens", ",d")}
-        | {"ST tokens / these": cell("ratio", ".3f", 1, "1")},
+    "startup": (
+        "run",
+        {"first step after s": cell("mean_s", ".1f"), "sooner s": cell("sooner_s", ".1f")}
+        | {"same leakage report": lambda row: "yes" if row["same_report"] else "no"},
     ),
-    "kernels": (
-        "step",
-        {"s/step": cell("mean_s", ".3f"), "× torch's default": cell("speedup", ".2f")}
-        | {"peak MB": cell("peak_mb", ".0f", 1, "—")},
+    "scale": (
+        "stage",
+        {"first step s": cell("first_s", ".2f", 1, ""), "mean step s": cell("mean_s", ".2f", 1, "")}
+        | {"tokens/s": cell("tokens_per_s", ",.0f", 1, ""), "peak GiB": cell("peak_gib", ".2f", 1, "")}
+        | {"FLOPs per token (× N)": cell("flops_per_token_n", "d", 1, ""), "TFLOP/s": cell("tflops", ".3g", 1, "")}
+        | {"% of bf16 peak": cell("bf16_peak_fraction", ".1f", 100, "n/a")}
+        | {"full-run steps": cell("full_steps", ",d", 1, ""), "projected h": cell("projected_h", ".2f", 1, "?")},
     ),
 }
-TABLES["decoder-step"] = ("step", {"s/step": cell("mean_s", ".3f"), "× the earlier pcctune": cell("speedup", ".2f")})
-TABLES["decoder-step"][1]["peak MB"] = cell("peak_mb", ".0f", 1, "—")
-TABLES["startup"] = ("run", {"first step after s": cell("mean_s", ".1f"), "sooner s": cell("sooner_s", ".1f")})
-TABLES["startup"][1]["same leakage report"] = lambda row: "yes" if row["same_report"] else "no"
-TABLES["train"] = (
-    "job",
-    {"whole job s": cell("mean_seconds", ".1f"), "× faster than the plain script": cell("ratio_vs_plain", ".2f")}
-    | {
-        "training stage s": cell("mean_train_runtime_s", ".1f"),
-        "× (training stage)": cell("train_ratio_vs_plain", ".2f"),
-    }
-    | {"dev evaluations s": cell("mean_dev_eval_s", ".1f"), "test evaluations s": cell("mean_test_eval_s", ".1f")}
-    | {"CPU s": cell("mean_cpu_s", ".1f"), "peak MB": cell("mean_peak_mb", ".0f")}
-    | {"% of fp32 peak": cell("peak_fraction", ".1f", 100), "best dev": cell("dev", ".2f", 1, "—")}
-    | {column: cell(column, ".2f") for column in STS_COLUMNS},
-)
-PARTS = {"eval": eval_rows, "steps": loss_rows, "dev-eval": dev_eval_rows}
-PARTS |= {"tokens": token_rows, "kernels": kernel_rows, "train": train_rows, "decoder-step": decoder_rows}
-PARTS["startup"] = startup_rows
-WHAT = {"steps": "train-step"}  # a part's rows' ``what`` where it is not the part's name
+PARTS = {"eval": eval_rows, "train": train_rows, "startup": startup_rows, "scale": scale_rows}
 
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
     tables = []
     for part, (first, cells) in TABLES.items():
         made = ScoreTable(part, list(cells), first_column=first)
-        for row in (r for r in rows if r["what"] == WHAT.get(part, part)):
+        for row in (r for r in rows if r["what"] == part):
             flat = row | row.get("sts", {})
             label = f"{row['label']} ({row['model']})" if part == "eval" else row["label"]
             made.rows.append((label, {column: make(flat) for column, make in cells.items()}))
@@ -679,46 +621,49 @@ def measure(args: argparse.Namespace) -> Measured:
         save_rows(args.output, "speed", rows, "label")
     settings = (
         f"{cpu_line(machine)}; model {args.model}{', template ' + args.template if args.template else ''}; "
-        f"{'sample of ' + str(args.sample) + ' pairs per task' if args.sample else 'full test sets'}; "
         f"{args.repeats} alternating repeats; command: python benchmarks/speed.py {' '.join(sys.argv[1:])}"
     )
     return Measured(rows, settings, {"cpu": machine})
 
 
-ONE = {"st-evaluator": st_evaluator_scores, "pcctune-eval": pcctune_eval_scores, "eval-work": eval_work}
-ONE |= {"train-step": train_step_seconds, "train-prepare": train_prepare, "startup": startup_seconds}
+ONE = {"st-evaluator": st_evaluator_scores, "eval-work": eval_work, "train-prepare": train_prepare}
+ONE["startup"] = startup_seconds
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--only", choices=list(PARTS), nargs="+", default=list(PARTS)[:5], help="default: parts 1–5")
+    parser.add_argument("--only", choices=list(PARTS), nargs="+", default=["eval"], help="default: eval")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--template", default=None)
-    parser.add_argument("--sample", type=int, default=None, help="pairs per task (a seeded sample) for a quick run")
-    parser.add_argument("--token-budget", type=int, default=None, help="pcctune's padded tokens per batch (eval)")
     parser.add_argument("--st-batch-size", type=int, default=None, help="the ST evaluator's batch (its default: 16)")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--loss", default="pearson")
-    parser.add_argument("--qlora", action="store_true", help="train steps on an NF4 base with LoRA r = 64 (QLoRA)")
-    parser.add_argument("--onednn", choices=list(KERNELS), default="on", help="linear layers' kernel of a train step")
     parser.add_argument("--train-config", type=Path, default=HERE.parent / "configs" / "demo_minilm.yaml")
     parser.add_argument("--eval-steps", type=int, default=None, help="train: steps between dev evaluations")
     parser.add_argument("--max-steps", type=int, default=None, help="train: stop after these steps")
-    parser.add_argument("--baseline", default=None, help="decoder-step: the git revision of the earlier pcctune")
     parser.add_argument("--one", choices=list(ONE), default=None, help="one measurement, printed as JSON (internal)")
     parser.add_argument("--work", default=None, help="train-prepare, startup: the folder their files go to (internal)")
     parser.add_argument("--score-base", nargs="?", const=True, default=False, help="startup: with the base's scores")
+    parser.add_argument("--scale-config", type=Path, default=HERE.parent / "configs" / "paper_7b_qlora.yaml")
+    parser.add_argument("--scale-set", nargs="*", default=[], help="scale: KEY=VALUE overrides of its config")
+    parser.add_argument("--architecture", default="mistral", help="scale: a model type of transformers' AutoConfig")
+    for name in SHAPE:
+        parser.add_argument(
+            f"--{name.replace('_', '-')}", type=int, default=None, help="scale: else the architecture's"
+        )
+    parser.add_argument("--steps", type=int, default=4, help="scale: steps a stage (the first is a warm-up)")
+    parser.add_argument("--peak-tflops", type=float, default=None, help="scale: the GPU's dense bf16 peak (PEAKS)")
 
 
 # --quick: every code path on tiny random models
-QUICK = {"model": "{bert}", "repeats": 1, "steps": 2, "batch": 2, "eval_steps": 1, "baseline": str(HERE.parent)}
+QUICK = {"model": "{bert}", "repeats": 1, "batch": 2, "eval_steps": 1, "steps": 2, "vocab_size": 300}
+QUICK |= {"layers": 2, "hidden_size": 64, "heads": 4, "kv_heads": 2, "intermediate_size": 128}
+QUICK["scale_set"] = [f"stages.{i}.{key}={n}" for i in (0, 1) for key, n in (("batch_size", 8), ("mini_batch_size", 4))]
 BENCHMARK = Benchmark.of(__name__, quick=QUICK)
 
 if __name__ == "__main__":
     if "--one" in sys.argv:  # a single measurement in this fresh process; its JSON is the last line printed
         arguments_of_one = parse(BENCHMARK)
-        with using(COMMAND_LINE):  # as `pcctune` commands run
+        with using(command_line()):  # as `pcctune` commands run
             print(json.dumps(ONE[arguments_of_one.one](arguments_of_one)))
     else:
         run(BENCHMARK)

@@ -1,7 +1,7 @@
 """Exports on tiny models: `pcctune export --backend` then `pcctune eval --backend`.
 
 The real-model check (all-MiniLM-L6-v2, the seven full test sets, within 0.05 of torch, and the
-speed ratio) is ``benchmarks/backends.py`` (results in benchmarks/results/backends/).
+speed ratio) is recorded in benchmarks/results/backends/.
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ import pcctune.modeling.encoding as encoding
 from pcctune import cli
 from pcctune.errors import PcctuneError
 from pcctune.host_settings import (
-    COMMAND_LINE,
     LIBRARY_DEFAULT,
     SPEEDUPS,
     SPEEDUPS_ENV,
     HostSettings,
+    command_line_choice,
     from_environment,
     host_settings,
 )
@@ -104,5 +104,4 @@ def test_the_command_line_takes_the_environments_choice(monkeypatch):
     cli._app(["eval"])
     monkeypatch.delenv(SPEEDUPS_ENV)
     cli._app(["eval"])
-    assert seen == [HostSettings(workers=1, onednn=True, keep_freed_memory=False), COMMAND_LINE]
-    assert COMMAND_LINE == HostSettings(workers=None, onednn=False, keep_freed_memory=False)  # the workers alone
+    assert seen == [HostSettings(workers=1, onednn=True, keep_freed_memory=False), command_line_choice().settings]

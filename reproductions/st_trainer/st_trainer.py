@@ -14,7 +14,7 @@ import argparse
 import ast
 from pathlib import Path
 
-from benchmarks._common import run_python
+from benchmarks._common import run_measured
 from reproductions._common import STS_COLUMNS, Measured, Step, claim, overrides, record_row, run_steps, sts_table
 
 from pcctune.io import write_text
@@ -25,7 +25,9 @@ def example_scores(args: argparse.Namespace) -> dict[str, float]:
     kept = args.output / "records" / "example_output.txt"
     if not kept.is_file():
         flags = ["--model", args.model, "--output", str(args.runs / "example"), *args.example_flags]
-        _, line = run_python(["examples/pearson_st_trainer.py", *flags, *(["--data", args.data] if args.data else [])])
+        line = run_measured(
+            ["examples/pearson_st_trainer.py", *flags, *(["--data", args.data] if args.data else [])]
+        ).last
         write_text(kept, line + "\n")
     return ast.literal_eval(kept.read_text().strip())
 

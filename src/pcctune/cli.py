@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pcctune.errors import Interrupted, PcctuneError
-from pcctune.host_settings import COMMAND_LINE, from_environment, using
+from pcctune.host_settings import command_line, using
 from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PROTOCOLS, LeakageLevel
 
 app = typer.Typer(
@@ -639,11 +639,11 @@ def main() -> None:
 
 
 def _app(args: list[str]) -> int | None:
-    """The app's own outcome, run with the command line's CPU speed settings (those ``PCCTUNE_CPU_SPEEDUPS`` names
-    where it is set; docs/speed-settings.md); the progress bars an exception left open are closed first, so that
-    the message about it starts its own line instead of trailing a half-drawn bar."""
+    """The app's own outcome, run with the command line's CPU speed settings (those measured fastest on the CPU's
+    kind, or those ``PCCTUNE_CPU_SPEEDUPS`` names; docs/speed-settings.md); the progress bars an exception left open
+    are closed first, so that the message about it starts its own line instead of trailing a half-drawn bar."""
     try:
-        with using(from_environment(COMMAND_LINE)):
+        with using(command_line()):
             return app(args=args, prog_name="pcctune", standalone_mode=False)
     finally:
         from tqdm import tqdm

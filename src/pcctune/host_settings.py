@@ -9,11 +9,14 @@ reaches beyond the call that uses it:
 - ``keep_freed_memory``: glibc's allocator told to keep freed memory (``pcctune.modeling.cpu_memory``), for the
   whole process and for good.
 
-The ``pcctune`` command, ``python -m reproductions`` and the scripts in ``benchmarks/`` turn the workers on
-(``COMMAND_LINE``): measured on the 2-core AVX2-only EPYC, the other two cost memory and time there. A program that
-imports pcctune gets none of them unless it asks: ``with pcctune.cpu_speedups():`` around its calls (all three),
-``PCCTUNE_CPU_SPEEDUPS`` in its environment, or ``pcctune.evaluate(model, workers=N)`` for the workers alone. The
-choice holds in the context that makes it (``contextvars``): another thread keeps its own.
+The ``pcctune`` command, ``python -m reproductions`` and the scripts in ``benchmarks/`` turn on those measured
+fastest on the CPU's kind (``command_line``): a setting that pays on one kind costs on another (oneDNN's kernel was
+the slowest choice on the AVX2-only EPYC and the largest gain on the Zen 5 EPYC), and the model name alone says
+"AMD EPYC" for both, so the kind is told by vendor, family, model and flags (``MEASURED_KINDS``,
+``pcctune.cpu_kind``). A CPU of no measured kind gets ``UNMEASURED``. The choice is logged once, with why. A program
+that imports pcctune gets none of them unless it asks: ``with pcctune.cpu_speedups():`` around its calls (all
+three), ``PCCTUNE_CPU_SPEEDUPS`` in its environment, or ``pcctune.evaluate(model, workers=N)`` for the workers
+alone. The choice holds in the context that makes it (``contextvars``): another thread keeps its own.
 
 ``PCCTUNE_CPU_SPEEDUPS`` also chooses for the command line, where it is set: ``1`` all three, ``0`` none, or the
 names of those wanted, comma-separated (``workers,onednn``: all but the allocator's).
@@ -23,13 +26,19 @@ This module imports nothing heavy, so the command line can turn the settings on 
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from functools import cache
+from typing import NamedTuple
 
+from pcctune.cpu_kind import CPUKind, this_cpu
 from pcctune.errors import PcctuneError
+
+logger = logging.getLogger(__name__)
 
 SPEEDUPS_ENV = "PCCTUNE_CPU_SPEEDUPS"
 
@@ -44,15 +53,115 @@ class HostSettings:
     onednn: bool = False
     keep_freed_memory: bool = False
 
+    def said(self) -> str:
+        """The settings on, in words: ``workers alone``, ``workers, onednn, keep_freed_memory``, ``none``."""
+        on = [name for name in ("onednn", "keep_freed_memory") if getattr(self, name)]
+        on = ["workers", *on] if self.workers != 1 else on
+        return "none" if not on else f"{on[0]} alone" if len(on) == 1 else ", ".join(on)
+
 
 LIBRARY_DEFAULT = HostSettings()
 """The Python API's: one thread (the caller's), torch's own kernels, the allocator as the process set it."""
 SPEEDUPS = HostSettings(workers=None, onednn=True, keep_freed_memory=True)
 """All three (``PCCTUNE_CPU_SPEEDUPS=1``, ``cpu_speedups``)."""
-COMMAND_LINE = HostSettings(workers=None)
-"""The command line's: the worker threads alone. ``pcctune eval all-MiniLM-L6-v2 --tasks sts`` on the 2-core
-AVX2-only EPYC ran faster with them than with none and slower with all three, whose oneDNN kernel and kept memory
-added 0.2-0.3 GB (``benchmarks/results/speed/README.md``)."""
+WORKERS = HostSettings(workers=None)
+"""The worker threads alone."""
+
+
+@dataclass(frozen=True)
+class MeasuredKind:
+    """A kind of CPU the settings were measured on, and the settings measured fastest there. A CPU is of the kind
+    when its vendor and family are the kind's, its model one of ``models`` (any where none are named), and it has
+    every flag of ``has`` and none of ``lacks`` (``/proc/cpuinfo``'s names)."""
+
+    name: str
+    vendor: str
+    families: tuple[int, ...]
+    settings: HostSettings
+    measured: str
+    """What the choice rests on: ``pcctune eval all-MiniLM-L6-v2 --tasks sts`` in whole processes, alternating, with
+    each setting alone, all three and none (``PCCTUNE_CPU_SPEEDUPS``), and where the record is."""
+    has: tuple[str, ...] = ()
+    lacks: tuple[str, ...] = ()
+    models: tuple[int, ...] = ()
+
+    def matches(self, cpu: CPUKind) -> bool:
+        return (
+            cpu.vendor == self.vendor
+            and cpu.family in self.families
+            and (not self.models or cpu.model in self.models)
+            and set(self.has) <= cpu.flags
+            and not set(self.lacks) & cpu.flags
+        )
+
+
+MEASURED_KINDS = (
+    MeasuredKind(
+        "AVX2-only EPYC (Zen 2/3)",
+        "AuthenticAMD",
+        (23, 25),
+        WORKERS,
+        "workers alone 76.5 s, none 81.7 s, kept memory alone 83.1 s, all three 84.5 s, oneDNN alone 90.7 s "
+        "(2 cores; benchmarks/results/speed/README.md, section 7)",
+        has=("avx2",),
+        lacks=("avx512f",),
+    ),
+    MeasuredKind(
+        "Zen 5 EPYC",
+        "AuthenticAMD",
+        (26,),
+        SPEEDUPS,
+        "all three 30.8 s, oneDNN alone 35.1 s, none 52.3 s, workers alone 52.4 s "
+        "(2 cores, no AMX; benchmarks/results/speed/README.md, the Zen 5 EPYC)",
+        has=("avx512_bf16",),
+    ),
+)
+"""The kinds measured, each with the settings measured fastest there. Zen 4 (AMD family 25 with AVX-512) has Zen 5's
+flags at half its AVX-512 rate: it is none of these kinds."""
+
+UNMEASURED = WORKERS
+"""A CPU of no measured kind: the worker threads alone, the one choice not slower than none on any measured kind
+(76.5 s against 81.7 s on the AVX2-only EPYC; 52.4 s against 52.3 s, within 0.2 %, on the Zen 5 EPYC), where
+oneDNN's kernel, the kept memory and all three cost time on the AVX2-only EPYC."""
+
+
+class Choice(NamedTuple):
+    """The command line's settings and the line that says why."""
+
+    settings: HostSettings
+    why: str
+
+
+def command_line_choice(cpu: CPUKind | None = None) -> Choice:
+    """The ``pcctune`` command's settings on ``cpu`` (this machine's by default): those ``PCCTUNE_CPU_SPEEDUPS``
+    names where it is set, else those measured fastest on the CPU's kind (``MEASURED_KINDS``), else ``UNMEASURED``."""
+    asked = os.environ.get(SPEEDUPS_ENV, "").strip()
+    if asked:
+        settings = from_environment(LIBRARY_DEFAULT)
+        return Choice(settings, f"CPU speed settings: {settings.said()} ({SPEEDUPS_ENV}={asked})")
+    cpu = cpu or this_cpu()
+    kind = next((kind for kind in MEASURED_KINDS if kind.matches(cpu)), None)
+    if kind is not None:
+        return Choice(kind.settings, f"CPU kind {kind.name}: {kind.settings.said()} (measured fastest on this kind)")
+    return Choice(
+        UNMEASURED,
+        f"unmeasured CPU kind ({cpu.vendor} family {cpu.family} model {cpu.model}): {UNMEASURED.said()} "
+        "(never slower than none on the measured kinds)",
+    )
+
+
+def command_line() -> HostSettings:
+    """The settings of the ``pcctune`` command, ``python -m reproductions`` and the benchmarks
+    (``command_line_choice``); which and why is logged once per process."""
+    settings, why = command_line_choice()
+    _log_once(why)
+    return settings
+
+
+@cache
+def _log_once(line: str) -> None:
+    logger.info(line)
+
 
 _CHOSEN: ContextVar[HostSettings | None] = ContextVar("pcctune_host_settings", default=None)
 
@@ -100,7 +209,7 @@ def using(settings: HostSettings) -> Iterator[HostSettings]:
 
 def cpu_speedups(workers: int | None = None) -> AbstractContextManager[HostSettings]:
     """All three speed settings on for the block (``workers``: how many worker threads; by default torch's thread
-    count, capped); the ``pcctune`` command turns on the workers alone (``COMMAND_LINE``):
+    count, capped); the ``pcctune`` command turns on those measured fastest on the CPU's kind (``command_line``):
 
         with pcctune.cpu_speedups():
             print(pcctune.evaluate(model).sts["avg"])

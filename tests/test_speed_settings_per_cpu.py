@@ -1,0 +1,89 @@
+"""The ``pcctune`` command's CPU speed settings follow the CPU's kind, told by vendor, family, model and flags (faked
+``/proc/cpuinfo`` texts here): those measured fastest on a measured kind, the workers alone on any other, and
+``PCCTUNE_CPU_SPEEDUPS`` over both; one line in the log says which and why."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from pcctune import cli
+from pcctune import host_settings as hs
+from pcctune.cpu_kind import CPUKind, parse_cpuinfo
+from pcctune.host_settings import LIBRARY_DEFAULT, SPEEDUPS, SPEEDUPS_ENV, WORKERS, command_line_choice
+
+
+def cpuinfo(vendor: str, family: int, model: int, name: str, flags: str) -> CPUKind:
+    text = (
+        f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\n"
+        f"model name\t: {name}\nflags\t\t: fpu sse2 {flags}\n\nprocessor\t: 1\nvendor_id\t: SomeoneElse\n"
+    )
+    return parse_cpuinfo(text)
+
+
+ZEN3 = cpuinfo("AuthenticAMD", 25, 1, "AMD EPYC 7B13", "avx avx2 fma")
+ZEN2 = cpuinfo("AuthenticAMD", 23, 49, "AMD EPYC 7B12", "avx avx2 fma")
+ZEN4 = cpuinfo("AuthenticAMD", 25, 17, "AMD EPYC 9B14", "avx2 fma avx512f avx512bw avx512_vnni avx512_bf16")
+ZEN5 = cpuinfo("AuthenticAMD", 26, 2, "AMD EPYC 9B45", "avx2 fma avx512f avx512bw avx512_vnni avx512_bf16")
+OLD_AMD = cpuinfo("AuthenticAMD", 21, 2, "AMD Opteron 6380", "avx fma")
+ARM = parse_cpuinfo("CPU implementer\t: 0x41\nCPU architecture: 8\nCPU part\t: 0xd0c\nFeatures\t: asimd\n")
+
+
+@pytest.fixture(autouse=True)
+def no_choice_in_the_environment(monkeypatch):
+    monkeypatch.delenv(SPEEDUPS_ENV, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("cpu", "settings", "line"),
+    [
+        (ZEN3, WORKERS, "CPU kind AVX2-only EPYC (Zen 2/3): workers alone (measured fastest on this kind)"),
+        (ZEN2, WORKERS, "CPU kind AVX2-only EPYC (Zen 2/3): workers alone (measured fastest on this kind)"),
+        (ZEN5, SPEEDUPS, "CPU kind Zen 5 EPYC: workers, onednn, keep_freed_memory (measured fastest on this kind)"),
+    ],
+)
+def test_a_measured_kind_gets_the_settings_measured_fastest_there(cpu, settings, line):
+    assert command_line_choice(cpu) == (settings, line)
+
+
+@pytest.mark.parametrize("cpu", [ZEN4, OLD_AMD, ARM, CPUKind("unknown", None, None, "unknown", frozenset())])
+def test_a_cpu_of_no_measured_kind_gets_the_workers_alone(cpu):
+    """Zen 4 has Zen 5's flags (at half its AVX-512 rate) and the AVX2-only EPYC's family: it is neither."""
+    settings, line = command_line_choice(cpu)
+    assert settings == WORKERS == hs.UNMEASURED
+    assert line.startswith(f"unmeasured CPU kind ({cpu.vendor} family {cpu.family} model {cpu.model}): workers alone")
+    assert line.endswith("(never slower than none on the measured kinds)")
+
+
+def test_the_environment_chooses_over_the_cpu_kind(monkeypatch):
+    monkeypatch.setenv(SPEEDUPS_ENV, "0")
+    assert command_line_choice(ZEN5) == (LIBRARY_DEFAULT, f"CPU speed settings: none ({SPEEDUPS_ENV}=0)")
+    monkeypatch.setenv(SPEEDUPS_ENV, "onednn")
+    settings, line = command_line_choice(ZEN3)
+    assert (settings.onednn, settings.workers) == (True, 1)
+    assert line == f"CPU speed settings: onednn alone ({SPEEDUPS_ENV}=onednn)"
+
+
+def test_a_kind_can_name_its_models():
+    kind = hs.MeasuredKind("one model", "AuthenticAMD", (25,), SPEEDUPS, "measured", has=("avx2",), models=(1,))
+    assert kind.matches(ZEN3) and not kind.matches(ZEN4) and not kind.matches(ZEN5)
+
+
+def test_every_measured_kind_cites_its_measurement_and_no_two_kinds_claim_one_cpu():
+    for kind in hs.MEASURED_KINDS:
+        assert "benchmarks/results/speed/README.md" in kind.measured and " s" in kind.measured
+    for cpu in (ZEN2, ZEN3, ZEN4, ZEN5, OLD_AMD, ARM):
+        assert sum(kind.matches(cpu) for kind in hs.MEASURED_KINDS) <= 1
+
+
+def test_the_command_line_runs_with_its_kinds_choice_and_says_so_once(monkeypatch, caplog):
+    seen = []
+    monkeypatch.setattr(hs, "this_cpu", lambda: ZEN5)
+    monkeypatch.setattr(cli, "app", lambda **kwargs: seen.append(hs.host_settings()) or 0)
+    hs._log_once.cache_clear()
+    with caplog.at_level(logging.INFO, logger=hs.__name__):
+        cli._app(["eval"])
+        cli._app(["eval"])
+    assert seen == [SPEEDUPS, SPEEDUPS]
+    assert [r.getMessage() for r in caplog.records if r.name == hs.__name__] == [command_line_choice(ZEN5).why]

@@ -3,8 +3,8 @@
 ``name`` is a Hub id (``sentence-transformers/all-nli`` with subset ``triplet``; ``princeton-nlp/datasets-for-simcse``
 with ``data_files: nli_for_simcse.csv``, SimCSE's 275,601 triplets, the papers' stage-1 set) or a local folder in
 the Hub's file layout; ``columns`` maps pcctune's column names (``anchor``, ``positive``, ``negative``; or
-``sentence1``, ``sentence2``, ``score``) to the dataset's. Like a ``pairs`` file, a Hub set is taken as given:
-only the ``stage2`` source is filtered against the test sets.
+``sentence1``, ``sentence2``, ``score``) to the dataset's. Like a ``pairs`` file, a Hub set's scored pairs go
+through the stage's leakage filter, and its triplets are counted against the test sets (``pcctune.training.audit``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pcctune.data.local import is_local, local_path
 from pcctune.errors import PcctuneError
 
 
@@ -28,11 +29,13 @@ def load_hub_dataset(
     ``triplets_from_hf_dataset`` or ``pairs_from_hf_dataset``."""
     import datasets
 
+    local_path(name)  # a missing local path, or a folder with no data file, is refused before datasets looks
     try:
         dataset = datasets.load_dataset(name, subset, split=split, revision=revision, data_files=data_files)
     except Exception as error:  # network, missing repository or file, unknown split: one line for the user
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PcctuneError(f"could not load Hub dataset {name!r} (split {split!r}): {detail}") from None
+        where = "" if is_local(name) else f"; no file or folder {name!r} here either"
+        raise PcctuneError(f"could not load Hub dataset {name!r} (split {split!r}): {detail}{where}") from None
     renames = {theirs: ours for ours, theirs in (columns or {}).items() if theirs != ours}
     missing = [theirs for theirs in renames if theirs not in dataset.column_names]
     if missing:

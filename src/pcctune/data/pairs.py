@@ -14,12 +14,15 @@ import csv
 import hashlib
 import io
 import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pcctune.data.hub import load_hub_dataset
+from pcctune.data.local import PAIR_FILE_SUFFIXES as PAIR_FILE_SUFFIXES  # where pair files are told apart
+from pcctune.data.local import local_path
 from pcctune.data.sts import STSPair, STSSubset, STSTask, parse_score, read_lines, read_text
 from pcctune.errors import PcctuneError
 
@@ -32,7 +35,8 @@ COLUMN_KEYS: dict[str, tuple[str, ...]] = {
     "score": SCORE_KEYS,
 }
 """pcctune's three columns → the names each is found under when the caller names none."""
-PAIR_FILE_SUFFIXES = (".csv", ".tsv", ".jsonl")
+EMPTY_ROWS_SHOWN = 10
+logger = logging.getLogger(__name__)
 Columns = Mapping[str, str]
 """pcctune's column (``sentence1``, ``sentence2``, ``score``) → the name it has in a file or dataset."""
 
@@ -75,7 +79,19 @@ def pairs_from_records(
             raise PcctuneError(f"{source} row {number}: missing {', '.join(missing)}")
         score = parse_score(str(row[keys[2]]), f"{source} row {number}")
         pairs.append(STSPair(str(row[keys[0]]), str(row[keys[1]]), score))
+    warn_empty_sentences(pairs, source)
     return pairs
+
+
+def warn_empty_sentences(pairs: Sequence[STSPair], source: str) -> None:
+    """One warning naming the rows (numbered from 1, as the errors of ``pairs_from_records``) whose first or second
+    sentence is empty or only whitespace: read as given, and every such pair embeds its template alone."""
+    rows = [n for n, pair in enumerate(pairs, start=1) if not pair.sentence1.strip() or not pair.sentence2.strip()]
+    if rows:
+        shown = ", ".join(map(str, rows[:EMPTY_ROWS_SHOWN]))
+        more = f" and {len(rows) - EMPTY_ROWS_SHOWN} more" if len(rows) > EMPTY_ROWS_SHOWN else ""
+        noun = "row" if len(rows) == 1 else "rows"
+        logger.warning("%s: an empty sentence in %s %s%s (of %d pairs)", source, noun, shown, more, len(pairs))
 
 
 def pairs_from_hf_dataset(dataset: Any, source: str = "dataset", names: Columns | None = None) -> list[STSPair]:
@@ -104,6 +120,8 @@ def read_table(path: Path, delimiter: str) -> tuple[list[dict[str, Any]], list[s
     A row whose field count differs from the header's is an error naming its line.
     """
     text = read_text(path)  # decodes (one clear error for non-UTF-8) before csv sees the text
+    if delimiter == ",":
+        check_not_tab_separated(path, text)
     if delimiter == "\t":
         lines = text.splitlines()
         table = [line.split("\t") for line in lines]
@@ -133,6 +151,13 @@ def read_table(path: Path, delimiter: str) -> tuple[list[dict[str, Any]], list[s
                 "(an unbalanced quote or a stray separator?)"
             )
     return [dict(zip(header, row, strict=True)) for _, row in body], header
+
+
+def check_not_tab_separated(path: Path, text: str) -> None:
+    """Refuse a ``.csv`` whose header is split by tabs and not by commas, naming the ``.tsv`` it should be."""
+    header = next((line for line in text.splitlines() if line.strip()), "")
+    if "\t" in header and "," not in header:
+        raise PcctuneError(f"{path}: its columns are separated by tabs, not commas: name it {path.stem}.tsv")
 
 
 def read_pairs_file(path: str | Path, names: Columns | None = None) -> list[STSPair]:
@@ -198,10 +223,9 @@ def load_pair_set(source: str | Path | Any, names: Columns | None = None, split:
         name = str(getattr(getattr(source, "info", None), "dataset_name", None) or "dataset")
         pairs = pairs_from_hf_dataset(source, name, names)
         pair_set = PairSet(name, pairs, content_sha256=pairs_sha256(pairs))
-    elif Path(source).is_file() or Path(source).suffix.lower() in PAIR_FILE_SUFFIXES:
-        path = Path(source)
+    elif (path := local_path(source)) is not None and path.is_file():
         pair_set = PairSet(path.stem, read_pairs_file(path, names), [path])
-    else:
+    else:  # a Hub dataset id, or a folder in the Hub's layout
         dataset = load_hub_dataset(str(source), split=split)
         pairs = pairs_from_hf_dataset(dataset, f"Hub dataset {source}", names)
         pair_set = PairSet(str(source), pairs, content_sha256=pairs_sha256(pairs))

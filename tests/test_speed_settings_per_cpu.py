@@ -27,6 +27,8 @@ ZEN2 = cpuinfo("AuthenticAMD", 23, 49, "AMD EPYC 7B12", "avx avx2 fma")
 ZEN4 = cpuinfo("AuthenticAMD", 25, 17, "AMD EPYC 9B14", "avx2 fma avx512f avx512bw avx512_vnni avx512_bf16")
 ZEN5 = cpuinfo("AuthenticAMD", 26, 2, "AMD EPYC 9B45", "avx2 fma avx512f avx512bw avx512_vnni avx512_bf16")
 OLD_AMD = cpuinfo("AuthenticAMD", 21, 2, "AMD Opteron 6380", "avx fma")
+XEON = cpuinfo("GenuineIntel", 6, 207, "Intel(R) Xeon(R) Processor", "avx2 fma avx512f avx512bw avx512_bf16")
+XEON_AMX = cpuinfo("GenuineIntel", 6, 207, "Intel(R) Xeon(R) Processor", "avx2 avx512f avx512_bf16 amx_tile amx_bf16")
 ARM = parse_cpuinfo("CPU implementer\t: 0x41\nCPU architecture: 8\nCPU part\t: 0xd0c\nFeatures\t: asimd\n")
 
 
@@ -41,15 +43,17 @@ def no_choice_in_the_environment(monkeypatch):
         (ZEN3, WORKERS, "CPU kind AVX2-only EPYC (Zen 2/3): workers alone (measured fastest on this kind)"),
         (ZEN2, WORKERS, "CPU kind AVX2-only EPYC (Zen 2/3): workers alone (measured fastest on this kind)"),
         (ZEN5, SPEEDUPS, "CPU kind Zen 5 EPYC: workers, onednn, keep_freed_memory (measured fastest on this kind)"),
+        (XEON, WORKERS, "CPU kind AVX-512 Xeon without AMX: workers alone (measured fastest on this kind)"),
     ],
 )
 def test_a_measured_kind_gets_the_settings_measured_fastest_there(cpu, settings, line):
     assert command_line_choice(cpu) == (settings, line)
 
 
-@pytest.mark.parametrize("cpu", [ZEN4, OLD_AMD, ARM, CPUKind("unknown", None, None, "unknown", frozenset())])
+@pytest.mark.parametrize("cpu", [ZEN4, XEON_AMX, OLD_AMD, ARM, CPUKind("unknown", None, None, "unknown", frozenset())])
 def test_a_cpu_of_no_measured_kind_gets_the_workers_alone(cpu):
-    """Zen 4 has Zen 5's flags (at half its AVX-512 rate) and the AVX2-only EPYC's family: it is neither."""
+    """Zen 4 has Zen 5's flags (at half its AVX-512 rate) and the AVX2-only EPYC's family: it is neither. A Xeon
+    with AMX is not the measured Xeon without it."""
     settings, line = command_line_choice(cpu)
     assert settings == WORKERS == hs.UNMEASURED
     assert line.startswith(f"unmeasured CPU kind ({cpu.vendor} family {cpu.family} model {cpu.model}): workers alone")
@@ -73,7 +77,7 @@ def test_a_kind_can_name_its_models():
 def test_every_measured_kind_cites_its_measurement_and_no_two_kinds_claim_one_cpu():
     for kind in hs.MEASURED_KINDS:
         assert "benchmarks/results/speed/README.md" in kind.measured and " s" in kind.measured
-    for cpu in (ZEN2, ZEN3, ZEN4, ZEN5, OLD_AMD, ARM):
+    for cpu in (ZEN2, ZEN3, ZEN4, ZEN5, XEON, XEON_AMX, OLD_AMD, ARM):
         assert sum(kind.matches(cpu) for kind in hs.MEASURED_KINDS) <= 1
 
 

@@ -112,8 +112,18 @@ MEASURED_KINDS = (
         (26,),
         SPEEDUPS,
         "all three 30.8 s, oneDNN alone 35.1 s, none 52.3 s, workers alone 52.4 s "
-        "(2 cores, no AMX; benchmarks/results/speed/README.md, the Zen 5 EPYC)",
+        "(2 cores, no AMX; benchmarks/results/speed/README.md, section 11)",
         has=("avx512_bf16",),
+    ),
+    MeasuredKind(
+        "AVX-512 Xeon without AMX",
+        "GenuineIntel",
+        (6,),
+        WORKERS,
+        "workers alone 53.8 s, all three 55.4 s, none 57.9 s, oneDNN alone 58.9 s, kept memory alone 64.4 s "
+        "(2 cores, family 6 model 207; benchmarks/results/speed/README.md, section 8)",
+        has=("avx512f",),
+        lacks=("amx_tile",),
     ),
 )
 """The kinds measured, each with the settings measured fastest there. Zen 4 (AMD family 25 with AVX-512) has Zen 5's
@@ -121,8 +131,9 @@ flags at half its AVX-512 rate: it is none of these kinds."""
 
 UNMEASURED = WORKERS
 """A CPU of no measured kind: the worker threads alone, the one choice not slower than none on any measured kind
-(76.5 s against 81.7 s on the AVX2-only EPYC; 52.4 s against 52.3 s, within 0.2 %, on the Zen 5 EPYC), where
-oneDNN's kernel, the kept memory and all three cost time on the AVX2-only EPYC."""
+(76.5 s against 81.7 s on the AVX2-only EPYC; 53.8 s against 57.9 s on the AVX-512 Xeon; 52.4 s against 52.3 s,
+within 0.2 %, on the Zen 5 EPYC), where oneDNN's kernel, the kept memory and all three cost time on the AVX2-only
+EPYC. A Xeon with AMX is unmeasured: its tile unit may change which kernels win."""
 
 
 class Choice(NamedTuple):

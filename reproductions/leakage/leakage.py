@@ -384,21 +384,31 @@ def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 def measure(args: argparse.Namespace) -> Measured:
     if args.model:
         args.runs = Path(args.output) / "runs"
-    train_missing(args)
+    if args.grid == "narrow":
+        train_missing(args)
+    else:
+        from reproductions.leakage import wide
+
+        wide.train_missing(args, None if args.model else lambda: write_summary(args))
     if not args.model:
         write_summary(args)
     rows = collect(args)
     settings = (
         "all-MiniLM-L6-v2's stage 2 on the stage-2 set filtered at each level (SICK-R rescaled to 0-5), five losses "
-        "each searched alike on dev (four settings), winners over seeds; SimCSE protocol on the seven full test sets; "
+        "each searched alike on dev (the narrow search: four settings; the wide search: eight Sobol points, two search "
+        "seeds), winners over test seeds; SimCSE protocol on the seven full test sets; "
         "the models before training from " + " and ".join(str(path.relative_to(ROOT)) for path in BASE_RECORDS.values())
     )
     return Measured(rows, settings, summary_details(args))
 
 
 def summary_details(args: argparse.Namespace) -> dict[str, Any]:
-    """What the table and verdict read besides the seed runs: the search's trials and the transfer scores."""
-    return {"search": search_rows(args), "trials": list(TRIALS), "transfer": transfer_scores(args)}
+    """What the table and verdict read besides the seed runs: the search's trials and the transfer scores, and the
+    wide search's (:func:`reproductions.leakage.wide.details`)."""
+    from reproductions.leakage import wide
+
+    found = {"search": search_rows(args), "trials": list(TRIALS), "transfer": transfer_scores(args)}
+    return found | {"wide": wide.details(args)}
 
 
 def transfer_scores(args: argparse.Namespace) -> dict[str, dict[str, float]]:
@@ -479,6 +489,10 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
         )
     if details.get("transfer"):
         lines += ["", "Transfer tasks, accuracy %:", "", transfer_table(details["transfer"])]
+    if "wide" in details:
+        from reproductions.leakage import wide
+
+        lines += ["", wide.table(details["wide"])]
     return "\n".join(lines)
 
 
@@ -553,7 +567,10 @@ def write_summary(args: argparse.Namespace) -> None:
         return
     found = summary_details(args)
     write_text(HERE / "table.md", table(rows, found) + "\n")
-    write_text(HERE / "verdict.md", "\n".join(verdicts(rows) + transfer_verdicts(found["transfer"])) + "\n")
+    from reproductions.leakage import wide
+
+    lines = verdicts(rows) + transfer_verdicts(found["transfer"]) + wide.verdicts(found["wide"])
+    write_text(HERE / "verdict.md", "\n".join(lines) + "\n")
     plot(rows, {}, HERE / "leakage.png")
 
 
@@ -587,10 +604,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once, each in its own process (a GPU machine)")
     parser.add_argument("--runs", type=Path, default=Path("runs/leakage"), help="folder of the run folders")
     parser.add_argument("--model", default=None, help="replace every run's model (--quick: a tiny one)")
-    parser.add_argument("--levels", nargs="*", type=LeakageLevel, default=[SENTENCE, PAIR], help="searched levels")
+    parser.add_argument("--grid", choices=["wide", "narrow"], default="wide", help="which search's runs to train")
+    parser.add_argument("--cells", nargs="*", default=None, help="wide: the blocks to run, in order (default all)")
+    parser.add_argument("--levels", nargs="*", type=LeakageLevel, default=[SENTENCE, PAIR], help="narrow: levels")
     parser.add_argument("--losses", nargs="*", default=list(LOSSES), help="the losses, Pearson first")
 
 
-QUICK = {"model": "{bert}", "levels": [PAIR], "losses": ["pearson", "cosine_mse"]}
-"""--quick: one trial and one seed of two losses at ``pair`` through the whole path, on a tiny random model."""
+QUICK = {"model": "{bert}", "levels": [PAIR], "cells": ["pair"], "losses": ["pearson", "cosine_mse"]}
+"""--quick: one trial (wide: one point, one search seed) and one test seed of two losses at ``pair`` through the
+whole path, on a tiny random model."""
 BENCHMARK = claim(__name__, quick=QUICK, plot=None)

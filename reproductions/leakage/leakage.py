@@ -11,10 +11,14 @@ at the cell's own level (:mod:`pcctune.data.dev`): at ``sentence`` SICK trial ke
 a held-out 15 % of the training pairs. Every seed run is scored on the seven full test sets (SimCSE protocol) and
 compared with :func:`pcctune.evaluation.compare.seed_difference` (95 % interval over seeds).
 
-    python -m reproductions leakage --rerun        # every missing run, in the order below; resumable
+    python -m reproductions leakage --rerun        # the wide search's missing runs (reproductions.leakage.wide)
+    python -m reproductions leakage --rerun -- --grid narrow   # this four-setting search's, in the order below
     python -m reproductions leakage --summarize    # table.md, verdict.md and leakage.png from the records
 
-Order: MiniLM at ``sentence`` (search, seeds 1–3, seeds 4–5), then at ``pair``; then the confound control (at
+The four-setting search below is the narrow one, its records kept and read as rows of their own; the wide search
+(:mod:`reproductions.leakage.wide`: eight settings, two search seeds, test seeds 1–5) is what ``--rerun`` trains.
+
+Order (narrow): MiniLM at ``sentence`` (search, seeds 1–3, seeds 4–5), then at ``pair``; then the confound control (at
 ``pair``, STS-B and SICK subsampled to the sizes that survive ``sentence``, with the ``sentence`` winners), and
 ``normalized`` and ``near`` (the ``pair`` winners), Pearson and the best other loss over seeds 1–3. Each finished
 run leaves its record in ``records/`` (search trials in ``records/search/``) and is never trained again; a run

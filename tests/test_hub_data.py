@@ -49,7 +49,7 @@ def test_a_stage_trains_on_simcse_triplets_from_a_hub_layout(tiny_bert, shared_s
 def test_scored_pairs_from_a_hub_layout_and_a_missing_column(tiny_bert, shared_senteval, tmp_path, capsys):
     folder = tmp_path / "pairs"
     folder.mkdir()
-    rows = [{"sentence1": SENTENCES[i], "sentence2": SENTENCES[i + 3], "score": i / 2} for i in range(8)]
+    rows = [{"sentence1": f"{SENTENCES[i]} {i}", "sentence2": SENTENCES[i + 3], "score": i / 2} for i in range(8)]
     (folder / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     stage = {"loss": "pearson", "data": {"source": "hub", "name": str(folder)}}
     code, output = run_cli(["train", _config(tmp_path, tiny_bert, shared_senteval, stage)], capsys)

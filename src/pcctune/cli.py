@@ -148,9 +148,6 @@ def eval_command(
     backend: EvalBackendOption = "torch",
     quantization: QuantizationOption = "none",
     probe: ProbeOption = "sklearn",
-    probe_seed: Annotated[
-        int | None, typer.Option(help="seeds the sklearn probe's cross-validation folds (default: SentEval's)")
-    ] = None,
     adapter: AdapterOption = None,
     pairs: PairsOption = None,
     sentence1_column: Annotated[str | None, typer.Option(help="--pairs: the first sentence's column")] = None,
@@ -182,7 +179,6 @@ def eval_command(
             quantization=cast(Quantization, quantization),  # checked above
             probe=cast(Probe, probe),  # checked above
             adapter=adapter,
-            probe_seed=probe_seed,
             **_own_pairs(pairs, split, sentence1=sentence1_column, sentence2=sentence2_column, score=score_column),
         )
     except KeyboardInterrupt:
@@ -242,6 +238,14 @@ def train_command(
     output_dir: Annotated[str | None, typer.Option(help="override output_dir")] = None,
     data: DataOption = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a config key: stages.0.epochs=2")] = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option(
+            help="what the test evaluations score: sts (the seven STS test sets), none (no test evaluation), or a "
+            "comma-separated list of STS task names and your own test pair files (.csv/.tsv/.jsonl) or Hub dataset "
+            "ids; default: the config's tasks"
+        ),
+    ] = None,
 ) -> None:
     """Run the stages of CONFIG (stage 1 contrastive, stage 2 Pearson), evaluating after each."""
     from pcctune.distributed import finish
@@ -251,7 +255,7 @@ def train_command(
     if resume and overwrite:
         raise PcctuneError("--resume continues a run and --overwrite replaces it; pass one of them")
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
-    run = load_config(config, _overrides(set_, output_dir, data))
+    run = load_config(config, _overrides(set_, output_dir, data) | ({"tasks": tasks} if tasks else {}))
 
     try:
         run_pipeline(

@@ -7,7 +7,8 @@ Every result pcctune writes is one of five records, each tagged with ``kind`` an
   their breakdown, and what produced them (protocol, data hashes, versions, wall time);
 - ``RunResult``: one training run (``pcctune train``): the STS scores after each stage,
   one ``StageRecord`` per trained stage, the config, and the pairs and data hashes of the test sets
-  (schema 3; a record written before has neither, and loads with both empty);
+  (schema 3; a record written before has neither, and loads with both empty), and one ``SourceLeakage`` per
+  source a stage trains or selects on (``leakage_audit``; empty in a record written before it);
 - ``BenchmarkResult``: rows of a benchmark script, each a label, STS scores and details;
 - ``AuditResult``: training pairs checked against the test sets at every leakage level;
 - ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict.
@@ -193,7 +194,6 @@ class EvalResult(Record):
     transfer: Scores | None = None
     transfer_probe: str | None = Field(None, description="the transfer probe: sklearn or senteval")
     transfer_detail: list[TransferScore] | None = None
-    probe_seed: int | None = Field(None, description="seeds the sklearn transfer probe's folds (None: before kept)")
 
     @field_validator("sts", "transfer")
     @classmethod
@@ -238,6 +238,34 @@ class StageRecord(BaseModel):
     )
 
 
+class SourceLeakage(BaseModel):
+    """One source a stage trains or selects on, checked against the test sets before the run's first step
+    (``pcctune.training.audit``): its pairs, those a filter at ``level`` finds in a test set, and those removed."""
+
+    source: str = Field(description="the file, folder, Hub dataset or built-in set, as the config names it")
+    stage: str = Field(description="the stage that trains or selects on it")
+    role: Literal["train", "dev", "dpo"] = Field(
+        description="train: the stage's training pairs (a triplet counts as its anchor–positive and anchor–negative "
+        "pairs); dev: a part of the dev set that selects its checkpoints; dpo: the candidate pairs its preferences "
+        "are drawn from"
+    )
+    level: str = Field(description="the leakage level test_pairs and by_task are counted at: the filter's, else pair")
+    filter: str = Field(
+        description="the filter run on this source: its level, or none (the pairs kept whole: `leakage: none`, or "
+        "triplets, which are counted and never filtered)"
+    )
+    pairs: int = Field(description="the source's pairs, before the filter")
+    test_pairs: int = Field(description="of them, those a filter at `level` finds in a test set")
+    removed: int = Field(description="of them, those the filter removed (test_pairs, or 0 where nothing is filtered)")
+    by_task: dict[str, int] = Field(
+        description="test set → the test_pairs found in it (a pair in two test sets counts in both)"
+    )
+    by_level: dict[str, int] = Field(
+        description="level → the pairs a filter at that level finds (triplets are checked at pair, normalized and "
+        "sentence, without the near search: sentence counts the pairs with a test sentence in them)"
+    )
+
+
 class RunResult(Record):
     """What ``pcctune train`` (and ``pcctune.train``) records: the STS scores after each stage, each stage's
     training record (examples, dev selection, wall time, peak memory) and the config that ran."""
@@ -262,6 +290,11 @@ class RunResult(Record):
         default_factory=dict, description="seconds each test evaluation of sts_by_stage took (encoding and scoring)"
     )
     stages: list[StageRecord] = Field(default_factory=list)
+    leakage_audit: list[SourceLeakage] = Field(
+        default_factory=list,
+        description="every source each stage trains or selects on, checked against the test sets before the first "
+        "step (empty in a record written before this audit)",
+    )
 
     @field_validator("sts_by_stage")
     @classmethod

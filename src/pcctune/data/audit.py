@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pcctune.data.leakage import LEVELS, LeakageLevel, PairCheck, TestIndex
-from pcctune.data.leakage_cache import cached_checks, index_key
+from pcctune.data.leakage import CLEAN_EXACT, LEVELS, ExactCheck, LeakageLevel, PairCheck, TestIndex
+from pcctune.data.leakage_cache import cached_checks, index_key, read_kept
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.results import SourceAudit
 
@@ -40,20 +40,68 @@ def check_source(index: TestIndex, source: str, pairs: Sequence[STSPair], role: 
     return CheckedSource(source, role, tuple(pairs), tuple(index.check_all(pairs)))
 
 
+_UNKEPT: dict[tuple[str, str], tuple[tuple[STSPair, ...], list[PairCheck]]] = {}
+"""Checks computed with ``keep=False`` and not yet in the cache: (index key, source) → the pairs and their checks."""
+
+
 def check_sources(
-    test_tasks: Sequence[STSTask], sources: Sequence[tuple[str, Sequence[STSPair], Role]], near_threshold: float
+    test_tasks: Sequence[STSTask],
+    sources: Sequence[tuple[str, Sequence[STSPair], Role]],
+    near_threshold: float,
+    keep: bool = True,
 ) -> list[CheckedSource]:
     """Every ``(source, pairs, role)`` checked against the test sets, each source's checks read from the cache
     (``.leakage_cache``) when an earlier command kept them: the test index is built only for a source that was
-    not."""
+    not. ``keep=False`` writes nothing (a command that may still fail on bad input leaves no trace): the checks it
+    computes wait for ``keep_checked``."""
     index = functools.cache(lambda: TestIndex(test_tasks, near_threshold))
     key = index_key(test_tasks, near_threshold)
 
     def checked(source: str, pairs: Sequence[STSPair], role: Role) -> CheckedSource:
-        checks = cached_checks(key, source, pairs, lambda: index().check_all(pairs))
+        if keep:
+            checks = cached_checks(key, source, pairs, lambda: index().check_all(pairs))
+        else:
+            kept = read_kept(key, source, pairs)
+            checks = kept if kept is not None else index().check_all(pairs)
+            if kept is None:
+                _UNKEPT[(key, source)] = (tuple(pairs), checks)
         return CheckedSource(source, role, tuple(pairs), tuple(checks))
 
     return [checked(*source) for source in sources]
+
+
+def keep_checked() -> None:
+    """Keep in the cache the checks ``check_sources(keep=False)`` computed, for later commands to read."""
+    while _UNKEPT:
+        (key, source), (pairs, checks) = _UNKEPT.popitem()
+        cached_checks(key, source, pairs, functools.partial(list, checks))
+
+
+@dataclass(frozen=True)
+class LeakageCount:
+    """What the checks of one source find: the pairs a filter at ``level`` removes (``test_pairs``), the test sets
+    they are in (``by_task``: a pair in two test sets counts in both), and what a filter at each level checked would
+    remove (``by_level``)."""
+
+    level: LeakageLevel
+    pairs: int
+    test_pairs: int
+    by_task: dict[str, int]
+    by_level: dict[str, int]
+
+
+def count_leakage(
+    checks: Sequence[PairCheck | ExactCheck], level: LeakageLevel, levels: Sequence[LeakageLevel] = LEVELS
+) -> LeakageCount:
+    """Count the checks of one source at ``level`` and at each of ``levels`` (``ExactCheck``s: pair, normalized and
+    sentence, the levels checked without a near search)."""
+    leaking = [c for c in checks if c is not CLEAN_EXACT and c.flagged(LeakageLevel.sentence)]
+    removed = [c for c in leaking if c.flagged(level)]
+    by_task = Counter(
+        name for c in removed for name in {n for lower in LEVELS if level.includes(lower) for n in c.hits(lower)}
+    )
+    by_level = {lvl.value: sum(1 for c in leaking if c.flagged(lvl)) for lvl in levels}
+    return LeakageCount(level, len(checks), len(removed), dict(sorted(by_task.items())), by_level)
 
 
 def _example(pair: STSPair, check: PairCheck) -> dict[str, object]:

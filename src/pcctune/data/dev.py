@@ -4,7 +4,9 @@ A dev set is a list of parts, each scored on its own: the built-in ``sick-trial`
 user's pair file (``.csv``, ``.tsv``, ``.jsonl``: ``pcctune.data.pairs.read_pairs_file``), or ``holdout``: a
 fixed 15 % of the stage's own scored training pairs, which training then leaves out. Every part goes through the
 same filter as the training data (``pcctune.data.leakage.split_clean``, the audit's code) at the stage's
-``leakage`` level, so nothing that level removes from training is used to choose a checkpoint either.
+``leakage`` level, so nothing that level removes from training is used to choose a checkpoint either. Where a stage
+keeps its test pairs (``leakage: none``), a user's dev file and the held-out share are kept whole too, and the
+built-in sets are still filtered at ``pair``: their names promise no test pair.
 
 At ``pair`` (the paper's filter) nine of SICK's 500 trial pairs are SICK-R test pairs, and 1,131 of STS-B dev's
 1,500 pairs are in STS12–16. At a stricter level a built-in set can shrink to a handful (at ``sentence`` SICK
@@ -87,34 +89,44 @@ def filtered(pairs: Sequence[STSPair], index: TestIndex, level: LeakageLevel) ->
 def dev_parts(
     dev: str | Sequence[str],
     senteval_dir: Path,
-    level: LeakageLevel = LeakageLevel.pair,
+    level: LeakageLevel | None = LeakageLevel.pair,
     near_threshold: float = NEAR_THRESHOLD,
     training_pairs: Callable[[], Sequence[STSPair | SourcedPair]] | None = None,
     test_tasks: Sequence[STSTask] | None = None,
 ) -> dict[str, list[STSPair]]:
     """Each part of dev set ``dev`` → its pairs that a leakage filter at ``level`` keeps against ``test_tasks``
-    (default: the seven STS test sets). ``training_pairs`` gives the stage's scored training pairs, already filtered,
-    for the ``holdout`` part and for replacing a built-in part that keeps too few above ``pair``."""
+    (default: the seven STS test sets; ``level=None``: a user's file and the held-out share kept whole, the built-in
+    sets filtered at ``pair``). ``training_pairs`` gives the stage's scored training pairs, already filtered, for the
+    ``holdout`` part and for replacing a built-in part that keeps too few above ``pair``."""
     index = TestIndex(list(test_tasks) if test_tasks is not None else load_test_tasks(senteval_dir), near_threshold)
     parts: dict[str, list[STSPair]] = {}
+    read: dict[str, tuple[str, int]] = {}  # part → what it was read from and its pairs before the filter
+    builtin_level = level or LeakageLevel.pair
     for entry in dev_entries(dev):
         if entry == HOLDOUT:
             parts[HOLDOUT] = _holdout(training_pairs, index, level, "dev: holdout")
         elif entry in SINGLE_DEV_SETS:
-            kept = filtered(SINGLE_DEV_SETS[entry](senteval_dir).pairs, index, level)
-            if level != LeakageLevel.pair and len(kept) < MIN_FILTERED_DEV_PAIRS:
-                why = f"dev set {entry!r} keeps {len(kept)} pairs at leakage level {level.value!r}"
+            pairs = SINGLE_DEV_SETS[entry](senteval_dir).pairs
+            kept = filtered(pairs, index, builtin_level)
+            if builtin_level != LeakageLevel.pair and len(kept) < MIN_FILTERED_DEV_PAIRS:
+                why = f"dev set {entry!r} keeps {len(kept)} pairs at leakage level {builtin_level.value!r}"
                 parts[HOLDOUT] = _holdout(training_pairs, index, level, why)
             else:
-                parts[entry] = kept
+                parts[entry], read[entry] = kept, (entry, len(pairs))
         else:
-            parts[Path(entry).stem] = filtered(read_pairs_file(entry), index, level)
+            pairs = read_pairs_file(entry)
+            parts[Path(entry).stem] = filtered(pairs, index, level) if level else pairs
+            read[Path(entry).stem] = (entry, len(pairs))
     for part, pairs in parts.items():
         if len(pairs) < MIN_DEV_PAIRS:
             others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))
+            applied = builtin_level.value if part in SINGLE_DEV_SETS else (level.value if level else "none")
+            source, total = read.get(part, ("", 0))
+            removed = f" (it removed {total - len(pairs)} of the {total} pairs of {source})" if source else ""
             raise PcctuneError(
-                f"dev set {part!r} keeps {len(pairs)} pairs once the leakage filter ({level.value}) has run, and a "
-                f"correlation needs at least {MIN_DEV_PAIRS}; choose another dev set ({others}) or a pair file"
+                f"dev set {part!r} keeps {len(pairs)} pairs once the leakage filter ({applied}) has "
+                f"run{removed}, and a correlation needs at least {MIN_DEV_PAIRS}; choose another dev set ({others}) "
+                "or a pair file"
             )
     return parts
 
@@ -122,13 +134,13 @@ def dev_parts(
 def _holdout(
     training_pairs: Callable[[], Sequence[STSPair | SourcedPair]] | None,
     index: TestIndex,
-    level: LeakageLevel,
+    level: LeakageLevel | None,
     why: str,
 ) -> list[STSPair]:
     if training_pairs is None:
         raise PcctuneError(f"{why}: a held-out share needs scored training pairs; name a dev set or a pair file")
     held = [STSPair(p.sentence1, p.sentence2, p.score) for p in training_pairs() if in_holdout(p)]
-    return filtered(held, index, level)
+    return filtered(held, index, level) if level else held
 
 
 def size_weighted(scores: Mapping[str, float], parts: Mapping[str, Sequence[STSPair]]) -> float:

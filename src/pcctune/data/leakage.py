@@ -127,6 +127,27 @@ class PairCheck:
         return next((level for level in LEVELS if self.hits(level)), None)
 
 
+@dataclass(frozen=True)
+class ExactCheck:
+    """The test sets one pair leaks into at the levels found without a near search: the pair itself (``pair``),
+    the pair normalized (``normalized``), and a sentence of it found normalized in a test set (``sentence``)."""
+
+    pair: tuple[str, ...]
+    normalized: tuple[str, ...]
+    sentence: tuple[str, ...]
+
+    def hits(self, level: LeakageLevel) -> tuple[str, ...]:
+        """Test sets this pair leaks into at exactly ``level`` (``near`` is not checked: always empty)."""
+        return () if level == LeakageLevel.near else getattr(self, level.value)
+
+    def flagged(self, level: LeakageLevel) -> bool:
+        """Whether a filter at ``level`` removes this pair, as far as the levels checked tell."""
+        return any(self.hits(lower) for lower in LEVELS if level.includes(lower))
+
+
+CLEAN_EXACT = ExactCheck((), (), ())
+
+
 class TestIndex:
     """The test pairs and sentences of some test sets, indexed for every level's check.
 
@@ -211,6 +232,30 @@ class TestIndex:
             nearest=nearest,
             sentences_in_test=len(in_test),
         )
+
+    def check_exact(self, pairs: Iterable[tuple[str, str]]) -> list[ExactCheck]:
+        """The checks that need no near search (``pair``, ``normalized``, ``sentence``) of every pair of sentences:
+        dictionary look-ups only, each distinct sentence normalized once, so that a source of hundreds of thousands of
+        pairs (SimCSE's NLI triplets) is checked in seconds. Clean pairs share one ``ExactCheck``."""
+        normalized: dict[str, str] = {}
+
+        def norm(text: str) -> str:
+            found = normalized.get(text)
+            if found is None:
+                found = normalized[text] = normalize_sentence(text)
+            return found
+
+        checks = []
+        for first, second in pairs:
+            a, b = norm(first), norm(second)
+            exact = self._exact.get((first, second), ())
+            close = self._normalized.get((a, b), ())
+            held = [self._sentence_sets[s] for s in (a, b) if s in self._sentence_sets]
+            if exact or close or held:
+                checks.append(ExactCheck(tuple(sorted(exact)), tuple(sorted(close)), tuple(sorted(set().union(*held)))))
+            else:
+                checks.append(CLEAN_EXACT)
+        return checks
 
     def holds_sentence(self, text: str) -> bool:
         """Whether ``text``, normalized, is a sentence of a test set (what the ``sentence`` level checks)."""

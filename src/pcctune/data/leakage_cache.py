@@ -29,7 +29,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from pcctune.cache_entry import cached_folder
+from pcctune.cache_entry import cached_folder, damage
 from pcctune.data import leakage
 from pcctune.data.leakage import PairCheck
 from pcctune.data.sts import STSPair, STSTask
@@ -107,4 +107,17 @@ def cached_checks(
     except OSError as error:
         logger.warning("leakage checks of %s are not kept in the cache (%s); computing them", source, error)
         return computed()
+    return [_from_json(row) for row in rows]
+
+
+def read_kept(key: str, source: str, pairs: Sequence[STSPair]) -> list[PairCheck] | None:
+    """``source``'s checks against the index ``key`` where an earlier command kept them (and they verify), else
+    ``None``; nothing is written."""
+    folder, digest = entry_folder(key, source, pairs)
+    if damage(folder, digest) is not None:
+        return None
+    try:
+        rows = json.loads((folder / CHECKS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
     return [_from_json(row) for row in rows]

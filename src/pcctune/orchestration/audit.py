@@ -28,16 +28,17 @@ from pcctune.results import AuditResult
 
 
 def _config_sources(config: Path, senteval: Path) -> list[tuple[str, list[STSPair]]]:
-    """Each stage's training pairs as the stage reads them (preference data is skipped: it is built by a model)."""
+    """Each stage's training pairs as the stage reads them, before its leakage filter (preference data is skipped: it
+    is built by a model)."""
     from pcctune.losses.registry import loss_spec
     from pcctune.training.config import load_config
-    from pcctune.training.datasets import scored_pairs, triplets
+    from pcctune.training.datasets import read_scored_pairs, triplets
 
     sources = []
     for stage in load_config(config).stages:
         kind = loss_spec(stage.loss).data
         if kind in ("scored", "positives"):
-            pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in scored_pairs(stage.data, senteval)]
+            pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in read_scored_pairs(stage.data, senteval)]
         elif kind == "triplets":
             rows = triplets(stage.data, senteval)
             pairs = [STSPair(t.anchor, t.positive, 1.0) for t in rows]

@@ -21,11 +21,12 @@ from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
+from pcctune.data.audit import keep_checked
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.distributed import barrier, is_distributed, is_main_process
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks
+from pcctune.evaluation.protocols import get_protocol
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.losses.registry import resolve_loss, warn_if_renamed
@@ -47,8 +48,10 @@ from pcctune.orchestration.run_folder import (
     run_lock,
     start_run_folder,
 )
+from pcctune.orchestration.run_tasks import run_test_tasks
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
+from pcctune.training.audit import audit_line, stage_audit
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import stage2_set, train_dataset
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
@@ -150,7 +153,7 @@ class Pipeline:
 
     def __post_init__(self, tasks: list[STSTask] | None) -> None:
         config = self.config
-        self.test_tasks = tasks if tasks is not None else load_protocol_tasks(self.senteval, config.eval_protocol)
+        self.test_tasks = tasks if tasks is not None else run_test_tasks(config, self.senteval)
         self.main = is_main_process()
         self.result = RunResult(
             protocol=config.eval_protocol,
@@ -288,7 +291,16 @@ class Pipeline:
         )
         return stage_dir
 
+    def audit(self) -> None:
+        """Every source each stage trains or selects on, checked against the test sets before the first step: one
+        line each in the log, and the record's ``leakage_audit``."""
+        self.result.leakage_audit = [e for stage in self.config.stages for e in stage_audit(stage, self.senteval)]
+        if self.main:
+            for entry in self.result.leakage_audit:
+                self.console.print(audit_line(entry), highlight=False, markup=False, soft_wrap=True)
+
     def run(self) -> RunResult:
+        self.audit()
         if self.config.evaluate_before and self.main and not self.scored("before"):  # no process group yet
             self.score_base()
         source: str | None = None
@@ -303,6 +315,7 @@ class Pipeline:
                     self.evaluate(label, load_for_evaluation(self.config, stage_dir / "final"), stage_dir / "final")
                 if index < last:
                     source = str(continued_model(stage_dir, self.config.stages[index + 1].init))
+        keep_checked()  # the audit's checks, for the next run on the same data
         return self.result
 
 
@@ -342,8 +355,9 @@ def run_pipeline(
         result.to_disk(out / RESULTS)
         (out / PARTIAL_RESULTS).unlink(missing_ok=True)
         write_model_cards(config, result, senteval)
-        title = f"{config.model}: STS, {config.eval_protocol} protocol (Spearman × 100)"
-        ScoreTable.from_rows(result.sts_by_stage, title=title).print()
+        if result.sts_by_stage:
+            title = f"{config.model}: STS, {config.eval_protocol} protocol (Spearman × 100)"
+            ScoreTable.from_rows(result.sts_by_stage, title=title).print()
         console.print(f"results -> {out / RESULTS}")
     barrier()  # every process returns once rank 0 has written the results
     return result

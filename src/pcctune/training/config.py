@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pcctune.data.dev import COMBINED_DEV, dev_entries
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
+from pcctune.data.local import is_local
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES
+from pcctune.data.tasks import SEVEN_TASKS
 from pcctune.errors import PcctuneError
 from pcctune.io import write_yaml
 from pcctune.losses.base import EmbeddingLoss
@@ -28,6 +30,10 @@ from pcctune.modeling.template import Template
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+TRIPLET_SOURCES = ("simcse_csv", "snli")
+"""The sources of NLI triplets: audited against the test sets (``pair`` and ``sentence``), never filtered."""
 
 
 class DataConfig(Strict):
@@ -51,13 +57,15 @@ class DataConfig(Strict):
     )
     splits: list[str] = Field(["dev", "test"], description="SNLI splits read by `snli` and `snli_regression`")
     rescale_sick: bool = Field(False, description="map SICK-R scores 1–5 to 0–5 by 5·(x−1)/4 (Pcc-tuning, Limitations)")
-    leakage: LeakageLevel = Field(
+    leakage: LeakageLevel | Literal["none"] = Field(
         LeakageLevel.pair,
-        description="stage2: what the leakage filter removes: `pair` (the paper's exact pairs), `normalized`, `near` "
-        "or `sentence` (no test sentence left); each level includes those below it (docs/leakage.md)",
+        description="what the leakage filter removes from scored training pairs (every source but the triplets of "
+        "simcse_csv and snli, which are counted, not filtered) and from the stage's dev files: `pair` (test pairs in "
+        "either order, the paper's filter), `normalized`, `near` or `sentence` (no test sentence left); each level "
+        "includes those below it (docs/leakage.md); `none` keeps them (not for stage2), and the run still counts them",
     )
     near_threshold: float = Field(
-        NEAR_THRESHOLD, gt=0, le=1, description="stage2: the `near` level's Jaccard similarity of character 3-grams"
+        NEAR_THRESHOLD, gt=0, le=1, description="the `near` level's Jaccard similarity of character 3-grams"
     )
     name: str | None = Field(None, description="hub: a Hub dataset id or a local folder in the Hub's file layout")
     subset: str | None = Field(None, description="hub: the dataset's configuration (e.g. triplet of all-nli)")
@@ -84,18 +92,32 @@ class DataConfig(Strict):
         return files
 
     @property
+    def filter_level(self) -> LeakageLevel | None:
+        """The level the leakage filter runs at, or ``None`` where the stage keeps its test pairs (``leakage:
+        none``)."""
+        return None if self.leakage == "none" else LeakageLevel(self.leakage)
+
+    @property
     def filters_training(self) -> bool:
-        """Whether the training pairs go through the leakage filter: always for ``stage2``; for the other scored
-        sources (``pairs``, ``hub``, ``snli_regression``) when ``leakage`` is given."""
-        return self.source == "stage2" or "leakage" in self.model_fields_set or bool(self.leakage_against)
+        """Whether the training pairs go through the leakage filter: for every scored source (``stage2``, ``pairs``,
+        ``hub``, ``snli_regression``) unless ``leakage: none``; triplets are counted, never filtered."""
+        return self.filter_level is not None and self.source not in TRIPLET_SOURCES
 
     @model_validator(mode="after")
     def _leakage_only_for_scored_pairs(self) -> DataConfig:
-        if self.model_fields_set & {"leakage", "leakage_against"} and self.source in ("simcse_csv", "snli"):
+        if self.model_fields_set & {"leakage", "leakage_against"} and self.source in TRIPLET_SOURCES:
             raise ValueError(
                 f"data.leakage filters scored pairs (stage2, pairs, hub, snli_regression), not {self.source!r} "
-                "triplets; remove it (the stage's dev set is filtered at the default level, pair)"
+                "triplets, which the run counts against the test sets and trains on as they are; remove it (the "
+                "stage's dev set is filtered at the default level, pair)"
             )
+        if self.leakage == "none" and self.source == "stage2":
+            raise ValueError(
+                "stage2 is STS-B and SICK-R train less their test pairs: it has no `leakage: none`; to train on the "
+                "files as they are, name them as source: pairs"
+            )
+        if self.leakage == "none" and self.leakage_against:
+            raise ValueError("leakage: none filters nothing, so leakage_against would remove nothing: drop one")
         return self
 
     @model_validator(mode="before")
@@ -315,6 +337,13 @@ class RunConfig(Strict):
     seed: int = Field(42, description="seeds the trainer, the data order and the weights pcctune initialises")
     data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
     output_dir: str = Field("runs/run", description="the run folder (stages, checkpoints, results.json)")
+    tasks: Literal["sts", "none"] | list[str] = Field(
+        "sts",
+        description="what every test evaluation scores: `sts` (the protocol's seven STS test sets), `none` (no test "
+        "evaluation: the run trains and selects on dev data alone), or a list of STS task names (STS12 … "
+        "SICKRelatedness, or sts for all seven) and your own test pair files (.csv/.tsv/.jsonl, or a Hub dataset id "
+        "owner/name), each scored on its own; a comma-separated string is read as that list",
+    )
     evaluate_before: bool = Field(True, description="score the untrained model on the test sets first")
     evaluate_after_each_stage: bool = Field(True, description="score every stage on the test sets (else only the last)")
     stages: list[StageConfig] = Field(
@@ -325,6 +354,32 @@ class RunConfig(Strict):
     @classmethod
     def _valid_template(cls, value: str | None) -> str | None:
         return None if value is None else Template.parse(value).text
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _task_list(cls, value: Any) -> Any:
+        """``"STS12,my_test.csv"`` is the list it names (``sts`` and ``none`` stay as they are)."""
+        if isinstance(value, str) and value not in ("sts", "none"):
+            return [entry.strip() for entry in value.split(",") if entry.strip()]
+        return value
+
+    @field_validator("tasks")
+    @classmethod
+    def _known_tasks(cls, value: str | list[str]) -> str | list[str]:
+        for entry in [] if isinstance(value, str) else value:
+            if entry != "sts" and entry not in SEVEN_TASKS and not is_local(entry) and "/" not in entry:
+                raise ValueError(
+                    f"unknown test task {entry!r}: name sts, none, tasks of {', '.join(SEVEN_TASKS)}, or your own test "
+                    "pair files (.csv/.tsv/.jsonl) or Hub dataset ids (owner/name)"
+                )
+        return value
+
+    @property
+    def task_entries(self) -> list[str]:
+        """The entries of ``tasks`` as a list: ``sts`` (the protocol's seven), STS task names and pair sources."""
+        if isinstance(self.tasks, list):
+            return self.tasks
+        return ["sts"] if self.tasks == "sts" else []
 
     @field_validator("onednn", mode="before")
     @classmethod

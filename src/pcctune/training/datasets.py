@@ -8,6 +8,9 @@ labels are scaled; this module reads that data and shapes it:
   stage-2 contrastive baseline of Pcc-tuning §4.3;
 - ``triplets``: (anchor, positive[, negative]) from SimCSE's csv or SNLI;
 - ``preferences``: (x1, x2, x3, x4) ranked by a cross-encoder (``pcctune.training.preference``).
+
+Scored pairs go through the stage's leakage filter (``data.leakage``, ``pair`` unless set: the stage-2 set's filter),
+by the same checks the run's audit counts (``pcctune.training.audit``); triplets are taken as given.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from typing import Any, TypeVar
 
 from datasets import Dataset
 
-from pcctune.data.dev import filtered, in_holdout
+from pcctune.data.audit import CheckedSource, check_sources
+from pcctune.data.dev import in_holdout
 from pcctune.data.hub import load_hub_dataset
-from pcctune.data.leakage import TestIndex
+from pcctune.data.leakage import LeakageLevel
 from pcctune.data.nli import (
     Triplet,
     read_simcse_csv,
@@ -44,7 +48,7 @@ SOURCE_IDS = {"sick": 1}  # label id of a pair's source for per-source losses; e
 
 def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
     """The scored pairs of a ``stage2``, ``pairs``, ``snli_regression`` or ``hub`` source, each with its source;
-    filtered at ``data.leakage`` against every STS test set where that level is given (``stage2`` always is) and
+    filtered at ``data.leakage`` (unless ``none``) against every STS test set (the stage-2 set is built so) and
     against the user's own test files (``data.leakage_against``)."""
     return _scored_and_removed(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())[0]
 
@@ -60,34 +64,105 @@ def test_tasks_of(data: DataConfig, senteval_dir: Path) -> list[STSTask]:
     return [*load_test_tasks(senteval_dir), *(load_pair_set(file).task() for file in data.leakage_against)]
 
 
+def source_name(data: DataConfig) -> str:
+    """A source as the config names it, for the log and the record: its file, folder or Hub id (SNLI's splits
+    where no folder is given)."""
+    if data.source == "hub":
+        return f"{data.name}:{data.data_files}" if data.data_files else str(data.name)
+    if data.path:
+        return data.path
+    return f"SNLI {'+'.join(data.splits)}" if data.source in ("snli", "snli_regression") else data.source
+
+
+def checked_pairs(data: DataConfig, senteval_dir: Path) -> CheckedSource:
+    """A scored source's pairs as read, each checked at every leakage level against the seven STS test sets and the
+    user's own test files (the stage-2 set, already built against the seven: against the user's files alone). The
+    checks are read from pcctune's cache where a run kept them (``pcctune.data.audit.keep_checked``)."""
+    return _checked(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())
+
+
 @lru_cache(maxsize=4)
-def _scored_and_removed(data_json: str, senteval_dir: Path) -> tuple[list[SourcedPair], int]:
+def _checked(data_json: str, senteval_dir: Path) -> CheckedSource:
     data = DataConfig.model_validate_json(data_json)
-    pairs = _scored_pairs(data, senteval_dir)
-    if not data.filters_training:
-        return pairs, 0
-    if data.source == "stage2":  # already filtered against the seven test sets
+    pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in read_scored_pairs(data, senteval_dir)]
+    if data.source == "stage2":
         tasks = [load_pair_set(file).task() for file in data.leakage_against]
     else:
         tasks = test_tasks_of(data, senteval_dir)
     if not tasks:
+        return CheckedSource(source_name(data), "train", tuple(pairs), ())
+    return check_sources(tasks, [(source_name(data), pairs, "train")], data.near_threshold, keep=False)[0]
+
+
+@lru_cache(maxsize=4)
+def _scored_and_removed(data_json: str, senteval_dir: Path) -> tuple[list[SourcedPair], int]:
+    data = DataConfig.model_validate_json(data_json)
+    pairs = read_scored_pairs(data, senteval_dir)
+    level = data.filter_level
+    checks = _checked(data_json, senteval_dir).checks
+    if level is None or not checks:
         return pairs, 0
-    index = TestIndex(tasks, data.near_threshold)
-    kept = {
-        (p.sentence1, p.sentence2)
-        for p in filtered([STSPair(p.sentence1, p.sentence2, p.score) for p in pairs], index, data.leakage)
-    }
-    clean = [pair for pair in pairs if (pair.sentence1, pair.sentence2) in kept]
+    clean = [pair for pair, check in zip(pairs, checks, strict=True) if not check.flagged(level)]
     return clean, len(pairs) - len(clean)
+
+
+DPO_SNLI = "SNLI dev+test"
+"""How the log and the record name DPO's ``snli`` candidates."""
+
+
+def dpo_candidate_checks(data: DataConfig, senteval_dir: Path) -> CheckedSource:
+    """DPO's ``snli`` candidates (SNLI's dev and test pairs) checked at every level against what the stage's
+    filter runs against (the seven STS test sets and the user's own test files)."""
+    return _candidate_checks(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())
+
+
+@lru_cache(maxsize=2)
+def _candidate_checks(data_json: str, senteval_dir: Path) -> CheckedSource:
+    data = DataConfig.model_validate_json(data_json)
+    pairs = read_snli_regression_pairs(snli_dir(senteval_dir))
+    tasks = test_tasks_of(data, senteval_dir)
+    return check_sources(tasks, [(DPO_SNLI, pairs, "train")], data.near_threshold, keep=False)[0]
+
+
+def dpo_candidates(stage: StageConfig, scored: Sequence[SourcedPair], senteval_dir: Path) -> list[tuple[str, str]]:
+    """The sentence pairs DPO's preferences are drawn from: the stage's scored pairs (through its filter already),
+    or SNLI's dev and test pairs through the same filter."""
+    if stage.dpo.candidates == "stage2":
+        return [(p.sentence1, p.sentence2) for p in scored]
+    checked, level = dpo_candidate_checks(stage.data, senteval_dir), stage.data.filter_level
+    return [
+        (p.sentence1, p.sentence2)
+        for p, check in zip(checked.pairs, checked.checks, strict=True)
+        if level is None or not check.flagged(level)
+    ]
+
+
+def too_few_examples(stage: StageConfig, examples: int, senteval_dir: Path) -> PcctuneError:
+    """The error of a stage with fewer examples than one batch, naming the filter that removed pairs of its source,
+    how many of how many, and the file."""
+    message = f"stage {stage.name!r}: {examples} examples, fewer than batch_size {stage.batch_size}"
+    data = stage.data
+    if data.filters_training and loss_spec(stage.loss).data != "triplets":
+        removed = removed_by_filter(data, senteval_dir)
+        if removed:
+            total = removed + len(scored_pairs(data, senteval_dir))
+            message += (
+                f"; the leakage filter ({data.leakage}) removed {removed} of the {total} pairs of "
+                f"{source_name(data)} as test pairs (`leakage: none` keeps them)"
+            )
+    return PcctuneError(message)
 
 
 def stage2_set(data: DataConfig, senteval_dir: Path) -> Stage2Set:
     """The stage-2 set (STS-B train + SICK-R train) as a stage's ``data`` filters and scales it, with its leakage
     report."""
-    return build_stage2_set(senteval_dir, data.leakage, data.rescale_sick, data.near_threshold)
+    return build_stage2_set(
+        senteval_dir, data.filter_level or LeakageLevel.pair, data.rescale_sick, data.near_threshold
+    )
 
 
-def _scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
+def read_scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
+    """A scored source's pairs as read, before the leakage filter (the stage-2 set as built: already filtered)."""
     if data.source == "stage2":
         return list(stage2_set(data, senteval_dir).pairs)
     if data.source == "pairs":
@@ -171,9 +246,10 @@ def train_dataset(
         from pcctune.training.preference import dpo_dataset
 
         scored = scored_pairs(stage.data, senteval_dir)
-        dataset = dpo_dataset(stage.dpo, scored, senteval_dir, stage_dir or Path("runs/dpo"), seed)
+        candidates = dpo_candidates(stage, scored, senteval_dir)
+        dataset = dpo_dataset(stage.dpo, scored, candidates, stage_dir or Path("runs/dpo"), seed)
     else:
         dataset = Dataset.from_dict(_columns(stage, senteval_dir, holdout))
     if len(dataset) < stage.batch_size:
-        raise PcctuneError(f"stage {stage.name!r}: {len(dataset)} examples, fewer than batch_size {stage.batch_size}")
+        raise too_few_examples(stage, len(dataset), senteval_dir)
     return dataset

@@ -23,6 +23,7 @@ from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, de
 from pcctune.data.leakage import LeakageLevel
 from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
+from pcctune.losses.registry import loss_spec
 from pcctune.modeling.encoding import encode_unique
 from pcctune.training.config import StageConfig
 from pcctune.training.datasets import removed_by_filter, scored_pairs, test_tasks_of
@@ -94,7 +95,7 @@ def _stage_dev_parts(stage_json: str, senteval_dir: Path) -> dict[str, list[STSP
     return dev_parts(
         stage.dev,
         senteval_dir,
-        data.leakage,
+        data.filter_level,
         data.near_threshold,
         lambda: scored_pairs(data, senteval_dir),
         test_tasks_of(data, senteval_dir),
@@ -136,10 +137,11 @@ def stage_data_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
 
 
 def leakage_filter(stage: StageConfig, senteval_dir: Path) -> dict[str, Any]:
-    """What a run record says of ``stage``'s leakage filter: its level, the user's own test files it also checked
-    against, and the training pairs those removed (empty where the stage's source is not filtered)."""
+    """What a run record says of ``stage``'s leakage filter: its level (``none``: the training pairs kept whole), the
+    user's own test files it also checked against, and the training pairs it removed beyond a stage-2 set's own
+    report (empty for triplets, which are counted and never filtered)."""
     data = stage.data
-    if not data.filters_training:
+    if loss_spec(stage.loss).data == "triplets":
         return {}
     against = [Path(file).name for file in data.leakage_against]
-    return {"level": data.leakage.value, "against": against, "removed": removed_by_filter(data, senteval_dir)}
+    return {"level": str(data.leakage), "against": against, "removed": removed_by_filter(data, senteval_dir)}

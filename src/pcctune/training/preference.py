@@ -24,8 +24,6 @@ import torch
 from datasets import Dataset
 from sentence_transformers import CrossEncoder
 
-from pcctune.data.nli import read_snli_regression_pairs
-from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import SourcedPair
 from pcctune.data.sts import STSPair
 from pcctune.io import atomic_folder
@@ -127,10 +125,14 @@ def preference_dataset(preferences: list[Preference]) -> Dataset:
 
 
 def dpo_dataset(
-    dpo: DPOConfig, scored: Sequence[STSPair | SourcedPair], senteval_dir: Path, stage_dir: Path, seed: int
+    dpo: DPOConfig,
+    scored: Sequence[STSPair | SourcedPair],
+    candidates: Sequence[tuple[str, str]],
+    stage_dir: Path,
+    seed: int,
 ) -> Dataset:
-    """Preferences ranked by a cross-encoder (trained on the stage's scored pairs, already through its leakage
-    filter, unless one is given)."""
+    """Preferences among ``candidates`` (sentence pairs, through the stage's leakage filter) ranked by a
+    cross-encoder (trained on the stage's scored pairs, also filtered, unless one is given)."""
     from pcctune.modeling.build import resolve_source
 
     stage2 = [STSPair(p.sentence1, p.sentence2, p.score) for p in scored]
@@ -144,9 +146,5 @@ def dpo_dataset(
             epochs=dpo.preference_epochs,
             seed=seed,
         )
-    if dpo.candidates == "stage2":
-        candidates = [(p.sentence1, p.sentence2) for p in stage2]
-    else:
-        candidates = [(p.sentence1, p.sentence2) for p in read_snli_regression_pairs(snli_dir(senteval_dir))]
-    preferences = sample_preferences(scorer, candidates, dpo.count, dpo.margin, dpo.mode, seed)
+    preferences = sample_preferences(scorer, list(candidates), dpo.count, dpo.margin, dpo.mode, seed)
     return preference_dataset(preferences)

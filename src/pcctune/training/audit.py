@@ -1,0 +1,144 @@
+"""Every source a stage trains or selects on, checked against the test sets before the run's first step.
+
+The training source, each part of the dev set that selects checkpoints, and the candidate pairs of DPO's
+preferences go through the checks of ``pcctune data audit`` (``pcctune.data.leakage``, kept between commands in
+pcctune's cache: ``pcctune.data.leakage_cache``), against the same test sets as the stage's filter (the seven STS
+test sets and the user's own test files, ``leakage_against``):
+
+- scored pairs (``stage2``'s STS-B and SICK-R train, ``pairs``, ``hub``, ``snli_regression``, dev sets and files,
+  DPO's ``snli`` candidates) at every level, counted at the level of the stage's filter (``pair`` where it keeps
+  them: ``leakage: none``), and filtered there by the same checks (``pcctune.training.datasets``);
+- NLI triplets (``simcse_csv``, ``snli``, a Hub triplet set) as their anchor–positive and anchor–negative pairs, at
+  the levels that need no near search (``TestIndex.check_exact``: dictionary look-ups, so SimCSE's 275,601
+  triplets are checked in seconds), counted and never filtered.
+
+Each source becomes one ``SourceLeakage`` in the run's record and one line in its log (``audit_line``). Checks
+made here are kept in the cache once the run has trained (``pcctune.data.audit.keep_checked``), so that a command
+that fails on bad input writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pcctune.data.audit import Role, check_sources, count_leakage
+from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries
+from pcctune.data.leakage import LEVELS, ExactCheck, LeakageLevel, PairCheck, TestIndex
+from pcctune.data.pairs import read_pairs_file
+from pcctune.data.stage2 import TRAIN_SOURCES, source_pairs
+from pcctune.data.sts import STSPair
+from pcctune.losses.registry import loss_spec
+from pcctune.results import SourceLeakage
+from pcctune.training.config import StageConfig
+from pcctune.training.datasets import (
+    DPO_SNLI,
+    checked_pairs,
+    dpo_candidate_checks,
+    source_name,
+    test_tasks_of,
+    triplets,
+)
+from pcctune.training.dev import stage_dev_parts
+
+EXACT_LEVELS = (LeakageLevel.pair, LeakageLevel.normalized, LeakageLevel.sentence)
+"""The levels a triplet source is checked at: those that need no near search."""
+CACHED_AS = {"sick-trial": "SICKRelatedness:trial", "stsb-dev-filtered": "STSBenchmark:dev"}
+"""The built-in dev sets under the names the stage-2 set's report checks them by, so both read one cache entry."""
+SourceRole = Literal["train", "dev", "dpo"]
+ROLES: dict[str, str] = {"train": "", "dev": " (dev)", "dpo": " (DPO candidates)"}
+"""Each role as the log line names it."""
+
+
+def _entry(
+    stage: StageConfig,
+    source: str,
+    role: SourceRole,
+    checks: Sequence[PairCheck | ExactCheck],
+    level: LeakageLevel | None,
+    levels: Sequence[LeakageLevel] = LEVELS,
+) -> SourceLeakage:
+    """One source's record: counted at the filter's ``level`` (``pair`` where none runs: ``None``) and at each of
+    ``levels``."""
+    count = count_leakage(checks, level or LeakageLevel.pair, levels)
+    return SourceLeakage(
+        source=source,
+        stage=stage.name,
+        role=role,
+        level=count.level.value,
+        filter=level.value if level else "none",
+        pairs=count.pairs,
+        test_pairs=count.test_pairs,
+        removed=count.test_pairs if level else 0,
+        by_task=count.by_task,
+        by_level=count.by_level,
+    )
+
+
+def _training(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
+    """The stage's training pairs: each stage-2 source as read (before the set was built from it), else the source's
+    pairs with the checks its filter ran on."""
+    data = stage.data
+    if data.source != "stage2":
+        return [_entry(stage, source_name(data), "train", checked_pairs(data, senteval_dir).checks, data.filter_level)]
+    train: Role = "train"
+    wanted = [(source, source_pairs(senteval_dir, source), train) for source in TRAIN_SOURCES]
+    checked = check_sources(test_tasks_of(data, senteval_dir), wanted, data.near_threshold, keep=False)
+    return [_entry(stage, c.source, "train", c.checks, data.filter_level) for c in checked]
+
+
+def _triplets(stage: StageConfig, senteval_dir: Path) -> SourceLeakage:
+    """A triplet source as its anchor–positive and anchor–negative pairs, checked without the near search."""
+    data = stage.data
+    rows = triplets(data, senteval_dir)[: data.limit]
+    pairs = [(t.anchor, t.positive) for t in rows] + [(t.anchor, t.negative) for t in rows if t.negative is not None]
+    checks = TestIndex(test_tasks_of(data, senteval_dir), data.near_threshold).check_exact(pairs)
+    return _entry(stage, source_name(data), "train", checks, None, EXACT_LEVELS)
+
+
+def _dev(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
+    """Each built-in set or file of the dev set that selects the stage's checkpoints (a held-out share is part of the
+    training pairs, counted there)."""
+    if stage.dev == "none":
+        return []
+    data, used = stage.data, stage_dev_parts(stage, senteval_dir)
+    sources: list[tuple[str, list[STSPair], LeakageLevel | None]] = []
+    for entry in dev_entries(stage.dev):
+        if entry in SINGLE_DEV_SETS and entry in used:  # the built-in sets promise no test pair: at least `pair`
+            sources.append((entry, SINGLE_DEV_SETS[entry](senteval_dir).pairs, data.filter_level or LeakageLevel.pair))
+        elif entry not in SINGLE_DEV_SETS and entry != HOLDOUT:
+            sources.append((entry, read_pairs_file(entry), data.filter_level))
+    dev: Role = "dev"
+    wanted = [(CACHED_AS.get(name, name), pairs, dev) for name, pairs, _ in sources]
+    checked = check_sources(test_tasks_of(data, senteval_dir), wanted, data.near_threshold, keep=False)
+    return [_entry(stage, name, "dev", c.checks, level) for (name, _, level), c in zip(sources, checked, strict=True)]
+
+
+def stage_audit(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
+    """Every source ``stage`` trains or selects on, checked against the test sets its filter runs against."""
+    kind = loss_spec(stage.loss).data
+    if kind == "triplets":
+        entries = [_triplets(stage, senteval_dir)]
+    else:
+        entries = _training(stage, senteval_dir)
+    if kind == "preferences" and stage.dpo.candidates == "snli":
+        checks = dpo_candidate_checks(stage.data, senteval_dir).checks
+        entries.append(_entry(stage, DPO_SNLI, "dpo", checks, stage.data.filter_level))
+    return entries + _dev(stage, senteval_dir)
+
+
+def audit_line(entry: SourceLeakage) -> str:
+    """The log's line of one source, e.g. ``stage pcc: my.csv: 200 of 200 pairs are STS12 test pairs (pair level);
+    removed``."""
+    tasks = f"{', '.join(entry.by_task)} " if entry.by_task else ""
+    line = (
+        f"stage {entry.stage}: {entry.source}{ROLES[entry.role]}: {entry.test_pairs:,} of {entry.pairs:,} pairs "
+        f"are {tasks}test pairs ({entry.level} level)"
+    )
+    if LeakageLevel.near.value not in entry.by_level:  # checked without the near search: triplets
+        held = entry.by_level[LeakageLevel.sentence.value]
+        return f"{line}, {held:,} hold a test sentence (sentence level); triplets are trained on as they are"
+    if entry.filter == "none":
+        return f"{line}; kept (leakage: none)" if entry.test_pairs else line
+    return f"{line}; removed" if entry.removed else line

@@ -11,10 +11,14 @@ at the cell's own level (:mod:`pcctune.data.dev`): at ``sentence`` SICK trial ke
 a held-out 15 % of the training pairs. Every seed run is scored on the seven full test sets (SimCSE protocol) and
 compared with :func:`pcctune.evaluation.compare.seed_difference` (95 % interval over seeds).
 
-    python -m reproductions leakage --rerun        # every missing run, in the order below; resumable
+    python -m reproductions leakage --rerun        # the wide search's missing runs (reproductions.leakage.wide)
+    python -m reproductions leakage --rerun -- --grid narrow   # this four-setting search's, in the order below
     python -m reproductions leakage --summarize    # table.md, verdict.md and leakage.png from the records
 
-Order: MiniLM at ``sentence`` (search, seeds 1–3, seeds 4–5), then at ``pair``; then the confound control (at
+The four-setting search below is the narrow one, its records kept and read as rows of their own; the wide search
+(:mod:`reproductions.leakage.wide`: eight settings, two search seeds, test seeds 1–5) is what ``--rerun`` trains.
+
+Order (narrow): MiniLM at ``sentence`` (search, seeds 1–3, seeds 4–5), then at ``pair``; then the confound control (at
 ``pair``, STS-B and SICK subsampled to the sizes that survive ``sentence``, with the ``sentence`` winners), and
 ``normalized`` and ``near`` (the ``pair`` winners), Pearson and the best other loss over seeds 1–3. Each finished
 run leaves its record in ``records/`` (search trials in ``records/search/``) and is never trained again; a run
@@ -384,21 +388,31 @@ def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 def measure(args: argparse.Namespace) -> Measured:
     if args.model:
         args.runs = Path(args.output) / "runs"
-    train_missing(args)
+    if args.grid == "narrow":
+        train_missing(args)
+    else:
+        from reproductions.leakage import wide
+
+        wide.train_missing(args, None if args.model else lambda: write_summary(args))
     if not args.model:
         write_summary(args)
     rows = collect(args)
     settings = (
         "all-MiniLM-L6-v2's stage 2 on the stage-2 set filtered at each level (SICK-R rescaled to 0-5), five losses "
-        "each searched alike on dev (four settings), winners over seeds; SimCSE protocol on the seven full test sets; "
+        "each searched alike on dev (the narrow search: four settings; the wide search: eight Sobol points, two search "
+        "seeds), winners over test seeds; SimCSE protocol on the seven full test sets; "
         "the models before training from " + " and ".join(str(path.relative_to(ROOT)) for path in BASE_RECORDS.values())
     )
     return Measured(rows, settings, summary_details(args))
 
 
 def summary_details(args: argparse.Namespace) -> dict[str, Any]:
-    """What the table and verdict read besides the seed runs: the search's trials and the transfer scores."""
-    return {"search": search_rows(args), "trials": list(TRIALS), "transfer": transfer_scores(args)}
+    """What the table and verdict read besides the seed runs: the search's trials and the transfer scores, and the
+    wide search's (:func:`reproductions.leakage.wide.details`)."""
+    from reproductions.leakage import wide
+
+    found = {"search": search_rows(args), "trials": list(TRIALS), "transfer": transfer_scores(args)}
+    return found | {"wide": wide.details(args)}
 
 
 def transfer_scores(args: argparse.Namespace) -> dict[str, dict[str, float]]:
@@ -479,6 +493,10 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
         )
     if details.get("transfer"):
         lines += ["", "Transfer tasks, accuracy %:", "", transfer_table(details["transfer"])]
+    if "wide" in details:
+        from reproductions.leakage import wide
+
+        lines += ["", wide.table(details["wide"])]
     return "\n".join(lines)
 
 
@@ -553,7 +571,10 @@ def write_summary(args: argparse.Namespace) -> None:
         return
     found = summary_details(args)
     write_text(HERE / "table.md", table(rows, found) + "\n")
-    write_text(HERE / "verdict.md", "\n".join(verdicts(rows) + transfer_verdicts(found["transfer"])) + "\n")
+    from reproductions.leakage import wide
+
+    lines = verdicts(rows) + transfer_verdicts(found["transfer"]) + wide.verdicts(found["wide"])
+    write_text(HERE / "verdict.md", "\n".join(lines) + "\n")
     plot(rows, {}, HERE / "leakage.png")
 
 
@@ -587,10 +608,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once, each in its own process (a GPU machine)")
     parser.add_argument("--runs", type=Path, default=Path("runs/leakage"), help="folder of the run folders")
     parser.add_argument("--model", default=None, help="replace every run's model (--quick: a tiny one)")
-    parser.add_argument("--levels", nargs="*", type=LeakageLevel, default=[SENTENCE, PAIR], help="searched levels")
+    parser.add_argument("--grid", choices=["wide", "narrow"], default="wide", help="which search's runs to train")
+    parser.add_argument("--cells", nargs="*", default=None, help="wide: the blocks to run, in order (default all)")
+    parser.add_argument("--levels", nargs="*", type=LeakageLevel, default=[SENTENCE, PAIR], help="narrow: levels")
     parser.add_argument("--losses", nargs="*", default=list(LOSSES), help="the losses, Pearson first")
 
 
-QUICK = {"model": "{bert}", "levels": [PAIR], "losses": ["pearson", "cosine_mse"]}
-"""--quick: one trial and one seed of two losses at ``pair`` through the whole path, on a tiny random model."""
+QUICK = {"model": "{bert}", "levels": [PAIR], "cells": ["pair"], "losses": ["pearson", "cosine_mse"]}
+"""--quick: one trial (wide: one point, one search seed) and one test seed of two losses at ``pair`` through the
+whole path, on a tiny random model."""
 BENCHMARK = claim(__name__, quick=QUICK, plot=None)

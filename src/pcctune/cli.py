@@ -148,6 +148,9 @@ def eval_command(
     backend: EvalBackendOption = "torch",
     quantization: QuantizationOption = "none",
     probe: ProbeOption = "sklearn",
+    probe_seed: Annotated[
+        int | None, typer.Option(help="seeds the sklearn probe's cross-validation folds (default: SentEval's)")
+    ] = None,
     adapter: AdapterOption = None,
     pairs: PairsOption = None,
     sentence1_column: Annotated[str | None, typer.Option(help="--pairs: the first sentence's column")] = None,
@@ -179,6 +182,7 @@ def eval_command(
             quantization=cast(Quantization, quantization),  # checked above
             probe=cast(Probe, probe),  # checked above
             adapter=adapter,
+            probe_seed=probe_seed,
             **_own_pairs(pairs, split, sentence1=sentence1_column, sentence2=sentence2_column, score=score_column),
         )
     except KeyboardInterrupt:

@@ -194,6 +194,7 @@ class EvalResult(Record):
     transfer: Scores | None = None
     transfer_probe: str | None = Field(None, description="the transfer probe: sklearn or senteval")
     transfer_detail: list[TransferScore] | None = None
+    probe_seed: int | None = Field(None, description="seeds the sklearn transfer probe's folds (None: before kept)")
 
     @field_validator("sts", "transfer")
     @classmethod

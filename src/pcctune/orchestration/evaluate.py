@@ -23,8 +23,8 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, protocol_data_dir
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable, interval_table
+from pcctune.evaluation.transfer import PROBE_SEED, Probe, evaluate_transfer
 from pcctune.evaluation.transfer import PROBES as PROBES  # the CLI offers them
-from pcctune.evaluation.transfer import Probe, evaluate_transfer
 from pcctune.io import check_output_file
 from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
@@ -181,14 +181,16 @@ def run_eval(
     probe: Probe = "sklearn",
     adapter: Path | None = None,
     pairs: Sequence[PairSource] = (),
+    probe_seed: int | None = None,
     columns: Columns | None = None,
     split: str = "test",
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
     backbone precision ``quantization`` (``precision``), with ``adapter`` (a LoRA folder) on it. ``pairs``
     (files, Hub dataset ids with their ``split``, named ``columns``) replace the seven STS tasks: each is scored as
-    STS-B is, with a bootstrap interval seeded by ``seed``. Output, data and model are checked before any encoding;
-    the result is written atomically, when complete, by this command alone."""
+    STS-B is, with a bootstrap interval seeded by ``seed``; ``probe_seed`` seeds the ``sklearn`` transfer probe's
+    folds (default SentEval's). Output, data and model are checked before any encoding; the result is written
+    atomically, when complete, by this command alone."""
     started = time.perf_counter()
     with writing_output(output):
         own = load_pair_sets(pairs, columns, split) if pairs else []
@@ -201,10 +203,12 @@ def run_eval(
         evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}
         with kept_vectors(output, evaluation, adapter) as store:
             bootstrap = seed if own else None  # your pairs' scores carry a bootstrap interval
+            folds = PROBE_SEED if probe_seed is None else probe_seed
             sts, transfer = score_tasks(
-                model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, bootstrap
+                model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, bootstrap, folds
             )
             fields = {"protocol": protocol, "dtype": dtype, "quantization": quantization, "seed": seed}
+            fields |= {"probe_seed": folds} if transfer_tasks else {}
             result = eval_record(model, model_spec, adapter, senteval, data_hashes, started, **fields)
             add_scores(result, sts, transfer, probe, own_pairs=bool(own))
             save_result(result, output, store, console or Console())
@@ -254,16 +258,20 @@ def score_tasks(
     probe: Probe,
     store: VectorStore | None,
     interval_seed: int | None = None,
+    probe_seed: int = PROBE_SEED,
 ) -> tuple[tuple[list[TaskScore], float] | None, list[TransferScore] | None]:
     """The STS scores (under ``protocol``; with ``interval_seed``, each with its bootstrap interval) and the
-    transfer scores (by ``probe``) of the tasks asked; ``None`` for a group not asked."""
+    transfer scores (by ``probe``, its folds seeded by ``probe_seed``) of the tasks asked; ``None`` for a group not
+    asked."""
     sts = (
         evaluate_sts(model, sts_tasks, protocol, interval_seed, token_budget=token_budget, store=store)
         if sts_tasks
         else None
     )
     transfer = (
-        evaluate_transfer(model, transfer_tasks, token_budget, probe=probe, store=store) if transfer_tasks else None
+        evaluate_transfer(model, transfer_tasks, token_budget, probe_seed, probe=probe, store=store)
+        if transfer_tasks
+        else None
     )
     return sts, transfer
 

@@ -1,0 +1,493 @@
+"""The wide search: every loss searched over the same eight settings (:data:`~reproductions.leakage.design.DESIGN`)
+at each level, each setting scored on dev by two search seeds that are never test seeds, its winner then over test
+seeds 1–5; read with Holm's correction over the front page's family of comparisons.
+
+Cells, in the order they run (:data:`BLOCKS`): all-MiniLM-L6-v2 at ``sentence``; the control (``sentence``'s
+twin: the same numbers of STS-B and of SICK pairs, trained and held out, drawn from the ``pair``-level set, its file
+``control_pairs.jsonl`` committed beside the records); at ``pair``; ``normalized`` and ``near`` (Pearson and
+cosine-MSE, each searched at its own level); last all-mpnet-base-v2 at ``sentence`` and ``pair`` with MiniLM's
+winners of that level (Pearson, cosine-MSE, CoSENT; test seeds 1–3). Each setting's score is the mean of the best dev
+scores of :data:`SEARCH_SEEDS`; a winner whose best checkpoint is its run's last step is flagged (it may want more
+training). Every choice is made on dev data filtered at the cell's own level (the control's: its own held-out 15 %
+and STS-B dev at ``pair``, as ``sentence``'s is its held-out 15 % and STS-B dev at ``sentence``).
+
+Records: ``records/wide/search/CELL-pointK-seedS.json`` (search), ``records/wide/CELL-seedN.json`` (test seeds),
+``records/wide/transfer/`` (the base model under each of :data:`PROBE_SEEDS`, the noise floor, and each loss's best
+model by dev at each level that has transfer tasks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from reproductions._common import Rows, kept, run_jobs, train_once
+from reproductions.leakage.design import DESIGN
+from reproductions.leakage.leakage import (
+    EVALUATIONS_PER_EPOCH,
+    LOSSES,
+    MINILM,
+    MPNET,
+    PAIR,
+    SENTENCE,
+    SHORT,
+    TASKS,
+    Cell,
+    _cell_text,
+    best_dev,
+    config_of,
+    groups,
+    row_of,
+    seed_averages,
+    transfer_table,
+)
+
+from pcctune.data.leakage import LeakageLevel
+from pcctune.evaluation.multiple import Corrected
+from pcctune.results import Difference
+from pcctune.training.config import RunConfig
+
+SEARCH_SEEDS = (101, 102)
+"""The seeds each setting is searched with: apart from every test seed."""
+TEST_SEEDS = (1, 2, 3, 4, 5)
+MPNET_SEEDS = (1, 2, 3)
+PROBE_SEEDS = (1111, 1112, 1113)
+"""The transfer probe's seeds the base model is scored under (its noise floor); 1111 is SentEval's, every trained
+model's."""
+CONTROL_SEED = 0
+CONTROL_FILE = "control_pairs.jsonl"
+CONTROL_DEV = ["holdout", "stsb-dev-filtered"]
+"""The control's dev set: its own held-out 15 % and STS-B dev, as ``sentence``'s is once SICK trial keeps too few."""
+FRONT_PAGE = ("sentence", "pair")
+"""The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
+WIDE = "wide"
+
+
+@dataclass(frozen=True)
+class Block:
+    """A group of cells run together: one model, one level and training set, its losses; searched, or on MiniLM's
+    winners at its level."""
+
+    name: str
+    model: str
+    level: LeakageLevel
+    data: str
+    losses: tuple[str, ...]
+    searched: bool = True
+    transfer: bool = False
+
+    def cells(self, losses: list[str]) -> list[Cell]:
+        return [Cell(self.model, self.level, loss, self.data) for loss in self.losses if loss in losses]
+
+
+TWO = ("pearson", "cosine_mse")
+BLOCKS = (
+    Block("sentence", MINILM, SENTENCE, "stage2", LOSSES, transfer=True),
+    Block("control", MINILM, PAIR, "control", LOSSES),
+    Block("pair", MINILM, PAIR, "stage2", LOSSES, transfer=True),
+    Block("normalized", MINILM, LeakageLevel.normalized, "stage2", TWO),
+    Block("near", MINILM, LeakageLevel.near, "stage2", TWO),
+    Block("mpnet-sentence", MPNET, SENTENCE, "stage2", (*TWO, "cosent"), searched=False),
+    Block("mpnet-pair", MPNET, PAIR, "stage2", (*TWO, "cosent"), searched=False),
+)
+BY_NAME = {block.name: block for block in BLOCKS}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One planned run: its cell, the design point it trains, its seed and whether it is scored on the test sets
+    (a search run is not)."""
+
+    cell: Cell
+    point: int
+    seed: int
+    scored: bool
+
+
+def folder(args: argparse.Namespace) -> Path:
+    return Path(args.output) / "records" / WIDE
+
+
+def design(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
+    return DESIGN[:1] if args.model else DESIGN
+
+
+def search_seeds(args: argparse.Namespace) -> tuple[int, ...]:
+    return SEARCH_SEEDS[:1] if args.model else SEARCH_SEEDS
+
+
+def scored_seeds(args: argparse.Namespace, block: Block) -> tuple[int, ...]:
+    return (1,) if args.model else MPNET_SEEDS if block.model == MPNET else TEST_SEEDS
+
+
+def record_path(args: argparse.Namespace, run: Run) -> Path:
+    if run.scored:
+        return folder(args) / f"{run.cell.name}-seed{run.seed}.json"
+    return folder(args) / "search" / f"{run.cell.name}-point{run.point}-seed{run.seed}.json"
+
+
+def point_scores(args: argparse.Namespace, cell: Cell) -> list[float | None]:
+    """Each design point's score: the mean best dev score of its search seeds, ``None`` until all have run."""
+    scores: list[float | None] = []
+    for point in range(len(design(args))):
+        found = [kept(record_path(args, Run(cell, point, seed, False))) for seed in search_seeds(args)]
+        results = [result for result in found if result is not None]
+        scores.append(statistics.mean(map(best_dev, results)) if len(results) == len(found) else None)
+    return scores
+
+
+def winner(args: argparse.Namespace, cell: Cell) -> int | None:
+    """The design point with the best score, once every point of the cell has run (the first of equals)."""
+    scores = point_scores(args, cell)
+    if any(score is None for score in scores):
+        return None
+    found = [score for score in scores if score is not None]
+    return found.index(max(found))
+
+
+def searched_cell(block: Block, cell: Cell) -> Cell:
+    """The cell whose search chose ``cell``'s setting: itself, or MiniLM's at its level."""
+    return cell if block.searched else Cell(MINILM, cell.level, cell.loss, cell.data)
+
+
+def plan(args: argparse.Namespace, blocks: list[Block] | None = None) -> Iterator[Run]:
+    """Every run of ``blocks`` (default: ``--cells``') as far as the records decide them, block by block: the
+    search, then each cell's test seeds once its search has run."""
+    for block in chosen_blocks(args) if blocks is None else blocks:
+        cells = block.cells(args.losses)
+        if block.searched:
+            for cell in cells:
+                for point in range(len(design(args))):
+                    for seed in search_seeds(args):
+                        yield Run(cell, point, seed, False)
+        for cell in cells:
+            chosen = winner(args, searched_cell(block, cell))
+            if chosen is not None:
+                for seed in scored_seeds(args, block):
+                    yield Run(cell, chosen, seed, True)
+
+
+def chosen_blocks(args: argparse.Namespace) -> list[Block]:
+    """The blocks ``--cells`` names (all by default), in :data:`BLOCKS`' order."""
+    names = args.cells or list(BY_NAME)
+    unknown = sorted(set(names) - set(BY_NAME))
+    if unknown:
+        raise SystemExit(f"error: no cells {', '.join(unknown)}; choose from {', '.join(BY_NAME)}")
+    return [block for block in BLOCKS if block.name in names]
+
+
+def config(args: argparse.Namespace, run: Run) -> RunConfig:
+    """The run's config: the cell's level and training set, its design point, dev evaluated four times an epoch."""
+    data: dict[str, Any] = {}
+    if run.cell.data == "control":
+        path = control_file(args.data, Path(args.output) / CONTROL_FILE)
+        data = {"data": {"source": "pairs", "path": str(path)}, "dev": CONTROL_DEV}
+    cell, quick, model = Cell(run.cell.model, run.cell.level, run.cell.loss), bool(args.model), args.model or ""
+    sizing = config_of(cell, design(args)[0] | data, 1, args.runs / "size", args.data, quick, model)  # any point's
+    settings = design(args)[run.point] | data
+    per_epoch = max(1, pairs_trained(sizing.stages[0].model_dump_json(), args.data) // settings["batch_size"])
+    settings["eval_steps"] = max(1, per_epoch // EVALUATIONS_PER_EPOCH)
+    output = args.runs / WIDE / record_path(args, run).stem
+    return config_of(cell, settings, run.seed, output, args.data, quick, model)
+
+
+@cache
+def pairs_trained(stage_json: str, data: str | None) -> int:
+    """The examples a stage trains on (its held-out dev share left out): the same for every point of a cell, whose
+    first point's stage is the key."""
+    from pcctune.data.cache import senteval_folder
+    from pcctune.training.config import StageConfig
+    from pcctune.training.datasets import train_dataset
+    from pcctune.training.dev import holds_out
+
+    stage, senteval = StageConfig.model_validate_json(stage_json), senteval_folder(data)
+    return len(train_dataset(stage, senteval, holdout=holds_out(stage, senteval)))
+
+
+def control_file(data: str | None, path: Path) -> Path:
+    """The control's training set, ``sentence``'s twin: from the ``pair``-level stage-2 set, seeded, as many STS-B
+    and as many SICK pairs as ``sentence`` keeps, each count split as ``sentence``'s is between the pairs training
+    holds out for dev (``pcctune.data.dev.in_holdout``) and the rest; the same size and mix, the same held-out 15 %,
+    test sentences present. Built once; the committed file is the one every run reads."""
+    from pcctune.data.cache import senteval_folder
+    from pcctune.data.dev import in_holdout
+    from pcctune.data.stage2 import build_stage2_set, save_pairs_jsonl
+
+    if path.is_file():
+        return path
+    senteval = senteval_folder(data)
+    pair, sentence = (build_stage2_set(senteval, level, rescale_sick=True) for level in (PAIR, SENTENCE))
+    draw = random.Random(CONTROL_SEED)
+    chosen = []
+    for source in ("stsb", "sick"):
+        for held in (False, True):
+            count = sum(p.source == source and in_holdout(p) == held for p in sentence.pairs)
+            chosen += draw.sample([p for p in pair.pairs if p.source == source and in_holdout(p) == held], count)
+    save_pairs_jsonl(chosen, path)
+    return path
+
+
+def missing_runs(
+    args: argparse.Namespace, blocks: list[Block] | None = None
+) -> Iterator[tuple[str, RunConfig, Path, bool]]:
+    """(name, config, record, scored) of each planned run of ``blocks`` without a record."""
+    for run in plan(args, blocks):
+        record = record_path(args, run)
+        if not record.is_file():
+            yield record.stem, config(args, run), record, run.scored
+
+
+def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
+    """Each job the records allow now, in the blocks' order; a block's transfer tasks (once its test seeds have
+    run) after the next block's runs (``sentence``'s after the control's)."""
+    chosen = chosen_blocks(args)
+    for before, block in zip([None, *chosen], [*chosen, None], strict=True):
+        for name, run_config, record, scored in missing_runs(args, [block] if block else []):
+            yield name, train_once, run_config, record, scored
+        for name, model, record, probe_seed in missing_transfers(args, [before] if before else []):
+            yield f"transfer {name}", transfer_once, model, record, args.data, probe_seed
+
+
+def train_missing(args: argparse.Namespace, after: Any) -> None:
+    """Train every planned run and transfer evaluation without a record, one at a time (``--jobs N``: up to N at
+    once), ``after`` called after each."""
+    counted = lambda name: not name.startswith("transfer ")  # noqa: E731
+    run_jobs(lambda: ready_jobs(args), args.jobs, args.max_runs, after, counted)
+
+
+def scored_results(args: argparse.Namespace, block: Block, cell: Cell) -> dict[int, Any]:
+    found = {seed: kept(folder(args) / f"{cell.name}-seed{seed}.json") for seed in scored_seeds(args, block)}
+    return {seed: result for seed, result in found.items() if result is not None}
+
+
+def transfer_models(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, int]]:
+    """(record name, model, probe seed) of each of ``blocks`` with transfer tasks: the base model under each probe
+    seed (the noise floor) once a cell's test seeds have all run, then each such cell's best model by dev (probe
+    seed 1111)."""
+    if args.model:
+        return
+    for block in blocks:
+        if not block.transfer:
+            continue
+        cells = block.cells(args.losses)
+        complete = {cell: scored_results(args, block, cell) for cell in cells}
+        complete = {cell: found for cell, found in complete.items() if len(found) == len(scored_seeds(args, block))}
+        if complete:
+            for seed in PROBE_SEEDS:
+                yield f"base-probe{seed}", MINILM, seed
+        for cell, found in complete.items():
+            best = max(found, key=lambda seed: best_dev(found[seed]))
+            yield f"{cell.name}-seed{best}", found[best].stages[0].final_dir, PROBE_SEEDS[0]
+
+
+def missing_transfers(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, Path, int]]:
+    """Each transfer evaluation of ``blocks`` without a record whose model is on this machine."""
+    from reproductions.leakage.leakage import say_left_out
+
+    for name, model, seed in transfer_models(args, blocks):
+        record = folder(args) / "transfer" / f"{name}.json"
+        if record.is_file():
+            continue
+        if model != MINILM and not Path(model).is_dir():
+            say_left_out(name, model)
+            continue
+        yield name, model, record, seed
+
+
+def transfer_once(model: str, record: Path, data: str | None, probe_seed: int) -> None:
+    """``pcctune eval MODEL --tasks transfer --probe-seed SEED`` into ``record``."""
+    from reproductions._common import pcctune
+
+    argv = ["eval", model, "--tasks", "transfer", "--probe-seed", str(probe_seed), "--output", str(record)]
+    pcctune([*argv, *(["--data", data] if data else [])])
+
+
+def last_step(result: Any) -> bool:
+    """Whether a run's best checkpoint is its last step: its dev score might still have been rising."""
+    stage = result.stages[0]
+    settings = result.config["stages"][0]
+    if not stage.best_checkpoint:
+        return False
+    step = int(stage.best_checkpoint.rsplit("-", 1)[1])
+    steps = settings.get("max_steps", -1)
+    if steps is None or steps <= 0:
+        steps = int(settings["epochs"] * (stage.train_examples // settings["batch_size"]))
+    return step >= steps
+
+
+def details(args: argparse.Namespace) -> dict[str, Any]:
+    """What the wide search's tables read: its design and seeds, every search run, every test run's row, the
+    transfer scores (the noise floor's first)."""
+    from pcctune.results import EvalResult, RunResult
+
+    rows = []
+    for path in sorted(folder(args).glob("*-seed*.json")):
+        result = RunResult.from_disk(path)
+        stage = result.config["stages"][0]
+        settings = {key: stage[key] for key in ("learning_rate", "batch_size", "warmup_ratio", "epochs")}
+        chosen = design(args).index(settings) if settings in design(args) else None
+        rows.append(row_of(path.stem, result, settings) | {"point": chosen, "last_step": last_step(result)})
+    search = []
+    for path in sorted((folder(args) / "search").glob("*.json")):
+        cell, rest = path.stem.rsplit("-point", 1)
+        point, seed = rest.split("-seed")
+        result = RunResult.from_disk(path)
+        search.append(
+            {"cell": cell, "point": int(point), "seed": int(seed), "best_dev": best_dev(result)}
+            | {"last_step": last_step(result), "train_seconds": result.stages[0].wall_time_s}
+        )
+    paths = sorted((folder(args) / "transfer").glob("*.json"), key=lambda p: (not p.stem.startswith("base"), p.stem))
+    transfer = {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
+    seeds = {"search": list(search_seeds(args)), "test": list(TEST_SEEDS), "mpnet": list(MPNET_SEEDS)}
+    return {"design": list(design(args)), "seeds": seeds, "rows": rows, "search": search, "transfer": transfer}
+
+
+def family(rows: Rows, blocks: tuple[str, ...] = FRONT_PAGE) -> dict[tuple[str, str], Corrected]:
+    """(block, loss) → Pearson − the loss on the seven-task average, paired by test seed: its uncorrected 95 %
+    interval and the interval at the level Holm's correction over all of ``blocks``' comparisons gives it
+    (:mod:`pcctune.evaluation.multiple`)."""
+    from pcctune.evaluation.multiple import holm_differences
+
+    found = groups(rows)
+    comparisons = {}
+    for name in blocks:
+        block = BY_NAME[name]
+        runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
+        for loss, scores in runs.items():
+            if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2:
+                comparisons[(name, loss)] = (scores, runs["pearson"])
+    corrected = holm_differences({f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()})
+    return dict(zip(comparisons, corrected.values(), strict=True))
+
+
+def interval(difference: Difference) -> str:
+    return f"{difference.mean:+.2f} [{difference.low:+.2f}, {difference.high:+.2f}]"
+
+
+def setting_text(settings: dict[str, Any]) -> str:
+    values = (settings["batch_size"], settings["warmup_ratio"], settings["epochs"])
+    return f"{settings['learning_rate']:.1e} / {values[0]} / {values[1]:g} / {values[2]}"
+
+
+def table(found: dict[str, Any]) -> str:
+    """The wide search's section of ``table.md``: its design, each cell's test seeds, the search, the comparisons
+    with Holm's correction and the transfer tasks with the base model's noise floor."""
+    rows, points = found["rows"], found["design"]
+    seeds = found["seeds"]
+    lines = [
+        f"Wide search: every loss over the same {len(points)} settings (scrambled Sobol points), each scored by the "
+        f"mean best dev of search seeds {', '.join(map(str, seeds['search']))}; the winner over test seeds "
+        f"{seeds['test'][0]}–{seeds['test'][-1]} (all-mpnet-base-v2: {seeds['mpnet'][0]}–{seeds['mpnet'][-1]}, on "
+        "MiniLM's winner of its level):",
+        "",
+        "| point | lr / batch / warm-up / epochs |",
+        "| --- | --- |",
+        *(f"| {k} | {setting_text(settings)} |" for k, settings in enumerate(points)),
+    ]
+    if rows:
+        header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "point", "best at last step"]
+        lines += ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        for cell, group in groups(rows).items():
+            cells = " | ".join(_cell_text([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
+            dev = _cell_text([100 * r["best_dev"] for r in group])
+            dev_pairs = "+".join(f"{n}" for n in group[0]["dev_pairs"].values()) or "—"
+            last = sum(r["last_step"] for r in group)
+            lines.append(
+                f"| {cell} | {group[0]['train_examples']} | {dev_pairs} | {len(group)} | {dev} | {cells} | "
+                f"{group[0]['point']} | {last} of {len(group)} |"
+            )
+    if found["search"]:
+        lines += ["", search_table(found["search"], len(points))]
+    corrected = family(rows)
+    if corrected:
+        lines += ["", comparison_table(corrected)]
+    if found["transfer"]:
+        lines += ["", "Transfer tasks, accuracy % (wide search; base model: the mean over its probe seeds):", ""]
+        lines.append(transfer_table(with_base_mean(found["transfer"])))
+    return "\n".join(lines)
+
+
+def with_base_mean(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The transfer scores with the base model's mean over its probe seeds first (``base``: what every change is
+    read against)."""
+    probes = [found for name, found in scores.items() if name.startswith("base-probe")]
+    if not probes:
+        return scores
+    return {"base": {task: statistics.mean(found[task] for found in probes) for task in probes[0]}} | scores
+
+
+def search_table(search: list[dict[str, Any]], points: int) -> str:
+    """Each cell's score per design point (mean best dev × 100 over the search seeds that have run), the winner in
+    bold once all have run, † where a search seed of the winner kept its last step."""
+    by_cell: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for row in search:
+        by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
+    seeds = len({row["seed"] for row in search})
+    header = ["cell", *(f"point {k}" for k in range(points))]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for cell, found in by_cell.items():
+        means = {k: 100 * statistics.mean(r["best_dev"] for r in runs) for k, runs in found.items()}
+        complete = len(found) == points and all(len(runs) == seeds for runs in found.values())
+        best = max(means, key=means.__getitem__) if complete else None
+        texts = []
+        for k in range(points):
+            text = f"{means[k]:.2f}" if k in means else "—"
+            if k == best:
+                text = f"**{text}**" + "†" * any(r["last_step"] for r in found[k])
+            texts.append(text)
+        lines.append(f"| {cell} | " + " | ".join(texts) + " |")
+    return "\n".join(lines)
+
+
+def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
+    """Pearson − each other loss at each front-page level: the uncorrected 95 % interval beside Holm's."""
+    m = len(corrected)
+    header = ["level", "Pearson − loss", "seeds", "95 % (uncorrected)", f"Holm over {m}", "p", "Holm p"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for (block, loss), found in corrected.items():
+        lines.append(
+            f"| {block} | {loss} | {found.plain.n_a} | {interval(found.plain)} | {interval(found.corrected)} "
+            f"({100 * found.holm.confidence:.2f} %) | {found.holm.p:.4f} | {found.holm.adjusted:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def verdicts(found: dict[str, Any]) -> list[str]:
+    """The wide search's verdict lines: each comparison of the family, called a win only where Holm's interval
+    excludes 0; then the transfer tasks against the base model's noise floor."""
+    lines = []
+    corrected = family(found["rows"])
+    for (block, loss), result in corrected.items():
+        call = (
+            "Pearson wins"
+            if result.holm.rejected and result.plain.mean > 0
+            else (f"{loss} wins" if result.holm.rejected else "a tie")
+        )
+        lines.append(
+            f"- **wide, {block}**, Pearson − {loss} over {result.plain.n_a} paired seeds: {interval(result.plain)} "
+            f"(95 %), {interval(result.corrected)} with Holm's correction over {len(corrected)}: {call}"
+        )
+    return lines + transfer_floor(found["transfer"])
+
+
+def transfer_floor(scores: dict[str, dict[str, float]]) -> list[str]:
+    """The trained models' transfer averages against the base model's noise floor (its lowest to highest average
+    over the probe seeds): no loss hurts only where none falls below the floor, else the numbers that do."""
+    base = {name: found["avg"] for name, found in scores.items() if name.startswith("base-probe")}
+    models = {name: found["avg"] for name, found in scores.items() if not name.startswith("base")}
+    if len(base) < 2 or not models:
+        return []
+    low, high = min(base.values()), max(base.values())
+    seeds = ", ".join(name.removeprefix("base-probe") for name in base)
+    floor = f"the base model reads {low:.2f} to {high:.2f} over probe seeds {seeds}"
+    below = {name: avg for name, avg in models.items() if avg < low}
+    if not below:
+        return [f"- **wide, transfer**: {floor}; no loss's model falls below it: no loss hurts the transfer tasks"]
+    listed = ", ".join(f"{name} {avg:.2f}" for name, avg in below.items())
+    return [f"- **wide, transfer**: {floor}; below it: {listed}"]

@@ -1,0 +1,243 @@
+"""The leakage grid's wide search (``reproductions/leakage/wide.py``): the same eight settings for every loss, search
+seeds apart from test seeds, each level's dev data filtered at that level, the control split as ``sentence`` is,
+Holm's correction, and a resumed runner that plans only what is missing."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+from reproductions.leakage import wide
+from reproductions.leakage.design import BATCH_SIZES, DESIGN, EPOCHS, LEARNING_RATES, WARMUP, design
+from reproductions.leakage.leakage import HERE, LOSSES, MINILM, PAIR, SENTENCE, Cell
+
+from pcctune.results import RunResult, TransferScore
+
+REAL = HERE / "records" / "search" / "minilm-sentence-cosent-trial2.json"
+"""A committed search record (best checkpoint at step 30 of 3 epochs × 640 pairs / batch 64): the fake records'
+template."""
+
+
+def arguments(tmp_path: Path, **settings) -> argparse.Namespace:
+    found = {"output": tmp_path, "model": None, "cells": None, "losses": list(LOSSES), "data": None, "jobs": 1}
+    return argparse.Namespace(**(found | {"max_runs": None, "runs": tmp_path / "runs"} | settings))
+
+
+def fake_record(path: Path, best_dev: float, checkpoint: int = 30) -> None:
+    """A run record whose only difference from the committed one is its best dev score and checkpoint."""
+    result = RunResult.from_disk(REAL)
+    stage = result.stages[0].model_copy(
+        update={"best_dev_spearman": best_dev, "best_checkpoint": f"runs/x/checkpoints/checkpoint-{checkpoint}"}
+    )
+    result.model_copy(update={"stages": [stage]}).to_disk(path)
+
+
+@pytest.fixture(scope="module")
+def grown_senteval(tmp_path_factory) -> Path:
+    """The miniature SentEval folder with 120 STS-B and 40 SICK training pairs of sentences in no test set added (so
+    that ``sentence`` keeps pairs, some of them held out for dev), half of each scored 4 or more."""
+    from pcctune.testing import make_mini_senteval
+
+    root = make_mini_senteval(tmp_path_factory.mktemp("grown") / "senteval")
+    words = ("red", "blue", "green", "small", "large", "quiet", "loud", "old", "new", "warm", "cold", "bright")
+
+    def sentence(k: int, side: str) -> str:
+        return f"The {words[k % 12]} {words[(k // 12) % 12]} {side} number {k} waits by the {words[(k * 7) % 12]} door."
+
+    stsb = root / "downstream" / "STS" / "STSBenchmark" / "sts-train.csv"
+    rows = [
+        f"main-captions\tMSRvid\t2012test\t{9000 + k:04d}\t{k % 6}.0\t{sentence(k, 'cat')}\t{sentence(k, 'dog')}"
+        for k in range(120)
+    ]
+    stsb.write_text(stsb.read_text(encoding="utf-8").rstrip("\n") + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    sick = root / "downstream" / "SICK" / "SICK_train.txt"
+    rows = [
+        f"{500 + k}\t{sentence(200 + k, 'fox')}\t{sentence(200 + k, 'owl')}\t{1 + k % 5}.0\tNEUTRAL" for k in range(40)
+    ]
+    sick.write_text(sick.read_text(encoding="utf-8").rstrip("\n") + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+def search_everything(args: argparse.Namespace, cell: Cell, best_point: int) -> None:
+    for point in range(len(DESIGN)):
+        for seed in wide.SEARCH_SEEDS:
+            score = 0.9 if point == best_point else 0.5 + 0.01 * point + 0.001 * seed
+            fake_record(wide.record_path(args, wide.Run(cell, point, seed, False)), score)
+
+
+def test_the_design_is_the_same_eight_points_in_the_space_for_every_loss_and_level(tmp_path):
+    assert design() == DESIGN and len(DESIGN) == 8 and len({tuple(p.values()) for p in DESIGN}) == 8
+    for point in DESIGN:
+        assert LEARNING_RATES[0] <= point["learning_rate"] <= LEARNING_RATES[1] and point["batch_size"] in BATCH_SIZES
+        assert point["epochs"] in EPOCHS and WARMUP[0] <= point["warmup_ratio"] <= WARMUP[1]
+    assert sorted(point["epochs"] for point in DESIGN) == [1, 1, 2, 2, 3, 3, 4, 4]  # one point per eighth
+    args = arguments(tmp_path)
+    planned: dict[Cell, set[tuple[int, int]]] = {}
+    for run in wide.plan(args):
+        assert not run.scored  # nothing is tested before its cell's search has run
+        planned.setdefault(run.cell, set()).add((run.point, run.seed))
+    searched = [block for block in wide.BLOCKS if block.searched]
+    assert len(planned) == sum(len(block.losses) for block in searched)
+    assert {frozenset(points) for points in planned.values()} == {
+        frozenset((point, seed) for point in range(8) for seed in wide.SEARCH_SEEDS)
+    }
+    assert [cell.name for cell in planned][:10] == [
+        *(f"minilm-sentence-{loss}" for loss in LOSSES),
+        *(f"minilm-pair-control-{loss}" for loss in LOSSES),
+    ]  # sentence and its control first
+
+
+def test_no_search_seed_is_a_test_seed_and_tests_start_once_a_cells_search_has_run(tmp_path):
+    args = arguments(tmp_path, cells=["sentence", "mpnet-sentence"], losses=["pearson", "cosine_mse"])
+    assert not set(wide.SEARCH_SEEDS) & {*wide.TEST_SEEDS, *wide.MPNET_SEEDS}
+    pearson = Cell(MINILM, SENTENCE, "pearson")
+    search_everything(args, pearson, best_point=5)
+    runs = list(wide.plan(args))
+    tested = [run for run in runs if run.scored]
+    assert {(run.cell.model, run.cell.loss) for run in tested} == {(MINILM, "pearson"), (wide.MPNET, "pearson")}
+    assert all(run.point == 5 for run in tested)  # MiniLM's winner, also all-mpnet-base-v2's
+    assert sorted(run.seed for run in tested if run.cell == pearson) == list(wide.TEST_SEEDS)
+    assert sorted(run.seed for run in tested if run.cell.model == wide.MPNET) == list(wide.MPNET_SEEDS)
+    assert all(run.seed in wide.SEARCH_SEEDS for run in runs if not run.scored)
+    assert not {run.seed for run in tested} & set(wide.SEARCH_SEEDS)
+
+
+def test_the_winner_is_the_best_mean_over_search_seeds_and_waits_for_both(tmp_path):
+    args = arguments(tmp_path)
+    cell = Cell(MINILM, SENTENCE, "angle")
+    search_everything(args, cell, best_point=2)
+    record = wide.record_path(args, wide.Run(cell, 6, 102, False))
+    fake_record(record, 0.99)  # one seed's best is not the best mean
+    fake_record(wide.record_path(args, wide.Run(cell, 6, 101, False)), 0.75)
+    assert wide.winner(args, cell) == 2 and wide.point_scores(args, cell)[6] == pytest.approx(0.87)
+    record.unlink()
+    assert wide.winner(args, cell) is None and wide.point_scores(args, cell)[6] is None
+
+
+def test_a_resumed_runner_plans_only_the_runs_without_a_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(wide, "config", lambda args, run: run)
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
+    cell = Cell(MINILM, SENTENCE, "pearson")
+    first = [name for name, *_ in wide.missing_runs(args)]
+    assert len(first) == 16 and len(set(first)) == 16
+    fake_record(wide.record_path(args, wide.Run(cell, 0, 101, False)), 0.8)
+    fake_record(wide.record_path(args, wide.Run(cell, 3, 102, False)), 0.8)
+    second = [name for name, *_ in wide.missing_runs(args)]
+    assert second == [
+        name
+        for name in first
+        if name not in ("minilm-sentence-pearson-point0-seed101", "minilm-sentence-pearson-point3-seed102")
+    ]
+    search_everything(args, cell, best_point=4)
+    fake_record(wide.record_path(args, wide.Run(cell, 4, 2, True)), 0.8)
+    third = [name for name, *_ in wide.missing_runs(args)]
+    assert third == [f"minilm-sentence-pearson-seed{seed}" for seed in (1, 3, 4, 5)]
+
+
+def test_a_winner_whose_best_checkpoint_is_its_last_step_is_flagged():
+    result = RunResult.from_disk(REAL)  # 3 epochs of 640 pairs in batches of 64: 30 steps, best at 30
+    assert wide.last_step(result)
+    earlier = result.stages[0].model_copy(update={"best_checkpoint": "runs/x/checkpoints/checkpoint-20"})
+    assert not wide.last_step(result.model_copy(update={"stages": [earlier]}))
+    search = [
+        {"cell": "c", "point": k, "seed": s, "best_dev": 0.5 + 0.1 * (k == 1), "last_step": k == 1}
+        for k in range(2)
+        for s in (101, 102)
+    ]
+    assert "| c | 50.00 | **60.00**† |" in wide.search_table(search, 2)
+
+
+@pytest.mark.parametrize("block", ["sentence", "control", "pair", "normalized", "near"])
+def test_each_levels_dev_data_holds_nothing_that_level_removes(block, grown_senteval, tmp_path):
+    from pcctune.data.leakage import TestIndex, split_clean
+    from pcctune.data.tasks import load_test_tasks
+    from pcctune.training.datasets import train_dataset
+    from pcctune.training.dev import holds_out, stage_dev_parts
+
+    args = arguments(tmp_path, data=str(grown_senteval))
+    level = wide.BY_NAME[block].level
+    stage = wide.config(args, wide.Run(wide.BY_NAME[block].cells(["pearson"])[0], 0, 101, False)).stages[0]
+    assert stage.data.leakage == level
+    parts = stage_dev_parts(stage, grown_senteval)
+    index = TestIndex(load_test_tasks(grown_senteval))
+    for pairs in parts.values():
+        assert pairs and split_clean(pairs, index.check_all(pairs), level)[1] == []
+    if "holdout" in parts:  # the held-out share is left out of training
+        trained = train_dataset(stage, grown_senteval, holdout=holds_out(stage, grown_senteval))
+        held = {(p.sentence1, p.sentence2) for p in parts["holdout"]}
+        assert not held & set(zip(trained["sentence1"], trained["sentence2"], strict=True))
+    assert ("holdout" in parts) >= (block in ("sentence", "control"))
+
+
+def test_the_control_is_split_as_sentence_is(grown_senteval, tmp_path):
+    from collections import Counter
+
+    from pcctune.data.dev import in_holdout
+    from pcctune.data.pairs import read_pairs_file
+    from pcctune.data.stage2 import build_stage2_set
+
+    path = wide.control_file(str(grown_senteval), tmp_path / wide.CONTROL_FILE)
+    pair, sentence = (build_stage2_set(grown_senteval, level, rescale_sick=True) for level in (PAIR, SENTENCE))
+    control = [
+        p
+        for p in pair.pairs
+        if (p.sentence1, p.sentence2, p.score) in {(q.sentence1, q.sentence2, q.score) for q in read_pairs_file(path)}
+    ]
+    assert len(control) == len(read_pairs_file(path)) == len(sentence.pairs) > 0
+    split = lambda pairs: Counter((p.source, in_holdout(p)) for p in pairs)  # noqa: E731
+    assert split(control) == split(sentence.pairs)  # the same STS-B/SICK counts, the same share held out
+    assert any(held for _, held in split(control)) and path.read_bytes() == wide.control_file(None, path).read_bytes()
+
+
+def test_holms_correction_matches_a_hand_computed_example():
+    from pcctune.evaluation.multiple import holm, holm_differences
+
+    # sorted: 0.005 (≤ .05/4), 0.01 (≤ .05/3) rejected; 0.03 > .05/2 stops; adjusted 0.02, 0.03, 0.06, 0.06
+    steps = holm([0.01, 0.04, 0.03, 0.005])
+    assert [step.rejected for step in steps] == [True, False, False, True]
+    assert [step.adjusted for step in steps] == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert [step.confidence for step in steps] == pytest.approx([1 - 0.05 / 3, 0.975, 0.975, 0.9875])
+    assert holm([0.2])[0].confidence == pytest.approx(0.95) and holm([]) == []
+    a = {1: 80.0, 2: 80.2, 3: 80.1, 4: 79.9, 5: 80.0}
+    family = {
+        "clear": (a, {s: v + 1.0 + 0.05 * s for s, v in a.items()}),
+        "close": (a, {s: v + 0.1 * (-1) ** s for s, v in a.items()}),
+    }
+    found = holm_differences(family)
+    assert found["clear"].holm.rejected and not found["close"].holm.rejected
+    for result in found.values():
+        assert result.corrected.low <= result.plain.low and result.corrected.high >= result.plain.high
+        assert (result.corrected.low > 0 or result.corrected.high < 0) == result.holm.rejected
+
+
+def test_the_transfer_tasks_read_each_model_against_the_base_models_noise_floor():
+    base = {f"base-probe{seed}": {"avg": avg} for seed, avg in zip(wide.PROBE_SEEDS, (83.4, 83.2, 83.5), strict=True)}
+    within = wide.transfer_floor(base | {"minilm-sentence-pearson-seed1": {"avg": 83.3}})
+    assert "83.20 to 83.50" in within[0] and "no loss hurts" in within[0]
+    below = wide.transfer_floor(base | {"minilm-pair-cosent-seed2": {"avg": 83.1}, "x-seed1": {"avg": 84.0}})
+    assert below[0].endswith("below it: minilm-pair-cosent-seed2 83.10")
+    assert wide.transfer_floor({"base-probe1111": {"avg": 83.4}, "x-seed1": {"avg": 80.0}}) == []
+
+
+def test_the_readme_shows_the_designs_eight_points():
+    readme = (HERE / "README.md").read_text(encoding="utf-8")
+    rows = [line.replace("`", "").split("|")[2:6] for line in readme.splitlines() if re.match(r"  \| \d \|", line)]
+    shown = [(float(lr), int(batch), float(warmup), int(epochs)) for lr, batch, warmup, epochs in rows]
+    assert shown == [(p["learning_rate"], p["batch_size"], p["warmup_ratio"], p["epochs"]) for p in DESIGN]
+
+
+def test_the_probe_seed_reaches_the_transfer_probe_and_its_record(mini_transfer, tiny_bert, monkeypatch):
+    from pcctune.evaluation import transfer
+    from pcctune.orchestration.evaluate import run_eval
+
+    seeds: list[int] = []
+
+    def probe(task, vectors, seed, probe):  # the probe itself is test_transfer's: here, the seed it is given
+        seeds.append(seed)
+        return TransferScore(name=task.name, accuracy=50.0, n_test=1)
+
+    monkeypatch.setattr(transfer, "score_transfer_task", probe)
+    record = run_eval(str(tiny_bert), mini_transfer, tasks="transfer", probe_seed=7)
+    assert record.probe_seed == 7 and seeds == [7] * len(record.transfer_detail or []) and seeds

@@ -94,6 +94,9 @@ QuantizationOption = Annotated[
 ProbeOption = Annotated[
     str, typer.Option(help="transfer probe: sklearn (fast) | senteval (SentEval's own, the papers' numbers)")
 ]
+ProbeSeedOption = Annotated[
+    int | None, typer.Option(help="seeds the sklearn probe's cross-validation folds (default: SentEval's)")
+]
 
 
 TokenBudgetOption = Annotated[
@@ -132,6 +135,14 @@ def _own_pairs(pairs: list[str] | None, split: str, **names: str | None) -> dict
 KEPT_VECTORS = "; the vectors encoded so far are kept in pcctune's cache: run the same command to continue"
 
 
+def _check_eval_choices(quantization: str, probe: str) -> None:
+    """``--quantization`` and ``--probe`` among their choices (one line naming them, otherwise)."""
+    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS
+
+    _check_choice("quantization", quantization, QUANTIZATIONS)
+    _check_choice("probe", probe, PROBES)
+
+
 @app.command("eval")
 def eval_command(
     model: ModelArgument,
@@ -148,9 +159,7 @@ def eval_command(
     backend: EvalBackendOption = "torch",
     quantization: QuantizationOption = "none",
     probe: ProbeOption = "sklearn",
-    probe_seed: Annotated[
-        int | None, typer.Option(help="seeds the sklearn probe's cross-validation folds (default: SentEval's)")
-    ] = None,
+    probe_seed: ProbeSeedOption = None,
     adapter: AdapterOption = None,
     pairs: PairsOption = None,
     sentence1_column: Annotated[str | None, typer.Option(help="--pairs: the first sentence's column")] = None,
@@ -159,11 +168,9 @@ def eval_command(
     split: Annotated[str, typer.Option(help="--pairs: the split of a Hub dataset")] = "test",
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
-    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, Probe, Quantization, run_eval
+    from pcctune.orchestration.evaluate import Probe, Quantization, run_eval
 
-    _check_choice("quantization", quantization, QUANTIZATIONS)
-    _check_choice("probe", probe, PROBES)
-
+    _check_eval_choices(quantization, probe)
     try:
         run_eval(
             model,

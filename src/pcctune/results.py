@@ -193,8 +193,8 @@ class EvalResult(Record):
     sts_detail: list[TaskScore] | None = None
     transfer: Scores | None = None
     transfer_probe: str | None = Field(None, description="the transfer probe: sklearn or senteval")
-    transfer_detail: list[TransferScore] | None = None
     probe_seed: int | None = Field(None, description="seeds the sklearn transfer probe's folds (None: before kept)")
+    transfer_detail: list[TransferScore] | None = None
 
     @field_validator("sts", "transfer")
     @classmethod

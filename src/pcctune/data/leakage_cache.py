@@ -10,7 +10,8 @@ against its manifest on every use. Its digest covers everything the checks depen
 - the test sets as read from their files (each task's name and pairs: a changed test file changes it);
 - the source's pairs;
 - the settings of the levels (the ``near`` threshold, n-gram size, MinHash permutations, LSH weights, the edge
-  margin), the checking code itself (the bytes of ``.leakage``) and datasketch's version,
+  margin), the checking code itself (``.leakage`` and every pcctune module it imports:
+  `pcctune.provenance.code_digest`) and datasketch's version,
 
 so a check is served from the cache only where computing it again would give the same answer. Where the cache
 cannot be written, the checks are computed and the command goes on.
@@ -35,6 +36,7 @@ from pcctune.data.leakage import PairCheck
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.io import write_json
 from pcctune.paths import cache_root
+from pcctune.provenance import code_digest
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ def index_key(test_tasks: Sequence[STSTask], near_threshold: float) -> str:
         "num_perm": leakage.NUM_PERM,
         "lsh_weights": list(leakage.LSH_WEIGHTS),
         "edge_margin": leakage.EDGE_MARGIN,
-        "code": hashlib.sha256(Path(leakage.__file__).read_bytes()).hexdigest(),
+        "code": code_digest(leakage.__name__),
         "datasketch": version("datasketch"),
     }
     return _digest({"settings": settings, "tests": [[task.name, _pairs(task.pairs)] for task in test_tasks]})

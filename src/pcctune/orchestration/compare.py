@@ -15,6 +15,7 @@ import glob
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -25,7 +26,7 @@ from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import SHORT_NAMES
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.compare import check_finite, paired_bootstrap_mean, paired_seeds, seed_difference
+from pcctune.evaluation.compare import TestSet, check_finite, paired_bootstrap_mean, paired_seeds, seed_difference
 from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import task_cosines
@@ -237,6 +238,34 @@ def side_model(
     return str(final), prepare_for_eval(load_for_evaluation(config, final), config)
 
 
+def chosen_tasks(tasks: list[STSTask], task: str | None) -> list[STSTask]:
+    """``tasks``, or only the one named ``task`` (an unknown name is an error naming the choices)."""
+    if task is None:
+        return tasks
+    names = [t.name for t in tasks]
+    if task not in names:
+        raise PcctuneError(f"unknown task {task!r}; choose from {', '.join(names)} (or none for all and avg)")
+    return [t for t in tasks if t.name == task]
+
+
+def checked_test_sets(names: list[str], sides: list[tuple[str, list[tuple[Any, Any]]]]) -> list[TestSet]:
+    """Each task's (gold, A's cosines, B's cosines), from each side's ``(source, [(cosines, gold) per task])``; a
+    cosine that is not a finite number is an error naming the side, its model and the task."""
+    test_sets: list[TestSet] = []
+    (source_a, cosines_a), (source_b, cosines_b) = sides
+    for name, (a, gold), (b, _) in zip(names, cosines_a, cosines_b, strict=True):
+        for side, values, source in (("A", a, source_a), ("B", b, source_b)):
+            check_finite(values, f"{side} ({source}): its cosines on {name}")
+        test_sets.append((gold, a, b))
+    return test_sets
+
+
+def task_scores(names: list[str], test_sets: list[TestSet], side: int) -> dict[str, float]:
+    """Spearman × 100 of one side's predictions with the gold scores, per task (``side``: 1 for A, 2 for B, their
+    places in a ``TestSet``)."""
+    return {name: correlation(test[side], test[0]).spearman * 100 for name, test in zip(names, test_sets, strict=True)}
+
+
 def compare_models(
     model_a: str | Path,
     model_b: str | Path,
@@ -261,46 +290,26 @@ def compare_models(
     senteval = senteval_folder(data)
     records = [(file, RunResult.from_disk(file)) if file else None for file in map(run_record, (model_a, model_b))]
     protocol = bootstrap_protocol(protocol, [run for run in records if run is not None])
-    tasks = load_protocol_tasks(senteval, protocol)
-    if task is not None:
-        names = [t.name for t in tasks]
-        if task not in names:
-            raise PcctuneError(f"unknown task {task!r}; choose from {', '.join(names)} (or none for all and avg)")
-        tasks = [t for t in tasks if t.name == task]
-    for run in records:
-        if run is not None:
-            check_test_files(*run, tasks, senteval)
+    tasks = chosen_tasks(load_protocol_tasks(senteval, protocol), task)
+    for run in (run for run in records if run is not None):
+        check_test_files(*run, tasks, senteval)
     sides = [
         side_model(spec, run, variant)
         for spec, run, variant in zip((model_a, model_b), records, (variant_a, variant_b), strict=True)
     ]
-    cosines_a, cosines_b = (task_cosines(model, tasks, protocol) for _, model in sides)
     names = [t.name for t in tasks]
-    test_sets = []
-    for name, (a, gold), (b, _) in zip(names, cosines_a, cosines_b, strict=True):
-        for side, values, (source, _) in (("A", a, sides[0]), ("B", b, sides[1])):
-            check_finite(values, f"{side} ({source}): its cosines on {name}")
-        test_sets.append((gold, a, b))
+    test_sets = checked_test_sets(names, [(source, task_cosines(model, tasks, protocol)) for source, model in sides])
     per_task, average = paired_bootstrap_mean(test_sets, "spearman", CONFIDENCE, resamples, seed)
-    scores_a = {name: correlation(a, gold).spearman * 100 for name, (gold, a, _) in zip(names, test_sets, strict=True)}
-    scores_b = {name: correlation(b, gold).spearman * 100 for name, (gold, _, b) in zip(names, test_sets, strict=True)}
+    scores_a, scores_b = (task_scores(names, test_sets, side) for side in (1, 2))
     differences = dict(zip(names, per_task, strict=True))
     if len(tasks) > 1:  # the seven tasks: their plain mean, as a run's avg
         for scores in (scores_a, scores_b):
             scores[AVERAGE] = math.fsum(scores.values()) / len(names)
         differences[AVERAGE] = average
+    variants = {"variant_a": variant_a, "variant_b": variant_b}
+    sources = {"a": [sides[0][0]], "b": [sides[1][0]], "protocol": protocol, "data_dir": str(senteval), "seed": seed}
     return CompareResult(
-        a=[sides[0][0]],
-        b=[sides[1][0]],
-        variant_a=variant_a,
-        variant_b=variant_b,
-        mean_a=scores_a,
-        mean_b=scores_b,
-        differences=differences,
-        protocol=protocol,
-        data_dir=str(senteval),
-        seed=seed,
-        versions=library_versions(),
+        **sources, **variants, mean_a=scores_a, mean_b=scores_b, differences=differences, versions=library_versions()
     )
 
 

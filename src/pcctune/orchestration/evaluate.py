@@ -30,8 +30,9 @@ from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
+from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.template import model_template
-from pcctune.modeling.vector_store import VectorStore, settings_key
+from pcctune.modeling.vector_store import VectorStore
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
 
@@ -201,11 +202,10 @@ def run_eval(
         settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
         data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks), senteval) | pair_hashes(own)
         evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}
-        with kept_vectors(output, evaluation, adapter) as store:
-            bootstrap = seed if own else None  # your pairs' scores carry a bootstrap interval
+        with kept_vectors(output, evaluation, model) as store:
             folds = PROBE_SEED if probe_seed is None else probe_seed
             sts, transfer = score_tasks(
-                model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, bootstrap, folds
+                model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, seed if own else None, folds
             )
             fields = {"protocol": protocol, "dtype": dtype, "quantization": quantization, "seed": seed}
             fields |= {"probe_seed": folds} if transfer_tasks else {}
@@ -286,16 +286,18 @@ def save_result(result: EvalResult, output: Path | None, store: VectorStore | No
 
 
 @contextlib.contextmanager
-def kept_vectors(output: Path | None, evaluation: dict[str, Any], adapter: Path | None) -> Iterator[VectorStore | None]:
+def kept_vectors(
+    output: Path | None, evaluation: dict[str, Any], model: SentenceTransformer
+) -> Iterator[VectorStore | None]:
     """With ``--output``, the evaluation's vectors so far, kept in pcctune's cache (``resume/eval-KEY``, never in
     the user's folders) until the results are written: the same command run again after an interrupt or a failure
-    encodes only what is missing. Its key: the ``evaluation`` (model, adapter, encoding settings, data files' sha256),
-    the files of the model and adapter folders, and the library versions."""
-    if output is None:
+    encodes only what is missing. Its key: the ``evaluation`` (model as named, adapter, encoding settings, data
+    files' sha256), ``model`` as loaded, and the code and machine (`pcctune.modeling.fingerprint`); a model that
+    cannot be digested keeps no vectors."""
+    key = computation_key(evaluation, model, __name__) if output is not None else None
+    if key is None:
         yield None
         return
-    model = str(evaluation["model"])
-    folders = [Path(model), *([adapter] if adapter else [])]
-    key = settings_key(evaluation | {"versions": library_versions()}, *folders)
-    with resume_folder(f"eval-{key[:24]}", f"pcctune eval {model} --output {output}") as folder:
+    made_by = f"pcctune eval {evaluation['model']} --output {output}"
+    with resume_folder(f"eval-{key[:24]}", made_by) as folder:
         yield None if folder is None else VectorStore.open(folder / "vectors.npz", key)

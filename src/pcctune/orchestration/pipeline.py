@@ -33,10 +33,11 @@ from pcctune.losses.registry import resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
+from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.pooler_head import add_mlp_head
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
-from pcctune.modeling.vector_store import VectorStore, settings_key
-from pcctune.orchestration.base_scores import before_key, scores_kept
+from pcctune.modeling.vector_store import VectorStore
+from pcctune.orchestration.base_scores import COMPUTED_BY, before_key, scores_kept, tasks_digest
 from pcctune.orchestration.model_card import name_base_model, write_card
 from pcctune.orchestration.run_folder import (
     PARTIAL_RESULTS,
@@ -85,6 +86,13 @@ def load_for_training(config: RunConfig, source: str | None) -> SentenceTransfor
 def eval_precision(config: RunConfig) -> str | None:
     """The base precision of a QLoRA run's test evaluations (``16bit`` / ``4bit``); None for other runs."""
     return config.eval_precision if config.adapter.kind == "qlora" else None
+
+
+def prepare_for_eval(model: SentenceTransformer, config: RunConfig) -> SentenceTransformer:
+    """``model`` in the run's evaluation dtype (``eval_dtype: bf16`` casts it), returned for chaining."""
+    if config.eval_dtype == "bf16":
+        model.to(torch.bfloat16)
+    return model
 
 
 def dev_line(best_dev: float | None) -> str:
@@ -189,19 +197,19 @@ class Pipeline:
     def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
         return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
 
-    def evaluate(self, label: str, model: SentenceTransformer, source: Path) -> None:
-        """Score ``model`` (loaded from ``source``) on the test tasks: every process encodes a shard (when
-        distributed), rank 0 records. In one process, the vectors so far are kept in the run folder until the
-        scores are recorded, so ``--resume`` after an interrupt encodes only the rest."""
+    def evaluate(self, label: str, model: SentenceTransformer, key: str | None = None) -> None:
+        """Score ``model`` on the test tasks: every process encodes a shard (when distributed), rank 0 records. In
+        one process, the vectors so far are kept in the run folder until the scores are recorded, so ``--resume``
+        after an interrupt encodes only the rest; the store's key (``key``, else ``eval_key``) holds the model as
+        loaded, so vectors of another model are never read back."""
         if not self.test_tasks or (not self.main and not is_distributed()):
             return
-        if self.config.eval_dtype == "bf16":
-            model.to(torch.bfloat16)
+        prepare_for_eval(model, self.config)
         store = None
         if not is_distributed():
-            settings = {"label": label, "config": config_fingerprint(self.config), "versions": library_versions()}
-            path = Path(self.config.output_dir) / f"eval-{label}{STORE_SUFFIX}"
-            store = VectorStore.open(path, settings_key(settings, source))
+            key = key or self.eval_key(label, model)
+            if key is not None:
+                store = VectorStore.open(Path(self.config.output_dir) / f"eval-{label}{STORE_SUFFIX}", key)
         protocol = self.config.eval_protocol
         started = time.perf_counter()
         scores, avg = evaluate_sts(model, self.test_tasks, protocol=protocol, show_progress=self.main, store=store)
@@ -213,21 +221,27 @@ class Pipeline:
         if store is not None:
             store.discard()
 
+    def eval_key(self, label: str, model: SentenceTransformer) -> str | None:
+        """The key of ``label``'s test evaluation of ``model`` (prepared for evaluation): the model as loaded, the
+        run's settings, the test pairs, the code and machine (`pcctune.modeling.fingerprint`)."""
+        settings = {"label": label, "config": config_fingerprint(self.config), "tasks": tasks_digest(self.test_tasks)}
+        return computation_key(settings, model, COMPUTED_BY)
+
     def score_base(self) -> None:
         """The base model's test scores ("before"; the model itself: an untrained MLP head would only add noise),
-        read from the cache where an earlier run scored it the same way (`pcctune.orchestration.base_scores`),
-        otherwise scored and kept there."""
-        precision = eval_precision(self.config)
-
-        def score() -> dict[str, float]:
-            self.evaluate(
-                "before", load_base(self.config, quantized=precision == "4bit", head=False), Path(self.config.model)
-            )
-            return self.result.sts_by_stage["before"]
-
+        read from the cache where an earlier run scored the same model the same way
+        (`pcctune.orchestration.base_scores`), otherwise scored and kept there. The model is loaded either way: the
+        cache's key is read from it."""
         if not self.test_tasks:
             return
-        key = before_key(self.config, self.test_tasks, precision)
+        precision = eval_precision(self.config)
+        model = prepare_for_eval(load_base(self.config, quantized=precision == "4bit", head=False), self.config)
+        key = before_key(self.config, self.test_tasks, precision, model)
+
+        def score() -> dict[str, float]:
+            self.evaluate("before", model, key)
+            return self.result.sts_by_stage["before"]
+
         if key is None:
             score()
             return
@@ -236,7 +250,7 @@ class Pipeline:
             self.result.sts_by_stage["before"] = scores
             self.record()
             self.console.print(
-                "before: the base model's scores, from the cache (an earlier run scored it the same way)"
+                "before: the base model's scores, from the cache (an earlier run scored the same model the same way)"
             )
 
     def scored(self, label: str) -> bool:
@@ -312,7 +326,7 @@ class Pipeline:
                 stage_dir = self.train(index, stage.model_copy(update={"loss": loss}), source, suffix)
                 label = f"{stage.name}{suffix}"
                 if (self.config.evaluate_after_each_stage or index == last) and not self.scored(label):
-                    self.evaluate(label, load_for_evaluation(self.config, stage_dir / "final"), stage_dir / "final")
+                    self.evaluate(label, load_for_evaluation(self.config, stage_dir / "final"))
                 if index < last:
                     source = str(continued_model(stage_dir, self.config.stages[index + 1].init))
         keep_checked()  # the audit's checks, for the next run on the same data

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
@@ -263,7 +264,10 @@ def checked_test_sets(names: list[str], sides: list[tuple[str, list[tuple[Any, A
 def task_scores(names: list[str], test_sets: list[TestSet], side: int) -> dict[str, float]:
     """Spearman × 100 of one side's predictions with the gold scores, per task (``side``: 1 for A, 2 for B, their
     places in a ``TestSet``)."""
-    return {name: correlation(test[side], test[0]).spearman * 100 for name, test in zip(names, test_sets, strict=True)}
+    return {
+        name: correlation(np.asarray(test[side]), np.asarray(test[0])).spearman * 100
+        for name, test in zip(names, test_sets, strict=True)
+    }
 
 
 def compare_models(

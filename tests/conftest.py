@@ -133,6 +133,17 @@ def pairs_jsonl(path: Path, count: int = 48, distinct: bool = False) -> Path:
     return path
 
 
+def write_csv(path: Path, rows, header=("sentence1", "sentence2", "score")) -> Path:
+    """``rows`` as a csv file with ``header``, quoted as the csv module quotes: a user's pair file."""
+    import csv
+
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
 def one_step_stage2(**stage) -> dict:
     """One Pearson step of 2 pairs on the stage-2 set, no dev set: the shared quickest training stage."""
     return {

@@ -3,7 +3,6 @@ with a paired bootstrap interval, in the same record, table and report as the se
 
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
@@ -17,21 +16,13 @@ from pcctune.evaluation.interval import bootstrap_interval
 from pcctune.modeling.build import build_model
 from pcctune.orchestration.evaluate import run_eval
 from pcctune.results import EvalResult
-from tests.conftest import assert_one_line_error, pairs_jsonl, run_cli
-
-
-def _write_csv(path, rows, header=("sentence1", "sentence2", "score")):
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
+from tests.conftest import assert_one_line_error, pairs_jsonl, run_cli, write_csv
 
 
 def _stsb_test_csv(senteval, path):
     """The STS-B test split of a SentEval folder, written as a user would: a quoted csv."""
     pairs = load_task(senteval, "STSBenchmark").pairs
-    return _write_csv(path, [(p.sentence1, p.sentence2, p.score) for p in pairs])
+    return write_csv(path, [(p.sentence1, p.sentence2, p.score) for p in pairs])
 
 
 def test_a_file_holding_stsb_test_scores_as_the_built_in_task(shared_senteval, tiny_bert, tmp_path):
@@ -168,7 +159,7 @@ def test_column_options_need_pairs_and_missing_files_are_named(tiny_bert, tmp_pa
 
 
 def test_python_errors_are_pcctune_errors(tiny_bert, tmp_path):
-    path = _write_csv(tmp_path / "p.csv", [("a", "b", 1), ("c", "d", 2)], header=("s1", "s2", "score"))
+    path = write_csv(tmp_path / "p.csv", [("a", "b", 1), ("c", "d", 2)], header=("s1", "s2", "score"))
     with pytest.raises(PcctuneError, match="no column among sentence1"):
         pcctune.evaluate(build_model(str(tiny_bert)), pairs=path)
     with pytest.raises(PcctuneError, match="unknown column role 'text'"):

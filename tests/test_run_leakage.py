@@ -4,7 +4,6 @@ test pairs by default (``leakage: none`` keeps them, and says so); the test eval
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import time
@@ -22,15 +21,7 @@ from pcctune.paths import cache_root
 from pcctune.training.audit import stage_audit
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import dpo_candidates, scored_pairs
-from tests.conftest import SENTENCES, assert_one_line_error, pairs_jsonl, run_cli
-
-
-def _write_csv(path, rows, header=("sentence1", "sentence2", "score")):
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
+from tests.conftest import SENTENCES, assert_one_line_error, pairs_jsonl, run_cli, write_csv
 
 
 def _sts12_pairs(senteval, path, count=200, clean=0):
@@ -41,7 +32,7 @@ def _sts12_pairs(senteval, path, count=200, clean=0):
         (test[i % len(test)].sentence1, test[i % len(test)].sentence2, test[i % len(test)].score) for i in range(count)
     ]
     rows += [(f"{SENTENCES[i % 12]} {i}", f"{SENTENCES[(i + 5) % 12]} {i}", (i * 7) % 11 / 2) for i in range(clean)]
-    return _write_csv(path, rows)
+    return write_csv(path, rows)
 
 
 def _config(tmp_path, model, senteval, data, **run) -> dict:
@@ -130,7 +121,7 @@ def test_tasks_none_trains_and_scores_nothing_on_the_test_sets(
 
 def test_tasks_names_sts_tasks_and_your_own_test_files(tiny_bert, shared_senteval, tmp_path, capsys):
     pairs = pairs_jsonl(tmp_path / "p.jsonl", distinct=True)
-    mine = _write_csv(tmp_path / "my_test.csv", [(SENTENCES[i], SENTENCES[i + 1], i / 2) for i in range(6)])
+    mine = write_csv(tmp_path / "my_test.csv", [(SENTENCES[i], SENTENCES[i + 1], i / 2) for i in range(6)])
     config = _config(tmp_path, tiny_bert, shared_senteval, {"source": "pairs", "path": str(pairs)})
     code, output = run_cli(["train", _config_file(tmp_path, config), "--tasks", f"STS12,{mine}"], capsys)
     assert code == 0, output
@@ -206,7 +197,7 @@ def test_triplets_are_counted_at_pair_and_sentence_level_quickly_and_never_filte
         (s[1], "Something new.", "Something else."),  # a test sentence in both pairs
         (s[2], s[3], s[6]),  # a test pair, and two test sentences that no test set pairs
     ]
-    path = _write_csv(tmp_path / "nli.csv", rows, header=("sent0", "sent1", "hard_neg"))
+    path = write_csv(tmp_path / "nli.csv", rows, header=("sent0", "sent1", "hard_neg"))
     data = {"source": "simcse_csv", "path": str(path)}
     stage = StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": data, "dev": "none"})
     started = time.perf_counter()

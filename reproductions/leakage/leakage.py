@@ -388,9 +388,9 @@ def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 def measure(args: argparse.Namespace) -> Measured:
     if args.model:
         args.runs = Path(args.output) / "runs"
-    if args.grid == "narrow":
+    if args.grid == "narrow" or args.model:  # --quick (a model given) runs both grids' paths
         train_missing(args)
-    else:
+    if args.grid == "wide" or args.model:
         from reproductions.leakage import wide
 
         wide.train_missing(args, None if args.model else lambda: write_summary(args))
@@ -615,6 +615,6 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 QUICK = {"model": "{bert}", "levels": [PAIR], "cells": ["pair"], "losses": ["pearson", "cosine_mse"]}
-"""--quick: one trial (wide: one point, one search seed) and one test seed of two losses at ``pair`` through the
-whole path, on a tiny random model."""
+"""--quick: both grids' whole paths on a tiny random model, two losses at ``pair``: the narrow grid's trials and one
+test seed, the wide search's one point, one search seed and one test seed."""
 BENCHMARK = claim(__name__, quick=QUICK, plot=None)

@@ -173,6 +173,14 @@ def test_a_model_with_weights_not_loaded_keeps_no_cache(case):
     assert fingerprint.model_digest(model) is None
 
 
+def test_a_model_whose_weights_live_in_an_exported_graph_keeps_no_cache(case):
+    """An ONNX or OpenVINO backbone holds its weights outside torch's tensors: what they are is not read, so no key."""
+    model = load_base(case["config"], quantized=False, head=False)
+    assert fingerprint.model_digest(model) is not None
+    model[0].backend = "onnx"
+    assert fingerprint.model_digest(model) is None
+
+
 def test_the_code_digest_follows_what_a_module_imports_and_nothing_else(tmp_path):
     def changed_copy(name: str, module: str | None) -> Path:
         copy = tmp_path / name

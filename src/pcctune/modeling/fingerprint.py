@@ -12,9 +12,9 @@ back only what computing again would give. Its key therefore holds everything th
   model and kernel flags), the CPU speed settings and thread count in force, the kernel limits set in the
   environment, and a digest of the pcctune code that computes (`pcctune.provenance.code_digest`).
 
-Where a part cannot be read (a tensor on the ``meta`` device, no tokenizer), ``model_digest`` is ``None`` and the
-caller keeps no cache. The cost, one sha256 pass over the weights as loaded, is measured in
-docs/reliability.md ("What a key holds").
+Where a part cannot be read (a tensor on the ``meta`` device, no tokenizer, weights in an exported ONNX or OpenVINO
+graph), ``model_digest`` is ``None`` and the caller keeps no cache. The cost, one sha256 pass over the weights as
+loaded, is measured in docs/reliability.md ("What a key holds").
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from pcctune.host_settings import host_settings
+from pcctune.modeling.backends import RuntimeBackbone
 from pcctune.provenance import code_digest, library_versions
 
 KERNEL_ENVIRONMENT = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA")
@@ -40,6 +41,10 @@ PATH_KEYS = ("name_or_path", "_name_or_path", "tokenizer_file", "vocab_file", "m
 
 def model_digest(model: SentenceTransformer) -> str | None:
     """sha256 of ``model`` as loaded (module docstring); ``None`` when a part of it cannot be read."""
+    if any(getattr(module, "backend", "torch") != "torch" for module in model) or any(
+        isinstance(module, RuntimeBackbone) for module in model.modules()
+    ):
+        return None  # the weights live in an exported graph (ONNX, OpenVINO), not in tensors: not digested here
     digest = hashlib.sha256()
     described = describe_modules(model)
     if described is None or not add_tensors(digest, model.state_dict(keep_vars=False)):

@@ -91,3 +91,19 @@ def test_the_command_line_runs_with_its_kinds_choice_and_says_so_once(monkeypatc
         cli._app(["eval"])
     assert seen == [SPEEDUPS, SPEEDUPS]
     assert [r.getMessage() for r in caplog.records if r.name == hs.__name__] == [command_line_choice(ZEN5).why]
+
+
+def test_a_record_says_which_cpu_settings_were_on_and_why(monkeypatch, tiny_bert, mini_senteval, tmp_path, capsys):
+    """``pcctune eval``'s record holds the command line's line for the CPU's kind; a library call, its own."""
+    import json
+
+    from pcctune.orchestration.evaluate import run_eval
+    from tests.conftest import run_cli
+
+    monkeypatch.setattr(hs, "this_cpu", lambda: XEON)
+    out = tmp_path / "r.json"
+    code, output = run_cli(["eval", str(tiny_bert), "--data", str(mini_senteval), "--output", str(out)], capsys)
+    assert code == 0, output
+    assert json.loads(out.read_text())["cpu_settings"] == command_line_choice(XEON).why
+    called = run_eval(str(tiny_bert), mini_senteval)  # the Python API: none of the command line's settings
+    assert called.cpu_settings == "CPU speed settings: none (chosen by the caller)"

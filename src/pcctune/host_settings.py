@@ -169,6 +169,13 @@ def command_line() -> HostSettings:
     return settings
 
 
+def settings_line() -> str:
+    """The CPU speed settings in force here and why, for a record: the command line's line where they are its
+    choice (``command_line_choice``), else the settings and that the caller chose them."""
+    settings, why = host_settings(), command_line_choice()
+    return why.why if settings == why.settings else f"CPU speed settings: {settings.said()} (chosen by the caller)"
+
+
 @cache
 def _log_once(line: str) -> None:
     logger.info(line)

@@ -182,6 +182,9 @@ class EvalResult(Record):
     pooling: str | None = None
     dtype: str = "fp32"
     quantization: str = Field("none", description="backbone precision: none (in dtype), saved, nf4 or fp4")
+    cpu_settings: str | None = Field(
+        None, description="the CPU speed settings in force and why (pcctune.host_settings.settings_line)"
+    )
     seed: int | None = Field(None, description="seeds torch and the bootstrap intervals of a user's pairs")
     data_dir: str | None = Field(description="the SentEval folder read; None when only a user's pairs were scored")
     data_files_sha256: dict[str, str] = Field(
@@ -276,6 +279,9 @@ class RunResult(Record):
     data_dir: str
     seed: int
     versions: dict[str, str] = Field(default_factory=dict)
+    cpu_settings: str | None = Field(
+        None, description="the CPU speed settings in force and why (pcctune.host_settings.settings_line)"
+    )
     config: dict[str, Any]
     eval_precision: str | None = Field(None, description="base of a QLoRA run's test evaluations: 16bit or 4bit")
     pairs_by_task: dict[str, int] = Field(

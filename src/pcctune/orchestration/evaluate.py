@@ -25,6 +25,7 @@ from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable, interval_table
 from pcctune.evaluation.transfer import PROBE_SEED, Probe, evaluate_transfer
 from pcctune.evaluation.transfer import PROBES as PROBES  # the CLI offers them
+from pcctune.host_settings import settings_line
 from pcctune.io import check_output_file
 from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
@@ -234,6 +235,7 @@ def eval_record(
         data_dir=str(senteval) if senteval else None,
         data_files_sha256=data_hashes,
         versions=library_versions(),
+        cpu_settings=settings_line(),
         wall_time_s=round(time.perf_counter() - started, 2),
         **settings,
     )

@@ -29,6 +29,7 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import get_protocol
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
+from pcctune.host_settings import settings_line
 from pcctune.losses.registry import resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model, resolve_source
@@ -168,6 +169,7 @@ class Pipeline:
             data_dir=str(self.senteval),
             seed=config.seed,
             versions=library_versions(),
+            cpu_settings=settings_line(),
             config=config.model_dump(mode="json"),
             eval_precision=eval_precision(config),
             pairs_by_task={task.name: len(task.pairs) for task in self.test_tasks},

@@ -15,7 +15,7 @@ from pcctune.data.leakage import LEVELS, LeakageLevel
 from pcctune.data.nli import read_snli_regression_pairs
 from pcctune.data.senteval import snli_dir
 from pcctune.data.sts import STSPair
-from pcctune.data.tasks import load_task
+from pcctune.data.tasks import load_task, load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.paths import cache_root
 from pcctune.training.audit import stage_audit
@@ -227,3 +227,25 @@ def test_a_pair_check_and_an_exact_check_agree_where_both_look(shared_senteval):
     exact = index.check_exact([(p.sentence1, p.sentence2) for p in pairs])
     for a, b in zip(full, exact, strict=True):
         assert (a.pair, a.normalized, a.sentence) == (b.pair, b.normalized, b.sentence)
+
+
+def test_checks_a_run_computed_before_its_first_step_are_not_computed_again_when_kept(
+    shared_senteval, tmp_path, monkeypatch
+):
+    """The audit checks a source without writing the cache; the stage-2 set, built next, keeps the same checks in
+    the cache instead of checking the source a second time."""
+    from pcctune.data import audit
+    from pcctune.data.leakage import TestIndex
+
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(audit, "_UNKEPT", {})
+    calls = []
+    real = TestIndex.check_all
+    monkeypatch.setattr(TestIndex, "check_all", lambda self, pairs: calls.append(1) or real(self, pairs))
+    tasks = load_test_tasks(shared_senteval)
+    pairs = load_task(shared_senteval, "STS12").pairs[:5]
+    audited = audit.check_sources(tasks, [("my.csv", pairs, "train")], 0.8, keep=False)[0]
+    assert len(calls) == 1 and not (cache_root() / "leakage").exists()  # nothing written yet
+    kept = audit.check_sources(tasks, [("my.csv", pairs, "train")], 0.8)[0]
+    assert len(calls) == 1 and kept.checks == audited.checks and (cache_root() / "leakage").exists()
+    assert audit.check_sources(tasks, [("my.csv", pairs[:3], "train")], 0.8)[0] and len(calls) == 2  # other pairs

@@ -53,16 +53,24 @@ def check_sources(
     """Every ``(source, pairs, role)`` checked against the test sets, each source's checks read from the cache
     (``.leakage_cache``) when an earlier command kept them: the test index is built only for a source that was
     not. ``keep=False`` writes nothing (a command that may still fail on bad input leaves no trace): the checks it
-    computes wait for ``keep_checked``."""
+    computes wait for ``keep_checked``; a later call for the same source and pairs uses them instead of checking
+    again."""
     index = functools.cache(lambda: TestIndex(test_tasks, near_threshold))
     key = index_key(test_tasks, near_threshold)
 
     def checked(source: str, pairs: Sequence[STSPair], role: Role) -> CheckedSource:
+        waiting = _UNKEPT.get((key, source))
+        known = list(waiting[1]) if waiting is not None and waiting[0] == tuple(pairs) else None
+
+        def compute() -> list[PairCheck]:
+            return known if known is not None else index().check_all(pairs)
+
         if keep:
-            checks = cached_checks(key, source, pairs, lambda: index().check_all(pairs))
+            checks = cached_checks(key, source, pairs, compute)
+            _UNKEPT.pop((key, source), None)  # kept now
         else:
             kept = read_kept(key, source, pairs)
-            checks = kept if kept is not None else index().check_all(pairs)
+            checks = kept if kept is not None else compute()
             if kept is None:
                 _UNKEPT[(key, source)] = (tuple(pairs), checks)
         return CheckedSource(source, role, tuple(pairs), tuple(checks))

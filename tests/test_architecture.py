@@ -103,7 +103,7 @@ def test_unknown_loss_in_a_config_names_the_registry(tmp_path):
 
 def _is_result_file(path: Path) -> bool:
     """A committed JSON that is a pcctune result: not the bound's score file, not a saved adapter's own config, not
-    a measurement taken on a lent machine by its own script (``device_*.json``)."""
+    a measurement written by its own script on another machine (``device_*.json``)."""
     return (
         path.name != "bound_sts.json"
         and not path.name.startswith("device_")

@@ -232,20 +232,70 @@ def test_a_pair_check_and_an_exact_check_agree_where_both_look(shared_senteval):
 def test_checks_a_run_computed_before_its_first_step_are_not_computed_again_when_kept(
     shared_senteval, tmp_path, monkeypatch
 ):
-    """The audit checks a source without writing the cache; the stage-2 set, built next, keeps the same checks in
-    the cache instead of checking the source a second time."""
+    """Inside a run's scope the audit checks a source without writing the cache; the stage-2 set, built next, keeps
+    the same checks in the cache instead of checking the source a second time."""
     from pcctune.data import audit
     from pcctune.data.leakage import TestIndex
 
     monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(audit, "_UNKEPT", {})
     calls = []
     real = TestIndex.check_all
     monkeypatch.setattr(TestIndex, "check_all", lambda self, pairs: calls.append(1) or real(self, pairs))
     tasks = load_test_tasks(shared_senteval)
     pairs = load_task(shared_senteval, "STS12").pairs[:5]
-    audited = audit.check_sources(tasks, [("my.csv", pairs, "train")], 0.8, keep=False)[0]
-    assert len(calls) == 1 and not (cache_root() / "leakage").exists()  # nothing written yet
-    kept = audit.check_sources(tasks, [("my.csv", pairs, "train")], 0.8)[0]
-    assert len(calls) == 1 and kept.checks == audited.checks and (cache_root() / "leakage").exists()
-    assert audit.check_sources(tasks, [("my.csv", pairs[:3], "train")], 0.8)[0] and len(calls) == 2  # other pairs
+    with audit.waiting_checks():
+        audited = audit.check_sources(tasks, [("my.csv", pairs, "train")], 0.8, keep=False)[0]
+        assert len(calls) == 1 and not (cache_root() / "leakage").exists()  # nothing written yet
+        kept = audit.check_sources(tasks, [("my.csv", pairs, "train")], 0.8)[0]
+        assert len(calls) == 1 and kept.checks == audited.checks and (cache_root() / "leakage").exists()
+        assert audit.check_sources(tasks, [("my.csv", pairs[:3], "train")], 0.8)[0] and len(calls) == 2  # other pairs
+
+
+def test_checks_waiting_for_a_run_that_failed_are_dropped_with_it(shared_senteval, tmp_path, monkeypatch):
+    """Nothing lingers in the process: a scope left without ``keep()`` writes nothing and a later scope checks
+    again; outside any scope a check is remembered by nobody; ``keep()`` writes what waits."""
+    from pcctune.data import audit
+    from pcctune.data.leakage import TestIndex
+
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+    calls = []
+    real = TestIndex.check_all
+    monkeypatch.setattr(TestIndex, "check_all", lambda self, pairs: calls.append(1) or real(self, pairs))
+    tasks = load_test_tasks(shared_senteval)
+    pairs = load_task(shared_senteval, "STS12").pairs[:4]
+    source = [("mine.csv", pairs, "train")]
+    with pytest.raises(RuntimeError), audit.waiting_checks():
+        audit.check_sources(tasks, source, 0.8, keep=False)
+        raise RuntimeError("the run failed")
+    audit.check_sources(tasks, source, 0.8, keep=False)
+    audit.check_sources(tasks, source, 0.8, keep=False)
+    assert len(calls) == 3 and not (cache_root() / "leakage").exists()
+    with audit.waiting_checks() as waiting:
+        audit.check_sources(tasks, source, 0.8, keep=False)
+        waiting.keep()
+    assert len(calls) == 4 and (cache_root() / "leakage").exists()
+    audit.check_sources(tasks, source, 0.8, keep=False)  # read from the cache now
+    assert len(calls) == 4
+
+
+def test_a_pair_file_changed_between_two_runs_in_one_process_is_read_again(shared_senteval, tmp_path, monkeypatch):
+    """The source's pairs and its dev file are remembered per file state, not per config: a notebook that edits
+    its files and trains again trains and selects on what the files hold now."""
+    from pcctune.training.config import StageConfig
+    from pcctune.training.dev import stage_dev_parts
+
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+    mine, dev = tmp_path / "mine.csv", tmp_path / "dev.csv"
+    first = [(f"a first sentence number {i}", f"its partner number {i}", i % 5) for i in range(6)]
+    write_csv(mine, first)
+    write_csv(dev, first[:3])
+    stage = StageConfig(
+        name="pcc", loss="pearson", dev=[str(dev)], data={"source": "pairs", "path": str(mine), "leakage": "pair"}
+    )
+    assert [p.sentence1 for p in scored_pairs(stage.data, shared_senteval)] == [row[0] for row in first]
+    assert len(next(iter(stage_dev_parts(stage, shared_senteval).values()))) == 3
+    later = [(f"an edited sentence number {i}", f"another partner {i}", 4 - i % 5) for i in range(8)]
+    write_csv(mine, later)
+    write_csv(dev, later[:5])
+    assert [p.sentence1 for p in scored_pairs(stage.data, shared_senteval)] == [row[0] for row in later]
+    assert len(next(iter(stage_dev_parts(stage, shared_senteval).values()))) == 5

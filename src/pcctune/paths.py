@@ -9,6 +9,7 @@ folder kept next to the repository); else the copy fetched on first use into the
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from pcctune.errors import PcctuneError
@@ -63,3 +64,18 @@ def resolve_senteval_dir(path: str | Path | None = None) -> Path:
         f"no SentEval data folder (with downstream/) at {where}; pass --data PATH or set {DATA_ENV}, "
         "or fetch the STS data with: pcctune data download --dest DIR"
     )
+
+
+FilesState = tuple[tuple[str, int, int], ...]
+
+
+def files_state(paths: Iterable[Path]) -> FilesState:
+    """Each file's path, size and modification time (every file under a folder; nothing for a path that does not
+    exist): a key that changes when a file a cached result was read from changes."""
+    files = set()
+    for path in paths:
+        if path.is_dir():
+            files.update(f for f in path.rglob("*") if f.is_file())
+        elif path.is_file():
+            files.add(path)
+    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(files))

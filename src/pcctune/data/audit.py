@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,8 +42,36 @@ def check_source(index: TestIndex, source: str, pairs: Sequence[STSPair], role: 
     return CheckedSource(source, role, tuple(pairs), tuple(index.check_all(pairs)))
 
 
-_UNKEPT: dict[tuple[str, str], tuple[tuple[STSPair, ...], list[PairCheck]]] = {}
+Waiting = dict[tuple[str, str], tuple[tuple[STSPair, ...], list[PairCheck]]]
 """Checks computed with ``keep=False`` and not yet in the cache: (index key, source) → the pairs and their checks."""
+
+_WAITING: ContextVar[Waiting | None] = ContextVar("pcctune_waiting_checks", default=None)
+
+
+class WaitingChecks:
+    """The checks that ``check_sources(keep=False)`` computed inside one ``waiting_checks`` scope (one run)."""
+
+    def __init__(self, waiting: Waiting) -> None:
+        self._waiting = waiting
+
+    def keep(self) -> None:
+        """Keep them in the cache, for later commands to read."""
+        while self._waiting:
+            (key, source), (pairs, checks) = self._waiting.popitem()
+            cached_checks(key, source, pairs, functools.partial(list, checks))
+
+
+@contextmanager
+def waiting_checks() -> Iterator[WaitingChecks]:
+    """A scope (one run) in which checks computed with ``keep=False`` wait, so that a later ``check_sources`` of the
+    same source and pairs in the scope uses them, until ``keep()`` writes them to the cache; left without
+    ``keep()`` (the run failed), they are dropped with the scope. Outside any scope nothing waits."""
+    waiting: Waiting = {}
+    token = _WAITING.set(waiting)
+    try:
+        yield WaitingChecks(waiting)
+    finally:
+        _WAITING.reset(token)
 
 
 def check_sources(
@@ -52,37 +82,33 @@ def check_sources(
 ) -> list[CheckedSource]:
     """Every ``(source, pairs, role)`` checked against the test sets, each source's checks read from the cache
     (``.leakage_cache``) when an earlier command kept them: the test index is built only for a source that was
-    not. ``keep=False`` writes nothing (a command that may still fail on bad input leaves no trace): the checks it
-    computes wait for ``keep_checked``; a later call for the same source and pairs uses them instead of checking
-    again."""
+    not. ``keep=False`` writes nothing (a command that may still fail on bad input leaves no trace): inside a
+    ``waiting_checks`` scope the checks it computes wait there for the scope's ``keep()``, and a later call for the
+    same source and pairs uses them instead of checking again."""
     index = functools.cache(lambda: TestIndex(test_tasks, near_threshold))
     key = index_key(test_tasks, near_threshold)
+    waiting = _WAITING.get()
+    if waiting is None:
+        waiting = {}  # outside a scope: remembered by nobody
 
     def checked(source: str, pairs: Sequence[STSPair], role: Role) -> CheckedSource:
-        waiting = _UNKEPT.get((key, source))
-        known = list(waiting[1]) if waiting is not None and waiting[0] == tuple(pairs) else None
+        earlier = waiting.get((key, source))
+        known = list(earlier[1]) if earlier is not None and earlier[0] == tuple(pairs) else None
 
         def compute() -> list[PairCheck]:
             return known if known is not None else index().check_all(pairs)
 
         if keep:
             checks = cached_checks(key, source, pairs, compute)
-            _UNKEPT.pop((key, source), None)  # kept now
+            waiting.pop((key, source), None)  # kept now
         else:
             kept = read_kept(key, source, pairs)
             checks = kept if kept is not None else compute()
             if kept is None:
-                _UNKEPT[(key, source)] = (tuple(pairs), checks)
+                waiting[(key, source)] = (tuple(pairs), checks)
         return CheckedSource(source, role, tuple(pairs), tuple(checks))
 
     return [checked(*source) for source in sources]
-
-
-def keep_checked() -> None:
-    """Keep in the cache the checks ``check_sources(keep=False)`` computed, for later commands to read."""
-    while _UNKEPT:
-        (key, source), (pairs, checks) = _UNKEPT.popitem()
-        cached_checks(key, source, pairs, functools.partial(list, checks))
 
 
 @dataclass(frozen=True)

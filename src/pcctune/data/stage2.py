@@ -24,6 +24,7 @@ from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
 from pcctune.io import write_jsonl
+from pcctune.paths import files_state
 
 TRAIN_SOURCES = {"STSBenchmark:train": "stsb", "SICKRelatedness:train": "sick"}
 DEV_SOURCES = ("SICKRelatedness:trial", "STSBenchmark:dev")
@@ -60,13 +61,6 @@ def rescale_sick_score(score: float) -> float:
     return 5.0 * (score - 1.0) / 4.0
 
 
-def _files_state(senteval_dir: Path) -> tuple[tuple[str, int, int], ...]:
-    """Every STS and SICK file's path, size and modification time: what a cached set depends on."""
-    folders = [senteval_dir / "downstream" / "STS", senteval_dir / "downstream" / "SICK"]
-    files = sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("*") if f.is_file())
-    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-
-
 def build_stage2_set(
     senteval_dir: Path,
     level: LeakageLevel = LeakageLevel.pair,
@@ -81,7 +75,8 @@ def build_stage2_set(
     and settings returns the same immutable set. The leakage checks behind it are kept in pcctune's cache
     (``pcctune.data.leakage_cache``), so a later command on the same data reads them instead of checking again."""
     folder = senteval_dir.resolve()
-    return _build(folder, LeakageLevel(level), rescale_sick, near_threshold, _files_state(folder))
+    files = files_state([folder / "downstream" / "STS", folder / "downstream" / "SICK"])
+    return _build(folder, LeakageLevel(level), rescale_sick, near_threshold, files)
 
 
 def source_pairs(senteval_dir: Path, source: str) -> list[STSPair]:

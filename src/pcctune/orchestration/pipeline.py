@@ -21,7 +21,7 @@ from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
-from pcctune.data.audit import keep_checked
+from pcctune.data.audit import waiting_checks
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.distributed import barrier, is_distributed, is_main_process
@@ -331,7 +331,6 @@ class Pipeline:
                     self.evaluate(label, load_for_evaluation(self.config, stage_dir / "final"))
                 if index < last:
                     source = str(continued_model(stage_dir, self.config.stages[index + 1].init))
-        keep_checked()  # the audit's checks, for the next run on the same data
         return self.result
 
 
@@ -364,9 +363,11 @@ def run_pipeline(
         return RunResult.from_disk(out / RESULTS)
     senteval = senteval_folder(config.data_dir)
     pipeline = Pipeline(config, senteval, console, resume, compare, callbacks, resume_from, tasks)
-    validate_run(config, senteval, resume_from, compare)
-    with run_lock(out) if main else nullcontext():
-        result = _run_in_folder(pipeline, overwrite)
+    with waiting_checks() as audited:  # the leakage checks made before the first step wait for the run to end well
+        validate_run(config, senteval, resume_from, compare)
+        with run_lock(out) if main else nullcontext():
+            result = _run_in_folder(pipeline, overwrite)
+        audited.keep()  # for the next run on the same data
     if main:
         result.to_disk(out / RESULTS)
         (out / PARTIAL_RESULTS).unlink(missing_ok=True)

@@ -13,7 +13,7 @@ test sets and the user's own test files, ``leakage_against``):
   triplets are checked in seconds), counted and never filtered.
 
 Each source becomes one ``SourceLeakage`` in the run's record and one line in its log (``audit_line``). Checks
-made here are kept in the cache once the run has trained (``pcctune.data.audit.keep_checked``), so that a command
+made here are kept in the cache once the run has trained (``pcctune.data.audit.waiting_checks``), so that a command
 that fails on bad input writes nothing.
 """
 

@@ -40,22 +40,32 @@ from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.losses.registry import LabelScale, loss_spec
+from pcctune.paths import FilesState, files_state
 from pcctune.training.config import DataConfig, StageConfig
 
 Scored = TypeVar("Scored", STSPair, SourcedPair)
 SOURCE_IDS = {"sick": 1}  # label id of a pair's source for per-source losses; every other source is 0
 
 
+def source_key(data: DataConfig, senteval_dir: Path) -> tuple[str, Path, FilesState]:
+    """What a source's reads and checks depend on: its config, the SentEval folder, and the state of every local
+    file they read (its file or folder, its ``leakage_against`` files, the SentEval data), so that a file changed
+    between two runs in one process is read again."""
+    folder = senteval_dir.resolve()
+    local = [Path(file) for file in (data.path, *data.leakage_against) if file]
+    return data.model_dump_json(exclude_unset=True), folder, files_state([folder / "downstream", *local])
+
+
 def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
     """The scored pairs of a ``stage2``, ``pairs``, ``snli_regression`` or ``hub`` source, each with its source;
     filtered at ``data.leakage`` (unless ``none``) against every STS test set (the stage-2 set is built so) and
     against the user's own test files (``data.leakage_against``)."""
-    return _scored_and_removed(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())[0]
+    return _scored_and_removed(*source_key(data, senteval_dir))[0]
 
 
 def removed_by_filter(data: DataConfig, senteval_dir: Path) -> int:
     """How many of the source's pairs the leakage filter removed, beyond a ``stage2`` set's own report."""
-    return _scored_and_removed(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())[1]
+    return _scored_and_removed(*source_key(data, senteval_dir))[1]
 
 
 def test_tasks_of(data: DataConfig, senteval_dir: Path) -> list[STSTask]:
@@ -77,12 +87,12 @@ def source_name(data: DataConfig) -> str:
 def checked_pairs(data: DataConfig, senteval_dir: Path) -> CheckedSource:
     """A scored source's pairs as read, each checked at every leakage level against the seven STS test sets and the
     user's own test files (the stage-2 set, already built against the seven: against the user's files alone). The
-    checks are read from pcctune's cache where a run kept them (``pcctune.data.audit.keep_checked``)."""
-    return _checked(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())
+    checks are read from pcctune's cache where a run kept them (``pcctune.data.audit.waiting_checks``)."""
+    return _checked(*source_key(data, senteval_dir))
 
 
 @lru_cache(maxsize=4)
-def _checked(data_json: str, senteval_dir: Path) -> CheckedSource:
+def _checked(data_json: str, senteval_dir: Path, files: FilesState) -> CheckedSource:
     data = DataConfig.model_validate_json(data_json)
     pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in read_scored_pairs(data, senteval_dir)]
     if data.source == "stage2":
@@ -95,11 +105,11 @@ def _checked(data_json: str, senteval_dir: Path) -> CheckedSource:
 
 
 @lru_cache(maxsize=4)
-def _scored_and_removed(data_json: str, senteval_dir: Path) -> tuple[list[SourcedPair], int]:
+def _scored_and_removed(data_json: str, senteval_dir: Path, files: FilesState) -> tuple[list[SourcedPair], int]:
     data = DataConfig.model_validate_json(data_json)
     pairs = read_scored_pairs(data, senteval_dir)
     level = data.filter_level
-    checks = _checked(data_json, senteval_dir).checks
+    checks = _checked(data_json, senteval_dir, files).checks
     if level is None or not checks:
         return pairs, 0
     clean = [pair for pair, check in zip(pairs, checks, strict=True) if not check.flagged(level)]
@@ -113,11 +123,11 @@ DPO_SNLI = "SNLI dev+test"
 def dpo_candidate_checks(data: DataConfig, senteval_dir: Path) -> CheckedSource:
     """DPO's ``snli`` candidates (SNLI's dev and test pairs) checked at every level against what the stage's
     filter runs against (the seven STS test sets and the user's own test files)."""
-    return _candidate_checks(data.model_dump_json(exclude_unset=True), senteval_dir.resolve())
+    return _candidate_checks(*source_key(data, senteval_dir))
 
 
 @lru_cache(maxsize=2)
-def _candidate_checks(data_json: str, senteval_dir: Path) -> CheckedSource:
+def _candidate_checks(data_json: str, senteval_dir: Path, files: FilesState) -> CheckedSource:
     data = DataConfig.model_validate_json(data_json)
     pairs = read_snli_regression_pairs(snli_dir(senteval_dir))
     tasks = test_tasks_of(data, senteval_dir)

@@ -21,12 +21,14 @@ from pcctune.correlation import score_pairs
 from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
 from pcctune.data.leakage import LeakageLevel
+from pcctune.data.local import PAIR_FILE_SUFFIXES
 from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.losses.registry import loss_spec
 from pcctune.modeling.encoding import encode_unique
+from pcctune.paths import FilesState, files_state
 from pcctune.training.config import StageConfig
-from pcctune.training.datasets import removed_by_filter, scored_pairs, test_tasks_of
+from pcctune.training.datasets import removed_by_filter, scored_pairs, source_key, test_tasks_of
 
 
 class DevSTSEvaluator(SentenceEvaluator):
@@ -85,11 +87,15 @@ def stage_dev_parts(stage: StageConfig, senteval_dir: Path) -> dict[str, list[ST
     share comes from its scored training pairs (``pcctune.data.dev.dev_parts``)."""
     if stage.dev == "none":
         return {}
-    return _stage_dev_parts(stage.model_dump_json(exclude_unset=True), senteval_dir.resolve())
+    parts = [stage.dev] if isinstance(stage.dev, str) else stage.dev
+    files = [Path(part) for part in parts if Path(part).suffix.lower() in PAIR_FILE_SUFFIXES]
+    _, folder, data_files = source_key(stage.data, senteval_dir)
+    return _stage_dev_parts(stage.model_dump_json(exclude_unset=True), folder, data_files + files_state(files))
 
 
 @lru_cache(maxsize=4)
-def _stage_dev_parts(stage_json: str, senteval_dir: Path) -> dict[str, list[STSPair]]:
+def _stage_dev_parts(stage_json: str, senteval_dir: Path, files: FilesState) -> dict[str, list[STSPair]]:
+    """``stage_dev_parts`` once per stage config and state of the files it reads (``files``: in the key only)."""
     stage = StageConfig.model_validate_json(stage_json)
     data = stage.data
     return dev_parts(

@@ -1,15 +1,17 @@
 """The wide search: every loss searched over the same eight settings (:data:`~reproductions.leakage.design.DESIGN`)
-at each level, each setting scored on dev by two search seeds that are never test seeds, its winner then over test
-seeds 1–5; read with Holm's correction over the front page's family of comparisons.
+at each level, each setting scored on dev by search seeds that are never test seeds (two at ``sentence`` and for its
+control, one at the pair-sized levels), its winner then over test seeds 1–5; read with Holm's correction over the
+front page's family of comparisons.
 
 Cells, in the order they run (:data:`BLOCKS`): all-MiniLM-L6-v2 at ``sentence``; the control (``sentence``'s
 twin: the same numbers of STS-B and of SICK pairs, trained and held out, drawn from the ``pair``-level set, its file
 ``control_pairs.jsonl`` committed beside the records); at ``pair``; ``normalized`` and ``near`` (Pearson and
 cosine-MSE, each searched at its own level); last all-mpnet-base-v2 at ``sentence`` and ``pair`` with MiniLM's
 winners of that level (Pearson, cosine-MSE, CoSENT; test seeds 1–3). Each setting's score is the mean of the best dev
-scores of :data:`SEARCH_SEEDS`; a winner whose best checkpoint is its run's last step is flagged (it may want more
-training). Every choice is made on dev data filtered at the cell's own level (the control's: its own held-out 15 %
-and STS-B dev at ``pair``, as ``sentence``'s is its held-out 15 % and STS-B dev at ``sentence``).
+scores of its block's search seeds (:data:`SEARCH_SEEDS`, or :data:`ONE_SEARCH_SEED`); a winner whose best
+checkpoint is its run's last step is flagged (it may want more training). Every choice is made on dev data filtered
+at the cell's own level (the control's: its own held-out 15 % and STS-B dev at ``pair``, as ``sentence``'s is its
+held-out 15 % and STS-B dev at ``sentence``).
 
 Records: ``records/wide/search/CELL-pointK-seedS.json`` (search), ``records/wide/CELL-seedN.json`` (test seeds),
 ``records/wide/transfer/`` (the base model under each of :data:`PROBE_SEEDS`, the noise floor, and each loss's best
@@ -81,18 +83,21 @@ class Block:
     losses: tuple[str, ...]
     searched: bool = True
     transfer: bool = False
+    search_seeds: tuple[int, ...] = SEARCH_SEEDS
 
     def cells(self, losses: list[str]) -> list[Cell]:
         return [Cell(self.model, self.level, loss, self.data) for loss in self.losses if loss in losses]
 
 
 TWO = ("pearson", "cosine_mse")
+ONE_SEARCH_SEED = SEARCH_SEEDS[:1]
+"""The pair-sized levels' search: one seed a setting (their runs take 4–23 minutes each on a 2-core CPU)."""
 BLOCKS = (
     Block("sentence", MINILM, SENTENCE, "stage2", LOSSES, transfer=True),
     Block("control", MINILM, PAIR, "control", LOSSES),
-    Block("pair", MINILM, PAIR, "stage2", LOSSES, transfer=True),
-    Block("normalized", MINILM, LeakageLevel.normalized, "stage2", TWO),
-    Block("near", MINILM, LeakageLevel.near, "stage2", TWO),
+    Block("pair", MINILM, PAIR, "stage2", LOSSES, transfer=True, search_seeds=ONE_SEARCH_SEED),
+    Block("normalized", MINILM, LeakageLevel.normalized, "stage2", TWO, search_seeds=ONE_SEARCH_SEED),
+    Block("near", MINILM, LeakageLevel.near, "stage2", TWO, search_seeds=ONE_SEARCH_SEED),
     Block("mpnet-sentence", MPNET, SENTENCE, "stage2", (*TWO, "cosent"), searched=False),
     Block("mpnet-pair", MPNET, PAIR, "stage2", (*TWO, "cosent"), searched=False),
 )
@@ -118,8 +123,14 @@ def design(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
     return DESIGN[:1] if args.model else DESIGN
 
 
-def search_seeds(args: argparse.Namespace) -> tuple[int, ...]:
-    return SEARCH_SEEDS[:1] if args.model else SEARCH_SEEDS
+def block_of(cell: Cell) -> Block:
+    """The searched block ``cell`` belongs to (MiniLM's, at its level and on its training set)."""
+    return next(b for b in BLOCKS if b.searched and (b.model, b.level, b.data) == (cell.model, cell.level, cell.data))
+
+
+def search_seeds(args: argparse.Namespace, cell: Cell) -> tuple[int, ...]:
+    """The seeds ``cell``'s settings are searched with: its block's (one in ``--quick``)."""
+    return SEARCH_SEEDS[:1] if args.model else block_of(cell).search_seeds
 
 
 def scored_seeds(args: argparse.Namespace, block: Block) -> tuple[int, ...]:
@@ -136,7 +147,7 @@ def point_scores(args: argparse.Namespace, cell: Cell) -> list[float | None]:
     """Each design point's score: the mean best dev score of its search seeds, ``None`` until all have run."""
     scores: list[float | None] = []
     for point in range(len(design(args))):
-        found = [kept(record_path(args, Run(cell, point, seed, False))) for seed in search_seeds(args)]
+        found = [kept(record_path(args, Run(cell, point, seed, False))) for seed in search_seeds(args, cell)]
         results = [result for result in found if result is not None]
         scores.append(statistics.mean(map(best_dev, results)) if len(results) == len(found) else None)
     return scores
@@ -164,7 +175,7 @@ def plan(args: argparse.Namespace, blocks: list[Block] | None = None) -> Iterato
         if block.searched:
             for cell in cells:
                 for point in range(len(design(args))):
-                    for seed in search_seeds(args):
+                    for seed in search_seeds(args, cell):
                         yield Run(cell, point, seed, False)
         for cell in cells:
             chosen = winner(args, searched_cell(block, cell))
@@ -344,7 +355,8 @@ def details(args: argparse.Namespace) -> dict[str, Any]:
         )
     paths = sorted((folder(args) / "transfer").glob("*.json"), key=lambda p: (not p.stem.startswith("base"), p.stem))
     transfer = {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
-    seeds = {"search": list(search_seeds(args)), "test": list(TEST_SEEDS), "mpnet": list(MPNET_SEEDS)}
+    searched = {b.name: list(SEARCH_SEEDS[:1] if args.model else b.search_seeds) for b in BLOCKS if b.searched}
+    seeds = {"search": searched, "test": list(TEST_SEEDS), "mpnet": list(MPNET_SEEDS)}
     return {"design": list(design(args)), "seeds": seeds, "rows": rows, "search": search, "transfer": transfer}
 
 
@@ -380,9 +392,10 @@ def table(found: dict[str, Any]) -> str:
     with Holm's correction and the transfer tasks with the base model's noise floor."""
     rows, points = found["rows"], found["design"]
     seeds = found["seeds"]
+    by_block = "; ".join(f"{', '.join(map(str, chosen))} at {block}" for block, chosen in seeds["search"].items())
     lines = [
         f"Wide search: every loss over the same {len(points)} settings (scrambled Sobol points), each scored by the "
-        f"mean best dev of search seeds {', '.join(map(str, seeds['search']))}; the winner over test seeds "
+        f"mean best dev of its search seeds ({by_block}); the winner over test seeds "
         f"{seeds['test'][0]}–{seeds['test'][-1]} (all-mpnet-base-v2: {seeds['mpnet'][0]}–{seeds['mpnet'][-1]}, on "
         "MiniLM's winner of its level):",
         "",

@@ -29,8 +29,12 @@ started = time.perf_counter()
 lengths = token_lengths(model, texts)
 batches = length_batches(lengths, ENCODER_TOKEN_BUDGET)
 features = [tokenized(model, [texts[i] for i in batch]) for batch in batches]
-print(f"{len(texts)} distinct sentences, {len(batches)} batches, {sum(lengths)} tokens "
-      f"({sum(len(b) * lengths[b[0]] for b in batches)} padded); both tokenizations {time.perf_counter() - started:.2f} s")
+tokenizing = time.perf_counter() - started
+padded = sum(len(b) * lengths[b[0]] for b in batches)
+print(
+    f"{len(texts)} distinct sentences, {len(batches)} batches, {sum(lengths)} tokens ({padded} padded); both "
+    f"tokenizations {tokenizing:.2f} s"
+)
 sample = features[::every]
 encoder = model[0].auto_model.encoder
 per_token = sum(m.in_features * m.out_features for m in encoder.modules() if isinstance(m, nn.Linear))
@@ -44,6 +48,9 @@ with torch.inference_mode():
         seconds = time.perf_counter() - started
 events = profiled.key_averages()
 gemm = next(e for e in events if e.key == "aten::addmm").self_cpu_time_total / 1e6
-print(f"{len(sample)} of {len(batches)} batches on one thread: {seconds:.2f} s under the profiler; aten::addmm's own "
-      f"time {gemm:.2f} s for {flops / 1e12:.3f} TFLOP of the encoder's linear layers: {flops / gemm / 1e9:.0f} GFLOP/s")
+print(
+    f"{len(sample)} of {len(batches)} batches on one thread: {seconds:.2f} s under the profiler; aten::addmm's own "
+    f"time {gemm:.2f} s for {flops / 1e12:.3f} TFLOP of the encoder's linear layers: "
+    f"{flops / gemm / 1e9:.0f} GFLOP/s"
+)
 print(events.table(sort_by="self_cpu_time_total", row_limit=10))

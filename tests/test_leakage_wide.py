@@ -106,6 +106,25 @@ def test_no_search_seed_is_a_test_seed_and_tests_start_once_a_cells_search_has_r
     assert not {run.seed for run in tested} & set(wide.SEARCH_SEEDS)
 
 
+def test_the_table_says_which_blocks_are_complete(tmp_path):
+    """Each block's runs with a record against those planned: a searched cell and its test seeds count, nothing
+    else does, and only a block with every run is complete."""
+    args = arguments(tmp_path)
+    pearson = Cell(MINILM, SENTENCE, "pearson")
+    search_everything(args, pearson, best_point=2)
+    for seed in wide.TEST_SEEDS:
+        fake_record(wide.record_path(args, wide.Run(pearson, 2, seed, True)), 0.8)
+    by_block = {block["block"]: block for block in wide.progress(args)}
+    assert by_block["sentence"] == {"block": "sentence", "search": [16, 80], "test": [5, 25]}
+    assert by_block["pair"] == {"block": "pair", "search": [0, 40], "test": [0, 25]}  # one search seed a setting
+    assert by_block["mpnet-pair"]["search"] == [0, 0] and by_block["mpnet-pair"]["test"] == [0, 9]
+    shown = wide.progress_table(list(by_block.values()))
+    assert "| sentence | 16 of 80 | 5 of 25 | no |" in shown
+    assert "| mpnet-sentence | — (MiniLM's winners) | 0 of 9 | no |" in shown
+    one = [{"block": "pair", "search": [40, 40], "test": [25, 25]}]
+    assert wide.progress_table(one).endswith("| pair | 40 of 40 | 25 of 25 | yes |")
+
+
 def test_the_winner_is_the_best_mean_over_search_seeds_and_waits_for_both(tmp_path):
     args = arguments(tmp_path)
     cell = Cell(MINILM, SENTENCE, "angle")

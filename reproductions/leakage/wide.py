@@ -357,7 +357,41 @@ def details(args: argparse.Namespace) -> dict[str, Any]:
     transfer = {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
     searched = {b.name: list(SEARCH_SEEDS[:1] if args.model else b.search_seeds) for b in BLOCKS if b.searched}
     seeds = {"search": searched, "test": list(TEST_SEEDS), "mpnet": list(MPNET_SEEDS)}
-    return {"design": list(design(args)), "seeds": seeds, "rows": rows, "search": search, "transfer": transfer}
+    found = {"design": list(design(args)), "seeds": seeds, "rows": rows, "search": search, "transfer": transfer}
+    return found | {"progress": progress(args)}
+
+
+def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Each block's runs with a record against its planned runs: the search (every loss × design point × search
+    seed) and the test seeds (every loss × test seed)."""
+    found = []
+    for block in BLOCKS:
+        cells = block.cells(args.losses)
+        searches = [
+            record_path(args, Run(cell, point, seed, False)).is_file()
+            for cell in cells
+            if block.searched
+            for point in range(len(design(args)))
+            for seed in search_seeds(args, cell)
+        ]
+        tests = [
+            record_path(args, Run(cell, 0, seed, True)).is_file()
+            for cell in cells
+            for seed in scored_seeds(args, block)
+        ]
+        found.append({"block": block.name, "search": [sum(searches), len(searches)], "test": [sum(tests), len(tests)]})
+    return found
+
+
+def progress_table(blocks: list[dict[str, Any]]) -> str:
+    """Which blocks are complete: their runs with a record of those planned."""
+    lines = ["| block | search runs | test runs | complete |", "| --- | --- | --- | --- |"]
+    for block in blocks:
+        (searched, searches), (tested, tests) = block["search"], block["test"]
+        search = f"{searched} of {searches}" if searches else "— (MiniLM's winners)"
+        done = "yes" if searched == searches and tested == tests else "no"
+        lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} |")
+    return "\n".join(lines)
 
 
 def family(rows: Rows, blocks: tuple[str, ...] = FRONT_PAGE) -> dict[tuple[str, str], Corrected]:
@@ -415,6 +449,8 @@ def table(found: dict[str, Any]) -> str:
                 f"| {cell} | {group[0]['train_examples']} | {dev_pairs} | {len(group)} | {dev} | {cells} | "
                 f"{group[0]['point']} | {last} of {len(group)} |"
             )
+    if found.get("progress"):
+        lines += ["", "Progress (runs with a record):", "", progress_table(found["progress"])]
     if found["search"]:
         lines += ["", search_table(found["search"], len(points))]
     corrected = family(rows)

@@ -72,7 +72,7 @@ FilesState = tuple[tuple[str, int, int], ...]
 def files_state(paths: Iterable[Path]) -> FilesState:
     """Each file's path, size and modification time (every file under a folder; nothing for a path that does not
     exist): a key that changes when a file a cached result was read from changes."""
-    files = set()
+    files: set[Path] = set()
     for path in paths:
         if path.is_dir():
             files.update(f for f in path.rglob("*") if f.is_file())

@@ -11,6 +11,7 @@ import time
 import pytest
 import yaml
 
+from pcctune.data.audit import check_sources, waiting_checks
 from pcctune.data.leakage import LEVELS, LeakageLevel
 from pcctune.data.nli import read_snli_regression_pairs
 from pcctune.data.senteval import snli_dir
@@ -229,52 +230,49 @@ def test_a_pair_check_and_an_exact_check_agree_where_both_look(shared_senteval):
         assert (a.pair, a.normalized, a.sentence) == (b.pair, b.normalized, b.sentence)
 
 
+def counted_checks(monkeypatch, tmp_path) -> list[int]:
+    """A cache of the test's own, and a list that grows by one at each check of a source against the test sets."""
+    from pcctune.data.leakage import TestIndex
+
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+    calls: list[int] = []
+    real = TestIndex.check_all
+    monkeypatch.setattr(TestIndex, "check_all", lambda self, pairs: calls.append(1) or real(self, pairs))
+    return calls
+
+
 def test_checks_a_run_computed_before_its_first_step_are_not_computed_again_when_kept(
     shared_senteval, tmp_path, monkeypatch
 ):
     """Inside a run's scope the audit checks a source without writing the cache; the stage-2 set, built next, keeps
     the same checks in the cache instead of checking the source a second time."""
-    from pcctune.data import audit
-    from pcctune.data.leakage import TestIndex
-
-    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
-    calls = []
-    real = TestIndex.check_all
-    monkeypatch.setattr(TestIndex, "check_all", lambda self, pairs: calls.append(1) or real(self, pairs))
-    tasks = load_test_tasks(shared_senteval)
+    tasks, calls = load_test_tasks(shared_senteval), counted_checks(monkeypatch, tmp_path)
     pairs = load_task(shared_senteval, "STS12").pairs[:5]
-    with audit.waiting_checks():
-        audited = audit.check_sources(tasks, [("my.csv", pairs, "train")], 0.8, keep=False)[0]
+    with waiting_checks():
+        audited = check_sources(tasks, [("my.csv", pairs, "train")], 0.8, keep=False)[0]
         assert len(calls) == 1 and not (cache_root() / "leakage").exists()  # nothing written yet
-        kept = audit.check_sources(tasks, [("my.csv", pairs, "train")], 0.8)[0]
+        kept = check_sources(tasks, [("my.csv", pairs, "train")], 0.8)[0]
         assert len(calls) == 1 and kept.checks == audited.checks and (cache_root() / "leakage").exists()
-        assert audit.check_sources(tasks, [("my.csv", pairs[:3], "train")], 0.8)[0] and len(calls) == 2  # other pairs
+        assert check_sources(tasks, [("my.csv", pairs[:3], "train")], 0.8)[0] and len(calls) == 2  # other pairs
 
 
 def test_checks_waiting_for_a_run_that_failed_are_dropped_with_it(shared_senteval, tmp_path, monkeypatch):
     """Nothing lingers in the process: a scope left without ``keep()`` writes nothing and a later scope checks
     again; outside any scope a check is remembered by nobody; ``keep()`` writes what waits."""
-    from pcctune.data import audit
-    from pcctune.data.leakage import TestIndex
-
-    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
-    calls = []
-    real = TestIndex.check_all
-    monkeypatch.setattr(TestIndex, "check_all", lambda self, pairs: calls.append(1) or real(self, pairs))
-    tasks = load_test_tasks(shared_senteval)
+    tasks, calls = load_test_tasks(shared_senteval), counted_checks(monkeypatch, tmp_path)
     pairs = load_task(shared_senteval, "STS12").pairs[:4]
     source = [("mine.csv", pairs, "train")]
-    with pytest.raises(RuntimeError), audit.waiting_checks():
-        audit.check_sources(tasks, source, 0.8, keep=False)
+    with pytest.raises(RuntimeError), waiting_checks():
+        check_sources(tasks, source, 0.8, keep=False)
         raise RuntimeError("the run failed")
-    audit.check_sources(tasks, source, 0.8, keep=False)
-    audit.check_sources(tasks, source, 0.8, keep=False)
+    check_sources(tasks, source, 0.8, keep=False)
+    check_sources(tasks, source, 0.8, keep=False)
     assert len(calls) == 3 and not (cache_root() / "leakage").exists()
-    with audit.waiting_checks() as waiting:
-        audit.check_sources(tasks, source, 0.8, keep=False)
+    with waiting_checks() as waiting:
+        check_sources(tasks, source, 0.8, keep=False)
         waiting.keep()
     assert len(calls) == 4 and (cache_root() / "leakage").exists()
-    audit.check_sources(tasks, source, 0.8, keep=False)  # read from the cache now
+    check_sources(tasks, source, 0.8, keep=False)  # read from the cache now
     assert len(calls) == 4
 
 

@@ -400,7 +400,8 @@ def measure(args: argparse.Namespace) -> Measured:
     settings = (
         "all-MiniLM-L6-v2's stage 2 on the stage-2 set filtered at each level (SICK-R rescaled to 0-5), five losses "
         "each searched alike on dev (the narrow search: four settings; the wide search: eight Sobol points, two search "
-        "seeds), winners over test seeds; SimCSE protocol on the seven full test sets; "
+        "seeds at sentence and for its control, one at the pair-sized levels), winners over test seeds; SimCSE "
+        "protocol on the seven full test sets; "
         "the models before training from " + " and ".join(str(path.relative_to(ROOT)) for path in BASE_RECORDS.values())
     )
     return Measured(rows, settings, summary_details(args))

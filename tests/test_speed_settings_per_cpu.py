@@ -93,6 +93,22 @@ def test_the_command_line_runs_with_its_kinds_choice_and_says_so_once(monkeypatc
     assert [r.getMessage() for r in caplog.records if r.name == hs.__name__] == [command_line_choice(ZEN5).why]
 
 
+def test_debug_shows_the_log_line_of_the_settings_and_leaves_the_logger_as_it_was(monkeypatch, capsys):
+    """``--debug`` puts pcctune's INFO log on stderr for the command, so a user sees which settings are on and why;
+    without it the line stays out of the output; either way the logger ends as it began."""
+    monkeypatch.setattr(hs, "this_cpu", lambda: ZEN5)
+    monkeypatch.setattr(cli, "app", lambda **kwargs: 0)
+    logger = logging.getLogger("pcctune")
+    before = (list(logger.handlers), logger.level)
+    for argv, shown in ((["eval"], False), (["eval", "--debug"], True)):
+        hs._log_once.cache_clear()
+        with pytest.raises(SystemExit):
+            cli._run(argv)
+        err = capsys.readouterr().err
+        assert (f"pcctune.host_settings: {command_line_choice(ZEN5).why}" in err) is shown, err
+        assert (list(logger.handlers), logger.level) == before
+
+
 def test_a_record_says_which_cpu_settings_were_on_and_why(monkeypatch, tiny_bert, mini_senteval, tmp_path, capsys):
     """``pcctune eval``'s record holds the command line's line for the CPU's kind; a library call, its own."""
     import json

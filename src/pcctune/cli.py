@@ -14,6 +14,8 @@ import shlex
 import signal
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -671,10 +673,34 @@ def _app(args: list[str]) -> int | None:
             bar.close()
 
 
+@contextmanager
+def _log_shown(debug: bool) -> Iterator[None]:
+    """With ``--debug``, pcctune's own log from INFO up on stderr for the command (e.g. which CPU speed settings are
+    on and why); the logger as it was afterwards."""
+    logger = logging.getLogger("pcctune")
+    if not debug:
+        yield
+        return
+    handler, level = logging.StreamHandler(sys.stderr), logger.level
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def _run(argv: list[str]) -> None:
     quiet_known_noise()
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    args = [arg for arg in argv if arg != "--debug"]
+    with _log_shown(debug):
+        _run_command([arg for arg in argv if arg != "--debug"], debug)
+
+
+def _run_command(args: list[str], debug: bool) -> None:
+    """Run the command; every outcome becomes its exit code and at most one line on stderr."""
     try:
         code = _app(args)
     except PcctuneError as error:

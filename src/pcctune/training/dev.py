@@ -21,7 +21,6 @@ from pcctune.correlation import score_pairs
 from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
 from pcctune.data.leakage import LeakageLevel
-from pcctune.data.local import PAIR_FILE_SUFFIXES
 from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.losses.registry import loss_spec
@@ -87,8 +86,7 @@ def stage_dev_parts(stage: StageConfig, senteval_dir: Path) -> dict[str, list[ST
     share comes from its scored training pairs (``pcctune.data.dev.dev_parts``)."""
     if stage.dev == "none":
         return {}
-    parts = [stage.dev] if isinstance(stage.dev, str) else stage.dev
-    files = [Path(part) for part in parts if Path(part).suffix.lower() in PAIR_FILE_SUFFIXES]
+    files = [Path(part) for part in dev_entries(stage.dev) if part != HOLDOUT and part not in SINGLE_DEV_SETS]
     _, folder, data_files = source_key(stage.data, senteval_dir)
     return _stage_dev_parts(stage.model_dump_json(exclude_unset=True), folder, data_files + files_state(files))
 

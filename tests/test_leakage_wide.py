@@ -8,11 +8,13 @@ import argparse
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from reproductions.leakage import wide
 from reproductions.leakage.design import BATCH_SIZES, DESIGN, EPOCHS, LEARNING_RATES, WARMUP, design
 from reproductions.leakage.leakage import HERE, LOSSES, MINILM, PAIR, SENTENCE, Cell
 
+from pcctune.errors import PcctuneError
 from pcctune.results import RunResult, TransferScore
 
 REAL = HERE / "records" / "search" / "minilm-sentence-cosent-trial2.json"
@@ -231,6 +233,35 @@ def test_holms_correction_matches_a_hand_computed_example():
     for result in found.values():
         assert result.corrected.low <= result.plain.low and result.corrected.high >= result.plain.high
         assert (result.corrected.low > 0 or result.corrected.high < 0) == result.holm.rejected
+
+
+def test_a_family_read_early_is_corrected_for_every_planned_comparison_and_its_wins_stay():
+    from pcctune.evaluation.multiple import holm
+
+    # two of four planned comparisons run: 0.02 is rejected over two (≤ .05/2) but not over four (> .05/4)
+    assert holm([0.02, 0.001])[0].rejected and not holm([0.02, 0.001], family_size=4)[0].rejected
+    early = holm([0.02, 0.001], family_size=4)
+    assert early[1].rejected and early[1].adjusted == pytest.approx(0.004) and early[1].confidence == 1 - 0.05 / 4
+    with pytest.raises(PcctuneError, match="cannot hold"):
+        holm([0.1, 0.2, 0.3], family_size=2)
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        pvalues = list(rng.uniform(0, 0.06, size=6) ** rng.uniform(1, 3))
+        ran = int(rng.integers(1, 6))
+        so_far, complete = holm(pvalues[:ran], family_size=6), holm(pvalues)[:ran]
+        assert all(c.rejected for s, c in zip(so_far, complete, strict=True) if s.rejected)
+
+
+def test_the_front_pages_family_counts_every_planned_comparison_before_they_have_run():
+    assert wide.planned_comparisons() == sum(len(wide.BY_NAME[name].losses) - 1 for name in wide.FRONT_PAGE) == 8
+    rows = [
+        {"cell": f"minilm-sentence-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + 0.01 * seed}}
+        for loss, shift in (("pearson", 0.5), ("cosine_mse", 0.0))
+        for seed in wide.TEST_SEEDS
+    ]
+    found = wide.family(rows)
+    assert list(found) == [("sentence", "cosine_mse")]
+    assert found[("sentence", "cosine_mse")].holm.confidence == pytest.approx(1 - 0.05 / 8)
 
 
 def test_the_transfer_tasks_read_each_model_against_the_base_models_noise_floor():

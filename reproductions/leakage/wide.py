@@ -394,10 +394,16 @@ def progress_table(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def planned_comparisons(blocks: tuple[str, ...] = FRONT_PAGE) -> int:
+    """How many comparisons Holm's family holds: Pearson against each other loss in each of ``blocks``, fixed
+    before any test seed runs."""
+    return sum(len(BY_NAME[name].losses) - 1 for name in blocks)
+
+
 def family(rows: Rows, blocks: tuple[str, ...] = FRONT_PAGE) -> dict[tuple[str, str], Corrected]:
     """(block, loss) → Pearson − the loss on the seven-task average, paired by test seed: its uncorrected 95 %
-    interval and the interval at the level Holm's correction over all of ``blocks``' comparisons gives it
-    (:mod:`pcctune.evaluation.multiple`)."""
+    interval and the interval at the level Holm's correction over all of ``blocks``' planned comparisons gives it,
+    those not run yet counted too (:mod:`pcctune.evaluation.multiple`)."""
     from pcctune.evaluation.multiple import holm_differences
 
     found = groups(rows)
@@ -408,7 +414,9 @@ def family(rows: Rows, blocks: tuple[str, ...] = FRONT_PAGE) -> dict[tuple[str, 
         for loss, scores in runs.items():
             if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2:
                 comparisons[(name, loss)] = (scores, runs["pearson"])
-    corrected = holm_differences({f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()})
+    corrected = holm_differences(
+        {f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()}, family_size=planned_comparisons(blocks)
+    )
     return dict(zip(comparisons, corrected.values(), strict=True))
 
 
@@ -495,8 +503,9 @@ def search_table(search: list[dict[str, Any]], points: int) -> str:
 
 
 def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
-    """Pearson − each other loss at each front-page level: the uncorrected 95 % interval beside Holm's."""
-    m = len(corrected)
+    """Pearson − each other loss at each front-page level: the uncorrected 95 % interval beside Holm's over the
+    planned family."""
+    m = planned_comparisons()
     header = ["level", "Pearson − loss", "seeds", "95 % (uncorrected)", f"Holm over {m}", "p", "Holm p"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for (block, loss), found in corrected.items():
@@ -520,7 +529,7 @@ def verdicts(found: dict[str, Any]) -> list[str]:
         )
         lines.append(
             f"- **wide, {block}**, Pearson − {loss} over {result.plain.n_a} paired seeds: {interval(result.plain)} "
-            f"(95 %), {interval(result.corrected)} with Holm's correction over {len(corrected)}: {call}"
+            f"(95 %), {interval(result.corrected)} with Holm's correction over {planned_comparisons()}: {call}"
         )
     return lines + transfer_floor(found["transfer"])
 

@@ -11,6 +11,11 @@ decided it: the k-th rejected comparison at 1 − α / (m − k + 1), and every 
 before the stop) at 1 − α / (m − r), the level at which Holm stopped. An interval then excludes 0 exactly where
 Holm rejects (a t interval excludes 0 exactly where its test's p-value is below 1 − its level); the first rejected
 comparison's is Bonferroni's, and none is narrower than the uncorrected interval.
+
+A family fixed in advance may be read before all of it has run. ``family_size`` then counts every planned
+comparison: those not run yet stand in with p = 1 (never rejected, sorted last), so each comparison read early is
+corrected for the whole family, not only for the part that has run, and a comparison rejected early stays rejected
+once the rest has run (a later p-value below it would have passed the threshold it passed).
 """
 
 from __future__ import annotations
@@ -38,12 +43,17 @@ class HolmStep:
     confidence: float
 
 
-def holm(pvalues: Sequence[float], alpha: float = 1 - CONFIDENCE) -> list[HolmStep]:
-    """Holm's step-down correction of ``pvalues`` at family-wise level ``alpha``, in the order given."""
+def holm(pvalues: Sequence[float], alpha: float = 1 - CONFIDENCE, family_size: int | None = None) -> list[HolmStep]:
+    """Holm's step-down correction of ``pvalues`` at family-wise level ``alpha``, in the order given; with
+    ``family_size``, over that many planned comparisons of which ``pvalues`` are those run so far (see the module)."""
     if not pvalues:
         return []
     if not 0 < alpha < 1 or any(not 0 <= p <= 1 for p in pvalues):
         raise PcctuneError(f"Holm's correction needs 0 < alpha < 1 and p-values in [0, 1]; got {alpha}, {pvalues}")
+    if family_size is not None and family_size < len(pvalues):
+        raise PcctuneError(f"a family of {family_size} planned comparisons cannot hold {len(pvalues)} p-values")
+    if family_size is not None:
+        return holm([*pvalues, *[1.0] * (family_size - len(pvalues))], alpha)[: len(pvalues)]
     m = len(pvalues)
     order = sorted(range(m), key=lambda i: pvalues[i])
     adjusted: dict[int, float] = {}
@@ -81,12 +91,15 @@ class Corrected:
 
 
 def holm_differences(
-    family: Mapping[str, tuple[Mapping[int, float], Mapping[int, float]]], alpha: float = 1 - CONFIDENCE
+    family: Mapping[str, tuple[Mapping[int, float], Mapping[int, float]]],
+    alpha: float = 1 - CONFIDENCE,
+    family_size: int | None = None,
 ) -> dict[str, Corrected]:
     """Each named comparison ``(a, b)`` (``{seed: score}`` each, paired by seed) as B − A: its paired t interval at
-    ``1 − alpha`` and the same interval at the level Holm's correction of the whole family gives it."""
+    ``1 − alpha`` and the same interval at the level Holm's correction of the whole family gives it (of
+    ``family_size`` planned comparisons, where only some have run)."""
     names = list(family)
-    steps = holm([paired_p(*family[name]) for name in names], alpha)
+    steps = holm([paired_p(*family[name]) for name in names], alpha, family_size)
     return {
         name: Corrected(
             plain=seed_difference(*family[name], confidence=1 - alpha),

@@ -297,3 +297,26 @@ def test_a_pair_file_changed_between_two_runs_in_one_process_is_read_again(share
     write_csv(dev, later[:5])
     assert [p.sentence1 for p in scored_pairs(stage.data, shared_senteval)] == [row[0] for row in later]
     assert len(next(iter(stage_dev_parts(stage, shared_senteval).values()))) == 5
+
+
+def test_a_test_file_or_the_senteval_data_changed_between_two_runs_filters_the_pairs_again(
+    mini_senteval, tmp_path, monkeypatch
+):
+    """The filter's other inputs are keyed too: a user's own test file (``leakage_against``) and the STS test sets
+    edited between two runs in one process remove what they hold now."""
+    from pcctune.training.config import DataConfig
+
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+    rows = [(f"a training sentence number {i}", f"its own partner number {i}", i % 5) for i in range(6)]
+    mine, theirs = write_csv(tmp_path / "mine.csv", rows), tmp_path / "my_test.csv"
+    other = ("a sentence of the user's test set", "and its partner there", 2.0)
+    write_csv(theirs, [rows[0], other])
+    data = DataConfig(source="pairs", path=str(mine), leakage="pair", leakage_against=[str(theirs)])
+    kept = lambda: [p.sentence1 for p in scored_pairs(data, mini_senteval)]  # noqa: E731
+    assert kept() == [row[0] for row in rows[1:]]
+    write_csv(theirs, [*rows[2:4], other])
+    assert kept() == [row[0] for i, row in enumerate(rows) if i not in (2, 3)]
+    sick_test = mini_senteval / "downstream" / "SICK" / "SICK_test_annotated.txt"
+    with sick_test.open("a", encoding="utf-8") as handle:
+        handle.write(f"99\t{rows[4][0]}\t{rows[4][1]}\t2.5\tNEUTRAL\n")
+    assert kept() == [row[0] for i, row in enumerate(rows) if i not in (2, 3, 4)]

@@ -252,16 +252,21 @@ def test_a_family_read_early_is_corrected_for_every_planned_comparison_and_its_w
         assert all(c.rejected for s, c in zip(so_far, complete, strict=True) if s.rejected)
 
 
-def test_the_front_pages_family_counts_every_planned_comparison_before_they_have_run():
+def test_the_front_pages_family_counts_every_planned_comparison_and_reads_a_level_once_complete():
     assert wide.planned_comparisons() == sum(len(wide.BY_NAME[name].losses) - 1 for name in wide.FRONT_PAGE) == 8
+    shifts = {"pearson": 0.0, "cosine_mse": 0.0, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
     rows = [
-        {"cell": f"minilm-sentence-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + 0.01 * seed}}
-        for loss, shift in (("pearson", 0.5), ("cosine_mse", 0.0))
+        {"cell": f"minilm-sentence-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + 0.1 * (seed * len(loss) % 3)}}
+        for loss, shift in shifts.items()
         for seed in wide.TEST_SEEDS
     ]
-    found = wide.family(rows)
-    assert list(found) == [("sentence", "cosine_mse")]
-    assert found[("sentence", "cosine_mse")].holm.confidence == pytest.approx(1 - 0.05 / 8)
+    assert wide.family(rows, complete=set()) == {}  # a level is read once complete, not on the seeds run so far
+    found = wide.family(rows, complete={"sentence"})
+    assert sorted(loss for _, loss in found) == sorted(set(shifts) - {"pearson"})
+    assert not found[("sentence", "cosine_mse")].holm.rejected
+    assert found[("sentence", "cosent")].holm.rejected and found[("sentence", "cosent")].plain.mean > 2.5
+    # the first rejection is corrected for all eight planned comparisons, not for the four that have run
+    assert max(result.holm.confidence for result in found.values()) == pytest.approx(1 - 0.05 / 8)
 
 
 def test_the_transfer_tasks_read_each_model_against_the_base_models_noise_floor():
@@ -293,3 +298,30 @@ def test_the_probe_seed_reaches_the_transfer_probe_and_its_record(mini_transfer,
     monkeypatch.setattr(transfer, "score_transfer_task", probe)
     record = run_eval(str(tiny_bert), mini_transfer, tasks="transfer", probe_seed=7)
     assert record.probe_seed == 7 and seeds == [7] * len(record.transfer_detail or []) and seeds
+
+
+def test_the_front_page_takes_a_level_from_the_wide_search_once_it_is_complete(monkeypatch):
+    from reproductions.leakage import leakage
+
+    shifts = {"pearson": 0.0, "cosine_mse": 0.1, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
+    rows = [
+        {"cell": f"minilm-sentence-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + 0.1 * (seed * len(loss) % 3)}}
+        for loss, shift in shifts.items()
+        for seed in wide.TEST_SEEDS
+    ]
+    progress = [
+        {"block": "sentence", "search": [80, 80], "test": [25, 25]},
+        {"block": "pair", "search": [3, 40], "test": [0, 25]},
+    ]
+    narrow = leakage.readme_rows()
+    monkeypatch.setattr(wide, "details", lambda args: {"rows": rows, "progress": progress})
+    found = leakage.readme_rows()
+    assert (
+        found["loss"][1:]
+        == ["`sentence` avg (wide search)", "Pearson − loss [95 %] [Holm over 8]"] + narrow["loss"][3:]
+    )
+    assert narrow["loss"][1] == "`sentence` avg (narrow search)"
+    cosent = found["CoSENT"]
+    assert cosent[0] == f"5 / {narrow['CoSENT'][0]}" and cosent[3:] == narrow["CoSENT"][3:]  # pair stays narrow
+    plain, holm = re.findall(r"\[([-+.\d]+), ([-+.\d]+)\]", cosent[2])
+    assert float(holm[0]) < float(plain[0]) < float(plain[1]) < float(holm[1])  # Holm's is the wider one

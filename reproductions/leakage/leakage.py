@@ -544,22 +544,45 @@ LABELS = {
 
 
 def readme_rows(levels: tuple[str, ...] = ("sentence", "pair")) -> dict[str, list[str]]:
-    """The front page's table, from the records: per loss, its seeds (``a / b`` where the levels differ), then at
-    each level the seven-task average (mean ± std) and Pearson − the loss with its 95 % interval over paired seeds."""
+    """The front page's table, from the records: its header (``loss``: which search each level comes from), then per
+    loss its seeds (``a / b`` where the levels differ) and at each level the seven-task average (mean ± std) and
+    Pearson − the loss with its 95 % interval over paired seeds. A level comes from the wide search once that block
+    is complete, with Holm's interval over the planned family beside the uncorrected one; until then from the
+    narrow search."""
+    from reproductions.leakage import wide
+
     from pcctune.evaluation.compare import seed_difference
 
-    found = groups(collect(argparse.Namespace(output=HERE)))
-    averages = {loss: [seed_averages(found.get(f"minilm-{level}-{loss}", [])) for level in levels] for loss in LOSSES}
-    rows = {}
+    args = argparse.Namespace(output=HERE, model=None, losses=list(LOSSES))
+    found = wide.details(args)
+    complete = wide.complete_blocks(found["progress"])
+    corrected = wide.family(found["rows"], complete)
+    narrow, searched = groups(collect(args)), groups(found["rows"])
+    header = ["seeds"]
+    for level in levels:
+        holm = f" [Holm over {wide.planned_comparisons()}]" if level in complete else ""
+        search = "wide" if level in complete else "narrow"
+        header += [f"`{level}` avg ({search} search)", f"Pearson − loss [95 %]{holm}"]
+    rows = {"loss": header}
+    averages = {
+        loss: [
+            seed_averages((searched if level in complete else narrow).get(f"minilm-{level}-{loss}", []))
+            for level in levels
+        ]
+        for loss in LOSSES
+    }
     for loss, by_level in averages.items():
         if not all(by_level):
             continue
         cells = [" / ".join(dict.fromkeys(str(len(runs)) for runs in by_level))]
-        for runs, pearson in zip(by_level, averages["pearson"], strict=True):
+        for level, runs, pearson in zip(levels, by_level, averages["pearson"], strict=True):
             difference = "—"
             if loss != "pearson" and pearson:
                 d = seed_difference(runs, pearson)
                 difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
+                if (level, loss) in corrected:
+                    holm = corrected[(level, loss)].corrected
+                    difference += f" [{holm.low:+.2f}, {holm.high:+.2f}]"
             cells += [_cell_text(list(runs.values())), difference]
         rows[LABELS[loss]] = cells
     return rows

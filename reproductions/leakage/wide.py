@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -389,33 +389,44 @@ def progress_table(blocks: list[dict[str, Any]]) -> str:
     for block in blocks:
         (searched, searches), (tested, tests) = block["search"], block["test"]
         search = f"{searched} of {searches}" if searches else "— (MiniLM's winners)"
-        done = "yes" if searched == searches and tested == tests else "no"
+        done = "yes" if block["block"] in complete_blocks([block]) else "no"
         lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} |")
     return "\n".join(lines)
 
 
-def planned_comparisons(blocks: tuple[str, ...] = FRONT_PAGE) -> int:
-    """How many comparisons Holm's family holds: Pearson against each other loss in each of ``blocks``, fixed
+def complete_blocks(blocks: list[dict[str, Any]]) -> set[str]:
+    """The names of the blocks (of :func:`progress`) whose every planned run has a record: a level is read only
+    then, never on the seeds that happen to have run."""
+    return {
+        block["block"] for block in blocks if all(done == planned for done, planned in (block["search"], block["test"]))
+    }
+
+
+def planned_comparisons() -> int:
+    """How many comparisons Holm's family holds: Pearson against each other loss in each front-page block, fixed
     before any test seed runs."""
-    return sum(len(BY_NAME[name].losses) - 1 for name in blocks)
+    return sum(len(BY_NAME[name].losses) - 1 for name in FRONT_PAGE)
 
 
-def family(rows: Rows, blocks: tuple[str, ...] = FRONT_PAGE) -> dict[tuple[str, str], Corrected]:
-    """(block, loss) → Pearson − the loss on the seven-task average, paired by test seed: its uncorrected 95 %
-    interval and the interval at the level Holm's correction over all of ``blocks``' planned comparisons gives it,
-    those not run yet counted too (:mod:`pcctune.evaluation.multiple`)."""
+def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corrected]:
+    """(block, loss) → Pearson − the loss on the seven-task average, paired by test seed, in each front-page block
+    that is ``complete``: its uncorrected 95 % interval and the interval at the level Holm's correction over the
+    whole planned family gives it, the comparisons of blocks not complete yet counted as untested
+    (:mod:`pcctune.evaluation.multiple`)."""
     from pcctune.evaluation.multiple import holm_differences
 
     found = groups(rows)
     comparisons = {}
-    for name in blocks:
+    for name in FRONT_PAGE:
+        if name not in complete:
+            continue
         block = BY_NAME[name]
         runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
         for loss, scores in runs.items():
-            if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2:
+            if loss != "pearson":
                 comparisons[(name, loss)] = (scores, runs["pearson"])
     corrected = holm_differences(
-        {f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()}, family_size=planned_comparisons(blocks)
+        {f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()}, family_size=planned_comparisons()
     )
     return dict(zip(comparisons, corrected.values(), strict=True))
 
@@ -461,7 +472,7 @@ def table(found: dict[str, Any]) -> str:
         lines += ["", "Progress (runs with a record):", "", progress_table(found["progress"])]
     if found["search"]:
         lines += ["", search_table(found["search"], len(points))]
-    corrected = family(rows)
+    corrected = family(rows, complete_blocks(found["progress"]))
     if corrected:
         lines += ["", comparison_table(corrected)]
     if found["transfer"]:
@@ -520,7 +531,7 @@ def verdicts(found: dict[str, Any]) -> list[str]:
     """The wide search's verdict lines: each comparison of the family, called a win only where Holm's interval
     excludes 0; then the transfer tasks against the base model's noise floor."""
     lines = []
-    corrected = family(found["rows"])
+    corrected = family(found["rows"], complete_blocks(found["progress"]))
     for (block, loss), result in corrected.items():
         call = (
             "Pearson wins"

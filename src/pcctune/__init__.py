@@ -65,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "compare_models": "pcctune.orchestration.compare",
     "seed_difference": "pcctune.evaluation.compare",
     "paired_bootstrap": "pcctune.evaluation.compare",
+    "holm_differences": "pcctune.evaluation.multiple",
     # records
     "EvalResult": "pcctune.results",
     "RunResult": "pcctune.results",

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reproductions.leakage import wide
+from reproductions.leakage import report, wide
+from reproductions.leakage.cells import HERE, LOSSES, MINILM, PAIR, SENTENCE, Cell
 from reproductions.leakage.design import BATCH_SIZES, DESIGN, EPOCHS, LEARNING_RATES, WARMUP, design
-from reproductions.leakage.leakage import HERE, LOSSES, MINILM, PAIR, SENTENCE, Cell
 
 from pcctune.errors import PcctuneError
 from pcctune.results import RunResult, TransferScore
@@ -120,11 +120,11 @@ def test_the_table_says_which_blocks_are_complete(tmp_path):
     assert by_block["sentence"] == {"block": "sentence", "search": [16, 80], "test": [5, 25]}
     assert by_block["pair"] == {"block": "pair", "search": [0, 40], "test": [0, 25]}  # one search seed a setting
     assert by_block["mpnet-pair"]["search"] == [0, 0] and by_block["mpnet-pair"]["test"] == [0, 9]
-    shown = wide.progress_table(list(by_block.values()))
+    shown = report.progress_table(list(by_block.values()))
     assert "| sentence | 16 of 80 | 5 of 25 | no |" in shown
     assert "| mpnet-sentence | — (MiniLM's winners) | 0 of 9 | no |" in shown
     one = [{"block": "pair", "search": [40, 40], "test": [25, 25]}]
-    assert wide.progress_table(one).endswith("| pair | 40 of 40 | 25 of 25 | yes |")
+    assert report.progress_table(one).endswith("| pair | 40 of 40 | 25 of 25 | yes |")
 
 
 def test_the_winner_is_the_best_mean_over_search_seeds_and_waits_for_both(tmp_path):
@@ -169,7 +169,7 @@ def test_a_winner_whose_best_checkpoint_is_its_last_step_is_flagged():
         for k in range(2)
         for s in (101, 102)
     ]
-    assert "| c | 50.00 | **60.00**† |" in wide.search_table(search, 2)
+    assert "| c | 50.00 | **60.00**† |" in report.search_table(search, 2)
 
 
 @pytest.mark.parametrize("block", ["sentence", "control", "pair", "normalized", "near"])
@@ -253,15 +253,15 @@ def test_a_family_read_early_is_corrected_for_every_planned_comparison_and_its_w
 
 
 def test_the_front_pages_family_counts_every_planned_comparison_and_reads_a_level_once_complete():
-    assert wide.planned_comparisons() == sum(len(wide.BY_NAME[name].losses) - 1 for name in wide.FRONT_PAGE) == 8
+    assert report.planned_comparisons() == sum(len(wide.BY_NAME[name].losses) - 1 for name in report.FRONT_PAGE) == 8
     shifts = {"pearson": 0.0, "cosine_mse": 0.0, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
     rows = [
         {"cell": f"minilm-sentence-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + 0.1 * (seed * len(loss) % 3)}}
         for loss, shift in shifts.items()
         for seed in wide.TEST_SEEDS
     ]
-    assert wide.family(rows, complete=set()) == {}  # a level is read once complete, not on the seeds run so far
-    found = wide.family(rows, complete={"sentence"})
+    assert report.family(rows, complete=set()) == {}  # a level is read once complete, not on the seeds run so far
+    found = report.family(rows, complete={"sentence"})
     assert sorted(loss for _, loss in found) == sorted(set(shifts) - {"pearson"})
     assert not found[("sentence", "cosine_mse")].holm.rejected
     assert found[("sentence", "cosent")].holm.rejected and found[("sentence", "cosent")].plain.mean > 2.5
@@ -271,11 +271,11 @@ def test_the_front_pages_family_counts_every_planned_comparison_and_reads_a_leve
 
 def test_the_transfer_tasks_read_each_model_against_the_base_models_noise_floor():
     base = {f"base-probe{seed}": {"avg": avg} for seed, avg in zip(wide.PROBE_SEEDS, (83.4, 83.2, 83.5), strict=True)}
-    within = wide.transfer_floor(base | {"minilm-sentence-pearson-seed1": {"avg": 83.3}})
+    within = report.transfer_floor(base | {"minilm-sentence-pearson-seed1": {"avg": 83.3}})
     assert "83.20 to 83.50" in within[0] and "no loss hurts" in within[0]
-    below = wide.transfer_floor(base | {"minilm-pair-cosent-seed2": {"avg": 83.1}, "x-seed1": {"avg": 84.0}})
+    below = report.transfer_floor(base | {"minilm-pair-cosent-seed2": {"avg": 83.1}, "x-seed1": {"avg": 84.0}})
     assert below[0].endswith("below it: minilm-pair-cosent-seed2 83.10")
-    assert wide.transfer_floor({"base-probe1111": {"avg": 83.4}, "x-seed1": {"avg": 80.0}}) == []
+    assert report.transfer_floor({"base-probe1111": {"avg": 83.4}, "x-seed1": {"avg": 80.0}}) == []
 
 
 def test_the_readme_shows_the_designs_eight_points():
@@ -301,8 +301,6 @@ def test_the_probe_seed_reaches_the_transfer_probe_and_its_record(mini_transfer,
 
 
 def test_the_front_page_takes_a_level_from_the_wide_search_once_it_is_complete(monkeypatch):
-    from reproductions.leakage import leakage
-
     shifts = {"pearson": 0.0, "cosine_mse": 0.1, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
     rows = [
         {"cell": f"minilm-sentence-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + 0.1 * (seed * len(loss) % 3)}}
@@ -313,9 +311,9 @@ def test_the_front_page_takes_a_level_from_the_wide_search_once_it_is_complete(m
         {"block": "sentence", "search": [80, 80], "test": [25, 25]},
         {"block": "pair", "search": [3, 40], "test": [0, 25]},
     ]
-    narrow = leakage.readme_rows()
+    narrow = report.readme_rows()
     monkeypatch.setattr(wide, "details", lambda args: {"rows": rows, "progress": progress})
-    found = leakage.readme_rows()
+    found = report.readme_rows()
     assert (
         found["loss"][1:]
         == ["`sentence` avg (wide search)", "Pearson − loss [95 %] [Holm over 8]"] + narrow["loss"][3:]

@@ -57,7 +57,7 @@ def decoder_rows() -> dict[str, list[str]]:
 def leakage_rows() -> dict[str, list[str]]:
     """MiniLM's stage 2 with no test sentence seen and with the paper's filter: each loss's seeds, and at each level
     its average and difference from Pearson."""
-    from reproductions.leakage.leakage import readme_rows
+    from reproductions.leakage.report import readme_rows
 
     return readme_rows()
 

@@ -216,7 +216,7 @@ def test_every_claim_config_validates(path):
 
 
 def test_the_leakage_grids_transfer_table_and_verdict_read_each_model_against_the_base():
-    from reproductions.leakage.leakage import transfer_table, transfer_verdicts
+    from reproductions.leakage.report import transfer_table, transfer_verdicts
 
     tasks = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
     scores = {
@@ -236,8 +236,9 @@ def test_the_leakage_grids_transfer_table_and_verdict_read_each_model_against_th
 def test_the_leakage_grid_plans_mpnet_last_with_minilms_winners(tmp_path):
     import argparse
 
-    from reproductions.leakage.leakage import HERE as GRID
-    from reproductions.leakage.leakage import LOSSES, MINILM, MPNET, PAIR, SENTENCE, Cell, plan, record_path, winner
+    from reproductions.leakage.cells import HERE as GRID
+    from reproductions.leakage.cells import LOSSES, MINILM, MPNET, PAIR, SENTENCE, Cell
+    from reproductions.leakage.narrow import plan, record_path, winner
 
     shutil.copytree(GRID / "records", tmp_path / "records", ignore=shutil.ignore_patterns("mpnet-*"))
     args = argparse.Namespace(output=tmp_path, model=None, levels=[SENTENCE, PAIR], losses=list(LOSSES))
@@ -256,7 +257,7 @@ def test_the_leakage_grid_plans_mpnet_last_with_minilms_winners(tmp_path):
 def test_the_leakage_grids_parallel_runner_starts_each_job_once_the_records_allow_it(tmp_path, monkeypatch):
     import argparse
 
-    from reproductions.leakage import leakage
+    from reproductions.leakage import narrow
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
 
@@ -266,15 +267,16 @@ def test_the_leakage_grids_parallel_runner_starts_each_job_once_the_records_allo
         elif not second.is_file():
             yield "second", Path.write_text, second, "2"
 
-    monkeypatch.setattr(leakage, "ready_jobs", ready)
-    leakage.train_in_parallel(argparse.Namespace(jobs=2, max_runs=1, model="tiny"))
+    monkeypatch.setattr(narrow, "ready_jobs", ready)
+    narrow.train_missing(argparse.Namespace(jobs=2, max_runs=1, model="tiny"), None)
     assert first.read_text() == "1" and not second.exists()
-    leakage.train_in_parallel(argparse.Namespace(jobs=2, max_runs=None, model="tiny"))
+    narrow.train_missing(argparse.Namespace(jobs=2, max_runs=None, model="tiny"), None)
     assert second.read_text() == "2"
 
 
 def test_the_leakage_table_shows_each_trained_model_before_training():
-    from reproductions.leakage.leakage import MPNET, base_rows, base_scores
+    from reproductions.leakage.cells import MPNET, base_scores
+    from reproductions.leakage.report import base_rows
 
     minilm_only = base_rows([{"model": "minilm"}])
     both = base_rows([{"model": "minilm"}, {"model": "mpnet"}])

@@ -23,51 +23,56 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from reproductions._common import Rows, kept, run_jobs, train_once
-from reproductions.leakage.design import DESIGN
-from reproductions.leakage.leakage import (
+from reproductions._common import kept, run_jobs, train_once
+from reproductions.leakage.cells import (
     EVALUATIONS_PER_EPOCH,
     LOSSES,
     MINILM,
     MPNET,
     PAIR,
     SENTENCE,
-    SHORT,
-    TASKS,
     Cell,
-    _cell_text,
     best_dev,
     config_of,
-    groups,
     row_of,
-    seed_averages,
-    transfer_table,
+    say_left_out,
 )
+from reproductions.leakage.design import DESIGN
 
 from pcctune.data.leakage import LeakageLevel
-from pcctune.evaluation.multiple import Corrected
-from pcctune.results import Difference
 from pcctune.training.config import RunConfig
 
 SEARCH_SEEDS = (101, 102)
 """The seeds each setting is searched with: apart from every test seed."""
+
+
 TEST_SEEDS = (1, 2, 3, 4, 5)
+
+
 MPNET_SEEDS = (1, 2, 3)
+
+
 PROBE_SEEDS = (1111, 1112, 1113)
 """The transfer probe's seeds the base model is scored under (its noise floor); 1111 is SentEval's, every trained
 model's."""
+
+
 CONTROL_SEED = 0
+
+
 CONTROL_FILE = "control_pairs.jsonl"
+
+
 CONTROL_DEV = ["holdout", "stsb-dev-filtered"]
 """The control's dev set: its own held-out 15 % and STS-B dev, as ``sentence``'s is once SICK trial keeps too few."""
-FRONT_PAGE = ("sentence", "pair")
-"""The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
+
+
 WIDE = "wide"
 
 
@@ -90,8 +95,12 @@ class Block:
 
 
 TWO = ("pearson", "cosine_mse")
+
+
 ONE_SEARCH_SEED = SEARCH_SEEDS[:1]
 """The pair-sized levels' search: one seed a setting (their runs take 4–23 minutes each on a 2-core CPU)."""
+
+
 BLOCKS = (
     Block("sentence", MINILM, SENTENCE, "stage2", LOSSES, transfer=True),
     Block("control", MINILM, PAIR, "control", LOSSES),
@@ -101,6 +110,8 @@ BLOCKS = (
     Block("mpnet-sentence", MPNET, SENTENCE, "stage2", (*TWO, "cosent"), searched=False),
     Block("mpnet-pair", MPNET, PAIR, "stage2", (*TWO, "cosent"), searched=False),
 )
+
+
 BY_NAME = {block.name: block for block in BLOCKS}
 
 
@@ -299,8 +310,6 @@ def transfer_models(args: argparse.Namespace, blocks: list[Block]) -> Iterator[t
 
 def missing_transfers(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, Path, int]]:
     """Each transfer evaluation of ``blocks`` without a record whose model is on this machine."""
-    from reproductions.leakage.leakage import say_left_out
-
     for name, model, seed in transfer_models(args, blocks):
         record = folder(args) / "transfer" / f"{name}.json"
         if record.is_file():
@@ -383,180 +392,9 @@ def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
     return found
 
 
-def progress_table(blocks: list[dict[str, Any]]) -> str:
-    """Which blocks are complete: their runs with a record of those planned."""
-    lines = ["| block | search runs | test runs | complete |", "| --- | --- | --- | --- |"]
-    for block in blocks:
-        (searched, searches), (tested, tests) = block["search"], block["test"]
-        search = f"{searched} of {searches}" if searches else "— (MiniLM's winners)"
-        done = "yes" if block["block"] in complete_blocks([block]) else "no"
-        lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} |")
-    return "\n".join(lines)
-
-
 def complete_blocks(blocks: list[dict[str, Any]]) -> set[str]:
     """The names of the blocks (of :func:`progress`) whose every planned run has a record: a level is read only
     then, never on the seeds that happen to have run."""
     return {
         block["block"] for block in blocks if all(done == planned for done, planned in (block["search"], block["test"]))
     }
-
-
-def planned_comparisons() -> int:
-    """How many comparisons Holm's family holds: Pearson against each other loss in each front-page block, fixed
-    before any test seed runs."""
-    return sum(len(BY_NAME[name].losses) - 1 for name in FRONT_PAGE)
-
-
-def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corrected]:
-    """(block, loss) → Pearson − the loss on the seven-task average, paired by test seed, in each front-page block
-    that is ``complete``: its uncorrected 95 % interval and the interval at the level Holm's correction over the
-    whole planned family gives it, the comparisons of blocks not complete yet counted as untested
-    (:mod:`pcctune.evaluation.multiple`)."""
-    from pcctune.evaluation.multiple import holm_differences
-
-    found = groups(rows)
-    comparisons = {}
-    for name in FRONT_PAGE:
-        if name not in complete:
-            continue
-        block = BY_NAME[name]
-        runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
-        for loss, scores in runs.items():
-            if loss != "pearson":
-                comparisons[(name, loss)] = (scores, runs["pearson"])
-    corrected = holm_differences(
-        {f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()}, family_size=planned_comparisons()
-    )
-    return dict(zip(comparisons, corrected.values(), strict=True))
-
-
-def interval(difference: Difference) -> str:
-    return f"{difference.mean:+.2f} [{difference.low:+.2f}, {difference.high:+.2f}]"
-
-
-def setting_text(settings: dict[str, Any]) -> str:
-    values = (settings["batch_size"], settings["warmup_ratio"], settings["epochs"])
-    return f"{settings['learning_rate']:.1e} / {values[0]} / {values[1]:g} / {values[2]}"
-
-
-def table(found: dict[str, Any]) -> str:
-    """The wide search's section of ``table.md``: its design, each cell's test seeds, the search, the comparisons
-    with Holm's correction and the transfer tasks with the base model's noise floor."""
-    rows, points = found["rows"], found["design"]
-    seeds = found["seeds"]
-    by_block = "; ".join(f"{', '.join(map(str, chosen))} at {block}" for block, chosen in seeds["search"].items())
-    lines = [
-        f"Wide search: every loss over the same {len(points)} settings (scrambled Sobol points), each scored by the "
-        f"mean best dev of its search seeds ({by_block}); the winner over test seeds "
-        f"{seeds['test'][0]}–{seeds['test'][-1]} (all-mpnet-base-v2: {seeds['mpnet'][0]}–{seeds['mpnet'][-1]}, on "
-        "MiniLM's winner of its level):",
-        "",
-        "| point | lr / batch / warm-up / epochs |",
-        "| --- | --- |",
-        *(f"| {k} | {setting_text(settings)} |" for k, settings in enumerate(points)),
-    ]
-    if rows:
-        header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "point", "best at last step"]
-        lines += ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-        for cell, group in groups(rows).items():
-            cells = " | ".join(_cell_text([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
-            dev = _cell_text([100 * r["best_dev"] for r in group])
-            dev_pairs = "+".join(f"{n}" for n in group[0]["dev_pairs"].values()) or "—"
-            last = sum(r["last_step"] for r in group)
-            lines.append(
-                f"| {cell} | {group[0]['train_examples']} | {dev_pairs} | {len(group)} | {dev} | {cells} | "
-                f"{group[0]['point']} | {last} of {len(group)} |"
-            )
-    if found.get("progress"):
-        lines += ["", "Progress (runs with a record):", "", progress_table(found["progress"])]
-    if found["search"]:
-        lines += ["", search_table(found["search"], len(points))]
-    corrected = family(rows, complete_blocks(found["progress"]))
-    if corrected:
-        lines += ["", comparison_table(corrected)]
-    if found["transfer"]:
-        lines += ["", "Transfer tasks, accuracy % (wide search; base model: the mean over its probe seeds):", ""]
-        lines.append(transfer_table(with_base_mean(found["transfer"])))
-    return "\n".join(lines)
-
-
-def with_base_mean(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    """The transfer scores with the base model's mean over its probe seeds first (``base``: what every change is
-    read against)."""
-    probes = [found for name, found in scores.items() if name.startswith("base-probe")]
-    if not probes:
-        return scores
-    return {"base": {task: statistics.mean(found[task] for found in probes) for task in probes[0]}} | scores
-
-
-def search_table(search: list[dict[str, Any]], points: int) -> str:
-    """Each cell's score per design point (mean best dev × 100 over the search seeds that have run), the winner in
-    bold once all have run, † where a search seed of the winner kept its last step."""
-    by_cell: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for row in search:
-        by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
-    seeds = len({row["seed"] for row in search})
-    header = ["cell", *(f"point {k}" for k in range(points))]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for cell, found in by_cell.items():
-        means = {k: 100 * statistics.mean(r["best_dev"] for r in runs) for k, runs in found.items()}
-        complete = len(found) == points and all(len(runs) == seeds for runs in found.values())
-        best = max(means, key=means.__getitem__) if complete else None
-        texts = []
-        for k in range(points):
-            text = f"{means[k]:.2f}" if k in means else "—"
-            if k == best:
-                text = f"**{text}**" + "†" * any(r["last_step"] for r in found[k])
-            texts.append(text)
-        lines.append(f"| {cell} | " + " | ".join(texts) + " |")
-    return "\n".join(lines)
-
-
-def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
-    """Pearson − each other loss at each front-page level: the uncorrected 95 % interval beside Holm's over the
-    planned family."""
-    m = planned_comparisons()
-    header = ["level", "Pearson − loss", "seeds", "95 % (uncorrected)", f"Holm over {m}", "p", "Holm p"]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for (block, loss), found in corrected.items():
-        lines.append(
-            f"| {block} | {loss} | {found.plain.n_a} | {interval(found.plain)} | {interval(found.corrected)} "
-            f"({100 * found.holm.confidence:.2f} %) | {found.holm.p:.4f} | {found.holm.adjusted:.4f} |"
-        )
-    return "\n".join(lines)
-
-
-def verdicts(found: dict[str, Any]) -> list[str]:
-    """The wide search's verdict lines: each comparison of the family, called a win only where Holm's interval
-    excludes 0; then the transfer tasks against the base model's noise floor."""
-    lines = []
-    corrected = family(found["rows"], complete_blocks(found["progress"]))
-    for (block, loss), result in corrected.items():
-        call = (
-            "Pearson wins"
-            if result.holm.rejected and result.plain.mean > 0
-            else (f"{loss} wins" if result.holm.rejected else "a tie")
-        )
-        lines.append(
-            f"- **wide, {block}**, Pearson − {loss} over {result.plain.n_a} paired seeds: {interval(result.plain)} "
-            f"(95 %), {interval(result.corrected)} with Holm's correction over {planned_comparisons()}: {call}"
-        )
-    return lines + transfer_floor(found["transfer"])
-
-
-def transfer_floor(scores: dict[str, dict[str, float]]) -> list[str]:
-    """The trained models' transfer averages against the base model's noise floor (its lowest to highest average
-    over the probe seeds): no loss hurts only where none falls below the floor, else the numbers that do."""
-    base = {name: found["avg"] for name, found in scores.items() if name.startswith("base-probe")}
-    models = {name: found["avg"] for name, found in scores.items() if not name.startswith("base")}
-    if len(base) < 2 or not models:
-        return []
-    low, high = min(base.values()), max(base.values())
-    seeds = ", ".join(name.removeprefix("base-probe") for name in base)
-    floor = f"the base model reads {low:.2f} to {high:.2f} over probe seeds {seeds}"
-    below = {name: avg for name, avg in models.items() if avg < low}
-    if not below:
-        return [f"- **wide, transfer**: {floor}; no loss's model falls below it: no loss hurts the transfer tasks"]
-    listed = ", ".join(f"{name} {avg:.2f}" for name, avg in below.items())
-    return [f"- **wide, transfer**: {floor}; below it: {listed}"]

@@ -1,0 +1,404 @@
+"""The leakage grid's records read out: ``table.md``, ``verdict.md`` and ``leakage.png`` for both searches, and the
+front page's table (:func:`readme_rows`), which takes a level from the wide search once that level is complete."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from reproductions._common import Rows
+from reproductions.leakage import narrow, wide
+from reproductions.leakage.cells import (
+    HERE,
+    LOSSES,
+    MINILM,
+    MPNET,
+    PAIR,
+    SENTENCE,
+    SHORT,
+    TASKS,
+    base_scores,
+    cell_text,
+    groups,
+    seed_averages,
+)
+
+from pcctune.data.leakage import LeakageLevel
+from pcctune.data.transfer import TRANSFER_TASKS
+from pcctune.evaluation.multiple import Corrected
+from pcctune.io import write_text
+from pcctune.results import Difference
+
+
+def summary_details(args: argparse.Namespace) -> dict[str, Any]:
+    """What the table and verdict read besides the seed runs: the search's trials and the transfer scores, and the
+    wide search's (:func:`reproductions.leakage.wide.details`)."""
+    found = {
+        "search": narrow.search_rows(args),
+        "trials": list(narrow.TRIALS),
+        "transfer": narrow.transfer_scores(args),
+    }
+    return found | {"wide": wide.details(args)}
+
+
+def transfer_table(scores: dict[str, dict[str, float]]) -> str:
+    """Accuracy % of the seven transfer tasks (MRPC: accuracy) and the average minus the base model's."""
+    header = ["model", *TRANSFER_TASKS, "avg", "avg − base"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    base = scores.get("base", {}).get("avg")
+    for name, found in scores.items():
+        change = "—" if base is None or name == "base" else f"{found['avg'] - base:+.2f}"
+        values = " | ".join(f"{found[task]:.2f}" for task in [*TRANSFER_TASKS, "avg"])
+        lines.append(f"| {'base model' if name == 'base' else name} | {values} | {change} |")
+    return "\n".join(lines)
+
+
+def transfer_verdicts(scores: dict[str, dict[str, float]]) -> list[str]:
+    """Per searched level: each loss's best model's transfer average minus the base model's (one model each)."""
+    if "base" not in scores:
+        return []
+    base = scores["base"]["avg"]
+    lines = []
+    for level in (SENTENCE, PAIR):
+        prefix = f"minilm-{level.value}-"
+        changes = [
+            f"{name.removeprefix(prefix).rsplit('-seed', 1)[0]} {found['avg'] - base:+.2f}"
+            for name, found in scores.items()
+            if name.startswith(prefix)
+        ]
+        if changes:
+            lines.append(
+                f"- **transfer, {level.value}** (seven SentEval tasks, scikit-learn's probe; each loss's best model by "
+                f"dev, one model each, no interval): average minus the base model's {base:.2f}: " + ", ".join(changes)
+            )
+    return lines
+
+
+def base_rows(rows: Rows) -> list[str]:
+    """The table's rows of the models before training: all-MiniLM-L6-v2's, and all-mpnet-base-v2's once it has
+    rows."""
+    lines = []
+    for model in (MINILM, *([MPNET] if any(row["model"] == "mpnet" for row in rows) else [])):
+        base = base_scores(model)
+        scores = " | ".join(f"{base[task]:.2f}" for task in [*TASKS, "avg"])
+        lines.append(f"| {model} before training | — | — | — | — | {scores} | — |")
+    return lines
+
+
+def table(rows: Rows, details: dict[str, Any]) -> str:
+    """Per cell: training pairs, dev pairs, seeds, mean dev, the seven tasks and the average (mean ± std over
+    seeds), and the winning settings; then the transfer tasks' table where ``details`` has their scores."""
+    header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "lr / batch / warm-up / epochs"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += base_rows(rows)
+    for cell, group in groups(rows).items():
+        cells = " | ".join(cell_text([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
+        dev = cell_text([100 * r["best_dev"] for r in group])
+        dev_pairs = "+".join(f"{n}" for n in group[0]["dev_pairs"].values()) or "—"
+        s = group[0]["settings"]
+        chosen = f"{s['learning_rate']:.1e} / {s['batch_size']} / {s['warmup_ratio']:g} / {s['epochs']:g}"
+        lines.append(
+            f"| {cell} | {group[0]['train_examples']} | {dev_pairs} | {len(group)} | {dev} | {cells} | {chosen} |"
+        )
+    if details.get("transfer"):
+        lines += ["", "Transfer tasks, accuracy %:", "", transfer_table(details["transfer"])]
+    if "wide" in details:
+        lines += ["", wide_table(details["wide"])]
+    return "\n".join(lines)
+
+
+def verdicts(rows: Rows) -> list[str]:
+    """At each level and for the control: Pearson against the best other loss (by mean dev), the difference of the
+    seven-task average with its 95 % interval over paired seeds, in words; then against each other loss alike."""
+    from pcctune.evaluation.compare import seed_difference
+
+    found = groups(rows)
+    lines = []
+    prefixes = ("minilm-sentence", "minilm-pair", "minilm-pair-control", "minilm-normalized", "minilm-near")
+    for prefix in (*prefixes, "mpnet-sentence", "mpnet-pair"):
+        cells = {cell.removeprefix(prefix + "-"): group for cell, group in found.items() if cell.startswith(prefix)}
+        cells = {loss: group for loss, group in cells.items() if loss in LOSSES}
+        if "pearson" not in cells or len(cells) < 2:
+            continue
+        dev_means = {loss: statistics.mean(r["best_dev"] for r in g) for loss, g in cells.items() if loss != "pearson"}
+        other = max(dev_means, key=dev_means.__getitem__)
+        pearson, rival = seed_averages(cells["pearson"]), seed_averages(cells[other])
+        if len(pearson) < 2 or len(rival) < 2:
+            continue
+        difference = seed_difference(rival, pearson)
+        lines.append(f"- **{prefix}** (best other loss on dev: {other}): {difference.sentence(other, 'Pearson')}")
+        for loss in sorted(set(cells) - {"pearson", other}):
+            runs = seed_averages(cells[loss])
+            if len(runs) >= 2:
+                lines.append(f"  - against {loss}: {seed_difference(runs, pearson).sentence(loss, 'Pearson')}")
+    return lines
+
+
+LABELS = {
+    "pearson": "Pearson (Pcc-tuning)",
+    "cosine_mse": "cosine-MSE (ST's CosineSimilarityLoss)",
+    "cosent": "CoSENT",
+    "angle": "AnglE",
+    "contrastive": "contrastive stage 2 (§4.3)",
+}
+"""Each loss's row label in the front page's table."""
+
+
+def readme_rows(levels: tuple[str, ...] = ("sentence", "pair")) -> dict[str, list[str]]:
+    """The front page's table, from the records: its header (``loss``: which search each level comes from), then per
+    loss its seeds (``a / b`` where the levels differ) and at each level the seven-task average (mean ± std) and
+    Pearson − the loss with its 95 % interval over paired seeds. A level comes from the wide search once that block
+    is complete, with Holm's interval over the planned family beside the uncorrected one; until then from the
+    narrow search."""
+
+    from pcctune.evaluation.compare import seed_difference
+
+    args = argparse.Namespace(output=HERE, model=None, losses=list(LOSSES))
+    found = wide.details(args)
+    complete = wide.complete_blocks(found["progress"])
+    corrected = family(found["rows"], complete)
+    narrow_rows, wide_rows = groups(narrow.collect(args)), groups(found["rows"])
+    header = ["seeds"]
+    for level in levels:
+        holm = f" [Holm over {planned_comparisons()}]" if level in complete else ""
+        search = "wide" if level in complete else "narrow"
+        header += [f"`{level}` avg ({search} search)", f"Pearson − loss [95 %]{holm}"]
+    rows = {"loss": header}
+    averages = {
+        loss: [
+            seed_averages((wide_rows if level in complete else narrow_rows).get(f"minilm-{level}-{loss}", []))
+            for level in levels
+        ]
+        for loss in LOSSES
+    }
+    for loss, by_level in averages.items():
+        if not all(by_level):
+            continue
+        cells = [" / ".join(dict.fromkeys(str(len(runs)) for runs in by_level))]
+        for level, runs, pearson in zip(levels, by_level, averages["pearson"], strict=True):
+            difference = "—"
+            if loss != "pearson" and pearson:
+                d = seed_difference(runs, pearson)
+                difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
+                if (level, loss) in corrected:
+                    holm = corrected[(level, loss)].corrected
+                    difference += f" [{holm.low:+.2f}, {holm.high:+.2f}]"
+            cells += [cell_text(list(runs.values())), difference]
+        rows[LABELS[loss]] = cells
+    return rows
+
+
+def write_summary(args: argparse.Namespace) -> None:
+    """table.md, verdict.md and the plot, from the records as they are now (the search's rows go into runs.json)."""
+    rows = narrow.collect(args)
+    if not rows:
+        return
+    found = summary_details(args)
+    write_text(HERE / "table.md", table(rows, found) + "\n")
+
+    lines = verdicts(rows) + transfer_verdicts(found["transfer"]) + wide_verdicts(found["wide"])
+    write_text(HERE / "verdict.md", "\n".join(lines) + "\n")
+    plot(rows, {}, HERE / "leakage.png")
+
+
+def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
+    """all-MiniLM-L6-v2's seven-task average per loss and level: each seed a dot, the mean a bar, the base model
+    dotted."""
+    from pcctune.plotting import plt, save_figure
+
+    figure, ax = plt.subplots(figsize=(8, 4.2))
+    levels = [level.value for level in LeakageLevel]
+    for offset, loss in enumerate(LOSSES):
+        for x, level in enumerate(levels):
+            key = ("minilm", level, loss, "stage2")
+            values = [r["sts"]["avg"] for r in rows if (r["model"], r["level"], r["loss"], r["data"]) == key]
+            if values:
+                position = x + (offset - 2) * 0.15
+                ax.bar(position, statistics.mean(values), width=0.14, color=f"C{offset}", alpha=0.5)
+                ax.plot([position] * len(values), values, "k.", ms=3)
+        ax.bar([], [], color=f"C{offset}", alpha=0.5, label=loss)
+    ax.axhline(base_scores()["avg"], ls=":", c="gray", label="base model")
+    low = min([r["sts"]["avg"] for r in rows] + [base_scores()["avg"]]) - 0.5
+    ax.set_ylim(bottom=low)
+    ax.set_xticks(range(len(levels)), levels)
+    ax.set(xlabel="leakage filter level", ylabel="avg Spearman × 100, 7 STS tasks", title="all-MiniLM-L6-v2 stage 2")
+    ax.legend(fontsize=8, ncol=3)
+    save_figure(figure, path)
+
+
+FRONT_PAGE = ("sentence", "pair")
+"""The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
+
+
+def progress_table(blocks: list[dict[str, Any]]) -> str:
+    """Which blocks are complete: their runs with a record of those planned."""
+    lines = ["| block | search runs | test runs | complete |", "| --- | --- | --- | --- |"]
+    for block in blocks:
+        (searched, searches), (tested, tests) = block["search"], block["test"]
+        search = f"{searched} of {searches}" if searches else "— (MiniLM's winners)"
+        done = "yes" if block["block"] in wide.complete_blocks([block]) else "no"
+        lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} |")
+    return "\n".join(lines)
+
+
+def planned_comparisons() -> int:
+    """How many comparisons Holm's family holds: Pearson against each other loss in each front-page block, fixed
+    before any test seed runs."""
+    return sum(len(wide.BY_NAME[name].losses) - 1 for name in FRONT_PAGE)
+
+
+def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corrected]:
+    """(block, loss) → Pearson − the loss on the seven-task average, paired by test seed, in each front-page block
+    that is ``complete``: its uncorrected 95 % interval and the interval at the level Holm's correction over the
+    whole planned family gives it, the comparisons of blocks not complete yet counted as untested
+    (:mod:`pcctune.evaluation.multiple`)."""
+    from pcctune.evaluation.multiple import holm_differences
+
+    found = groups(rows)
+    comparisons = {}
+    for name in FRONT_PAGE:
+        if name not in complete:
+            continue
+        block = wide.BY_NAME[name]
+        runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
+        for loss, scores in runs.items():
+            if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2:  # one seed (--quick): none
+                comparisons[(name, loss)] = (scores, runs["pearson"])
+    corrected = holm_differences(
+        {f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()}, family_size=planned_comparisons()
+    )
+    return dict(zip(comparisons, corrected.values(), strict=True))
+
+
+def interval(difference: Difference) -> str:
+    return f"{difference.mean:+.2f} [{difference.low:+.2f}, {difference.high:+.2f}]"
+
+
+def setting_text(settings: dict[str, Any]) -> str:
+    values = (settings["batch_size"], settings["warmup_ratio"], settings["epochs"])
+    return f"{settings['learning_rate']:.1e} / {values[0]} / {values[1]:g} / {values[2]}"
+
+
+def wide_table(found: dict[str, Any]) -> str:
+    """The wide search's section of ``table.md``: its design, each cell's test seeds, the search, the comparisons
+    with Holm's correction and the transfer tasks with the base model's noise floor."""
+    rows, points = found["rows"], found["design"]
+    seeds = found["seeds"]
+    by_block = "; ".join(f"{', '.join(map(str, chosen))} at {block}" for block, chosen in seeds["search"].items())
+    lines = [
+        f"Wide search: every loss over the same {len(points)} settings (scrambled Sobol points), each scored by the "
+        f"mean best dev of its search seeds ({by_block}); the winner over test seeds "
+        f"{seeds['test'][0]}–{seeds['test'][-1]} (all-mpnet-base-v2: {seeds['mpnet'][0]}–{seeds['mpnet'][-1]}, on "
+        "MiniLM's winner of its level):",
+        "",
+        "| point | lr / batch / warm-up / epochs |",
+        "| --- | --- |",
+        *(f"| {k} | {setting_text(settings)} |" for k, settings in enumerate(points)),
+    ]
+    if rows:
+        header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "point", "best at last step"]
+        lines += ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        for cell, group in groups(rows).items():
+            cells = " | ".join(cell_text([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
+            dev = cell_text([100 * r["best_dev"] for r in group])
+            dev_pairs = "+".join(f"{n}" for n in group[0]["dev_pairs"].values()) or "—"
+            last = sum(r["last_step"] for r in group)
+            lines.append(
+                f"| {cell} | {group[0]['train_examples']} | {dev_pairs} | {len(group)} | {dev} | {cells} | "
+                f"{group[0]['point']} | {last} of {len(group)} |"
+            )
+    if found.get("progress"):
+        lines += ["", "Progress (runs with a record):", "", progress_table(found["progress"])]
+    if found["search"]:
+        lines += ["", search_table(found["search"], len(points))]
+    corrected = family(rows, wide.complete_blocks(found["progress"]))
+    if corrected:
+        lines += ["", comparison_table(corrected)]
+    if found["transfer"]:
+        lines += ["", "Transfer tasks, accuracy % (wide search; base model: the mean over its probe seeds):", ""]
+        lines.append(transfer_table(with_base_mean(found["transfer"])))
+    return "\n".join(lines)
+
+
+def with_base_mean(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The transfer scores with the base model's mean over its probe seeds first (``base``: what every change is
+    read against)."""
+    probes = [found for name, found in scores.items() if name.startswith("base-probe")]
+    if not probes:
+        return scores
+    return {"base": {task: statistics.mean(found[task] for found in probes) for task in probes[0]}} | scores
+
+
+def search_table(search: list[dict[str, Any]], points: int) -> str:
+    """Each cell's score per design point (mean best dev × 100 over the search seeds that have run), the winner in
+    bold once all have run, † where a search seed of the winner kept its last step."""
+    by_cell: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for row in search:
+        by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
+    seeds = len({row["seed"] for row in search})
+    header = ["cell", *(f"point {k}" for k in range(points))]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for cell, found in by_cell.items():
+        means = {k: 100 * statistics.mean(r["best_dev"] for r in runs) for k, runs in found.items()}
+        complete = len(found) == points and all(len(runs) == seeds for runs in found.values())
+        best = max(means, key=means.__getitem__) if complete else None
+        texts = []
+        for k in range(points):
+            text = f"{means[k]:.2f}" if k in means else "—"
+            if k == best:
+                text = f"**{text}**" + "†" * any(r["last_step"] for r in found[k])
+            texts.append(text)
+        lines.append(f"| {cell} | " + " | ".join(texts) + " |")
+    return "\n".join(lines)
+
+
+def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
+    """Pearson − each other loss at each front-page level: the uncorrected 95 % interval beside Holm's over the
+    planned family."""
+    m = planned_comparisons()
+    header = ["level", "Pearson − loss", "seeds", "95 % (uncorrected)", f"Holm over {m}", "p", "Holm p"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for (block, loss), found in corrected.items():
+        lines.append(
+            f"| {block} | {loss} | {found.plain.n_a} | {interval(found.plain)} | {interval(found.corrected)} "
+            f"({100 * found.holm.confidence:.2f} %) | {found.holm.p:.4f} | {found.holm.adjusted:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def wide_verdicts(found: dict[str, Any]) -> list[str]:
+    """The wide search's verdict lines: each comparison of the family, called a win only where Holm's interval
+    excludes 0; then the transfer tasks against the base model's noise floor."""
+    lines = []
+    corrected = family(found["rows"], wide.complete_blocks(found["progress"]))
+    for (block, loss), result in corrected.items():
+        call = (
+            "Pearson wins"
+            if result.holm.rejected and result.plain.mean > 0
+            else (f"{loss} wins" if result.holm.rejected else "a tie")
+        )
+        lines.append(
+            f"- **wide, {block}**, Pearson − {loss} over {result.plain.n_a} paired seeds: {interval(result.plain)} "
+            f"(95 %), {interval(result.corrected)} with Holm's correction over {planned_comparisons()}: {call}"
+        )
+    return lines + transfer_floor(found["transfer"])
+
+
+def transfer_floor(scores: dict[str, dict[str, float]]) -> list[str]:
+    """The trained models' transfer averages against the base model's noise floor (its lowest to highest average
+    over the probe seeds): no loss hurts only where none falls below the floor, else the numbers that do."""
+    base = {name: found["avg"] for name, found in scores.items() if name.startswith("base-probe")}
+    models = {name: found["avg"] for name, found in scores.items() if not name.startswith("base")}
+    if len(base) < 2 or not models:
+        return []
+    low, high = min(base.values()), max(base.values())
+    seeds = ", ".join(name.removeprefix("base-probe") for name in base)
+    floor = f"the base model reads {low:.2f} to {high:.2f} over probe seeds {seeds}"
+    below = {name: avg for name, avg in models.items() if avg < low}
+    if not below:
+        return [f"- **wide, transfer**: {floor}; no loss's model falls below it: no loss hurts the transfer tasks"]
+    listed = ", ".join(f"{name} {avg:.2f}" for name, avg in below.items())
+    return [f"- **wide, transfer**: {floor}; below it: {listed}"]

@@ -32,6 +32,9 @@ from pcctune.evaluation.multiple import Corrected
 from pcctune.io import write_text
 from pcctune.results import Difference
 
+FRONT_PAGE = ("sentence", "pair")
+"""The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
+
 
 def summary_details(args: argparse.Namespace) -> dict[str, Any]:
     """What the table and verdict read besides the seed runs: the search's trials and the transfer scores, and the
@@ -147,7 +150,7 @@ LABELS = {
 """Each loss's row label in the front page's table."""
 
 
-def readme_rows(levels: tuple[str, ...] = ("sentence", "pair")) -> dict[str, list[str]]:
+def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
     """The front page's table, from the records: its header (``loss``: which search each level comes from), then per
     loss its seeds (``a / b`` where the levels differ) and at each level the seven-task average (mean ± std) and
     Pearson − the loss with its 95 % interval over paired seeds. A level comes from the wide search once that block
@@ -227,10 +230,6 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     ax.set(xlabel="leakage filter level", ylabel="avg Spearman × 100, 7 STS tasks", title="all-MiniLM-L6-v2 stage 2")
     ax.legend(fontsize=8, ncol=3)
     save_figure(figure, path)
-
-
-FRONT_PAGE = ("sentence", "pair")
-"""The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
 
 
 def progress_table(blocks: list[dict[str, Any]]) -> str:

@@ -323,3 +323,27 @@ def test_the_front_page_takes_a_level_from_the_wide_search_once_it_is_complete(m
     assert cosent[0] == f"5 / {narrow['CoSENT'][0]}" and cosent[3:] == narrow["CoSENT"][3:]  # pair stays narrow
     plain, holm = re.findall(r"\[([-+.\d]+), ([-+.\d]+)\]", cosent[2])
     assert float(holm[0]) < float(plain[0]) < float(plain[1]) < float(holm[1])  # Holm's is the wider one
+
+
+def test_the_family_plot_draws_each_comparisons_interval_and_holms_around_it(tmp_path, monkeypatch):
+    import pcctune.plotting
+
+    shifts = {"pearson": 0.0, "cosine_mse": 0.1, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
+    rows = [
+        {"cell": f"minilm-sentence-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + 0.1 * (seed * len(loss) % 3)}}
+        for loss, shift in shifts.items()
+        for seed in wide.TEST_SEEDS
+    ]
+    corrected = report.family(rows, complete={"sentence"})
+    drawn = {}
+    monkeypatch.setattr(pcctune.plotting, "save_figure", lambda figure, path: drawn.update(figure=figure, path=path))
+    report.family_plot(corrected, tmp_path / "wide.png")
+    ax = drawn["figure"].axes[0]
+    labels = [label.get_text() for label in ax.get_yticklabels()]
+    assert labels == [f"sentence: Pearson − {loss}" for _, loss in reversed(list(corrected))]
+    thick = [x for line in ax.get_lines() if line.get_linewidth() == 4 for x in line.get_xdata()]
+    expected = [x for found in reversed(corrected.values()) for x in (found.plain.low, found.plain.high)]
+    assert thick == pytest.approx(expected)
+    monkeypatch.undo()
+    report.family_plot(corrected, tmp_path / "real.png")  # the real writer leaves a PNG
+    assert (tmp_path / "real.png").read_bytes().startswith(b"\x89PNG")

@@ -195,16 +195,20 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
 
 
 def write_summary(args: argparse.Namespace) -> None:
-    """table.md, verdict.md and the plot, from the records as they are now (the search's rows go into runs.json)."""
+    """table.md, verdict.md and the plots, from the records as they are now (the search's rows go into runs.json):
+    ``leakage.png`` (every cell's seeds) and, once a front-page level of the wide search is complete, ``wide.png``
+    (its family of comparisons)."""
     rows = narrow.collect(args)
     if not rows:
         return
     found = summary_details(args)
     write_text(HERE / "table.md", table(rows, found) + "\n")
-
     lines = verdicts(rows) + transfer_verdicts(found["transfer"]) + wide_verdicts(found["wide"])
     write_text(HERE / "verdict.md", "\n".join(lines) + "\n")
     plot(rows, {}, HERE / "leakage.png")
+    corrected = family(found["wide"]["rows"], wide.complete_blocks(found["wide"]["progress"]))
+    if corrected:
+        family_plot(corrected, HERE / "wide.png")
 
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
@@ -229,6 +233,34 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     ax.set_xticks(range(len(levels)), levels)
     ax.set(xlabel="leakage filter level", ylabel="avg Spearman × 100, 7 STS tasks", title="all-MiniLM-L6-v2 stage 2")
     ax.legend(fontsize=8, ncol=3)
+    save_figure(figure, path)
+
+
+def family_plot(corrected: dict[tuple[str, str], Corrected], path: Path) -> None:
+    """The wide search's family as a forest: Pearson − each loss on the seven-task average, each comparison's mean
+    with its uncorrected 95 % interval (thick) and Holm's (thin, capped); a win only where the thin line clears 0."""
+    from pcctune.plotting import plt, save_figure
+
+    figure, ax = plt.subplots(figsize=(7, 0.5 * len(corrected) + 1.4))
+    for y, found in enumerate(reversed(corrected.values())):
+        plain, holm = found.plain, found.corrected
+        ax.errorbar(
+            plain.mean,
+            y,
+            xerr=[[plain.mean - holm.low], [holm.high - plain.mean]],
+            fmt="none",
+            ecolor="gray",
+            elinewidth=1,
+            capsize=4,
+        )
+        ax.plot([plain.low, plain.high], [y, y], c="C0", lw=4, solid_capstyle="butt")
+        ax.plot(plain.mean, y, "ko", ms=4)
+    ax.axvline(0, ls=":", c="gray")
+    ax.set_yticks(range(len(corrected)), [f"{block}: Pearson − {loss}" for block, loss in reversed(list(corrected))])
+    ax.set(
+        xlabel="difference of avg Spearman × 100 over paired test seeds",
+        title=f"wide search: 95 % (thick) and Holm over {planned_comparisons()} (thin)",
+    )
     save_figure(figure, path)
 
 

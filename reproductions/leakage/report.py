@@ -265,13 +265,16 @@ def family_plot(corrected: dict[tuple[str, str], Corrected], path: Path) -> None
 
 
 def progress_table(blocks: list[dict[str, Any]]) -> str:
-    """Which blocks are complete: their runs with a record of those planned."""
-    lines = ["| block | search runs | test runs | complete |", "| --- | --- | --- | --- |"]
+    """Which blocks are complete: their runs with a record of those planned (complete: every search and test run,
+    what the level's verdict reads), and their transfer evaluations."""
+    header = ["block", "search runs", "test runs", "complete", "transfer evaluations"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for block in blocks:
-        (searched, searches), (tested, tests) = block["search"], block["test"]
+        (searched, searches), (tested, tests), (moved, transfers) = (block[k] for k in ("search", "test", "transfer"))
         search = f"{searched} of {searches}" if searches else "— (MiniLM's winners)"
         done = "yes" if block["block"] in wide.complete_blocks([block]) else "no"
-        lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} |")
+        transfer = f"{moved} of {transfers}" if transfers else "—"
+        lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} | {transfer} |")
     return "\n".join(lines)
 
 

@@ -372,7 +372,8 @@ def details(args: argparse.Namespace) -> dict[str, Any]:
 
 def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Each block's runs with a record against its planned runs: the search (every loss × design point × search
-    seed) and the test seeds (every loss × test seed)."""
+    seed), the test seeds (every loss × test seed) and, where the block has them, the transfer evaluations (the
+    base model under each probe seed, each loss's best model)."""
     found = []
     for block in BLOCKS:
         cells = block.cells(args.losses)
@@ -388,7 +389,12 @@ def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
             for cell in cells
             for seed in scored_seeds(args, block)
         ]
-        found.append({"block": block.name, "search": [sum(searches), len(searches)], "test": [sum(tests), len(tests)]})
+        transfer = folder(args) / "transfer"
+        transfers = [(transfer / f"base-probe{seed}.json").is_file() for seed in PROBE_SEEDS] * block.transfer + [
+            any(transfer.glob(f"{cell.name}-seed*.json")) for cell in cells if block.transfer
+        ]
+        counts = {"search": searches, "test": tests, "transfer": transfers}
+        found.append({"block": block.name} | {part: [sum(done), len(done)] for part, done in counts.items()})
     return found
 
 

@@ -311,12 +311,14 @@ def test_the_front_page_takes_a_level_from_the_wide_search_once_it_is_complete(m
         for loss, shift in shifts.items()
         for seed in wide.TEST_SEEDS
     ]
-    progress = [
-        {"block": "sentence", "search": [80, 80], "test": [25, 25]},
+    running = [
+        {"block": "sentence", "search": [80, 80], "test": [24, 25]},
         {"block": "pair", "search": [3, 40], "test": [0, 25]},
     ]
+    complete = [{"block": "sentence", "search": [80, 80], "test": [25, 25]}, running[1]]
+    monkeypatch.setattr(wide, "details", lambda args: {"rows": rows, "progress": running})
     narrow = report.readme_rows()
-    monkeypatch.setattr(wide, "details", lambda args: {"rows": rows, "progress": progress})
+    monkeypatch.setattr(wide, "details", lambda args: {"rows": rows, "progress": complete})
     found = report.readme_rows()
     assert (
         found["loss"][1:]

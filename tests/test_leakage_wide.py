@@ -321,12 +321,12 @@ def test_the_front_page_takes_a_level_from_the_wide_search_once_it_is_complete(m
     monkeypatch.setattr(wide, "details", lambda args: {"rows": rows, "progress": complete})
     found = report.readme_rows()
     assert (
-        found["loss"][1:]
-        == ["`sentence` avg (wide search)", "Pearson − loss [95 %] [Holm over 8]"] + narrow["loss"][3:]
+        found["loss"][1:] == ["`sentence` avg (wide search)", "Pearson − loss [95 %], Holm over 8"] + narrow["loss"][3:]
     )
     assert narrow["loss"][1] == "`sentence` avg (narrow search)"
     cosent = found["CoSENT"]
     assert cosent[0] == f"5 / {narrow['CoSENT'][0]}" and cosent[3:] == narrow["CoSENT"][3:]  # pair stays narrow
+    assert not any("] [" in cell for cell in found["loss"] + cosent)  # markdown would read "[a] [b]" as a link
     plain, holm = re.findall(r"\[([-+.\d]+), ([-+.\d]+)\]", cosent[2])
     assert float(holm[0]) < float(plain[0]) < float(plain[1]) < float(holm[1])  # Holm's is the wider one
 

@@ -166,7 +166,7 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
     narrow_rows, wide_rows = groups(narrow.collect(args)), groups(found["rows"])
     header = ["seeds"]
     for level in levels:
-        holm = f" [Holm over {planned_comparisons()}]" if level in complete else ""
+        holm = f", Holm over {planned_comparisons()}" if level in complete else ""
         search = "wide" if level in complete else "narrow"
         header += [f"`{level}` avg ({search} search)", f"Pearson − loss [95 %]{holm}"]
     rows = {"loss": header}
@@ -188,7 +188,7 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
                 difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
                 if (level, loss) in corrected:
                     holm = corrected[(level, loss)].corrected
-                    difference += f" [{holm.low:+.2f}, {holm.high:+.2f}]"
+                    difference += f", Holm [{holm.low:+.2f}, {holm.high:+.2f}]"
             cells += [cell_text(list(runs.values())), difference]
         rows[LABELS[loss]] = cells
     return rows

@@ -405,7 +405,8 @@ def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
 
 def wide_verdicts(found: dict[str, Any]) -> list[str]:
     """The wide search's verdict lines: each comparison of the family, called a win only where Holm's interval
-    excludes 0; then the transfer tasks against the base model's noise floor."""
+    excludes 0; then, for each block whose transfer evaluations have all run, its models against the base model's
+    noise floor."""
     lines = []
     corrected = family(found["rows"], wide.complete_blocks(found["progress"]))
     for (block, loss), result in corrected.items():
@@ -418,21 +419,29 @@ def wide_verdicts(found: dict[str, Any]) -> list[str]:
             f"- **wide, {block}**, Pearson − {loss} over {result.plain.n_a} paired seeds: {interval(result.plain)} "
             f"(95 %), {interval(result.corrected)} with Holm's correction over {planned_comparisons()}: {call}"
         )
-    return lines + transfer_floor(found["transfer"])
+    transferred = [block["block"] for block in found["progress"] if 0 < block["transfer"][0] == block["transfer"][1]]
+    return lines + transfer_floor(found["transfer"], transferred)
 
 
-def transfer_floor(scores: dict[str, dict[str, float]]) -> list[str]:
+def transfer_floor(scores: dict[str, dict[str, float]], blocks: Collection[str]) -> list[str]:
     """The trained models' transfer averages against the base model's noise floor (its lowest to highest average
-    over the probe seeds): no loss hurts only where none falls below the floor, else the numbers that do."""
+    over the probe seeds), for each of ``blocks`` whose transfer evaluations have all run: no loss hurts only where
+    none of the block's models falls below the floor, else the numbers that do."""
     base = {name: found["avg"] for name, found in scores.items() if name.startswith("base-probe")}
-    models = {name: found["avg"] for name, found in scores.items() if not name.startswith("base")}
-    if len(base) < 2 or not models:
+    if len(base) < 2:
         return []
     low, high = min(base.values()), max(base.values())
     seeds = ", ".join(name.removeprefix("base-probe") for name in base)
     floor = f"the base model reads {low:.2f} to {high:.2f} over probe seeds {seeds}"
-    below = {name: avg for name, avg in models.items() if avg < low}
-    if not below:
-        return [f"- **wide, transfer**: {floor}; no loss's model falls below it: no loss hurts the transfer tasks"]
-    listed = ", ".join(f"{name} {avg:.2f}" for name, avg in below.items())
-    return [f"- **wide, transfer**: {floor}; below it: {listed}"]
+    lines = []
+    for block in blocks:
+        models = {name: found["avg"] for name, found in scores.items() if name.startswith(f"minilm-{block}-")}
+        below = {name: avg for name, avg in models.items() if avg < low}
+        if not models:
+            continue
+        if not below:
+            lines.append(f"- **wide, transfer, {block}**: {floor}; no loss's model falls below it: no loss hurts")
+        else:
+            listed = ", ".join(f"{name} {avg:.2f}" for name, avg in below.items())
+            lines.append(f"- **wide, transfer, {block}**: {floor}; below it: {listed}")
+    return lines

@@ -18,17 +18,9 @@ from pcctune.results import RunResult, load_result
 from pcctune.training.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
-
-
 TASKS = list(SEVEN_TASKS)
-
-
 SHORT = [SHORT_NAMES[task] for task in TASKS]
-
-
 LOSSES = ("pearson", "cosine_mse", "cosent", "angle", "contrastive")
-
-
 FIXED_STAGE: dict[str, Any] = {
     "data": {"source": "stage2", "rescale_sick": True},
     "max_seq_length": 128,
@@ -40,8 +32,6 @@ FIXED_STAGE: dict[str, Any] = {
 """Settings shared by every run: SICK-R rescaled to 0–5 (so a score of 4 means the same in both sources), the
 contrastive stage's positives scored 4 or more (the rule that gives the paper's 1,543 pairs at ``pair``), the dev
 set named as in the ready config and filtered at the run's level."""
-
-
 EVALUATIONS_PER_EPOCH = 4
 
 
@@ -62,15 +52,11 @@ class Cell:
 
 
 MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
-
-
 BASE_RECORDS = {
     MINILM: HERE.parent / "minilm_stage2" / "records" / "ready.json",
     MPNET: HERE.parent / "baselines" / "records" / "mpnet_simcse.json",
 }
 """Each model's own scores before training, under the same protocol and test files (a run's "before", an eval's)."""
-
-
 SENTENCE, PAIR = LeakageLevel.sentence, LeakageLevel.pair
 
 

@@ -67,6 +67,4 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 QUICK = {"model": "{bert}", "levels": [PAIR], "cells": ["pair"], "losses": ["pearson", "cosine_mse"]}
 """--quick: both grids' whole paths on a tiny random model, two losses at ``pair``: the narrow grid's trials and one
 test seed, the wide search's one point, one search seed and one test seed."""
-
-
 BENCHMARK = claim(__name__, quick=QUICK, plot=None)

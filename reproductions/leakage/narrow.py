@@ -40,8 +40,6 @@ from pcctune.results import EvalResult, RunResult
 from pcctune.training.config import RunConfig
 
 SEEDS, MORE_SEEDS = (1, 2, 3), (4, 5)
-
-
 TRIALS: tuple[dict[str, Any], ...] = (
     {"learning_rate": 1.0e-5, "batch_size": 16, "warmup_ratio": 0.1, "epochs": 3},
     {"learning_rate": 3.0e-5, "batch_size": 32, "warmup_ratio": 0.0, "epochs": 2},

@@ -436,9 +436,9 @@ def transfer_floor(scores: dict[str, dict[str, float]], blocks: Collection[str])
     lines = []
     for block in blocks:
         models = {name: found["avg"] for name, found in scores.items() if name.startswith(f"minilm-{block}-")}
-        below = {name: avg for name, avg in models.items() if avg < low}
         if not models:
             continue
+        below = {name: avg for name, avg in models.items() if avg < low}
         if not below:
             lines.append(f"- **wide, transfer, {block}**: {floor}; no loss's model falls below it: no loss hurts")
         else:

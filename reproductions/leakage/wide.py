@@ -50,29 +50,15 @@ from pcctune.training.config import RunConfig
 
 SEARCH_SEEDS = (101, 102)
 """The seeds each setting is searched with: apart from every test seed."""
-
-
 TEST_SEEDS = (1, 2, 3, 4, 5)
-
-
 MPNET_SEEDS = (1, 2, 3)
-
-
 PROBE_SEEDS = (1111, 1112, 1113)
 """The transfer probe's seeds the base model is scored under (its noise floor); 1111 is SentEval's, every trained
 model's."""
-
-
 CONTROL_SEED = 0
-
-
 CONTROL_FILE = "control_pairs.jsonl"
-
-
 CONTROL_DEV = ["holdout", "stsb-dev-filtered"]
 """The control's dev set: its own held-out 15 % and STS-B dev, as ``sentence``'s is once SICK trial keeps too few."""
-
-
 WIDE = "wide"
 
 
@@ -95,12 +81,8 @@ class Block:
 
 
 TWO = ("pearson", "cosine_mse")
-
-
 ONE_SEARCH_SEED = SEARCH_SEEDS[:1]
 """The pair-sized levels' search: one seed a setting (their runs take 4–23 minutes each on a 2-core CPU)."""
-
-
 BLOCKS = (
     Block("sentence", MINILM, SENTENCE, "stage2", LOSSES, transfer=True),
     Block("control", MINILM, PAIR, "control", LOSSES),
@@ -110,8 +92,6 @@ BLOCKS = (
     Block("mpnet-sentence", MPNET, SENTENCE, "stage2", (*TWO, "cosent"), searched=False),
     Block("mpnet-pair", MPNET, PAIR, "stage2", (*TWO, "cosent"), searched=False),
 )
-
-
 BY_NAME = {block.name: block for block in BLOCKS}
 
 
@@ -389,10 +369,11 @@ def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
             for cell in cells
             for seed in scored_seeds(args, block)
         ]
-        transfer = folder(args) / "transfer"
-        transfers = [(transfer / f"base-probe{seed}.json").is_file() for seed in PROBE_SEEDS] * block.transfer + [
-            any(transfer.glob(f"{cell.name}-seed*.json")) for cell in cells if block.transfer
-        ]
+        transfers = []
+        if block.transfer:
+            transfer = folder(args) / "transfer"
+            transfers = [(transfer / f"base-probe{seed}.json").is_file() for seed in PROBE_SEEDS]
+            transfers += [any(transfer.glob(f"{cell.name}-seed*.json")) for cell in cells]
         counts = {"search": searches, "test": tests, "transfer": transfers}
         found.append({"block": block.name} | {part: [sum(done), len(done)] for part, done in counts.items()})
     return found

@@ -93,7 +93,8 @@ def base_rows(rows: Rows) -> list[str]:
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
     """Per cell: training pairs, dev pairs, seeds, mean dev, the seven tasks and the average (mean ± std over
-    seeds), and the winning settings; then the transfer tasks' table where ``details`` has their scores."""
+    seeds), and the winning settings; then the transfer tasks' table where ``details`` has their scores, and the
+    wide search's section where it has the wide search's."""
     header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "lr / batch / warm-up / epochs"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += base_rows(rows)
@@ -109,7 +110,7 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
     if details.get("transfer"):
         lines += ["", "Transfer tasks, accuracy %:", "", transfer_table(details["transfer"])]
     if "wide" in details:
-        lines += ["", wide_table(details["wide"])]
+        lines += ["", wide_table(details["wide"], wide_family(details["wide"]))]
     return "\n".join(lines)
 
 
@@ -162,7 +163,7 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
     args = argparse.Namespace(output=HERE, model=None, losses=list(LOSSES))
     found = wide.details(args)
     complete = wide.complete_blocks(found["progress"])
-    corrected = family(found["rows"], complete)
+    corrected = wide_family(found)
     narrow_rows, wide_rows = groups(narrow.collect(args)), groups(found["rows"])
     header = ["seeds"]
     for level in levels:
@@ -183,12 +184,12 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
         cells = [" / ".join(dict.fromkeys(str(len(runs)) for runs in by_level))]
         for level, runs, pearson in zip(levels, by_level, averages["pearson"], strict=True):
             difference = "—"
-            if loss != "pearson" and pearson:
+            if (level, loss) in corrected:
+                holm = corrected[(level, loss)].corrected
+                difference = f"{interval(corrected[(level, loss)].plain)}, Holm [{holm.low:+.2f}, {holm.high:+.2f}]"
+            elif loss != "pearson" and pearson:
                 d = seed_difference(runs, pearson)
                 difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
-                if (level, loss) in corrected:
-                    holm = corrected[(level, loss)].corrected
-                    difference += f", Holm [{holm.low:+.2f}, {holm.high:+.2f}]"
             cells += [cell_text(list(runs.values())), difference]
         rows[LABELS[loss]] = cells
     return rows
@@ -202,11 +203,11 @@ def write_summary(args: argparse.Namespace) -> None:
     if not rows:
         return
     found = summary_details(args)
+    corrected = wide_family(found["wide"])
     write_text(HERE / "table.md", table(rows, found) + "\n")
-    lines = verdicts(rows) + transfer_verdicts(found["transfer"]) + wide_verdicts(found["wide"])
+    lines = verdicts(rows) + transfer_verdicts(found["transfer"]) + wide_verdicts(found["wide"], corrected)
     write_text(HERE / "verdict.md", "\n".join(lines) + "\n")
     plot(rows, {}, HERE / "leakage.png")
-    corrected = family(found["wide"]["rows"], wide.complete_blocks(found["wide"]["progress"]))
     if corrected:
         family_plot(corrected, HERE / "wide.png")
 
@@ -307,6 +308,11 @@ def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corre
     return dict(zip(comparisons, corrected.values(), strict=True))
 
 
+def wide_family(found: dict[str, Any]) -> dict[tuple[str, str], Corrected]:
+    """:func:`family` over the wide search's records as :func:`reproductions.leakage.wide.details` found them."""
+    return family(found["rows"], wide.complete_blocks(found["progress"]))
+
+
 def interval(difference: Difference) -> str:
     return f"{difference.mean:+.2f} [{difference.low:+.2f}, {difference.high:+.2f}]"
 
@@ -316,9 +322,9 @@ def setting_text(settings: dict[str, Any]) -> str:
     return f"{settings['learning_rate']:.1e} / {values[0]} / {values[1]:g} / {values[2]}"
 
 
-def wide_table(found: dict[str, Any]) -> str:
-    """The wide search's section of ``table.md``: its design, each cell's test seeds, the search, the comparisons
-    with Holm's correction and the transfer tasks with the base model's noise floor."""
+def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> str:
+    """The wide search's section of ``table.md``: its design, each cell's test seeds, the search, the ``corrected``
+    comparisons (:func:`wide_family`) and the transfer tasks with the base model's noise floor."""
     rows, points = found["rows"], found["design"]
     seeds = found["seeds"]
     by_block = "; ".join(f"{', '.join(map(str, chosen))} at {block}" for block, chosen in seeds["search"].items())
@@ -348,7 +354,6 @@ def wide_table(found: dict[str, Any]) -> str:
         lines += ["", "Progress (runs with a record):", "", progress_table(found["progress"])]
     if found["search"]:
         lines += ["", search_table(found["search"], len(points))]
-    corrected = family(rows, wide.complete_blocks(found["progress"]))
     if corrected:
         lines += ["", comparison_table(corrected)]
     if found["transfer"]:
@@ -403,12 +408,11 @@ def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
     return "\n".join(lines)
 
 
-def wide_verdicts(found: dict[str, Any]) -> list[str]:
-    """The wide search's verdict lines: each comparison of the family, called a win only where Holm's interval
-    excludes 0; then, for each block whose transfer evaluations have all run, its models against the base model's
-    noise floor."""
+def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> list[str]:
+    """The wide search's verdict lines: each comparison of the ``corrected`` family (:func:`wide_family`), called a
+    win only where Holm's interval excludes 0; then, for each block whose transfer evaluations have all run, its
+    models against the base model's noise floor."""
     lines = []
-    corrected = family(found["rows"], wide.complete_blocks(found["progress"]))
     for (block, loss), result in corrected.items():
         call = (
             "Pearson wins"

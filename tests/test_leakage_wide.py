@@ -356,3 +356,23 @@ def test_the_family_plot_draws_each_comparisons_interval_and_holms_around_it(tmp
     monkeypatch.undo()
     report.family_plot(corrected, tmp_path / "real.png")  # the real writer leaves a PNG
     assert (tmp_path / "real.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_blocks_off_the_front_page_and_their_level_contrasts_are_read_uncorrected_once_complete():
+    shifts = {"pearson": 0.0, "cosine_mse": 0.1, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
+    rows = [
+        {"cell": f"minilm-{data}-{loss}", "seed": seed, "sts": {"avg": base + shift + 0.1 * (seed * len(loss) % 3)}}
+        for data, base in (("sentence", 80.0), ("pair-control", 81.0))
+        for loss, shift in shifts.items()
+        for seed in wide.TEST_SEEDS
+    ]
+    assert report.outside_family(rows, {"sentence"}) == report.level_contrasts(rows, {"sentence", "pair"}) == []
+    control = report.outside_family(rows, {"sentence", "control"})
+    assert len(control) == 4 and all(
+        "**wide, control** (outside the planned family, uncorrected)" in line for line in control
+    )
+    cosent = next(line for line in control if "cosent" in line)
+    assert "Pearson − cosent = +3.1" in cosent and cosent.endswith("a win for Pearson")
+    contrasts = report.level_contrasts(rows, {"sentence", "control"})
+    assert len(contrasts) == 5 and all("control − sentence = +1.00" in line for line in contrasts)
+    assert all(line.endswith("a win for control") for line in contrasts)

@@ -34,6 +34,12 @@ from pcctune.results import Difference
 
 FRONT_PAGE = ("sentence", "pair")
 """The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
+LEVEL_CONTRASTS = (
+    ("control", "sentence", "reading the test sentences, at equal size"),
+    ("pair", "control", "the rest of the pair-level set"),
+)
+"""Pairs of wide blocks whose difference, loss by loss, says what one training set adds over the other (the
+control is ``sentence``'s twin drawn from the ``pair``-level set): read once both are complete, uncorrected."""
 
 
 def summary_details(args: argparse.Namespace) -> dict[str, Any]:
@@ -410,8 +416,9 @@ def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
 
 def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> list[str]:
     """The wide search's verdict lines: each comparison of the ``corrected`` family (:func:`wide_family`), called a
-    win only where Holm's interval excludes 0; then, for each block whose transfer evaluations have all run, its
-    models against the base model's noise floor."""
+    win only where Holm's interval excludes 0; then the complete blocks off the front page (:func:`outside_family`)
+    and the level contrasts (:func:`level_contrasts`), uncorrected; then, for each block whose transfer evaluations
+    have all run, its models against the base model's noise floor."""
     lines = []
     for (block, loss), result in corrected.items():
         call = (
@@ -424,7 +431,46 @@ def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Correc
             f"(95 %), {interval(result.corrected)} with Holm's correction over {planned_comparisons()}: {call}"
         )
     transferred = [block["block"] for block in found["progress"] if 0 < block["transfer"][0] == block["transfer"][1]]
+    complete = wide.complete_blocks(found["progress"])
+    lines += outside_family(found["rows"], complete) + level_contrasts(found["rows"], complete)
     return lines + transfer_floor(found["transfer"], transferred)
+
+
+def outside_family(rows: Rows, complete: Collection[str]) -> list[str]:
+    """Pearson against each other loss in each complete block the front page does not show (the control, the
+    ``normalized`` and ``near`` levels, all-mpnet-base-v2), paired by test seed: uncorrected, and said so, since the
+    planned family (:func:`family`) holds only the front page's comparisons."""
+    from pcctune.evaluation.compare import seed_difference
+
+    found = groups(rows)
+    lines = []
+    for block in wide.BLOCKS:
+        if block.name in FRONT_PAGE or block.name not in complete:
+            continue
+        runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
+        for loss, scores in runs.items():
+            if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2:
+                difference = seed_difference(scores, runs["pearson"]).sentence(loss, "Pearson")
+                lines.append(f"- **wide, {block.name}** (outside the planned family, uncorrected): {difference}")
+    return lines
+
+
+def level_contrasts(rows: Rows, complete: Collection[str]) -> list[str]:
+    """For each of :data:`LEVEL_CONTRASTS` whose two blocks are complete, each loss's seven-task average on the one
+    training set minus the other's, paired by test seed, uncorrected."""
+    from pcctune.evaluation.compare import seed_difference
+
+    found = groups(rows)
+    lines = []
+    for after, before, what in LEVEL_CONTRASTS:
+        if not {after, before} <= set(complete):
+            continue
+        blocks = wide.BY_NAME[after], wide.BY_NAME[before]
+        for loss in (loss for loss in blocks[0].losses if loss in blocks[1].losses):
+            scores = [seed_averages(found.get(block.cells([loss])[0].name, [])) for block in blocks]
+            difference = seed_difference(scores[1], scores[0]).sentence(before, after)
+            lines.append(f"- **wide, {after} − {before}** ({what}), {loss}: {difference}")
+    return lines
 
 
 def transfer_floor(scores: dict[str, dict[str, float]], blocks: Collection[str]) -> list[str]:

@@ -17,7 +17,6 @@ from pcctune.losses.length_chunks import (
     LengthChunker,
     Padding,
     chunk_bounds,
-    embed_in_length_chunks,
     split_bounds,
 )
 from pcctune.losses.pearson import PearsonLoss
@@ -70,7 +69,7 @@ def test_a_chunked_batch_gives_the_embeddings_and_gradients_of_the_padded_block(
     columns = _columns(model, first, second)
     plain = [model(dict(f))["sentence_embedding"] for f in columns]  # a copy: the model adds its outputs to it
     seen: list[dict] = []
-    chunked = embed_in_length_chunks(lambda f: seen.append(f) or model(f)["sentence_embedding"], columns)
+    chunked = LengthChunker("on")(lambda f: seen.append(f) or model(f)["sentence_embedding"], columns)
     assert len(seen) > 1  # the long text has a chunk of its own
     for whole, parts in zip(plain, chunked, strict=True):
         torch.testing.assert_close(parts, whole, atol=1e-5, rtol=1e-5)
@@ -94,7 +93,7 @@ def test_chunks_carry_fewer_padded_tokens_and_pass_other_entries_on(tiny_bert):
         seen.append(features)
         return model(features)["sentence_embedding"]
 
-    embed_in_length_chunks(embed, columns)
+    LengthChunker("on")(embed, columns)
     padded = sum(f["input_ids"].numel() for f in columns)
     assert len(seen) > 1 and sum(f["input_ids"].numel() for f in seen) < padded
     extra = {key: value for key, value in columns[0].items() if not isinstance(value, torch.Tensor)}
@@ -108,7 +107,7 @@ def test_columns_padded_on_different_sides_or_with_unequal_entries_are_embedded_
     left = {**columns[1], "attention_mask": columns[1]["attention_mask"].flip(1)}
     for case in ([columns[0], left], [columns[0], {**columns[1], "extra": torch.zeros(3)}]):
         seen: list[dict] = []
-        embed_in_length_chunks(lambda f, seen=seen: seen.append(f) or torch.zeros(len(f["input_ids"]), 2), case)
+        LengthChunker("on")(lambda f, seen=seen: seen.append(f) or torch.zeros(len(f["input_ids"]), 2), case)
         assert [id(f) for f in seen] == [id(f) for f in case]
 
 
@@ -125,7 +124,7 @@ def test_chunks_are_padded_as_the_tokenizer_pads_its_side_and_pad_id(tiny_llama,
     columns = _columns(model, [long, "a b", "a", "b c d"], ["a b c", "d e f", "g h i", "j k l"])
     seen: list[dict] = []
     padding = Padding.of(model.tokenizer)
-    chunked = embed_in_length_chunks(lambda f: seen.append(f) or model(f)["sentence_embedding"], columns, padding)
+    chunked = LengthChunker("on")(lambda f: seen.append(f) or model(f)["sentence_embedding"], columns, padding)
     assert len(seen) > 1  # the long text has a chunk of its own
     for chunk in seen:
         mask = chunk["attention_mask"]
@@ -143,7 +142,7 @@ def test_rows_of_a_narrower_column_are_padded_with_masked_positions(tiny_bert):
     columns = _columns(model, [" ".join(SENTENCES[:2]), *SENTENCES[2:5]], ["a", "b c", "d", "e f"])
     assert columns[0]["input_ids"].shape[1] > columns[1]["input_ids"].shape[1]
     seen: list[dict] = []
-    chunked = embed_in_length_chunks(lambda f: seen.append(f) or model(f)["sentence_embedding"], columns)
+    chunked = LengthChunker("on")(lambda f: seen.append(f) or model(f)["sentence_embedding"], columns)
     assert len(seen) == 1 and seen[0]["attention_mask"].shape[1] == columns[0]["attention_mask"].shape[1]
     for features, ours in zip(columns, chunked, strict=True):
         torch.testing.assert_close(ours, model(dict(features))["sentence_embedding"], atol=1e-5, rtol=1e-5)

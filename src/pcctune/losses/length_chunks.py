@@ -225,17 +225,6 @@ def _gather(
     return torch.stack(rows)
 
 
-def embed_in_length_chunks(embed: Embed, columns: Sequence[Features], padding: Padding | None = None) -> list[Tensor]:
-    """Each column's embeddings, as ``[embed(f) for f in columns]`` gives them, computed over length-sorted chunks
-    of the rows of all columns in one process (see the module's docstring); columns that cannot be cut are
-    embedded whole."""
-    padding = padding or Padding()
-    plan = _plan(columns, padding)
-    if isinstance(plan, str):
-        return [embed(features) for features in columns]
-    return _embed_chunks(embed, columns, plan, plan.bounds, padding)
-
-
 def _columns_kept_whole() -> bool:
     """Whether a wrapper loss asked, by ``column_merging_disabled()``, for every column in its own dicts: then
     sentence-transformers' ``merge_feature_batches`` refuses even two equal token columns (the block's contract)."""

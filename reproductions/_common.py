@@ -150,15 +150,18 @@ def kept(path: Path) -> RunResult | None:
 
 def train_once(config: RunConfig, record: Path, score: bool) -> RunResult:
     """Train ``config`` unless ``record`` holds it (resuming its folder when a killed run left one) and keep its
-    record there; a search trial (``score`` false) reads no test set."""
+    record there; a search trial (``score`` false) reads no test set. Once the record is kept, the run's checkpoints
+    go (they only serve a resume; its final model stays): a grid of small runs otherwise fills the disk."""
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.orchestration.run_folder import holds_a_run
+    from pcctune.orchestration.sweep import drop_checkpoints
 
     done = kept(record)
     if done is not None:
         return done
     result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), tasks=None if score else [])
     result.to_disk(record)
+    drop_checkpoints(Path(config.output_dir))
     return result
 
 

@@ -203,6 +203,28 @@ def test_a_trained_run_is_kept_as_a_record_and_not_trained_again(tiny_bert, mini
         list(trained_runs([1], ["pcc"], lambda variant, seed: config_of(2e-3), tmp_path / "out"))
 
 
+def test_a_kept_run_leaves_its_final_model_and_drops_its_checkpoints(tiny_bert, mini_senteval, tmp_path):
+    """A grid's runs keep their record and final model (a transfer evaluation reads it), not the checkpoints that
+    only serve a resume."""
+    from reproductions._common import train_once
+
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import RunConfig
+
+    def config_of(folder: str) -> RunConfig:
+        return RunConfig.model_validate(
+            {"model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / folder)}
+            | {"evaluate_before": False, "stages": [one_step_stage2()]}
+        )
+
+    run_pipeline(config_of("plain"), tasks=[])
+    assert list((tmp_path / "plain").glob("*/checkpoints/checkpoint-*"))  # what a run leaves by itself
+    result = train_once(config_of("kept"), tmp_path / "records" / "kept.json", score=False)
+    assert (tmp_path / "records" / "kept.json").is_file() and result.stages
+    assert not list((tmp_path / "kept").glob("*/checkpoints"))
+    assert list((tmp_path / "kept").glob("*/final/modules.json"))
+
+
 CLAIM_CONFIGS = sorted(p for p in HERE.rglob("*.yaml") if not p.name.endswith("_space.yaml"))
 
 

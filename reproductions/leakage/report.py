@@ -191,8 +191,8 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
         for level, runs, pearson in zip(levels, by_level, averages["pearson"], strict=True):
             difference = "—"
             if (level, loss) in corrected:
-                holm = corrected[(level, loss)].corrected
-                difference = f"{interval(corrected[(level, loss)].plain)}, Holm [{holm.low:+.2f}, {holm.high:+.2f}]"
+                read = corrected[(level, loss)]
+                difference = f"{interval(read.plain)}, Holm [{read.corrected.low:+.2f}, {read.corrected.high:+.2f}]"
             elif loss != "pearson" and pearson:
                 d = seed_difference(runs, pearson)
                 difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
@@ -299,19 +299,27 @@ def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corre
     from pcctune.evaluation.multiple import holm_differences
 
     found = groups(rows)
-    comparisons = {}
-    for name in FRONT_PAGE:
-        if name not in complete:
-            continue
-        block = wide.BY_NAME[name]
-        runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
-        for loss, scores in runs.items():
-            if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2:  # one seed (--quick): none
-                comparisons[(name, loss)] = (scores, runs["pearson"])
+    comparisons = {
+        (name, loss): pair
+        for name in FRONT_PAGE
+        if name in complete
+        for loss, pair in against_pearson(found, wide.BY_NAME[name]).items()
+    }
     corrected = holm_differences(
         {f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()}, family_size=planned_comparisons()
     )
     return dict(zip(comparisons, corrected.values(), strict=True))
+
+
+def against_pearson(found: dict[str, Rows], block: wide.Block) -> dict[str, tuple[dict[int, float], dict[int, float]]]:
+    """Each other loss of ``block`` → (its seven-task averages, Pearson's), by test seed, where the two share at
+    least two seeds (one seed, as in ``--quick``: no comparison)."""
+    runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
+    return {
+        loss: (scores, runs["pearson"])
+        for loss, scores in runs.items()
+        if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2
+    }
 
 
 def wide_family(found: dict[str, Any]) -> dict[tuple[str, str], Corrected]:
@@ -447,11 +455,9 @@ def outside_family(rows: Rows, complete: Collection[str]) -> list[str]:
     for block in wide.BLOCKS:
         if block.name in FRONT_PAGE or block.name not in complete:
             continue
-        runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
-        for loss, scores in runs.items():
-            if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2:
-                difference = seed_difference(scores, runs["pearson"]).sentence(loss, "Pearson")
-                lines.append(f"- **wide, {block.name}** (outside the planned family, uncorrected): {difference}")
+        for loss, (scores, pearson) in against_pearson(found, block).items():
+            difference = seed_difference(scores, pearson).sentence(loss, "Pearson")
+            lines.append(f"- **wide, {block.name}** (outside the planned family, uncorrected): {difference}")
     return lines
 
 

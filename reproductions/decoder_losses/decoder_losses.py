@@ -1,6 +1,6 @@
 """On a decoder after a contrastive stage 1, does the Pearson stage beat the losses a user would use instead?
 
-Pcc-tuning claims its edge on decoder LLMs (Table 3): a contrastive stage I, then the Pearson loss (eq. 9). Here
+Pcc-tuning claims its edge on decoder LLMs (Table 3): a contrastive stage I, then the Pearson loss (eq. 8). Here
 SmolLM2-135M's stage 1 of the recipe (``configs/paper_recipe_smollm2_cpu.yaml``, seed 1) is built once into the
 run folders (``--runs``, out of git; built again where it is missing), then continued at leakage level ``pair``
 with each of three stage-2 losses: Pearson, cosine-MSE (sentence-transformers' ``CosineSimilarityLoss``) and

@@ -2,7 +2,7 @@
 
 all-MiniLM-L6-v2 (already trained contrastively: a stage-I model) gets Pcc-tuning's stage 2 on STS-B train + SICK-R
 train filtered at a leakage level (``pair``: the paper's filter; ``sentence``: no test sentence left;
-docs/leakage.md), with each of five losses: Pearson (Pcc-tuning eq. 9), cosine-MSE (sentence-transformers'
+docs/leakage.md), with each of five losses: Pearson (Pcc-tuning eq. 8), cosine-MSE (sentence-transformers'
 ``CosineSimilarityLoss``), CoSENT, AnglE and the contrastive stage 2 (Pcc-tuning §4.3: pairs scored 4 or more as
 positives of InfoNCE). Every loss gets the same dev-only search; its winner runs over test seeds, each scored on the
 seven full test sets (SimCSE protocol) and compared with :func:`pcctune.evaluation.compare.seed_difference` (95 %

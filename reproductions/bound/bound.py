@@ -1,4 +1,4 @@
-"""Pcc-tuning's bound (§3, Theorem 1): a scorer that only separates pairs into two classes reaches a Spearman of
+"""Pcc-tuning's bound (§2.3, Appendix A): a scorer that only separates pairs into two classes reaches a Spearman of
 at most 0.875 (the paper's closed form 1 − 6Σd²/(n(n²−1)) at n/2 pairs per class).
 
 Computed, not trained: for ``--n`` pairs with distinct gold scores, the paper's formula against the exact optimum

@@ -1,5 +1,5 @@
-"""DCPCSE's claim (Jiang et al. 2022, Table 4): deep continuous prompts beat shallow prompts, at a fraction of the
-trainable parameters of fine-tuning.
+"""DCPCSE's claim (Jiang et al. 2022, §3.3, Table 1): deep continuous prompts beat shallow prompts, at a fraction of
+the trainable parameters of fine-tuning.
 
 Each published config (``configs/dcpcse_minilm.yaml``, ``configs/dcpcse_mpnet.yaml``: CLS pooler with SimCSE's MLP,
 supervised InfoNCE with hard negatives, τ 0.05, the paper's prompt length, batch and learning rate) is run as is but

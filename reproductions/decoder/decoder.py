@@ -2,7 +2,7 @@
 
 Rows, each scored on the seven STS tasks (SimCSE protocol, Spearman × 100):
 
-- zero-shot (PromptEOL Figure 4): average pooling of the raw sentence, the last token of the raw
+- zero-shot (PromptEOL Figures 1 and 4): average pooling of the raw sentence, the last token of the raw
   sentence (no prompt), and the last token under the EOL, STH and SUM templates (PromptEOL §3.1,
   Pcc-tuning §4.4);
 - EOL + one in-context demonstration (PromptEOL §3.2): candidates are filtered STS-B train

@@ -1,7 +1,7 @@
 """``pcctune data download --nli``: SimCSE's NLI triplets, the papers' stage-1 set, as a local file.
 
 The file is ``nli_for_simcse.csv`` of the Hub dataset ``princeton-nlp/datasets-for-simcse`` (275,601 triplets:
-sent0, sent1, hard_neg; Pcc-tuning §4.1, SimCSE §5). It is fetched as it is stored (``hf_hub_download``, at a
+sent0, sent1, hard_neg; Pcc-tuning §3, SimCSE §5). It is fetched as it is stored (``hf_hub_download``, at a
 revision when given), read back with pcctune's own reader, its row count checked, and its sha256 written beside
 it (``nli_for_simcse.csv.sha256``). ``--sha256`` pins the expected hash: a different file is refused and
 nothing is written. pcctune ships no pinned hash for this file: none could be measured where it was built.

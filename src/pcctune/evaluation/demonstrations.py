@@ -1,4 +1,4 @@
-"""Choosing an in-context demonstration on a dev set (PromptEOL §3.2, Table 5).
+"""Choosing an in-context demonstration on a dev set (PromptEOL §3.2, Table 4).
 
 Candidates are built here, not downloaded: sentences from the filtered STS-B training pairs
 (never a sentence that appears in a test set), each labelled with the word the model itself

@@ -37,7 +37,7 @@ class InfoNCELoss(EmbeddingLoss):
 
     Args:
         model: the SentenceTransformer being trained.
-        temperature: τ (0.05 in SimCSE, PromptEOL and Pcc-tuning).
+        temperature: τ (0.05, SimCSE's; neither the PromptEOL nor the Pcc-tuning paper states one).
         mini_batch_size: GradCache mini-batch size, or ``None`` to embed the batch at once.
 
     Inputs: (anchor, positive, negative) triplets or (anchor, positive) pairs; no label.

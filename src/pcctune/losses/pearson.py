@@ -1,4 +1,4 @@
-"""Pearson loss of Pcc-tuning (Zhang et al., "Pcc-tuning", §3, eq. 8): ℓ = 1 − r(X, Y).
+"""Pearson loss of Pcc-tuning (Zhang and Li, "Pcc-tuning", §3, eq. 8): ℓ = 1 − r(X, Y).
 
 X are the cosine similarities of the pairs' embeddings, Y their gold scores, and r is Pearson's
 correlation over the **whole global batch** (the "Pearson group"): (cos, gold) are gathered from

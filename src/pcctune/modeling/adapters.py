@@ -1,6 +1,6 @@
 """LoRA and QLoRA adapters through peft, on the backbone inside a SentenceTransformer.
 
-Pcc-tuning (§4.1) and PromptEOL (§3.2) train 7B models with QLoRA: the base in 4-bit NF4
+Pcc-tuning (§3) and PromptEOL (§3.3, Appendix C) train 7B models with QLoRA: the base in 4-bit NF4
 (bitsandbytes, on GPU or CPU; ``pcctune.modeling.quantization``), LoRA r=64, α=16, dropout
 0.05 on every linear layer. The adapter is added once, before stage 1, and stage 2 keeps
 training the same adapter.

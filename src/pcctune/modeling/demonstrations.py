@@ -1,4 +1,4 @@
-"""In-context demonstrations for prompt-based embeddings (PromptEOL §3.2, Figure 2, Table 5).
+"""In-context demonstrations for prompt-based embeddings (PromptEOL §3.2, Figure 2, Table 4).
 
 One solved example placed before the input steers the last token of a causal LM towards a
 meaning-bearing word, e.g.:

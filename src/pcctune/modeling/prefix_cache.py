@@ -1,7 +1,7 @@
 """The template's prefix run once: a decoder encodes each batch from the cached key/values of the tokens before
 ``{text}``.
 
-Under a prompt template (PromptEOL §3.1, Pcc-tuning §3.2) every input starts with the same tokens, e.g. PromptEOL's
+Under a prompt template (PromptEOL §3.1, Pcc-tuning §3) every input starts with the same tokens, e.g. PromptEOL's
 ``This sentence : "``. A decoder's attention is causal, so their hidden states and key/values do not depend on the
 sentence that follows: ``CachedPrefix`` computes them once per ``encode_texts``
 call (the weights may have changed between calls, as during training), and each batch runs only its remaining

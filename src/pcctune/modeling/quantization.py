@@ -1,4 +1,4 @@
-"""4-bit NF4 loading for QLoRA (Dettmers et al. 2023; Pcc-tuning §4.1, PromptEOL §3.2) on CPU and GPU.
+"""4-bit NF4 loading for QLoRA (Dettmers et al. 2023; Pcc-tuning §3, PromptEOL §3.3) on CPU and GPU.
 
 The settings are a plain, JSON-able ``QuantizationConfig``. A model's input module keeps them
 in its saved config (``sentence_bert_config.json``), so a stage's saved model, its checkpoints

@@ -137,7 +137,7 @@ class RegressionConfig(Strict):
 
     k: float = Field(
         2.0,
-        description="slope of the penalty outside the zero-gradient zone (Translated ReLU / Smooth K2, seed 003 §3)",
+        description="slope of the penalty outside the zero-gradient zone (Translated ReLU / Smooth K2, regression §3)",
     )
     x0: float = Field(0.25, description="half-width of the zero-gradient zone around the label")
     concat: Literal["uv", "absdiff", "uv_absdiff"] = Field(
@@ -168,7 +168,7 @@ class MLMConfig(Strict):
     """DCPCSE's auxiliary MLM term, λ = initial_weight · decay_rate^(step / decay_steps)."""
 
     enabled: bool = Field(False, description="add DCPCSE's auxiliary masked-LM term to the stage's loss")
-    initial_weight: float = Field(0.1, description="λ at step 0 (DCPCSE App. A: 0.1)")
+    initial_weight: float = Field(0.1, description="λ at step 0 (DCPCSE §2.2: 0.1)")
     decay_rate: float = Field(0.95, description="λ's factor every decay_steps (0.95)")
     decay_steps: int = Field(100, description="steps between decays (100)")
     mask_probability: float = Field(0.15, description="share of tokens masked (BERT's 15 %)")

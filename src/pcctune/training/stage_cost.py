@@ -1,5 +1,5 @@
 """What a stage cost, counted across interruptions: its wall time and peak memory (Pcc-tuning Appendix D, Table 7
-reports both per stage).
+reports the memory per stage).
 
 A long stage is often trained by several processes: killed, then resumed from its last checkpoint. Each checkpoint
 therefore keeps the cost of the steps it holds (``stage_cost.json``: seconds since the stage began, the peak memory,

@@ -26,8 +26,8 @@ batch of 64 span about 0.5, so neighbouring gaps of θ/ε are far below the unit
 the whole batch into one block, r_ε is an affine function of the cosines and the loss is exactly
 1 − Pearson(cos, rank(gold)) (measured: equal to 1e-16; docs/fidelity.md). ``SoftSpearmanLoss``
 therefore ranks z = n · standardise(cos) / ε (mean and spread taken as constants), so ε counts in
-units of the batch: ε = 1 stays within 0.002 of Spearman's ρ while about 27 % of a batch sits in
-pooled blocks, the only ones through which a gradient flows (ε → 0: hard ranks, no gradient;
+units of the batch: ε = 1 stays within 0.002 of Spearman's ρ while pooling leaves about 0.73 n blocks in a
+batch of n, the pooled ones the only ones through which a gradient flows (ε → 0: hard ranks, no gradient;
 ε ≥ 5: one block, Pearson again). No maintained PyPI implementation
 installs here (torchsort needs a CUDA toolchain to build), hence these few lines.
 """

@@ -5,7 +5,8 @@ through the model at the length of its longest one: on the leakage-filtered STS-
 pairs carry 2.6 padded tokens for every real one. A text's embedding does not depend on the other texts of its
 batch (padding is masked out), so the rows of all columns can be sorted by length, cut into chunks each padded
 only to its own longest row, embedded chunk by chunk, and put back in order: the same embeddings up to float
-rounding, the same gradients (autograd runs back through every chunk), about half the tokens.
+rounding, the same gradients (autograd runs back through every chunk), 0.43 of the tokens at batch 64 (1.12 a
+real token; ``benchmarks/results/speed/probe_length_chunk_tokens.py``).
 
 Where the cuts go is chosen exactly (``chunk_bounds``, a dynamic program over the sorted lengths): each
 chunk costs its padded tokens plus a fixed overhead, in tokens, for the extra forward pass.

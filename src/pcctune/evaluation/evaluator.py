@@ -2,8 +2,9 @@
 
 Pass it as ``evaluator=`` to a ``SentenceTransformerTrainer`` to *report* the papers' numbers while training
 (SimCSE-fork SentEval protocol: Spearman × 100 of cosine, STS12–16 on all subsets, plain mean of seven;
-Pcc-tuning §4.1). Do not select checkpoints with it (``load_best_model_at_end``): that would choose on the
-test sets. Select on a dev set instead (``DevSTSEvaluator``).
+Pcc-tuning §4.1 names SentEval and Spearman, the rest is its authors' evaluation code: docs/fidelity.md). Do
+not select checkpoints with it (``load_best_model_at_end``): that would choose on the test sets. Select on a dev
+set instead (``DevSTSEvaluator``).
 """
 
 from __future__ import annotations

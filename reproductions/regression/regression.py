@@ -12,9 +12,10 @@ rescaled to 0–5, §4.2 and App. A). Every variant runs that stage with one thi
   above 4, the "+Contrast" rows of Table 3).
 
 The paper's settings: batch 16, one epoch, the checkpoint chosen on the STS-B dev set (§4.1); k and x₀ of its
-best contrastive-PLM rows (Table 5: Nomic v1, Smooth K2, k = 3, x₀ = 0.2; the same for Translated ReLU). The
-learning rate is not in the paper: 2e-5 (Sentence-BERT's), stated in the record. Scores: the seven test sets,
-SimCSE protocol, cosine of the embeddings (the head is a training device and is never used to score).
+best contrastive-PLM rows (Table 5: Nomic v1, Smooth K2, k = 3, x₀ = 0.2; Translated ReLU, which Table 5 does not
+tune on contrastive PLMs, uses the same). The learning rate is not in the paper: 2e-5 (Sentence-BERT's), stated in
+the record. Scores: the seven test sets, SimCSE protocol, cosine of the embeddings (the head is a training device
+and is never used to score).
 
 One ``pcctune train`` run folder per (variant, seed) under ``--runs``, resumed if killed; rows land as runs finish.
 

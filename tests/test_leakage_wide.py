@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reproductions.leakage import report, wide
+from reproductions.leakage import comparisons, report, wide
 from reproductions.leakage.cells import HERE, LOSSES, MINILM, PAIR, SENTENCE, Cell
 from reproductions.leakage.design import BATCH_SIZES, DESIGN, EPOCHS, LEARNING_RATES, WARMUP, design
 
@@ -173,7 +173,12 @@ def test_a_winner_whose_best_checkpoint_is_its_last_step_is_flagged():
         for k in range(2)
         for s in (101, 102)
     ]
-    assert "| c | 50.00 | **60.00**† |" in report.search_table(search, 2)
+    assert "| c | 50.00 | **60.00**† |" in report.search_table(search, 2, {"c": 2})
+    one_seed = [{**row, "cell": "d"} for row in search if row["seed"] == 101]  # a pair-sized level: one search seed
+    table = report.search_table(search + one_seed, 2, {"c": 2, "d": 1})
+    assert "| d | 50.00 | **60.00**† |" in table
+    half = report.search_table([row for row in search if (row["point"], row["seed"]) != (1, 102)], 2, {"c": 2})
+    assert "**" not in half  # a winner is marked once every point has run with every planned seed
 
 
 @pytest.mark.parametrize("block", ["sentence", "control", "pair", "normalized", "near"])
@@ -257,15 +262,19 @@ def test_a_family_read_early_is_corrected_for_every_planned_comparison_and_its_w
 
 
 def test_the_front_pages_family_counts_every_planned_comparison_and_reads_a_level_once_complete():
-    assert report.planned_comparisons() == sum(len(wide.BY_NAME[name].losses) - 1 for name in report.FRONT_PAGE) == 8
+    assert (
+        comparisons.planned_comparisons()
+        == sum(len(wide.BY_NAME[name].losses) - 1 for name in comparisons.FRONT_PAGE)
+        == 8
+    )
     shifts = {"pearson": 0.0, "cosine_mse": 0.0, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
     rows = [
         {"cell": f"minilm-sentence-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + 0.1 * (seed * len(loss) % 3)}}
         for loss, shift in shifts.items()
         for seed in wide.TEST_SEEDS
     ]
-    assert report.family(rows, complete=set()) == {}  # a level is read once complete, not on the seeds run so far
-    found = report.family(rows, complete={"sentence"})
+    assert comparisons.family(rows, complete=set()) == {}  # a level is read once complete, not on the seeds run so far
+    found = comparisons.family(rows, complete={"sentence"})
     assert sorted(loss for _, loss in found) == sorted(set(shifts) - {"pearson"})
     assert not found[("sentence", "cosine_mse")].holm.rejected
     assert found[("sentence", "cosent")].holm.rejected and found[("sentence", "cosent")].plain.mean > 2.5
@@ -275,14 +284,14 @@ def test_the_front_pages_family_counts_every_planned_comparison_and_reads_a_leve
 
 def test_the_transfer_tasks_read_each_model_against_the_base_models_noise_floor():
     base = {f"base-probe{seed}": {"avg": avg} for seed, avg in zip(wide.PROBE_SEEDS, (83.4, 83.2, 83.5), strict=True)}
-    within = report.transfer_floor(base | {"minilm-sentence-pearson-seed1": {"avg": 83.3}}, ["sentence"])
+    within = comparisons.transfer_floor(base | {"minilm-sentence-pearson-seed1": {"avg": 83.3}}, ["sentence"])
     assert "83.20 to 83.50" in within[0] and "no loss hurts" in within[0] and "sentence" in within[0]
     models = {"minilm-pair-cosent-seed2": {"avg": 83.1}, "minilm-pair-pearson-seed1": {"avg": 84.0}}
-    below = report.transfer_floor(base | models, ["pair"])
+    below = comparisons.transfer_floor(base | models, ["pair"])
     assert below[0].endswith("below it: minilm-pair-cosent-seed2 83.10")
-    assert report.transfer_floor(base | models, ["sentence"]) == []  # a block's own models only
-    assert report.transfer_floor(base | models, []) == []  # read once a block's evaluations have all run
-    assert report.transfer_floor({"base-probe1111": {"avg": 83.4}, **models}, ["pair"]) == []
+    assert comparisons.transfer_floor(base | models, ["sentence"]) == []  # a block's own models only
+    assert comparisons.transfer_floor(base | models, []) == []  # read once a block's evaluations have all run
+    assert comparisons.transfer_floor({"base-probe1111": {"avg": 83.4}, **models}, ["pair"]) == []
 
 
 def test_the_readme_shows_the_designs_eight_points():
@@ -343,7 +352,7 @@ def test_the_family_plot_draws_each_comparisons_interval_and_holms_around_it(tmp
         for loss, shift in shifts.items()
         for seed in wide.TEST_SEEDS
     ]
-    corrected = report.family(rows, complete={"sentence"})
+    corrected = comparisons.family(rows, complete={"sentence"})
     drawn = {}
     monkeypatch.setattr(pcctune.plotting, "save_figure", lambda figure, path: drawn.update(figure=figure, path=path))
     report.family_plot(corrected, tmp_path / "wide.png")
@@ -366,13 +375,15 @@ def test_blocks_off_the_front_page_and_their_level_contrasts_are_read_uncorrecte
         for loss, shift in shifts.items()
         for seed in wide.TEST_SEEDS
     ]
-    assert report.outside_family(rows, {"sentence"}) == report.level_contrasts(rows, {"sentence", "pair"}) == []
-    control = report.outside_family(rows, {"sentence", "control"})
+    assert (
+        comparisons.outside_family(rows, {"sentence"}) == comparisons.level_contrasts(rows, {"sentence", "pair"}) == []
+    )
+    control = comparisons.outside_family(rows, {"sentence", "control"})
     assert len(control) == 4 and all(
         "**wide, control** (outside the planned family, uncorrected)" in line for line in control
     )
     cosent = next(line for line in control if "cosent" in line)
     assert "Pearson − cosent = +3.1" in cosent and cosent.endswith("a win for Pearson")
-    contrasts = report.level_contrasts(rows, {"sentence", "control"})
+    contrasts = comparisons.level_contrasts(rows, {"sentence", "control"})
     assert len(contrasts) == 5 and all("control − sentence = +1.00" in line for line in contrasts)
     assert all(line.endswith("a win for control") for line in contrasts)

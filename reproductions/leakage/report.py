@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +24,20 @@ from reproductions.leakage.cells import (
     groups,
     seed_averages,
 )
+from reproductions.leakage.comparisons import (
+    FRONT_PAGE,
+    level_contrasts,
+    outside_family,
+    planned_comparisons,
+    transfer_floor,
+    wide_family,
+)
 
 from pcctune.data.leakage import LeakageLevel
 from pcctune.data.transfer import TRANSFER_TASKS
 from pcctune.evaluation.multiple import Corrected
 from pcctune.io import write_text
 from pcctune.results import Difference
-
-FRONT_PAGE = ("sentence", "pair")
-"""The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
-LEVEL_CONTRASTS = (
-    ("control", "sentence", "reading the test sentences, at equal size"),
-    ("pair", "control", "the rest of the pair-level set"),
-)
-"""Pairs of wide blocks whose difference, loss by loss, says what one training set adds over the other (the
-control is ``sentence``'s twin drawn from the ``pair``-level set): read once both are complete, uncorrected."""
 
 
 def summary_details(args: argparse.Namespace) -> dict[str, Any]:
@@ -285,48 +283,6 @@ def progress_table(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def planned_comparisons() -> int:
-    """How many comparisons Holm's family holds: Pearson against each other loss in each front-page block, fixed
-    before any test seed runs."""
-    return sum(len(wide.BY_NAME[name].losses) - 1 for name in FRONT_PAGE)
-
-
-def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corrected]:
-    """(block, loss) → Pearson − the loss on the seven-task average, paired by test seed, in each front-page block
-    that is ``complete``: its uncorrected 95 % interval and the interval at the level Holm's correction over the
-    whole planned family gives it, the comparisons of blocks not complete yet counted as untested
-    (:mod:`pcctune.evaluation.multiple`)."""
-    from pcctune.evaluation.multiple import holm_differences
-
-    found = groups(rows)
-    comparisons = {
-        (name, loss): pair
-        for name in FRONT_PAGE
-        if name in complete
-        for loss, pair in against_pearson(found, wide.BY_NAME[name]).items()
-    }
-    corrected = holm_differences(
-        {f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()}, family_size=planned_comparisons()
-    )
-    return dict(zip(comparisons, corrected.values(), strict=True))
-
-
-def against_pearson(found: dict[str, Rows], block: wide.Block) -> dict[str, tuple[dict[int, float], dict[int, float]]]:
-    """Each other loss of ``block`` → (its seven-task averages, Pearson's), by test seed, where the two share at
-    least two seeds (one seed, as in ``--quick``: no comparison)."""
-    runs = {cell.loss: seed_averages(found.get(cell.name, [])) for cell in block.cells(list(block.losses))}
-    return {
-        loss: (scores, runs["pearson"])
-        for loss, scores in runs.items()
-        if loss != "pearson" and len(scores.keys() & runs["pearson"].keys()) >= 2
-    }
-
-
-def wide_family(found: dict[str, Any]) -> dict[tuple[str, str], Corrected]:
-    """:func:`family` over the wide search's records as :func:`reproductions.leakage.wide.details` found them."""
-    return family(found["rows"], wide.complete_blocks(found["progress"]))
-
-
 def interval(difference: Difference) -> str:
     return f"{difference.mean:+.2f} [{difference.low:+.2f}, {difference.high:+.2f}]"
 
@@ -338,7 +294,7 @@ def setting_text(settings: dict[str, Any]) -> str:
 
 def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> str:
     """The wide search's section of ``table.md``: its design, each cell's test seeds, the search, the ``corrected``
-    comparisons (:func:`wide_family`) and the transfer tasks with the base model's noise floor."""
+    comparisons (``comparisons.wide_family``) and the transfer tasks with the base model's noise floor."""
     rows, points = found["rows"], found["design"]
     seeds = found["seeds"]
     by_block = "; ".join(f"{', '.join(map(str, chosen))} at {block}" for block, chosen in seeds["search"].items())
@@ -367,7 +323,14 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
     if found.get("progress"):
         lines += ["", "Progress (runs with a record):", "", progress_table(found["progress"])]
     if found["search"]:
-        lines += ["", search_table(found["search"], len(points))]
+        searched = found["seeds"]["search"]
+        planned = {
+            cell.name: len(searched[block.name])
+            for block in wide.BLOCKS
+            if block.name in searched
+            for cell in block.cells(list(block.losses))
+        }
+        lines += ["", search_table(found["search"], len(points), planned)]
     if corrected:
         lines += ["", comparison_table(corrected)]
     if found["transfer"]:
@@ -385,18 +348,18 @@ def with_base_mean(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, f
     return {"base": {task: statistics.mean(found[task] for found in probes) for task in probes[0]}} | scores
 
 
-def search_table(search: list[dict[str, Any]], points: int) -> str:
+def search_table(search: list[dict[str, Any]], points: int, seeds: dict[str, int]) -> str:
     """Each cell's score per design point (mean best dev × 100 over the search seeds that have run), the winner in
-    bold once all have run, † where a search seed of the winner kept its last step."""
+    bold once every point has run with all of its cell's ``seeds`` (cell → how many search seeds its block plans),
+    † where a search seed of the winner kept its last step."""
     by_cell: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for row in search:
         by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
-    seeds = len({row["seed"] for row in search})
     header = ["cell", *(f"point {k}" for k in range(points))]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for cell, found in by_cell.items():
         means = {k: 100 * statistics.mean(r["best_dev"] for r in runs) for k, runs in found.items()}
-        complete = len(found) == points and all(len(runs) == seeds for runs in found.values())
+        complete = len(found) == points and all(len(runs) == seeds[cell] for runs in found.values())
         best = max(means, key=means.__getitem__) if complete else None
         texts = []
         for k in range(points):
@@ -423,10 +386,10 @@ def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
 
 
 def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> list[str]:
-    """The wide search's verdict lines: each comparison of the ``corrected`` family (:func:`wide_family`), called a
-    win only where Holm's interval excludes 0; then the complete blocks off the front page (:func:`outside_family`)
-    and the level contrasts (:func:`level_contrasts`), uncorrected; then, for each block whose transfer evaluations
-    have all run, its models against the base model's noise floor."""
+    """The wide search's verdict lines: each comparison of the ``corrected`` family (``comparisons.wide_family``),
+    called a win only where Holm's interval excludes 0; then the complete blocks off the front page
+    (``comparisons.outside_family``) and the level contrasts (``comparisons.level_contrasts``), uncorrected; then,
+    for each block whose transfer evaluations have all run, its models against the base model's noise floor."""
     lines = []
     for (block, loss), result in corrected.items():
         call = (
@@ -442,62 +405,3 @@ def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Correc
     complete = wide.complete_blocks(found["progress"])
     lines += outside_family(found["rows"], complete) + level_contrasts(found["rows"], complete)
     return lines + transfer_floor(found["transfer"], transferred)
-
-
-def outside_family(rows: Rows, complete: Collection[str]) -> list[str]:
-    """Pearson against each other loss in each complete block the front page does not show (the control, the
-    ``normalized`` and ``near`` levels, all-mpnet-base-v2), paired by test seed: uncorrected, and said so, since the
-    planned family (:func:`family`) holds only the front page's comparisons."""
-    from pcctune.evaluation.compare import seed_difference
-
-    found = groups(rows)
-    lines = []
-    for block in wide.BLOCKS:
-        if block.name in FRONT_PAGE or block.name not in complete:
-            continue
-        for loss, (scores, pearson) in against_pearson(found, block).items():
-            difference = seed_difference(scores, pearson).sentence(loss, "Pearson")
-            lines.append(f"- **wide, {block.name}** (outside the planned family, uncorrected): {difference}")
-    return lines
-
-
-def level_contrasts(rows: Rows, complete: Collection[str]) -> list[str]:
-    """For each of :data:`LEVEL_CONTRASTS` whose two blocks are complete, each loss's seven-task average on the one
-    training set minus the other's, paired by test seed, uncorrected."""
-    from pcctune.evaluation.compare import seed_difference
-
-    found = groups(rows)
-    lines = []
-    for after, before, what in LEVEL_CONTRASTS:
-        if not {after, before} <= set(complete):
-            continue
-        blocks = wide.BY_NAME[after], wide.BY_NAME[before]
-        for loss in (loss for loss in blocks[0].losses if loss in blocks[1].losses):
-            scores = [seed_averages(found.get(block.cells([loss])[0].name, [])) for block in blocks]
-            difference = seed_difference(scores[1], scores[0]).sentence(before, after)
-            lines.append(f"- **wide, {after} − {before}** ({what}), {loss}: {difference}")
-    return lines
-
-
-def transfer_floor(scores: dict[str, dict[str, float]], blocks: Collection[str]) -> list[str]:
-    """The trained models' transfer averages against the base model's noise floor (its lowest to highest average
-    over the probe seeds), for each of ``blocks`` whose transfer evaluations have all run: no loss hurts only where
-    none of the block's models falls below the floor, else the numbers that do."""
-    base = {name: found["avg"] for name, found in scores.items() if name.startswith("base-probe")}
-    if len(base) < 2:
-        return []
-    low, high = min(base.values()), max(base.values())
-    seeds = ", ".join(name.removeprefix("base-probe") for name in base)
-    floor = f"the base model reads {low:.2f} to {high:.2f} over probe seeds {seeds}"
-    lines = []
-    for block in blocks:
-        models = {name: found["avg"] for name, found in scores.items() if name.startswith(f"minilm-{block}-")}
-        if not models:
-            continue
-        below = {name: avg for name, avg in models.items() if avg < low}
-        if not below:
-            lines.append(f"- **wide, transfer, {block}**: {floor}; no loss's model falls below it: no loss hurts")
-        else:
-            listed = ", ".join(f"{name} {avg:.2f}" for name, avg in below.items())
-            lines.append(f"- **wide, transfer, {block}**: {floor}; below it: {listed}")
-    return lines

@@ -180,8 +180,8 @@ def run_jobs(
     """Run the jobs ``ready()`` names until it names none, asking it again after each job: the records a job leaves
     decide what is ready next (a seed run once its search has run). One at a time in this process, or with ``jobs``
     above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores (a machine with a
-    GPU and many cores; on a 2-core Xeon two one-thread runs trained 1.1x the steps of one two-thread run:
-    benchmarks/results/speed/README.md, section 14), each started as soon as it is ready. At most
+    GPU and many cores; on two cores, measured against one run at a time in benchmarks/results/speed/README.md,
+    section 14), each started as soon as it is ready. At most
     ``max_runs`` jobs that ``counted`` counts; ``after`` runs after each job (a table rewritten from the records)."""
     if jobs <= 1:
         done = 0

@@ -36,7 +36,8 @@ def worker(threads: int) -> None:
         loss.backward()
         optimizer.step()
 
-    step(0), step(1)
+    for index in range(2):  # warm-up steps, not timed
+        step(index)
     started = time.perf_counter()
     for index in range(2, STEPS + 2):
         step(index)

@@ -276,8 +276,9 @@ def test_dcpcse_as_published_trains_prompts_and_the_mlp_head_only(
     result = pipeline.run_pipeline(config)
     trained = build_model(str(tmp_path / "run" / "stage1-dcpcse" / "final"))
     assert isinstance(trained[-1], Dense) and "avg" in result.sts_by_stage["dcpcse"]
-    backbone = dict(trained[0].model.named_parameters())
-    assert all(torch.equal(p, backbone[n]) for n, p in base[0].model.named_parameters() if n in backbone)
+    backbone = dict(trained[0].model.get_base_model().named_parameters())  # the encoder under the prompts
+    assert backbone.keys() == dict(base[0].model.named_parameters()).keys()
+    assert all(torch.equal(p, backbone[n]) for n, p in base[0].model.named_parameters())
     assert len(initial) == 1 and not torch.allclose(trained[-1].linear.weight, initial[0])  # the head trained
 
 

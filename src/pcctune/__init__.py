@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     # records
     "EvalResult": "pcctune.results",
     "RunResult": "pcctune.results",
+    "SourceLeakage": "pcctune.results",
     "CompareResult": "pcctune.results",
     "Difference": "pcctune.results",
     # what pcctune may change in the process (docs/speed-settings.md)

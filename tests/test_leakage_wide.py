@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from reproductions.leakage import comparisons, report, wide
-from reproductions.leakage.cells import HERE, LOSSES, MINILM, PAIR, SENTENCE, Cell
+from reproductions.leakage.cells import HERE, LOSSES, MINILM, PAIR, SENTENCE, TASKS, Cell
 from reproductions.leakage.design import BATCH_SIZES, DESIGN, EPOCHS, LEARNING_RATES, WARMUP, design
 
 from pcctune.errors import PcctuneError
@@ -369,11 +369,17 @@ def test_the_family_plot_draws_each_comparisons_interval_and_holms_around_it(tmp
 
 def test_blocks_off_the_front_page_and_their_level_contrasts_are_read_uncorrected_once_complete():
     shifts = {"pearson": 0.0, "cosine_mse": 0.1, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
+    moved = {"STS12": 2.0, "SICKRelatedness": -2.0}  # the control moves two test sets apart, the average by 1
     rows = [
-        {"cell": f"minilm-{data}-{loss}", "seed": seed, "sts": {"avg": base + shift + 0.1 * (seed * len(loss) % 3)}}
-        for data, base in (("sentence", 80.0), ("pair-control", 81.0))
+        {
+            "cell": f"minilm-{data}-{loss}",
+            "seed": seed,
+            "sts": {"avg": score} | {task: score + moves * moved.get(task, 0.0) for task in TASKS},
+        }
+        for data, base, moves in (("sentence", 80.0, 0), ("pair-control", 81.0, 1))
         for loss, shift in shifts.items()
         for seed in wide.TEST_SEEDS
+        for score in [base + shift + 0.1 * (seed * len(loss) % 3)]
     ]
     assert (
         comparisons.outside_family(rows, {"sentence"}) == comparisons.level_contrasts(rows, {"sentence", "pair"}) == []
@@ -385,5 +391,13 @@ def test_blocks_off_the_front_page_and_their_level_contrasts_are_read_uncorrecte
     cosent = next(line for line in control if "cosent" in line)
     assert "Pearson − cosent = +3.1" in cosent and cosent.endswith("a win for Pearson")
     contrasts = comparisons.level_contrasts(rows, {"sentence", "control"})
-    assert len(contrasts) == 5 and all("control − sentence = +1.00" in line for line in contrasts)
-    assert all(line.endswith("a win for control") for line in contrasts)
+    averages, by_task = contrasts[::2], contrasts[1::2]
+    assert len(averages) == len(by_task) == 5 and all("control − sentence = +1.00" in line for line in averages)
+    assert all(line.endswith("a win for control") for line in averages)
+    assert all(
+        "(95 %, uncorrected)" in line
+        and "STS12 +3.00 [+3.00, +3.00]" in line
+        and "SICK-R -1.00" in line
+        and "STS13 +1.00" in line
+        for line in by_task
+    )

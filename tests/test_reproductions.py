@@ -99,42 +99,61 @@ def _signed(sign: str, number: str) -> str:
     return f"{sign.replace('-', '−')}{number}"
 
 
-def _claim_evidence(folder: Path) -> tuple[set[str], list[float], list[float]]:
+def _claim_evidence(folder: Path) -> tuple[set[str], list[float]]:
     """The numbers a claim's README may quote: those printed in its tables (signed ones with their sign too), and
     every number in its records."""
     tables_text = " ".join(path.read_text() for path in folder.rglob("*.md") if path.name != "README.md")
     numbers = _numbers_of(tables_text)
     printed = {number for _, number in numbers} | {_signed(sign, number) for sign, number in numbers if sign}
-    table_values = sorted({float(number) for _, number in numbers})
     record_values = [v for path in folder.rglob("*.json") for v in _values(json.loads(path.read_text()))]
-    return printed, table_values, record_values
+    return printed, record_values
 
 
-def _backed(sign: str, number: str, printed: set[str], table_values: list[float], records: list[float]) -> bool:
+def _backed(sign: str, number: str, printed: set[str], nearby: list[float], records: list[float]) -> bool:
+    """A signed number must be printed with its sign in a table, or be the difference of two numbers quoted in the
+    same paragraph (a reader sees both; any two numbers of the tables would back almost any small difference); an
+    unsigned one must be printed, or equal a number of the records at the rounding shown."""
     decimals = len(number.split(".")[1])
     value, unit = float(number), 10.0**-decimals
-    if sign:  # printed with its sign (a difference a table shows), or a difference of two printed numbers
+    if sign:
         signed = _signed(sign, number) in printed
-        return signed or any(abs(abs(a - b) - value) <= unit + 1e-9 for a in table_values for b in table_values)
+        return signed or any(abs(abs(a - b) - value) <= unit + 1e-9 for a in nearby for b in nearby)
     if number in printed:
         return True
     return any(round(v, decimals) == value or round(v * 100, decimals) == value for v in records)
 
 
+def _paragraphs(text: str) -> list[str]:
+    """Blank-line paragraphs, each list item and each table row on its own."""
+    return re.split(r"\n\s*\n|\n(?=- |\|)", text)
+
+
+def test_a_signed_number_is_backed_by_its_sign_in_a_table_or_by_its_own_paragraph():
+    printed = {"80.45", "78.87", "+0.50"}
+    assert _backed("+", "0.50", printed, [], [])  # a difference a table prints
+    assert not _backed("+", "1.58", printed, [], [])  # 80.45 − 78.87, but neither is quoted beside it
+    assert _backed("+", "1.58", printed, [78.87, 80.45, 1.58], [])  # "78.87 → 80.45 (+1.58)"
+    assert _backed("−", "1.57", printed, [78.87, 80.45, 1.57], [])  # within the rounding of the quoted numbers
+    assert not _backed("+", "1.70", printed, [78.87, 80.45, 1.70], [])
+    assert _paragraphs("a\n\nb\n- c\n| d |") == ["a", "b", "- c", "| d |"]
+
+
 @pytest.mark.parametrize("name", DONE)
 def test_every_score_in_a_readme_is_in_its_table_or_records(name):
     """The numbers test: a decimal number in a claim's README is printed in its tables, equals a number of its
-    records at the rounding shown, is the difference of two printed numbers (signed), or is the paper's own
-    (quoted in the README's Claim section)."""
+    records at the rounding shown, is (signed) the difference of two numbers its paragraph quotes, or is the paper's
+    own (quoted in the README's Claim section)."""
     folder = HERE / name
     readme = (folder / "README.md").read_text()
     claim_section = readme[readme.find("## Claim") : readme.find("## Setup")]
     papers = {number for _, number in _numbers_of(claim_section)}
-    printed, table_values, records = _claim_evidence(folder)
+    printed, records = _claim_evidence(folder)
     unbacked = [
         f"{sign}{number}"
-        for sign, number in _numbers_of(readme[readme.find("## Setup") :])
-        if number not in papers and not _backed(sign, number, printed, table_values, records)
+        for paragraph in _paragraphs(readme[readme.find("## Setup") :])
+        for nearby in [[float(number) for _, number in _numbers_of(paragraph)]]
+        for sign, number in _numbers_of(paragraph)
+        if number not in papers and not _backed(sign, number, printed, nearby, records)
     ]
     assert unbacked == [], f"{folder.name}/README.md quotes numbers no table or record holds"
 

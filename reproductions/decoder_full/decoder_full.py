@@ -47,15 +47,17 @@ def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         path = records / f"{name}.json"
         return load_result(path) if path.is_file() else None
 
-    def scored(paper: Any, simcse: Any, four: Any = NOT_QUANTIZED, stage: Any = None) -> dict[str, Any]:
-        return {"paper": paper, "simcse": simcse, "4bit": four, "stage": stage}
+    def scored(
+        paper: Any, simcse: Any, four: Any = NOT_QUANTIZED, stage: Any = None, seed: int | None = None
+    ) -> dict[str, Any]:
+        return {"paper": paper, "simcse": simcse, "4bit": four, "stage": stage, "seed": seed}
 
     rows: list[tuple[str, list[dict[str, Any]]]] = [
         ("zero-shot PromptEOL", [scored(load("zero_shot_paper"), load("zero_shot_simcse"))]),
         ("ICL (1 demonstration, dev-chosen)", [scored(load("icl_paper"), load("icl_simcse"))]),
     ]
     seed1 = load("seed1")
-    stage1 = scored(seed1 and seed1.sts_by_stage.get(STAGE1), load("stage1_simcse"), load("stage1_4bit"))
+    stage1 = scored(seed1 and seed1.sts_by_stage.get(STAGE1), load("stage1_simcse"), load("stage1_4bit"), seed=1)
     timed = load("stage1_rerun") or seed1  # seed 1's own stage-1 record timed only its last process (31 of 91 steps)
     stage1["stage"] = timed and next((s for s in timed.stages if s.stage == STAGE1), None)
     rows.append(("stage 1 (InfoNCE, QLoRA)", [stage1]))
@@ -72,6 +74,7 @@ def rows_of(records: Path) -> list[tuple[str, list[dict[str, Any]]]]:
                     load(f"seed{seed}_{loss}_simcse"),
                     load(f"seed{seed}_{loss}_4bit"),
                     stage,
+                    seed,
                 )
             )
         rows.append((label, seeds))
@@ -91,6 +94,7 @@ def _seed_summary(seed: dict[str, Any]) -> dict[str, Any]:
     """One seed's measurements as plain numbers (what the benchmark record keeps)."""
     stage = seed["stage"]
     return {
+        "seed": seed["seed"],
         "paper": _sts(seed["paper"]),
         "simcse_avg": _avg(seed["simcse"]),
         "4bit_avg": NOT_QUANTIZED if seed["4bit"] == NOT_QUANTIZED else _avg(seed["4bit"]),
@@ -122,8 +126,24 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
         present = [s for s in row["seeds"] if s["paper"] is not None]
         cells = _cells(present) if present else ["pending", *[""] * (len(header) - 2)]
         lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
-    lines += ["", TIME_NOTE]
+    lines += ["", TIME_NOTE, *stage2_difference(rows)]
     return "\n".join(lines)
+
+
+def stage2_difference(rows: Rows) -> list[str]:
+    """Pcc − the contrastive stage 2 on the papers' average, paired by the seeds both rows trained (each seed's
+    stage 2 continues the same stage-1 model), with its 95 % interval; nothing until both rows have two seeds."""
+    from pcctune.evaluation.compare import seed_difference
+
+    by_label = {row["label"]: row["seeds"] for row in rows}
+    pcc, contrastive = (
+        {s["seed"]: s["paper"]["avg"] for s in by_label.get(label, []) if s.get("seed") and s["paper"]}
+        for label in ("stage 1 + Pcc (Pearson)", "stage 1 + contrastive stage 2")
+    )
+    if len(pcc) < 2 or len(contrastive) < 2:
+        return []
+    difference = seed_difference(contrastive, pcc).sentence("the contrastive stage 2", "Pcc")
+    return ["", f"Papers' protocol, avg: {difference} (95 %)."]
 
 
 TIME_NOTE = (

@@ -10,7 +10,7 @@ from typing import Any
 
 from reproductions._common import Rows
 from reproductions.leakage import wide
-from reproductions.leakage.cells import groups, seed_averages
+from reproductions.leakage.cells import SHORT, TASKS, groups, seed_averages
 
 from pcctune.evaluation.multiple import Corrected
 
@@ -85,7 +85,8 @@ def outside_family(rows: Rows, complete: Collection[str]) -> list[str]:
 
 def level_contrasts(rows: Rows, complete: Collection[str]) -> list[str]:
     """For each of :data:`LEVEL_CONTRASTS` whose two blocks are complete, each loss's seven-task average on the one
-    training set minus the other's, paired by test seed, uncorrected."""
+    training set minus the other's, paired by test seed, uncorrected; below it the same for each of the seven test
+    sets (a training set can move single tasks in opposite directions while the average stays)."""
     from pcctune.evaluation.compare import seed_difference
 
     found = groups(rows)
@@ -95,9 +96,17 @@ def level_contrasts(rows: Rows, complete: Collection[str]) -> list[str]:
             continue
         blocks = wide.BY_NAME[after], wide.BY_NAME[before]
         for loss in (loss for loss in blocks[0].losses if loss in blocks[1].losses):
-            scores = [seed_averages(found.get(block.cells([loss])[0].name, [])) for block in blocks]
-            difference = seed_difference(scores[1], scores[0]).sentence(before, after)
+            runs = [found.get(block.cells([loss])[0].name, []) for block in blocks]
+            difference = seed_difference(seed_averages(runs[1]), seed_averages(runs[0])).sentence(before, after)
             lines.append(f"- **wide, {after} − {before}** ({what}), {loss}: {difference}")
+            by_task = []
+            for task, short in zip(TASKS, SHORT, strict=True):
+                after_runs, before_runs = ({r["seed"]: r["sts"][task] for r in side} for side in runs)
+                d = seed_difference(before_runs, after_runs)
+                by_task.append(
+                    f"{short} {d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
+                )
+            lines.append(f"  - by test set, {after} − {before} (95 %, uncorrected): " + ", ".join(by_task))
     return lines
 
 

@@ -361,6 +361,6 @@ def test_bad_input_is_one_clear_line_and_writes_nothing(
     assert [_snapshot(root) for root in watched] == before, "files were created, changed or removed"
 
 
-def test_the_battery_is_large_and_covers_every_class():
+def test_the_battery_is_large_and_its_cases_are_named_apart():
     assert len(CASES) >= 60
     assert len({case for case, _, _ in CASES}) == len(CASES)

@@ -64,7 +64,7 @@ def test_preference_sampling_respects_ranking_and_margin():
     for p in preferences:
         assert (len(p.x1) - len(p.x2)) - (len(p.x3) - len(p.x4)) >= 1.5
     anchored = sample_preferences(FakeScorer(), candidates, count=5, margin=0.5, mode="anchor", seed=0)
-    assert all(p.x1 == p.x3 == "aaaa" for p in anchored)
+    assert len(anchored) == 5 and all(p.x1 == p.x3 == "aaaa" for p in anchored)
 
 
 def test_dpo_as_a_pipeline_stage(tiny_bert, mini_senteval, tmp_path):

@@ -48,10 +48,20 @@ def test_token_lengths_count_the_template_and_are_capped(tiny_llama):
     assert token_lengths(model, [LONG])[0] == model.max_seq_length
 
 
-def test_encode_unique_keys_every_distinct_text_once(tiny_bert):
+def test_encode_unique_keys_every_distinct_text_once(tiny_bert, monkeypatch):
+    from pcctune.modeling import encoding
+
     model = build_model(str(tiny_bert))
+    encoded: list[str] = []
+
+    def counting(model, texts, **options):
+        encoded.extend(texts)
+        return encode_texts(model, texts, **options)
+
+    monkeypatch.setattr(encoding, "encode_texts", counting)
     vectors = encode_unique(model, [*SENTENCES, *SENTENCES], show_progress=False)
-    assert set(vectors) == set(SENTENCES)
+    monkeypatch.undo()
+    assert set(vectors) == set(SENTENCES) and sorted(encoded) == sorted(set(SENTENCES))
     np.testing.assert_allclose(vectors[SENTENCES[0]], encode_texts(model, [SENTENCES[0]])[0], atol=1e-6)
 
 

@@ -110,11 +110,34 @@ def fuzz(name: str, examples: int) -> None:
     check()
 
 
+def _pairs(parsed: Any) -> list[tuple[str, str, float]]:
+    return [(pair.sentence1, pair.sentence2, pair.score) for pair in parsed]
+
+
+EXPECTED: dict[str, Callable[[Any], Any]] = {
+    "sts-subset": lambda subset: (
+        _pairs(subset.pairs) == [("A man plays.", "A man sings.", 4.0), ("A dog.", "A cat.", 3.2), ("x", "y", 1.0)]
+    ),
+    "stsb-csv": lambda pairs: _pairs(pairs) == [("A plane is taking off.", "An air plane is taking off.", 5.0)],
+    "sick-txt": lambda pairs: _pairs(pairs) == [("A b.", "C d.", 4.5)],
+    "pairs-jsonl": lambda pairs: _pairs(pairs) == [("A man plays.", "A man plays guitar.", 3.5)] * 3,
+    "pairs-csv": lambda pairs: _pairs(pairs) == [("A man.", "A dog.", 3.5), ("q,", "b", 1.0)],
+    "pairs-tsv": lambda pairs: _pairs(pairs) == [("A man.", "A dog.", 3.5)],
+    "simcse-csv": lambda triplets: (
+        [(t.anchor, t.positive, t.negative) for t in triplets] == [("A man.", "A person.", "A dog.")]
+    ),
+    "config": lambda config: config.model == "m" and [(s.name, s.loss) for s in config.stages] == [("s", "pearson")],
+    "result-json": lambda result: result.model == "m" and result.sts == {"STS12": 70.0, "avg": 70.0},
+}
+"""What each reader must make of its valid example: the baseline the fuzzing mutates."""
+
+
 def test_every_reader_reads_its_valid_example(tmp_path):
+    assert EXPECTED.keys() == READERS.keys()
     for name, (read, valid) in READERS.items():
         folder = tmp_path / name
         folder.mkdir()
-        assert read(folder, valid) is not None, name
+        assert EXPECTED[name](read(folder, valid)), name
 
 
 @pytest.mark.parametrize("name", READERS)

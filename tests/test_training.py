@@ -67,6 +67,52 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_bert, shared_se
     assert again == resumed and (tmp_path / "killed" / "results.json").read_bytes() == saved
 
 
+HANG_AFTER_STEP_3 = """
+import pathlib, sys, time
+from transformers import TrainerCallback
+from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.training.config import RunConfig
+
+class Hang(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 3:
+            pathlib.Path(sys.argv[2]).touch()
+            time.sleep(600)
+
+run_pipeline(RunConfig.model_validate_json(pathlib.Path(sys.argv[1]).read_text()), callbacks=[Hang()])
+"""
+
+
+def test_a_process_killed_outright_resumes_to_the_same_run(tiny_bert, shared_senteval, tmp_path, whole):
+    """SIGKILL, as when a machine is taken away: no handler runs, the lock and any staging stay behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    whole, _, pairs = whole
+    config = _config(tiny_bert, shared_senteval, pairs, tmp_path / "killed")
+    (tmp_path / "config.json").write_text(config.model_dump_json())
+    marker = tmp_path / "after-step-3"
+    child = subprocess.Popen([sys.executable, "-c", HANG_AFTER_STEP_3, str(tmp_path / "config.json"), str(marker)])
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the child never reached step 3"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert (tmp_path / "killed" / ".lock").is_file()  # left by the dead process
+    assert (tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2").is_dir()
+    resumed = run_pipeline(config, resume=True)
+    assert resumed.sts_by_stage["pcc"] == pytest.approx(whole.sts_by_stage["pcc"], abs=1e-6)
+    assert resumed.stages[0].best_dev_spearman == pytest.approx(whole.stages[0].best_dev_spearman, abs=1e-9)
+    assert not (tmp_path / "killed" / ".lock").exists()
+
+
 def test_a_checkpoint_made_by_the_clock_resumes_to_the_same_run_and_does_not_stay(
     tiny_bert, shared_senteval, tmp_path, whole
 ):

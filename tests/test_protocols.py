@@ -119,15 +119,33 @@ def _one_step_cut_config(tmp_path, model: str, senteval, template: str | None = 
     )
 
 
-def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_senteval, tmp_path):
+def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_senteval, tmp_path, monkeypatch):
     import json
 
+    from pcctune.modeling.template import TemplateTransformer
     from pcctune.orchestration.pipeline import run_pipeline
 
+    limits: list[int | None] = []  # the module's cut at each preprocess call, in order
+    cuts: list[tuple[int, int]] = []  # (sentence tokens, tokens kept) of each sentence cut
+    preprocess, cut_sentence = TemplateTransformer.preprocess, TemplateTransformer.cut_sentence
+
+    def recording_preprocess(self, inputs, *args, **kwargs):
+        limits.append(self.sentence_max_tokens)
+        return preprocess(self, inputs, *args, **kwargs)
+
+    def recording_cut(self, sentence):
+        kept = cut_sentence(self, sentence)
+        cuts.append((len(self._ids(sentence)), len(self._ids(kept))))
+        return kept
+
+    monkeypatch.setattr(TemplateTransformer, "preprocess", recording_preprocess)
+    monkeypatch.setattr(TemplateTransformer, "cut_sentence", recording_cut)
     config = _one_step_cut_config(
         tmp_path, str(tiny_llama), shared_senteval, template="eol", gradient_checkpointing=True
     )
     run_pipeline(config)
+    assert 3 in limits and limits[-1] is None  # training cut to 3 tokens; the test sets read after, whole
+    assert cuts and all(kept <= 3 for _, kept in cuts) and any(whole > 3 for whole, _ in cuts)
     saved = json.loads((tmp_path / "run" / "stage1-s" / "final" / "sentence_bert_config.json").read_text())
     assert saved.get("sentence_max_tokens") is None  # the saved model and its evaluations keep whole sentences
 

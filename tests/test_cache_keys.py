@@ -126,6 +126,8 @@ CHANGES: dict[str, Callable] = {
     ),
     "pcctune source": edit_pcctune_source,
     "CPU kind": lambda case, mp: mp.setattr(provenance, "this_cpu", lambda: OTHER_CPU),
+    "float32 matmul precision": lambda case, mp: mp.setattr(torch, "get_float32_matmul_precision", lambda: "high"),
+    "kernel precision variable": lambda case, mp: mp.setenv("ONEDNN_DEFAULT_FPMATH_MODE", "BF16"),
 }
 KINDS = ("scores", "run-vectors", "eval-vectors", "icl")
 

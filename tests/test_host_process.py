@@ -105,3 +105,29 @@ def test_the_command_line_takes_the_environments_choice(monkeypatch):
     monkeypatch.delenv(SPEEDUPS_ENV)
     cli._app(["eval"])
     assert seen == [HostSettings(workers=1, onednn=True, keep_freed_memory=False), command_line_choice().settings]
+
+
+def test_seeded_work_leaves_the_callers_random_streams_as_they_were():
+    import random
+
+    import numpy as np
+    import torch
+
+    from pcctune.seeding import seeded
+
+    def draw() -> tuple[float, float, float]:
+        return random.random(), float(np.random.rand()), torch.rand(1).item()
+
+    def seed_all(seed: int) -> None:
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+
+    seed_all(7)
+    expected = draw()
+    seed_all(3)
+    seeded_draw = draw()
+    seed_all(7)
+    with seeded(3):
+        assert draw() == seeded_draw  # inside: every generator seeded by 3
+    assert draw() == expected  # after: the caller's streams go on as if nothing had drawn

@@ -60,6 +60,9 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
 
     monkeypatch.setattr(pipeline, "evaluate_sts", spy_evaluate)
     monkeypatch.setattr(pipeline.Pipeline, "train", train_then_die_once)
+    import optuna
+
+    verbosity = optuna.logging.get_verbosity()
     args = [
         "sweep",
         str(folder / "run.yaml"),
@@ -80,8 +83,6 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     last_trial = max(i for i, e in enumerate(events) if "/trials/" in e)
     assert events.index("test-evaluation") > last_trial and sum("/trials/" in e for e in events) == 3
     assert sum("/seeds/" in e for e in events) == 2
-    import optuna
-
     study = optuna.load_study(study_name="pcctune", storage=f"sqlite:///{folder / 'sweep' / 'study.db'}")
     states = [t.state.name for t in study.trials]
     assert states.count("COMPLETE") + states.count("PRUNED") == 2 and "FAIL" in states  # the killed one, replaced
@@ -97,6 +98,13 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     assert all(list(p.glob("*/final")) and not list(p.glob("*/checkpoints")) for p in finished)
     seed_runs = list((folder / "sweep" / "seeds").iterdir())
     assert len(seed_runs) == 2 and all(list(p.glob("*/final")) and not list(p.glob("*/checkpoints")) for p in seed_runs)
+    assert optuna.logging.get_verbosity() == verbosity  # quiet during the search only
+    events.clear()
+    code, output = run_cli(args, capsys)  # run again: every trial and seed run is read back, nothing trains
+    assert code == 0 and not [e for e in events if e.startswith("train")], output
+    (folder / "space2.yaml").write_text("stages.0.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-4}\n")
+    code, output = run_cli([*args[:3], str(folder / "space2.yaml"), *args[4:]], capsys)
+    assert code == 2 and "holds a sweep of another config, search space or data folder" in output
 
 
 def test_bad_search_spaces_are_one_line(sweep_inputs, capsys):

@@ -323,3 +323,22 @@ def test_a_stage_shows_its_progress_bar_when_transformers_is_told_to_be_quiet():
     finally:
         hf_logging.set_verbosity(level)
     assert arguments.disable_tqdm is False
+
+
+def test_a_run_is_resumed_only_on_the_data_its_recorded_scores_rest_on(tiny_bert, shared_senteval, tmp_path):
+    pairs = _pairs_file(tmp_path)
+    config = _config(tiny_bert, shared_senteval, pairs, tmp_path / "run").model_copy(update={"evaluate_before": True})
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(config, callbacks=[KillAt(3)])
+    assert "before" in json.loads((tmp_path / "run" / "results.partial.json").read_text())["sts_by_stage"]
+    from pcctune.evaluation.protocols import load_protocol_tasks
+
+    tasks = load_protocol_tasks(shared_senteval, config.eval_protocol)
+    with pytest.raises(PcctuneError, match="was scored on other test sets"):
+        run_pipeline(config, resume=True, tasks=tasks[:2])
+    original = pairs.read_text()
+    pairs.write_text(original.replace('"score": 0.0', '"score": 0.5', 1))
+    with pytest.raises(PcctuneError, match=r"pairs.jsonl is not the file the run began with \(1 data file"):
+        run_pipeline(config, resume=True)
+    pairs.write_text(original)
+    assert run_pipeline(config, resume=True).sts_by_stage.keys() == {"before", "pcc"}

@@ -68,13 +68,14 @@ def save_tiny_model(folder: Path, kind: str) -> Path:
     tokenizer = word_level_tokenizer("bert" if kind == "mpnet" else kind)
     if kind not in ("bert", "mpnet"):
         return save_tiny_llama(folder, tokenizer)
-    torch.manual_seed(0)
-    if kind == "bert":
-        BertModel(BertConfig(vocab_size=len(tokenizer), **TINY_SIZES)).save_pretrained(folder)
-    else:  # MPNet numbers positions from pad_token_id + 1, as RoBERTa: two more rows in the position table
-        sizes = {**TINY_SIZES, "max_position_embeddings": TINY_SIZES["max_position_embeddings"] + 2}
-        config = MPNetConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **sizes)
-        MPNetModel(config).save_pretrained(folder)
+    with torch.random.fork_rng(devices=[]):  # the same weights every time; the caller's stream stays as it was
+        torch.manual_seed(0)
+        if kind == "bert":
+            BertModel(BertConfig(vocab_size=len(tokenizer), **TINY_SIZES)).save_pretrained(folder)
+        else:  # MPNet numbers positions from pad_token_id + 1, as RoBERTa: two more rows in the position table
+            sizes = {**TINY_SIZES, "max_position_embeddings": TINY_SIZES["max_position_embeddings"] + 2}
+            config = MPNetConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **sizes)
+            MPNetModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 
@@ -100,7 +101,6 @@ def save_tiny_llama(folder: Path, tokenizer, dtype: torch.dtype = torch.float32)
     """A 2-layer random Llama for ``tokenizer``, saved in ``dtype`` (bf16: as Mistral and Llama-2 on the Hub)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.manual_seed(0)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         num_key_value_heads=2,
@@ -108,7 +108,9 @@ def save_tiny_llama(folder: Path, tokenizer, dtype: torch.dtype = torch.float32)
         eos_token_id=tokenizer.eos_token_id,
         **TINY_SIZES,
     )
-    model: Any = LlamaForCausalLM(config)
+    with torch.random.fork_rng(devices=[]):  # the same weights every time; the caller's stream stays as it was
+        torch.manual_seed(0)
+        model: Any = LlamaForCausalLM(config)
     model.to(dtype).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

@@ -11,7 +11,7 @@ against its manifest on every use. Its digest covers everything the checks depen
 - the source's pairs;
 - the settings of the levels (the ``near`` threshold, n-gram size, MinHash permutations, LSH weights, the edge
   margin), the checking code itself (``.leakage`` and every pcctune module it imports:
-  `pcctune.provenance.code_digest`) and datasketch's version,
+  `pcctune.provenance.code_digest`), datasketch's version and Python's Unicode tables,
 
 so a check is served from the cache only where computing it again would give the same answer. Where the cache
 cannot be written, the checks are computed and the command goes on.
@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -54,7 +55,8 @@ def _pairs(pairs: Sequence[STSPair]) -> list[list[str]]:
 
 def index_key(test_tasks: Sequence[STSTask], near_threshold: float) -> str:
     """The digest of what every check against ``test_tasks`` depends on except the checked pairs: the test sets'
-    names and pairs, the levels' settings and the code that checks."""
+    names and pairs, the levels' settings, the code that checks and the Unicode tables its normalization reads
+    (NFKC, ``casefold`` and ``\\w`` change with Python's Unicode version)."""
     settings = {
         "near_threshold": near_threshold,
         "ngram": leakage.NGRAM,
@@ -63,6 +65,7 @@ def index_key(test_tasks: Sequence[STSTask], near_threshold: float) -> str:
         "edge_margin": leakage.EDGE_MARGIN,
         "code": code_digest(leakage.__name__),
         "datasketch": version("datasketch"),
+        "unicode": unicodedata.unidata_version,
     }
     return _digest({"settings": settings, "tests": [[task.name, _pairs(task.pairs)] for task in test_tasks]})
 

@@ -33,8 +33,18 @@ from pcctune.host_settings import host_settings
 from pcctune.modeling.backends import RuntimeBackbone
 from pcctune.provenance import code_digest, library_versions
 
-KERNEL_ENVIRONMENT = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA")
-"""Environment variables that change which CPU kernels torch runs, so the float rounding of a result."""
+KERNEL_ENVIRONMENT = (
+    "ONEDNN_MAX_CPU_ISA",
+    "ATEN_CPU_CAPABILITY",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "DNNL_MAX_CPU_ISA",
+    "MKL_CBWR",
+    "ONEDNN_DEFAULT_FPMATH_MODE",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+)
+"""Environment variables that change which kernels torch runs or the precision they keep, so the float rounding of
+a result."""
 PATH_KEYS = ("name_or_path", "_name_or_path", "tokenizer_file", "vocab_file", "merges_file", "cache_dir")
 """Settings that name where a model or tokenizer was read from, not what it holds: left out of its digest."""
 
@@ -119,8 +129,19 @@ def computation_identity(*modules: str) -> dict[str, Any]:
         "versions": library_versions(),
         "host_settings": asdict(host_settings()),
         "threads": torch.get_num_threads(),
+        "float32_matmul": float32_matmul_settings(),
         "kernel_environment": {name: os.environ[name] for name in KERNEL_ENVIRONMENT if name in os.environ},
         "code": code_digest(*modules),
+    }
+
+
+def float32_matmul_settings() -> dict[str, Any]:
+    """The process's float32 matrix-product precision (a caller's ``torch.set_float32_matmul_precision("high")`` lets
+    kernels round through TF32 or bf16) and CUDA's TF32 switches."""
+    return {
+        "precision": torch.get_float32_matmul_precision(),
+        "cuda_matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_tf32": torch.backends.cudnn.allow_tf32,
     }
 
 

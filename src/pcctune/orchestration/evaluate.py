@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
-from transformers import set_seed
 
 from pcctune.cache_entry import remove, resume_folder, writing
 from pcctune.data.cache import senteval_folder
@@ -36,6 +35,7 @@ from pcctune.modeling.template import model_template
 from pcctune.modeling.vector_store import VectorStore
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
+from pcctune.seeding import seeded
 
 TaskGroup = Literal["sts", "transfer", "all"]
 Quantization = Literal["none", "saved", "nf4", "fp4"]
@@ -198,8 +198,8 @@ def run_eval(
         own = load_pair_sets(pairs, columns, split) if pairs else []
         senteval, sts_tasks, transfer_tasks = eval_tasks(data, tasks, protocol, own)
         check_template_for(protocol, model_spec, template)
-        set_seed(seed)
-        model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
+        with seeded(seed):  # a layer the saved model lacks is drawn the same way each time
+            model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
         settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
         data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks), senteval) | pair_hashes(own)
         evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}

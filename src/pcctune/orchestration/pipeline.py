@@ -142,6 +142,27 @@ def warn_bf16_on_cpu(config: RunConfig) -> None:
         warn_if_emulated_bf16(", ".join(asked))
 
 
+def check_same_data(kept: RunResult, now: RunResult, out: Path) -> None:
+    """Refuse to resume a run whose recorded scores rest on other data: other test sets (``tasks``, another data
+    folder's files) or a test or training file changed since the run began. A record from before pcctune kept
+    hashes (none recorded) is not checked."""
+    if kept.pairs_by_task and kept.pairs_by_task != now.pairs_by_task:
+        raise PcctuneError(
+            f"{out} was scored on other test sets ({', '.join(kept.pairs_by_task)}); resume it with the same tasks "
+            "and data, or start another output_dir"
+        )
+    changed = sorted(
+        name
+        for name in kept.data_files_sha256.keys() | now.data_files_sha256.keys()
+        if kept.data_files_sha256.get(name) != now.data_files_sha256.get(name)
+    )
+    if kept.data_files_sha256 and changed:
+        raise PcctuneError(
+            f"{out}: {changed[0]} is not the file the run began with ({len(changed)} data file(s) differ); resume "
+            "it on the same data, or start another output_dir"
+        )
+
+
 @dataclass
 class Pipeline:
     """One run of ``config``: the stages in order, an STS evaluation after each, one ``RunResult``.
@@ -182,6 +203,7 @@ class Pipeline:
         partial = Path(config.output_dir) / PARTIAL_RESULTS
         if self.resume and partial.is_file():  # every rank: they must agree on what is left to score
             kept = RunResult.from_disk(partial)
+            check_same_data(kept, self.result, Path(config.output_dir))
             self.result.sts_by_stage, self.result.stages = kept.sts_by_stage, kept.stages
             self.result.eval_wall_time_s = kept.eval_wall_time_s
 

@@ -11,7 +11,9 @@
    the seven tasks + avg are summarised as mean ± std (``OUTPUT/summary.md``, ``OUTPUT/sweep.json``).
 
 Interrupted anywhere, the same command continues: finished trials are in the study, a trial that
-was running when the process died is marked failed and replaced, and finished seed runs are kept.
+was running when the process died is marked failed and replaced, and finished seed runs are kept. The study
+keeps the identity of its sweep (config with overrides, space, pruning, data folder): an output folder holding
+another sweep is refused, so no trial of it counts as this one's.
 
 The search space is a YAML mapping of dotted keys to distributions:
 
@@ -22,7 +24,11 @@ The search space is a YAML mapping of dotted keys to distributions:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,10 +42,10 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.pipeline import run_pipeline
-from pcctune.orchestration.run_folder import RESULTS, holds_a_run
+from pcctune.orchestration.run_folder import holds_a_run
 from pcctune.provenance import library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
-from pcctune.training.config import RunConfig, dump_config, load_config
+from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 from pcctune.training.dev import dev_metric, stage_dev_parts
 
 
@@ -121,7 +127,9 @@ class Sweep:
         self.metric = dev_metric(base.stages[-1].dev)
         if self.metric is None:
             raise PcctuneError("a sweep selects on dev data: give the last stage a dev set (not none)")
-        stage_dev_parts(base.stages[-1], senteval_folder(base.data_dir))  # a dev set too small fails here, not later
+        senteval = senteval_folder(base.data_dir)
+        stage_dev_parts(base.stages[-1], senteval)  # a dev set too small fails here, not later
+        self.identity = sweep_identity(base, space, prune_after, senteval)
         self.seed = base.seed
 
     def config(self, values: dict[str, Any], output_dir: Path, **extra: Any) -> RunConfig:
@@ -131,7 +139,6 @@ class Sweep:
     def study(self) -> Any:
         import optuna
 
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.output.mkdir(parents=True, exist_ok=True)
         study = optuna.create_study(
             study_name="pcctune",
@@ -141,6 +148,14 @@ class Sweep:
             sampler=optuna.samplers.TPESampler(seed=self.seed),
             pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=self.prune_after),
         )
+        saved = study.user_attrs.get("sweep")
+        if saved is None:
+            study.set_user_attr("sweep", self.identity)
+        elif saved != self.identity:
+            raise PcctuneError(
+                f"{self.output} holds a sweep of another config, search space or data folder; its trials would "
+                "count as this one's: give another --output"
+            )
         for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study.tell(stale.number, state=optuna.trial.TrialState.FAIL)  # died with the last process
         return study
@@ -193,12 +208,35 @@ class Sweep:
         for seed in range(1, seeds + 1):
             folder = self.output / "seeds" / f"seed-{seed}"
             config = self.config(params, folder, seed=seed, evaluate_before=False)
-            if (folder / RESULTS).is_file():
-                results.append(RunResult.from_disk(folder / RESULTS))
-                continue
+            # a finished seed run is read back only where it is this winner's run (run_pipeline checks)
             results.append(run_pipeline(config, resume=holds_a_run(folder), console=self.console))
             drop_checkpoints(folder)
         return results
+
+
+def sweep_identity(base: RunConfig, space: dict[str, Distribution], prune_after: int, senteval: Path) -> str:
+    """sha256 of what decides a sweep's trials: the base config with its overrides, the search space, the pruning
+    and the data folder. A study keeps it, so the trials of another sweep never count as this one's."""
+    payload = {
+        "config": config_fingerprint(base),
+        "space": {key: spec.model_dump() for key, spec in space.items()},
+        "prune_after": prune_after,
+        "data": str(senteval.resolve()),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@contextmanager
+def optuna_warnings_only() -> Iterator[None]:
+    """optuna's own log at WARNING for the block (a line per trial otherwise), its level as before after it."""
+    import optuna
+
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(level)
 
 
 def drop_checkpoints(run_folder: Path) -> None:
@@ -252,7 +290,8 @@ def run_sweep(
         raise PcctuneError("--prune-after must be at least 0")
     check_output_folder(output)
     sweep = Sweep(config_path, load_space(space_path), output, overrides, console, prune_after)
-    study = sweep.search(trials)
+    with optuna_warnings_only():
+        study = sweep.search(trials)
     params = sweep.winner(study)
     console.print(f"winner: {params} (dev {study.best_value:.4f}) -> {output / 'best_config.yaml'}")
     summary = summarise(sweep.seed_runs(params, seeds), params, study.best_value)

@@ -1,0 +1,30 @@
+"""Seeded work that leaves the caller's random streams as they were.
+
+``transformers.set_seed`` reseeds Python's ``random``, NumPy's global generator and torch's (CPU and every GPU) for
+the whole process. A library call that needs determinism, such as building a model whose new layers are drawn at
+random, seeds inside :func:`seeded`, which puts every one of those states back on exit.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+from transformers import set_seed
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run the block with every global generator seeded by ``seed``; restore their states afterwards."""
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        try:
+            set_seed(seed)
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)

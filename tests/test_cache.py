@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -188,3 +189,24 @@ def test_an_entry_set_aside_is_renamed_away_in_one_step_before_it_is_deleted(tmp
     assert len(deleted) == 1 and deleted[0].parent == entry.parent and deleted[0].name.startswith(".entry.")
     assert list(entry.parent.iterdir()) == [] and "setting aside" in caplog.text
     cache_entry.remove(entry)  # gone already: nothing to do
+
+
+def test_a_gguf_file_is_read_alone_so_files_beside_it_cannot_change_its_cached_conversion(tmp_path, tiny_bert):
+    """transformers prefers a ``tokenizer.json`` beside a GGUF file to the file's own vocabulary; the cache key holds
+    the GGUF bytes only, so the conversion reads the file alone and two folders with the same file agree."""
+    import shutil
+
+    from pcctune.modeling.gguf import gguf_to_folder
+
+    (tmp_path / "plain").mkdir()
+    plain = write_tiny_gguf(tmp_path / "plain" / "tiny.gguf")
+    crowded = tmp_path / "crowded" / "tiny.gguf"
+    crowded.parent.mkdir()
+    shutil.copyfile(plain, crowded)
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json"):  # another model's files beside it
+        shutil.copyfile(tiny_bert / name, crowded.parent / name)
+    folder = gguf_to_folder(crowded)
+    shutil.rmtree(folder)  # built again from the crowded folder, then compared with the plain file's own reading
+    assert gguf_to_folder(crowded) == folder == gguf_to_folder(plain)
+    saved = json.loads((folder / "tokenizer.json").read_text())
+    assert "[CLS]" not in saved["model"]["vocab"]  # the tiny BERT's vocabulary was not read

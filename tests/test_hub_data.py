@@ -58,3 +58,23 @@ def test_scored_pairs_from_a_hub_layout_and_a_missing_column(tiny_bert, shared_s
     (tmp_path / "run" / "results.json").unlink()
     code, output = run_cli(["train", _config(tmp_path, tiny_bert, shared_senteval, stage), "--overwrite"], capsys)
     assert_one_line_error(code, output, "has no column 'label'")
+
+
+def test_a_local_hub_dataset_changed_between_two_reads_in_one_process_is_read_again(shared_senteval, tmp_path):
+    from pcctune.training.config import DataConfig
+    from pcctune.training.datasets import scored_pairs
+
+    folder = tmp_path / "pairs"
+    folder.mkdir()
+
+    def write(count: int) -> None:
+        rows = [
+            {"sentence1": f"{SENTENCES[i]} {i}", "sentence2": SENTENCES[i + 3], "score": i / 2} for i in range(count)
+        ]
+        (folder / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+
+    data = DataConfig.model_validate({"source": "hub", "name": str(folder), "leakage": "none"})
+    write(8)
+    assert len(scored_pairs(data, shared_senteval)) == 8
+    write(6)
+    assert len(scored_pairs(data, shared_senteval)) == 6  # not the first read's pairs from the in-process cache

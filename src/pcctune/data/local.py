@@ -25,7 +25,7 @@ MAX_ENTRIES = 10_000
 second, whatever the folder holds."""
 
 
-def _with_suffix(name: str) -> list[Path]:
+def pair_files_named(name: str) -> list[Path]:
     """The pair files ``name`` would be with an extension, those that exist."""
     return [Path(name + suffix) for suffix in PAIR_FILE_SUFFIXES if Path(name + suffix).is_file()]
 
@@ -36,7 +36,7 @@ def is_local(name: str) -> bool:
         Path(name).suffix.lower() in PAIR_FILE_SUFFIXES
         or name.startswith(PATH_PREFIXES)
         or Path(name).expanduser().exists()
-        or bool(_with_suffix(name))
+        or bool(pair_files_named(name))
     )
 
 
@@ -64,7 +64,7 @@ def local_path(name: str | Path) -> Path | None:
         return None
     path = Path(name).expanduser()
     if not path.exists():
-        near = _with_suffix(str(name))
+        near = pair_files_named(str(name))
         hint = f"; did you mean {near[0]}?" if near else " (a local path, so no Hub dataset is looked up)"
         raise PcctuneError(f"missing file or folder: {name}{hint}")
     if path.is_dir() and not _holds_data_file(path):

@@ -36,6 +36,16 @@ def sick_dir(senteval_dir: Path) -> Path:
     raise PcctuneError(f"missing folder: {own}")
 
 
+def borrowed_sick(senteval_dir: Path) -> list[Path]:
+    """SICK's folder where it lies outside ``senteval_dir`` (the tokenized copy reads the raw one beside it): a
+    file state taken of ``senteval_dir`` alone would miss it."""
+    try:
+        found = sick_dir(senteval_dir)
+    except PcctuneError:
+        return []
+    return [] if found.resolve().is_relative_to(senteval_dir.resolve()) else [found]
+
+
 TOKENIZED = "senteval-tokenized"
 
 

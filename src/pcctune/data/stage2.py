@@ -20,7 +20,7 @@ from typing import Any
 
 from pcctune.data.audit import Role, check_sources, summarize_source
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, split_clean
-from pcctune.data.senteval import load_sick, load_stsb
+from pcctune.data.senteval import borrowed_sick, load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
 from pcctune.io import write_jsonl
@@ -75,7 +75,7 @@ def build_stage2_set(
     and settings returns the same immutable set. The leakage checks behind it are kept in pcctune's cache
     (``pcctune.data.leakage_cache``), so a later command on the same data reads them instead of checking again."""
     folder = senteval_dir.resolve()
-    files = files_state([folder / "downstream" / "STS", folder / "downstream" / "SICK"])
+    files = files_state([folder / "downstream" / "STS", folder / "downstream" / "SICK", *borrowed_sick(folder)])
     return _build(folder, LeakageLevel(level), rescale_sick, near_threshold, files)
 
 

@@ -26,6 +26,7 @@ from pcctune.data.audit import CheckedSource, check_sources
 from pcctune.data.dev import in_holdout
 from pcctune.data.hub import load_hub_dataset
 from pcctune.data.leakage import LeakageLevel
+from pcctune.data.local import is_local, pair_files_named
 from pcctune.data.nli import (
     Triplet,
     read_simcse_csv,
@@ -34,7 +35,7 @@ from pcctune.data.nli import (
     triplets_from_hf_dataset,
 )
 from pcctune.data.pairs import load_pair_set, pairs_from_hf_dataset, read_pairs_file
-from pcctune.data.senteval import snli_dir
+from pcctune.data.senteval import borrowed_sick, snli_dir
 from pcctune.data.stage2 import SourcedPair, Stage2Set, build_stage2_set
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
@@ -49,11 +50,18 @@ SOURCE_IDS = {"sick": 1}  # label id of a pair's source for per-source losses; e
 
 def source_key(data: DataConfig, senteval_dir: Path) -> tuple[str, Path, FilesState]:
     """What a source's reads and checks depend on: its config, the SentEval folder, and the state of every local
-    file they read (its file or folder, its ``leakage_against`` files, the SentEval data), so that a file changed
-    between two runs in one process is read again."""
+    file they read (its file or folder, a ``hub`` source's local dataset, its ``leakage_against`` files, the
+    SentEval data and SICK where the tokenized copy borrows it), so that a file changed between two runs in one
+    process is read again."""
     folder = senteval_dir.resolve()
     local = [Path(file) for file in (data.path, *data.leakage_against) if file]
-    return data.model_dump_json(exclude_unset=True), folder, files_state([folder / "downstream", *local])
+    if data.name and is_local(data.name):
+        local += [Path(data.name).expanduser(), *pair_files_named(data.name)]
+    return (
+        data.model_dump_json(exclude_unset=True),
+        folder,
+        files_state([folder / "downstream", *borrowed_sick(folder), *local]),
+    )
 
 
 def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:

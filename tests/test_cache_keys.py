@@ -199,6 +199,11 @@ def test_the_code_digest_follows_what_a_module_imports_and_nothing_else(tmp_path
     assert digest(changed_copy("unrelated", "losses/pearson.py")) == before  # the checks do not import the loss
     assert digest(changed_copy("imported", "data/sts.py")) != before  # they read the STS pairs through it
     assert digest(changed_copy("itself", "data/leakage.py")) != before
+    edited = changed_copy("edited later", None)  # the same copy edited in place, as a reloaded module would be
+    first = digest(edited)
+    path = edited / "data" / "sts.py"
+    path.write_text(path.read_text() + "\n# edited after the first digest\n")
+    assert digest(edited) != first
 
 
 def hub_cache(root: Path, repo: str, model: Path, commit: str) -> Path:

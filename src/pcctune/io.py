@@ -53,8 +53,14 @@ def free_bytes(folder: Path) -> int:
 
 
 def _new_file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
+    """The mode a new file gets under the process's umask. Read from ``/proc/self/status`` where Linux shows it:
+    setting the umask to read it back changes it for every thread of the process for that moment."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+        umask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Umask:")), 8)
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0)
+        os.umask(umask)
     return 0o666 & ~umask
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.metadata
+import os
 import platform
 from collections.abc import Iterable
-from functools import cache
 from pathlib import Path
 
 from pcctune.cpu_kind import this_cpu
@@ -84,12 +84,33 @@ def code_digest(*modules: str, package_root: Path | None = None) -> str:
     directly or through others (read from the ``import`` statements, without importing anything): a cache entry
     that holds this digest is made by this very code, so a change to any of it, a fix in evaluation say, is a miss.
     ``pcctune``'s version string cannot say this: it stays the same through every change between releases.
-    ``package_root``: another copy of the package's sources (default: this one's, ``PACKAGE_ROOT``)."""
-    return _code_digest(tuple(sorted(modules)), package_root or PACKAGE_ROOT)
+    ``package_root``: another copy of the package's sources (default: this one's, ``PACKAGE_ROOT``). Kept per process
+    while the files it read keep their sizes and modification times (a reloaded, edited module is read again)."""
+    key = (tuple(sorted(modules)), package_root or PACKAGE_ROOT)
+    kept = _DIGESTS.get(key)
+    if kept is not None and _stats(kept[0]) == kept[1]:
+        return kept[2]
+    files, digest = _code_digest(*key)
+    _DIGESTS[key] = (files, _stats(files), digest)
+    return digest
 
 
-@cache
-def _code_digest(modules: tuple[str, ...], package_root: Path) -> str:
+_DIGESTS: dict[tuple[tuple[str, ...], Path], tuple[list[Path], list[tuple[int, int] | None], str]] = {}
+"""``code_digest``'s answers in this process: the files read, their sizes and modification times, the digest."""
+
+
+def _stats(files: list[Path]) -> list[tuple[int, int] | None]:
+    return [(s.st_size, s.st_mtime_ns) if (s := _stat(f)) is not None else None for f in files]
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _code_digest(modules: tuple[str, ...], package_root: Path) -> tuple[list[Path], str]:
     seen: dict[str, Path] = {}
     waiting = list(modules)
     while waiting:
@@ -103,7 +124,7 @@ def _code_digest(modules: tuple[str, ...], package_root: Path) -> str:
     for name in sorted(seen):
         digest.update(f"{name}\0".encode())
         digest.update(seen[name].read_bytes())
-    return digest.hexdigest()
+    return list(seen.values()), digest.hexdigest()
 
 
 def _module_file(name: str, package_root: Path) -> Path | None:

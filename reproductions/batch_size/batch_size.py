@@ -33,7 +33,7 @@ from reproductions._common import (
     stage2_config,
     sts_scores,
 )
-from reproductions._difference import DIFFERENCE_NOTE, difference_cell
+from reproductions._difference import DIFFERENCE_NOTE, difference_cell, holm_cells, holm_note
 
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.tables import mean_std_cell
@@ -117,16 +117,21 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
     losses = sorted({r["loss"] for r in rows}, key=["pearson", "contrastive"].index)
     both = len(losses) == 2
     header = ["batch", "lr"] + [f"{loss} {what}" for loss in losses for what in ("avg", "seeds")]
-    header += ["pearson − contrastive"] if both else []
+    header += ["pearson − contrastive", "Holm"] if both else []
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for batch in sorted({r["batch"] for r in rows}):
+    batches = sorted({r["batch"] for r in rows})
+    pairs = {str(b): (_by_seed(rows, "contrastive", b), _by_seed(rows, "pearson", b)) for b in batches}
+    holm = holm_cells(pairs) if both else {}
+    for batch in batches:
         lr = next(r["lr"] for r in rows if r["batch"] == batch)
         cells = [str(batch), f"{lr:.2e}"] + [cell for loss in losses for cell in _cells(rows, loss, batch)]
         if both:
-            contrastive, pearson = _by_seed(rows, "contrastive", batch), _by_seed(rows, "pearson", batch)
+            contrastive, pearson = pairs[str(batch)]
             cells.append(difference_cell(contrastive, pearson) if contrastive and pearson else "—")
+            cells.append(holm.get(str(batch), "—"))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"pearson − contrastive: the seven-task average, {DIFFERENCE_NOTE}."] if both else []
+    notes = [f"pearson − contrastive: the seven-task average, {DIFFERENCE_NOTE}.", holm_note(len(holm)) + "."]
+    lines += ["", *notes] if both else []
     per_task = ["| loss, batch | " + " | ".join(STS_COLUMNS) + " |", "|" + " --- |" * (len(STS_COLUMNS) + 1)]
     for loss in losses:
         for batch in sorted({r["batch"] for r in rows if r["loss"] == loss}):

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from reproductions._common import STS_COLUMNS, Measured, Rows, claim, save_rows, trained_runs
-from reproductions._difference import DIFFERENCE_NOTE, difference_cell
+from reproductions._difference import DIFFERENCE_NOTE, difference_cell, holm_cells, holm_note
 
 from pcctune.evaluation.tables import mean_std_cell
 from pcctune.training.config import RunConfig
@@ -124,9 +124,11 @@ def _seconds_cell(variant: str, mine: Rows, notes: list[str]) -> str:
 
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
-    header = ["variant", *STS_COLUMNS, "best dev", "seeds", "train s", CONTRAST_MINUS]
+    header = ["variant", *STS_COLUMNS, "best dev", "seeds", "train s", CONTRAST_MINUS, "Holm"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     contrast, notes = _by_seed(rows, CONTRAST), []
+    compared = [v for v in VARIANTS if v != CONTRAST and any(r["variant"] == v for r in rows)]
+    holm = holm_cells({v: (_by_seed(rows, v), contrast) for v in compared}) if contrast else {}
     for variant in [BASE, *VARIANTS]:
         mine = [r for r in rows if r["variant"] == variant]
         if not mine:
@@ -137,9 +139,9 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
         against = (
             difference_cell(_by_seed(rows, variant), contrast) if contrast and variant not in (BASE, CONTRAST) else "—"
         )
-        cells = [variant.replace("|", "\\|"), *scores, dev, str(len(mine)), seconds, against]
+        cells = [variant.replace("|", "\\|"), *scores, dev, str(len(mine)), seconds, against, holm.get(variant, "—")]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"Last column, {CONTRAST_MINUS}: the seven-task average, {DIFFERENCE_NOTE}."]
+    lines += ["", f"{CONTRAST_MINUS}: the seven-task average, {DIFFERENCE_NOTE}. {holm_note(len(holm))}."]
     lines += [line for note in notes for line in ("", note)]
     return "\n".join(lines)
 

@@ -33,7 +33,7 @@ from reproductions._common import (
     stage2_config,
     sts_scores,
 )
-from reproductions._difference import DIFFERENCE_NOTE, difference_cell
+from reproductions._difference import DIFFERENCE_NOTE, difference_cell, holm_cells, holm_note
 from transformers import set_seed
 
 from pcctune.data.tasks import load_test_tasks
@@ -125,15 +125,18 @@ def table(results: Rows, details: dict[str, Any]) -> str:
     """Each loss's scores, and the Pearson loss's average minus the loss's, seed by seed."""
     base = details["base"]
     pearson = next((_by_seed(r) for r in results if row_label(r) == "pearson"), None)
-    columns = ["lr", *STS_COLUMNS, "train s", PEARSON_MINUS]
+    columns = ["lr", *STS_COLUMNS, "train s", PEARSON_MINUS, "Holm"]
     table = ScoreTable("stage-2 losses", columns, first_column="stage-2 loss")
-    table.rows.append(("none (base model)", {**base, "lr": None, "train s": None, PEARSON_MINUS: None}))
+    table.rows.append(("none (base model)", {**base, "lr": None, "train s": None, PEARSON_MINUS: None, "Holm": None}))
+    others = [r for r in results if row_label(r) != "pearson"]
+    holm = holm_cells({row_label(r): (_by_seed(r), pearson) for r in others}) if pearson else {}
     for r in results:
         cells = {c: mean_std_cell([run["sts"][c] for run in r["runs"]]) for c in STS_COLUMNS}
         against = difference_cell(_by_seed(r), pearson) if pearson and row_label(r) != "pearson" else None
         cells |= {"lr": f"{r['lr']:g}", "train s": f"{r['train_seconds']:.0f}", PEARSON_MINUS: against}
-        table.rows.append((row_label(r), cells))
-    return table.to_markdown() + f"\n\n{PEARSON_MINUS}: the seven-task average, {DIFFERENCE_NOTE}."
+        table.rows.append((row_label(r), cells | {"Holm": holm.get(row_label(r))}))
+    notes = f"{PEARSON_MINUS}: the seven-task average, {DIFFERENCE_NOTE}. {holm_note(len(holm))}."
+    return table.to_markdown() + "\n\n" + notes
 
 
 def bar_plot(results: Rows, details: dict[str, Any], path: Path) -> None:

@@ -30,7 +30,7 @@ import numpy as np
 import yaml
 from matplotlib.patches import Patch
 from reproductions._common import STS_COLUMNS, Measured, Rows, claim, to_record
-from reproductions._difference import DIFFERENCE_NOTE, difference_cell
+from reproductions._difference import DIFFERENCE_NOTE, difference_cell, holm_cells, holm_note
 
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import write_text
@@ -161,8 +161,11 @@ def by_seed(row: dict[str, Any]) -> dict[int, float]:
 
 
 def table(rows: Rows, details: dict[str, Any]) -> str:
-    cells = [("none (base model)", {**details["base"], "train s": "—", "selected (dev only)": "—", PEARSON_MINUS: "—"})]
+    base = {"train s": "—", "selected (dev only)": "—", PEARSON_MINUS: "—", "Holm": "—"}
+    cells = [("none (base model)", {**details["base"], **base})]
     pearson = next((by_seed(row) for row in rows if row["loss"] == "pearson"), None)
+    others = [row for row in rows if row["loss"] != "pearson"]
+    holm = holm_cells({row["loss"]: (by_seed(row), pearson) for row in others}) if pearson else {}
     for row in in_fixed_order(rows):
         seeds = row["sts_seeds"]
         label = row["loss"] if len(seeds) == 3 else f"{row['loss']} ({len(seeds)} of 3 seeds)"
@@ -173,13 +176,13 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
                 label,
                 {c: mean_std_cell([s[c] for s in seeds]) for c in STS_COLUMNS}
                 | {"train s": f"{row['train_s']:.0f}", "selected (dev only)": f"{chosen}; dev {row['dev']:.4f}"}
-                | {PEARSON_MINUS: against},
+                | {PEARSON_MINUS: against, "Holm": holm.get(row["loss"], "—")},
             )
         )
     title = f"Stage-2 losses on {details['model']} (Spearman × 100, mean ± std over 3 seeds)"
-    columns = [*STS_COLUMNS, "train s", "selected (dev only)", PEARSON_MINUS]
+    columns = [*STS_COLUMNS, "train s", "selected (dev only)", PEARSON_MINUS, "Holm"]
     markdown = ScoreTable(title, columns, cells, first_column="stage-2 loss").to_markdown()
-    return markdown + f"\n\n{PEARSON_MINUS}: the seven-task average, {DIFFERENCE_NOTE}."
+    return markdown + f"\n\n{PEARSON_MINUS}: the seven-task average, {DIFFERENCE_NOTE}. {holm_note(len(holm))}."
 
 
 def write_sweep_details(args: argparse.Namespace, rows: Rows, sweeps: list[Path], settings: str) -> None:

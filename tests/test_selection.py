@@ -56,6 +56,22 @@ def test_a_test_pair_in_the_users_dev_file_is_removed_at_every_level(shared_sent
     assert 0 < kept < 24  # the miniature test sets hold some of these pairs exactly
     with pytest.raises(PcctuneError, match="'my_dev' keeps 0 pairs"):
         dev_parts([str(mine)], shared_senteval, LeakageLevel.sentence)  # every sentence is a test sentence
+    # a stage whose training keeps its test pairs (leakage: none) still chooses its checkpoints on pairs filtered
+    assert len(dev_parts([str(mine)], shared_senteval, None)["my_dev"]) == kept
+
+
+def test_a_runs_own_test_file_is_no_stages_dev_set_and_every_filtering_stage_filters_against_it(tmp_path):
+    from pcctune.training.config import RunConfig
+
+    stage = {"name": "pcc", "loss": "pearson", "data": {"source": "pairs", "path": "train.csv"}}
+    with pytest.raises(ValueError, match=r"tasks scores 'mine.csv'.*add it to stages.0.data.leakage_against"):
+        RunConfig.model_validate({"model": "m", "tasks": ["STS12", "mine.csv"], "stages": [stage]})
+    stage["data"]["leakage_against"] = ["mine.csv"]
+    RunConfig.model_validate({"model": "m", "tasks": ["STS12", "mine.csv"], "stages": [stage]})
+    with pytest.raises(ValueError, match="dev 'mine.csv' is one of the run's test sets"):
+        RunConfig.model_validate({"model": "m", "tasks": ["mine.csv"], "stages": [stage | {"dev": "mine.csv"}]})
+    kept_whole = {"name": "raw", "loss": "pearson", "data": {"source": "pairs", "path": "t.csv", "leakage": "none"}}
+    RunConfig.model_validate({"model": "m", "tasks": ["mine.csv"], "stages": [kept_whole]})  # it filters nothing
 
 
 def test_the_held_out_share_is_about_15_percent_the_same_for_every_loss_and_never_trained_on(

@@ -95,32 +95,33 @@ def dev_parts(
     test_tasks: Sequence[STSTask] | None = None,
 ) -> dict[str, list[STSPair]]:
     """Each part of dev set ``dev`` → its pairs that a leakage filter at ``level`` keeps against ``test_tasks``
-    (default: the seven STS test sets; ``level=None``: a user's file and the held-out share kept whole, the built-in
-    sets filtered at ``pair``). ``training_pairs`` gives the stage's scored training pairs, already filtered, for the
-    ``holdout`` part and for replacing a built-in part that keeps too few above ``pair``."""
+    (default: the seven STS test sets). ``level=None`` (a stage whose training keeps its test pairs) still filters
+    every part at ``pair``: a checkpoint is never chosen on test pairs. ``training_pairs`` gives the stage's scored
+    training pairs, already filtered, for the ``holdout`` part and for replacing a built-in part that keeps too few
+    above ``pair``."""
     index = TestIndex(list(test_tasks) if test_tasks is not None else load_test_tasks(senteval_dir), near_threshold)
     parts: dict[str, list[STSPair]] = {}
     read: dict[str, tuple[str, int]] = {}  # part → what it was read from and its pairs before the filter
     builtin_level = level or LeakageLevel.pair
     for entry in dev_entries(dev):
         if entry == HOLDOUT:
-            parts[HOLDOUT] = _holdout(training_pairs, index, level, "dev: holdout")
+            parts[HOLDOUT] = _holdout(training_pairs, index, builtin_level, "dev: holdout")
         elif entry in SINGLE_DEV_SETS:
             pairs = SINGLE_DEV_SETS[entry](senteval_dir).pairs
             kept = filtered(pairs, index, builtin_level)
             if builtin_level != LeakageLevel.pair and len(kept) < MIN_FILTERED_DEV_PAIRS:
                 why = f"dev set {entry!r} keeps {len(kept)} pairs at leakage level {builtin_level.value!r}"
-                parts[HOLDOUT] = _holdout(training_pairs, index, level, why)
+                parts[HOLDOUT] = _holdout(training_pairs, index, builtin_level, why)
             else:
                 parts[entry], read[entry] = kept, (entry, len(pairs))
         else:
             pairs = read_pairs_file(entry)
-            parts[Path(entry).stem] = filtered(pairs, index, level) if level else pairs
+            parts[Path(entry).stem] = filtered(pairs, index, builtin_level)
             read[Path(entry).stem] = (entry, len(pairs))
     for part, pairs in parts.items():
         if len(pairs) < MIN_DEV_PAIRS:
             others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))
-            applied = builtin_level.value if part in SINGLE_DEV_SETS else (level.value if level else "none")
+            applied = builtin_level.value
             source, total = read.get(part, ("", 0))
             removed = f" (it removed {total - len(pairs)} of the {total} pairs of {source})" if source else ""
             raise PcctuneError(
@@ -134,13 +135,13 @@ def dev_parts(
 def _holdout(
     training_pairs: Callable[[], Sequence[STSPair | SourcedPair]] | None,
     index: TestIndex,
-    level: LeakageLevel | None,
+    level: LeakageLevel,
     why: str,
 ) -> list[STSPair]:
     if training_pairs is None:
         raise PcctuneError(f"{why}: a held-out share needs scored training pairs; name a dev set or a pair file")
     held = [STSPair(p.sentence1, p.sentence2, p.score) for p in training_pairs() if in_holdout(p)]
-    return filtered(held, index, level) if level else held
+    return filtered(held, index, level)
 
 
 def size_weighted(scores: Mapping[str, float], parts: Mapping[str, Sequence[STSPair]]) -> float:

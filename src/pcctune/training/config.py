@@ -389,6 +389,32 @@ class RunConfig(Strict):
             return "on" if value else "off"
         return value
 
+    @model_validator(mode="after")
+    def _own_test_sets_stay_out_of_training_and_dev(self) -> RunConfig:
+        """A pair file ``tasks`` scores is a test set: no stage chooses its checkpoints on it, and a stage that
+        filters its scored pairs filters them against it too (``leakage_against``), so nothing the run reports was
+        trained on or selected with."""
+        own = {Path(e).resolve(): e for e in self.task_entries if Path(e).suffix.lower() in PAIR_FILE_SUFFIXES}
+        if not own:
+            return self
+        for index, stage in enumerate(self.stages):
+            for entry in [] if stage.dev == "none" else dev_entries(stage.dev):
+                if Path(entry).resolve() in own:
+                    raise ValueError(
+                        f"stage {stage.name!r}: dev {entry!r} is one of the run's test sets (tasks), so checkpoints "
+                        "would be chosen on the scores the run reports; name another dev set"
+                    )
+            if stage.data.source in TRIPLET_SOURCES or stage.data.filter_level is None:
+                continue
+            listed = {Path(file).resolve() for file in stage.data.leakage_against}
+            missing = [entry for path, entry in own.items() if path not in listed]
+            if missing:
+                raise ValueError(
+                    f"stage {stage.name!r}: tasks scores {missing[0]!r}, a test set of yours; add it to "
+                    f"stages.{index}.data.leakage_against so its pairs are kept out of training and the dev set"
+                )
+        return self
+
 
 def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
     """Set ``raw[a][b][0][c] = value`` for ``dotted = "a.b.0.c"``; a bad path is one clear error."""

@@ -96,3 +96,32 @@ def test_dpo_as_a_pipeline_stage(tiny_bert, mini_senteval, tmp_path):
     assert set(record.sts_by_stage) == {"pcc", "dpo"}
     assert (tmp_path / "run" / "stage2-dpo" / "preference_model" / "final").is_dir()
     assert record.stages[1].train_examples == 8
+
+
+def test_a_dpo_stage_that_selects_on_the_held_out_share_never_draws_on_it(shared_senteval, tmp_path, monkeypatch):
+    """Neither the cross-encoder's scored pairs nor the preference candidates hold a held-out pair."""
+    from pcctune.data.dev import in_holdout
+    from pcctune.data.sts import STSPair
+    from pcctune.training import preference
+    from pcctune.training.config import StageConfig
+    from pcctune.training.datasets import train_dataset
+    from tests.conftest import pairs_jsonl
+
+    drawn: dict[str, list] = {}
+
+    def capture(dpo, scored, candidates, folder, seed):
+        drawn["scored"], drawn["candidates"] = list(scored), list(candidates)
+        return [None] * 8
+
+    monkeypatch.setattr(preference, "dpo_dataset", capture)
+    pairs = pairs_jsonl(tmp_path / "pairs.jsonl", count=200, distinct=True)
+    stage = StageConfig.model_validate(
+        {"name": "dpo", "loss": "dpo", "data": {"source": "pairs", "path": str(pairs)}, "batch_size": 4}
+        | {"dev": "holdout", "dpo": {"candidates": "stage2", "count": 8}}
+    )
+    train_dataset(stage, shared_senteval, tmp_path / "stage", holdout=True)
+    assert len(drawn["scored"]) > 100 and drawn["candidates"]
+    assert not any(in_holdout(pair) for pair in drawn["scored"])
+    assert not any(in_holdout(STSPair(a, b, 0.0)) for a, b in drawn["candidates"])
+    train_dataset(stage, shared_senteval, tmp_path / "stage", holdout=False)
+    assert any(in_holdout(pair) for pair in drawn["scored"])  # the share exists: the check above could fail

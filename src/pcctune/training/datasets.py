@@ -258,13 +258,15 @@ def _columns(stage: StageConfig, senteval_dir: Path, holdout: bool) -> dict[str,
 def train_dataset(
     stage: StageConfig, senteval_dir: Path, stage_dir: Path | None = None, seed: int = 42, holdout: bool = False
 ) -> Dataset:
-    """The columns ``stage.loss`` trains on, less the dev set's held-out share when ``holdout``; at least one full
-    batch of them."""
+    """The columns ``stage.loss`` trains on, less the dev set's held-out share when ``holdout`` (for DPO: neither its
+    cross-encoder nor its candidates see that share); at least one full batch of them."""
     if loss_spec(stage.loss).data == "preferences":
         from pcctune.training.preference import dpo_dataset
 
-        scored = scored_pairs(stage.data, senteval_dir)
+        scored = [pair for pair in scored_pairs(stage.data, senteval_dir) if not (holdout and in_holdout(pair))]
         candidates = dpo_candidates(stage, scored, senteval_dir)
+        if holdout:
+            candidates = [(a, b) for a, b in candidates if not in_holdout(STSPair(a, b, 0.0))]
         dataset = dpo_dataset(stage.dpo, scored, candidates, stage_dir or Path("runs/dpo"), seed)
     else:
         dataset = Dataset.from_dict(_columns(stage, senteval_dir, holdout))

@@ -172,8 +172,9 @@ def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
 
 def build_stage1(config: RunConfig, folder: Path) -> None:
     """Build (or resume) stage 1 and score it: the first build's record is ``stage1.json``; a later build's is
-    ``stage1_rebuilt.json``, and one whose average is not within :data:`REBUILD_TOLERANCE` of the first stops the
-    runner, so that stage-2 runs never continue two different models."""
+    ``stage1_rebuilt.json``, and one whose test average is not within :data:`REBUILD_TOLERANCE` of the first stops
+    the runner. A rebuild that passes is another model that scores alike (stage-2 records name their machine); the
+    check chooses nothing."""
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.orchestration.run_folder import holds_a_run
 

@@ -131,7 +131,11 @@ def verdicts(rows: Rows) -> list[str]:
         cells = {loss: group for loss, group in cells.items() if loss in LOSSES}
         if "pearson" not in cells or len(cells) < 2:
             continue
-        dev_means = {loss: statistics.mean(r["best_dev"] for r in g) for loss, g in cells.items() if loss != "pearson"}
+        dev_means = {  # over the first seeds, as the runner chose the best other loss (narrow.best_other)
+            loss: statistics.mean(r["best_dev"] for r in g if r["seed"] in narrow.SEEDS)
+            for loss, g in cells.items()
+            if loss != "pearson"
+        }
         other = max(dev_means, key=dev_means.__getitem__)
         pearson, rival = seed_averages(cells["pearson"]), seed_averages(cells[other])
         if len(pearson) < 2 or len(rival) < 2:

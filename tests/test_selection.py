@@ -64,14 +64,16 @@ def test_a_runs_own_test_file_is_no_stages_dev_set_and_every_filtering_stage_fil
     from pcctune.training.config import RunConfig
 
     stage = {"name": "pcc", "loss": "pearson", "data": {"source": "pairs", "path": "train.csv"}}
-    with pytest.raises(ValueError, match=r"tasks scores 'mine.csv'.*add it to stages.0.data.leakage_against"):
-        RunConfig.model_validate({"model": "m", "tasks": ["STS12", "mine.csv"], "stages": [stage]})
+    config = RunConfig.model_validate({"model": "m", "tasks": ["STS12", "mine.csv"], "stages": [stage]})
+    assert config.stages[0].data.leakage_against == ["mine.csv"]  # filtered against it, and the saved config says so
     stage["data"]["leakage_against"] = ["mine.csv"]
-    RunConfig.model_validate({"model": "m", "tasks": ["STS12", "mine.csv"], "stages": [stage]})
+    listed = RunConfig.model_validate({"model": "m", "tasks": ["STS12", "mine.csv"], "stages": [stage]})
+    assert listed.stages[0].data.leakage_against == ["mine.csv"] and listed == config  # not added twice
     with pytest.raises(ValueError, match="dev 'mine.csv' is one of the run's test sets"):
         RunConfig.model_validate({"model": "m", "tasks": ["mine.csv"], "stages": [stage | {"dev": "mine.csv"}]})
     kept_whole = {"name": "raw", "loss": "pearson", "data": {"source": "pairs", "path": "t.csv", "leakage": "none"}}
-    RunConfig.model_validate({"model": "m", "tasks": ["mine.csv"], "stages": [kept_whole]})  # it filters nothing
+    raw = RunConfig.model_validate({"model": "m", "tasks": ["mine.csv"], "stages": [kept_whole]})
+    assert raw.stages[0].data.leakage_against == []  # a stage that filters nothing is left as it is
 
 
 def test_the_held_out_share_is_about_15_percent_the_same_for_every_loss_and_never_trained_on(

@@ -2,7 +2,7 @@
 
 ``transformers.set_seed`` reseeds Python's ``random``, NumPy's global generator and torch's (CPU and every GPU) for
 the whole process. A library call that needs determinism, such as building a model whose new layers are drawn at
-random, seeds inside :func:`seeded`, which puts every one of those states back on exit.
+random, seeds inside ``seeded``, which puts every one of those states back on exit.
 """
 
 from __future__ import annotations

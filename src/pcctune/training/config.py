@@ -391,9 +391,9 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _own_test_sets_stay_out_of_training_and_dev(self) -> RunConfig:
-        """A pair file ``tasks`` scores is a test set: no stage chooses its checkpoints on it, and a stage that
-        filters its scored pairs filters them against it too (``leakage_against``), so nothing the run reports was
-        trained on or selected with."""
+        """A pair file ``tasks`` scores is a test set: no stage chooses its checkpoints on it, and every stage that
+        filters its scored pairs filters them against it too (added to its ``leakage_against`` where missing, so the
+        saved config and the record say so): nothing the run reports was trained on or selected with."""
         own = {Path(e).resolve(): e for e in self.task_entries if Path(e).suffix.lower() in PAIR_FILE_SUFFIXES}
         if not own:
             return self
@@ -409,10 +409,8 @@ class RunConfig(Strict):
             listed = {Path(file).resolve() for file in stage.data.leakage_against}
             missing = [entry for path, entry in own.items() if path not in listed]
             if missing:
-                raise ValueError(
-                    f"stage {stage.name!r}: tasks scores {missing[0]!r}, a test set of yours; add it to "
-                    f"stages.{index}.data.leakage_against so its pairs are kept out of training and the dev set"
-                )
+                data = stage.data.model_copy(update={"leakage_against": [*stage.data.leakage_against, *missing]})
+                self.stages[index] = stage.model_copy(update={"data": data})
         return self
 
 

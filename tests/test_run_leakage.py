@@ -148,9 +148,9 @@ def test_an_unknown_or_repeated_test_task_is_one_clear_error(
 def test_leakage_none_is_refused_where_it_means_nothing():
     with pytest.raises(ValueError, match="stage2 is STS-B and SICK-R train less their test pairs"):
         StageConfig.model_validate({"name": "s", "loss": "pearson", "data": {"source": "stage2", "leakage": "none"}})
-    with pytest.raises(ValueError, match="leakage_against would remove nothing"):
-        data = {"source": "pairs", "path": "p.csv", "leakage": "none", "leakage_against": ["t.csv"]}
-        StageConfig.model_validate({"name": "s", "loss": "pearson", "data": data})
+    data = {"source": "pairs", "path": "p.csv", "leakage": "none", "leakage_against": ["t.csv"]}
+    kept = StageConfig.model_validate({"name": "s", "loss": "pearson", "data": data})  # its dev parts are filtered
+    assert kept.data.leakage_against == ["t.csv"] and not kept.data.filters_training
     stage = {"name": "s", "loss": "pearson", "data": {"source": "stage2"}}
     config = RunConfig.model_validate({"model": "m", "stages": [stage], "tasks": "STS12, my.csv"})
     assert config.tasks == ["STS12", "my.csv"] and config.task_entries == ["STS12", "my.csv"]

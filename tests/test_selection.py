@@ -72,8 +72,11 @@ def test_a_runs_own_test_file_is_no_stages_dev_set_and_every_filtering_stage_fil
     with pytest.raises(ValueError, match="dev 'mine.csv' is one of the run's test sets"):
         RunConfig.model_validate({"model": "m", "tasks": ["mine.csv"], "stages": [stage | {"dev": "mine.csv"}]})
     kept_whole = {"name": "raw", "loss": "pearson", "data": {"source": "pairs", "path": "t.csv", "leakage": "none"}}
-    raw = RunConfig.model_validate({"model": "m", "tasks": ["mine.csv"], "stages": [kept_whole]})
-    assert raw.stages[0].data.leakage_against == []  # a stage that filters nothing is left as it is
+    triplets = {"name": "nli", "loss": "infonce", "data": {"source": "simcse_csv", "path": "nli.csv"}}
+    raw = RunConfig.model_validate({"model": "m", "tasks": ["mine.csv"], "stages": [kept_whole, triplets]})
+    # stages that keep their training data whole still choose checkpoints on dev parts filtered against it
+    assert [stage.data.leakage_against for stage in raw.stages] == [["mine.csv"], ["mine.csv"]]
+    assert RunConfig.model_validate(raw.model_dump(mode="json")) == raw  # the saved config loads again
 
 
 def test_the_held_out_share_is_about_15_percent_the_same_for_every_loss_and_never_trained_on(
@@ -105,9 +108,11 @@ def test_a_held_out_share_needs_scored_training_pairs(shared_senteval):
         stage_dev_parts(stage, shared_senteval)
 
 
-def test_a_leakage_level_given_for_triplets_is_an_error():
+def test_a_leakage_level_given_for_triplets_is_an_error_but_a_saved_config_loads_again():
     with pytest.raises(ValueError, match="data.leakage filters scored pairs"):
-        StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": {"source": "snli", "leakage": "pair"}})
+        StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": {"source": "snli", "leakage": "sentence"}})
+    stage = StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": {"source": "snli"}})
+    assert StageConfig.model_validate(stage.model_dump(mode="json")) == stage  # it writes the default level, pair
 
 
 def test_an_unknown_dev_entry_is_a_config_error():

@@ -105,6 +105,17 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     (folder / "space2.yaml").write_text("stages.0.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-4}\n")
     code, output = run_cli([*args[:3], str(folder / "space2.yaml"), *args[4:]], capsys)
     assert code == 2 and "holds a sweep of another config, search space or data folder" in output
+    # a rerun whose search found another winner trains the seed runs again instead of stopping at the old ones
+    from rich.console import Console
+
+    from pcctune.orchestration.sweep import Sweep, load_space
+
+    sweep = Sweep(folder / "run.yaml", load_space(folder / "space.yaml"), folder / "sweep", {}, Console(), 0)
+    other = {"stages.0.learning_rate": 5e-3, "stages.0.warmup_ratio": 0.1}
+    events.clear()
+    (again,) = sweep.seed_runs(other, 1)
+    assert [e for e in events if e.startswith("train") and "/seeds/seed-1" in e]
+    assert again.config["stages"][0]["learning_rate"] == pytest.approx(5e-3)
 
 
 def test_bad_search_spaces_are_one_line(sweep_inputs, capsys):

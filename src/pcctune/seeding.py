@@ -1,8 +1,9 @@
 """Seeded work that leaves the caller's random streams as they were.
 
-``transformers.set_seed`` reseeds Python's ``random``, NumPy's global generator and torch's (CPU and every GPU) for
-the whole process. A library call that needs determinism, such as building a model whose new layers are drawn at
-random, seeds inside ``seeded``, which puts every one of those states back on exit.
+``transformers.set_seed`` reseeds Python's ``random``, NumPy's global generator and torch's for the whole process. A
+library call that needs determinism, such as building a model whose new layers are drawn at random, seeds inside
+``seeded``, which puts back the states of Python's, NumPy's and torch's CPU and CUDA generators on exit (other
+accelerators' generators, MPS or XPU, are seeded but not restored).
 """
 
 from __future__ import annotations

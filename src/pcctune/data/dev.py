@@ -5,8 +5,8 @@ user's pair file (``.csv``, ``.tsv``, ``.jsonl``: ``pcctune.data.pairs.read_pair
 fixed 15 % of the stage's own scored training pairs, which training then leaves out. Every part goes through the
 same filter as the training data (``pcctune.data.leakage.split_clean``, the audit's code) at the stage's
 ``leakage`` level, so nothing that level removes from training is used to choose a checkpoint either. Where a stage
-keeps its test pairs (``leakage: none``), a user's dev file and the held-out share are kept whole too, and the
-built-in sets are still filtered at ``pair``: their names promise no test pair.
+keeps its test pairs (``leakage: none``), every part is still filtered at ``pair``: no checkpoint is chosen on
+test pairs.
 
 At ``pair`` (the paper's filter) nine of SICK's 500 trial pairs are SICK-R test pairs, and 1,131 of STS-B dev's
 1,500 pairs are in STS12–16. At a stricter level a built-in set can shrink to a handful (at ``sentence`` SICK

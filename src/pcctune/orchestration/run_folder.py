@@ -96,6 +96,13 @@ def holds_a_run(out: Path) -> bool:
     return any((out / name).exists() for name in (RUN_MARKER, RESULTS, "config.yaml"))
 
 
+def is_run_of(config: RunConfig) -> bool:
+    """Whether ``config.output_dir`` holds ``config``'s run (its marker's fingerprint), which ``--resume`` may
+    continue or read back."""
+    saved = _saved_marker(Path(config.output_dir))
+    return saved is not None and _same_run(saved, config)
+
+
 def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
     """Refuse to touch a folder that holds another run (or this run, without --resume). Writes nothing."""
     out = Path(config.output_dir)

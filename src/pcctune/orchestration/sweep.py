@@ -42,11 +42,11 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.pipeline import run_pipeline
-from pcctune.orchestration.run_folder import holds_a_run
-from pcctune.provenance import library_versions
+from pcctune.orchestration.run_folder import holds_a_run, is_run_of
+from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
-from pcctune.training.dev import dev_metric, stage_dev_parts
+from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
 
 
 class Distribution(BaseModel):
@@ -149,6 +149,11 @@ class Sweep:
             pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=self.prune_after),
         )
         saved = study.user_attrs.get("sweep")
+        if saved is None and study.trials:
+            raise PcctuneError(
+                f"{self.output} holds a sweep from a pcctune that did not record what defined it, so its trials "
+                "cannot be checked against this one's: give another --output"
+            )
         if saved is None:
             study.set_user_attr("sweep", self.identity)
         elif saved != self.identity:
@@ -208,20 +213,26 @@ class Sweep:
         for seed in range(1, seeds + 1):
             folder = self.output / "seeds" / f"seed-{seed}"
             config = self.config(params, folder, seed=seed, evaluate_before=False)
-            # a finished seed run is read back only where it is this winner's run (run_pipeline checks)
-            results.append(run_pipeline(config, resume=holds_a_run(folder), console=self.console))
+            # a seed run of this winner is continued or read back; one of an earlier winner (a rerun with more
+            # trials found a better one) is trained again: the seeds/ folder is the sweep's own
+            ours = holds_a_run(folder) and is_run_of(config)
+            results.append(
+                run_pipeline(config, resume=ours, overwrite=holds_a_run(folder) and not ours, console=self.console)
+            )
             drop_checkpoints(folder)
         return results
 
 
 def sweep_identity(base: RunConfig, space: dict[str, Distribution], prune_after: int, senteval: Path) -> str:
     """sha256 of what decides a sweep's trials: the base config with its overrides, the search space, the pruning
-    and the data folder. A study keeps it, so the trials of another sweep never count as this one's."""
+    and the content of the files its stages train and select on (wherever the data folder lies). A study keeps it,
+    so the trials of another sweep never count as this one's."""
+    files = [path for stage in base.stages for path in stage_data_files(stage, senteval)]
     payload = {
         "config": config_fingerprint(base),
         "space": {key: spec.model_dump() for key, spec in space.items()},
         "prune_after": prune_after,
-        "data": str(senteval.resolve()),
+        "data": sorted(file_hashes(files).values()),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -108,7 +108,7 @@ def _dev(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
         if entry in SINGLE_DEV_SETS and entry in used:  # the built-in sets promise no test pair: at least `pair`
             sources.append((entry, SINGLE_DEV_SETS[entry](senteval_dir).pairs, data.filter_level or LeakageLevel.pair))
         elif entry not in SINGLE_DEV_SETS and entry != HOLDOUT:
-            sources.append((entry, read_pairs_file(entry), data.filter_level))
+            sources.append((entry, read_pairs_file(entry), data.filter_level or LeakageLevel.pair))
     dev: Role = "dev"
     wanted = [(CACHED_AS.get(name, name), pairs, dev) for name, pairs, _ in sources]
     checked = check_sources(test_tasks_of(data, senteval_dir), wanted, data.near_threshold, keep=False)

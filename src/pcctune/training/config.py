@@ -79,8 +79,9 @@ class DataConfig(Strict):
     limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
     leakage_against: list[str] = Field(
         default_factory=list,
-        description="your own test pair files (.csv/.tsv/.jsonl): the training pairs and every dev part are also "
-        "filtered against them at `leakage`, and the run's record and model card say what was removed",
+        description="your own test pair files (.csv/.tsv/.jsonl): every dev part is also filtered against them, and "
+        "the training pairs at `leakage` where the stage filters them; the run's record and model card say what "
+        "was removed (a pair file the run's `tasks` scores is added by itself)",
     )
 
     @field_validator("leakage_against")
@@ -105,7 +106,8 @@ class DataConfig(Strict):
 
     @model_validator(mode="after")
     def _leakage_only_for_scored_pairs(self) -> DataConfig:
-        if self.model_fields_set & {"leakage", "leakage_against"} and self.source in TRIPLET_SOURCES:
+        # the default level is what a saved config writes for every source: only another level is refused
+        if self.source in TRIPLET_SOURCES and self.leakage != LeakageLevel.pair.value:
             raise ValueError(
                 f"data.leakage filters scored pairs (stage2, pairs, hub, snli_regression), not {self.source!r} "
                 "triplets, which the run counts against the test sets and trains on as they are; remove it (the "
@@ -116,8 +118,6 @@ class DataConfig(Strict):
                 "stage2 is STS-B and SICK-R train less their test pairs: it has no `leakage: none`; to train on the "
                 "files as they are, name them as source: pairs"
             )
-        if self.leakage == "none" and self.leakage_against:
-            raise ValueError("leakage: none filters nothing, so leakage_against would remove nothing: drop one")
         return self
 
     @model_validator(mode="before")
@@ -225,8 +225,8 @@ class StageConfig(Strict):
         COMBINED_DEV,
         description="what selects checkpoints: a dev set of pcctune.data.dev.DEV_SETS (holdout: 15 % of the "
         "training pairs, left out of training), a list of them and .csv/.tsv/.jsonl pair files, or none; every part "
-        "filtered at data.leakage (docs/leakage.md); default: both built-in dev sets, scored each on its own and "
-        "weighted by size",
+        "filtered at data.leakage, at pair at least (docs/leakage.md); default: both built-in dev sets, scored each "
+        "on its own and weighted by size",
     )
     eval_steps: int = Field(50, ge=1, description="steps between dev evaluations and checkpoints")
     on_nonfinite: Literal["stop", "skip"] = Field(
@@ -391,27 +391,33 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _own_test_sets_stay_out_of_training_and_dev(self) -> RunConfig:
-        """A pair file ``tasks`` scores is a test set: no stage chooses its checkpoints on it, and every stage that
-        filters its scored pairs filters them against it too (added to its ``leakage_against`` where missing, so the
-        saved config and the record say so): nothing the run reports was trained on or selected with."""
-        own = {Path(e).resolve(): e for e in self.task_entries if Path(e).suffix.lower() in PAIR_FILE_SUFFIXES}
+        """A pair file ``tasks`` scores is a test set: no stage chooses its checkpoints on it, and every stage filters
+        its dev parts (and its scored training pairs, where it filters them) against it too: it is added to the
+        stage's ``leakage_against`` where missing, so the saved config and the record say so."""
+        own = {
+            _resolved(entry): str(Path(entry).expanduser())
+            for entry in self.task_entries
+            if Path(entry).suffix.lower() in PAIR_FILE_SUFFIXES
+        }
         if not own:
             return self
         for index, stage in enumerate(self.stages):
             for entry in [] if stage.dev == "none" else dev_entries(stage.dev):
-                if Path(entry).resolve() in own:
+                if _resolved(entry) in own:
                     raise ValueError(
                         f"stage {stage.name!r}: dev {entry!r} is one of the run's test sets (tasks), so checkpoints "
                         "would be chosen on the scores the run reports; name another dev set"
                     )
-            if stage.data.source in TRIPLET_SOURCES or stage.data.filter_level is None:
-                continue
-            listed = {Path(file).resolve() for file in stage.data.leakage_against}
+            listed = {_resolved(file) for file in stage.data.leakage_against}
             missing = [entry for path, entry in own.items() if path not in listed]
             if missing:
                 data = stage.data.model_copy(update={"leakage_against": [*stage.data.leakage_against, *missing]})
                 self.stages[index] = stage.model_copy(update={"data": data})
         return self
+
+
+def _resolved(path: str) -> Path:
+    return Path(path).expanduser().resolve()
 
 
 def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:

@@ -104,7 +104,7 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     assert code == 0 and not [e for e in events if e.startswith("train")], output
     (folder / "space2.yaml").write_text("stages.0.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-4}\n")
     code, output = run_cli([*args[:3], str(folder / "space2.yaml"), *args[4:]], capsys)
-    assert code == 2 and "holds a sweep of another config, search space or data folder" in output
+    assert code == 2 and "holds a sweep of another config, search space or data" in output
     # a rerun whose search found another winner trains the seed runs again instead of stopping at the old ones
     from rich.console import Console
 

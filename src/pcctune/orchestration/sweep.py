@@ -12,8 +12,8 @@
 
 Interrupted anywhere, the same command continues: finished trials are in the study, a trial that
 was running when the process died is marked failed and replaced, and finished seed runs are kept. The study
-keeps the identity of its sweep (config with overrides, space, pruning, data folder): an output folder holding
-another sweep is refused, so no trial of it counts as this one's.
+keeps the identity of its sweep (config with overrides, space, pruning, its data files' content): an output folder
+holding another sweep is refused, so no trial of it counts as this one's.
 
 The search space is a YAML mapping of dotted keys to distributions:
 
@@ -158,7 +158,7 @@ class Sweep:
             study.set_user_attr("sweep", self.identity)
         elif saved != self.identity:
             raise PcctuneError(
-                f"{self.output} holds a sweep of another config, search space or data folder; its trials would "
+                f"{self.output} holds a sweep of another config, search space or data; its trials would "
                 "count as this one's: give another --output"
             )
         for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):

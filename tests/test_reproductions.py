@@ -324,3 +324,22 @@ def test_the_leakage_table_shows_each_trained_model_before_training():
     assert len(minilm_only) == 1 and minilm_only[0].startswith("| all-MiniLM-L6-v2 before training | — |")
     assert both[0] == minilm_only[0] and both[1].startswith(f"| {MPNET} before training | — |")
     assert both[1].endswith(f"| {base_scores(MPNET)['avg']:.2f} | — |") and base_scores(MPNET) != base_scores()
+
+
+def test_holm_cells_widen_each_interval_to_its_step_and_leave_out_what_cannot_pair():
+    from reproductions._difference import difference_cell, holm_cells, holm_note
+
+    def ends(cell: str) -> tuple[float, float]:
+        low, high = cell.split("[")[-1].rstrip("]").split(", ")
+        return float(low), float(high)
+
+    base = {1: 80.0, 2: 80.1, 3: 79.9}
+    strong = {seed: score + 2.0 + 0.01 * seed for seed, score in base.items()}
+    weak = {seed: score + (0.3 if seed != 2 else -0.2) for seed, score in base.items()}
+    cells = holm_cells({"strong": (base, strong), "weak": (base, weak), "one seed": (base, {1: 81.0})})
+    assert set(cells) == {"strong", "weak"}  # one shared seed gives no paired interval: not in the family
+    (plain_low, plain_high), (holm_low, holm_high) = ends(difference_cell(base, strong)), ends(cells["strong"])
+    assert holm_low < plain_low and holm_high > plain_high  # the smallest p is tested at α/2: a wider interval
+    assert ends(cells["weak"]) == ends(difference_cell(base, weak))  # Holm's last step is at α itself
+    assert ends(cells["strong"])[0] > 0 > ends(cells["weak"])[0]
+    assert "2 comparisons" in holm_note(2) and "1 comparison gives" in holm_note(1)

@@ -167,3 +167,19 @@ def test_a_run_selects_on_your_dev_file_filtered_against_your_test_file_and_its_
     assert {"my_dev.csv", "my_test.csv", "my_train.csv"} <= set(result.data_files_sha256)
     card = (tmp_path / "run" / "stage1-pcc" / "final" / "README.md").read_text()
     assert "`my_dev` (4 pairs)" in card and "`my_test.csv` (5 training pairs removed)" in card
+
+
+def test_a_stage_that_keeps_its_training_pairs_still_chooses_on_dev_pairs_filtered_against_the_runs_test_file(
+    shared_senteval, tmp_path
+):
+    from pcctune.training.config import RunConfig
+
+    dev = pairs_jsonl(tmp_path / "dev.jsonl", count=40, distinct=True)  # numbered: no STS test sentence
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("\n".join(dev.read_text().splitlines()[:10]) + "\n")  # the run's own test file: 10 of them
+    stage = {"name": "raw", "loss": "pearson", "dev": str(dev)}
+    stage["data"] = {"source": "pairs", "path": str(dev), "leakage": "none"}
+    config = RunConfig.model_validate({"model": "m", "tasks": [str(mine)], "stages": [stage]})
+    assert len(stage_dev_parts(config.stages[0], shared_senteval)["dev"]) == 30
+    home = RunConfig.model_validate({"model": "m", "tasks": ["~/mine.csv"], "stages": [stage]})
+    assert home.stages[0].data.leakage_against == ["~/mine.csv"]  # as written: the saved config moves between homes

@@ -157,3 +157,20 @@ def test_prune_after_spares_a_slow_starter_until_that_step(sweep_inputs, prune_a
     slow_starter = study.ask()
     slow_starter.report(0.1, 2)
     assert bool(slow_starter.should_prune()) is pruned
+
+
+def test_the_sweep_identity_follows_the_content_of_its_data_not_the_folder_it_lies_in(sweep_inputs, shared_senteval):
+    import shutil
+
+    from pcctune.orchestration.sweep import load_space, sweep_identity
+    from pcctune.training.config import load_config
+
+    folder = sweep_inputs
+    base, space = load_config(folder / "run.yaml"), load_space(folder / "space.yaml")
+    first = sweep_identity(base, space, 0, shared_senteval)
+    moved = folder / "moved-senteval"
+    shutil.copytree(shared_senteval, moved)
+    assert sweep_identity(base, space, 0, moved) == first  # the same files elsewhere
+    pairs = folder / "pairs.jsonl"
+    pairs.write_text(pairs.read_text().replace('"score": 0.0', '"score": 0.5', 1))
+    assert sweep_identity(base, space, 0, shared_senteval) != first  # a training file edited in place

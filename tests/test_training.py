@@ -342,3 +342,19 @@ def test_a_run_is_resumed_only_on_the_data_its_recorded_scores_rest_on(tiny_bert
         run_pipeline(config, resume=True)
     pairs.write_text(original)
     assert run_pipeline(config, resume=True).sts_by_stage.keys() == {"before", "pcc"}
+
+
+def test_resume_checks_data_by_name_and_by_content_where_an_older_record_named_files_otherwise(tmp_path):
+    from pcctune.orchestration.pipeline import check_same_data
+    from pcctune.results import RunResult
+
+    def record(files: dict[str, str]) -> RunResult:
+        return RunResult(protocol="simcse-senteval", data_dir="d", seed=1, config={}, data_files_sha256=files)
+
+    now = record({"STS/STS12/a.txt": "1" * 64, "fold1.csv": "2" * 64, "fold2.csv": "3" * 64})
+    check_same_data(record({"/old/abs/a.txt": "1" * 64, "fold1.csv": "2" * 64}), now, tmp_path)  # renamed only
+    with pytest.raises(PcctuneError, match="fold1.csv is not the file the run began with"):
+        check_same_data(record({"fold1.csv": "9" * 64}), now, tmp_path)  # changed in place
+    with pytest.raises(PcctuneError, match=r"\(2 data file"):
+        check_same_data(record({"fold1.csv": "3" * 64, "fold2.csv": "2" * 64}), now, tmp_path)  # swapped
+    check_same_data(record({}), now, tmp_path)  # a record from before hashes were kept: not checked

@@ -144,16 +144,20 @@ def warn_bf16_on_cpu(config: RunConfig) -> None:
 
 def check_same_data(kept: RunResult, now: RunResult, out: Path) -> None:
     """Refuse to resume a run whose recorded scores rest on other data: other test sets (``tasks``, another data
-    folder's files) or a test or training file changed since the run began (a file content it recorded that no
-    file has now; compared by content, since records from older versions name their files otherwise). A record
+    folder's files) or a test or training file changed since the run began: by name where both records name the
+    file, by content where the old record names it otherwise (older versions named files differently). A record
     from before pcctune kept hashes (none recorded) is not checked."""
     if kept.pairs_by_task and kept.pairs_by_task != now.pairs_by_task:
         raise PcctuneError(
             f"{out} was scored on other test sets ({', '.join(kept.pairs_by_task)}); resume it with the same tasks "
             "and data, or start another output_dir"
         )
-    present = set(now.data_files_sha256.values())
-    changed = sorted(name for name, digest in kept.data_files_sha256.items() if digest not in present)
+    current, present = now.data_files_sha256, set(now.data_files_sha256.values())
+    changed = sorted(
+        name
+        for name, digest in kept.data_files_sha256.items()
+        if (current[name] != digest if name in current else digest not in present)
+    )
     if changed:
         raise PcctuneError(
             f"{out}: {changed[0]} is not the file the run began with ({len(changed)} data file(s) differ); resume "

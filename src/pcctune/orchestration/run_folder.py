@@ -98,8 +98,11 @@ def holds_a_run(out: Path) -> bool:
 
 def is_run_of(config: RunConfig) -> bool:
     """Whether ``config.output_dir`` holds ``config``'s run (its marker's fingerprint), which ``--resume`` may
-    continue or read back."""
-    saved = _saved_marker(Path(config.output_dir))
+    continue or read back; a damaged marker is not."""
+    try:
+        saved = _saved_marker(Path(config.output_dir))
+    except PcctuneError:
+        return False
     return saved is not None and _same_run(saved, config)
 
 

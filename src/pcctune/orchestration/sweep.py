@@ -38,12 +38,13 @@ from rich.console import Console
 from transformers import TrainerCallback
 
 from pcctune.data.cache import senteval_folder
+from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.orchestration.run_folder import holds_a_run, is_run_of
-from pcctune.provenance import file_hashes, library_versions
+from pcctune.provenance import file_sha256, library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
@@ -228,11 +229,12 @@ def sweep_identity(base: RunConfig, space: dict[str, Distribution], prune_after:
     and the content of the files its stages train and select on (wherever the data folder lies). A study keeps it,
     so the trials of another sweep never count as this one's."""
     files = [path for stage in base.stages for path in stage_data_files(stage, senteval)]
+    files += [path for task in load_test_tasks(senteval) for path in task.files]  # what the leakage filter reads
     payload = {
         "config": config_fingerprint(base),
         "space": {key: spec.model_dump() for key, spec in space.items()},
         "prune_after": prune_after,
-        "data": sorted(file_hashes(files).values()),
+        "data": sorted(file_sha256(path) for path in {Path(file).resolve() for file in files}),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -395,9 +395,7 @@ class RunConfig(Strict):
         its dev parts (and its scored training pairs, where it filters them) against it too: it is added to the
         stage's ``leakage_against`` where missing, so the saved config and the record say so."""
         own = {
-            _resolved(entry): str(Path(entry).expanduser())
-            for entry in self.task_entries
-            if Path(entry).suffix.lower() in PAIR_FILE_SUFFIXES
+            _resolved(entry): entry for entry in self.task_entries if Path(entry).suffix.lower() in PAIR_FILE_SUFFIXES
         }
         if not own:
             return self

@@ -54,7 +54,7 @@ def source_key(data: DataConfig, senteval_dir: Path) -> tuple[str, Path, FilesSt
     SentEval data and SICK where the tokenized copy borrows it), so that a file changed between two runs in one
     process is read again."""
     folder = senteval_dir.resolve()
-    local = [Path(file) for file in (data.path, *data.leakage_against) if file]
+    local = [Path(file).expanduser() for file in (data.path, *data.leakage_against) if file]
     if data.name and is_local(data.name):
         local += [Path(data.name).expanduser(), *pair_files_named(data.name)]
     return (

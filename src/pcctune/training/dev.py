@@ -131,7 +131,7 @@ def stage_data_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
         files += [*load_stsb(senteval_dir, "train").files, *load_sick(senteval_dir, "train").files]
     elif stage.data.path and Path(stage.data.path).is_file():
         files.append(Path(stage.data.path))
-    files += [Path(file) for file in stage.data.leakage_against]
+    files += [Path(file).expanduser() for file in stage.data.leakage_against]
     for entry in dev_entries(stage.dev) if stage.dev != "none" else []:
         if entry in SINGLE_DEV_SETS:
             files += SINGLE_DEV_SETS[entry](senteval_dir).files

@@ -102,30 +102,29 @@ def dev_parts(
     index = TestIndex(list(test_tasks) if test_tasks is not None else load_test_tasks(senteval_dir), near_threshold)
     parts: dict[str, list[STSPair]] = {}
     read: dict[str, tuple[str, int]] = {}  # part → what it was read from and its pairs before the filter
-    builtin_level = level or LeakageLevel.pair
+    dev_level = level or LeakageLevel.pair
     for entry in dev_entries(dev):
         if entry == HOLDOUT:
-            parts[HOLDOUT] = _holdout(training_pairs, index, builtin_level, "dev: holdout")
+            parts[HOLDOUT] = _holdout(training_pairs, index, dev_level, "dev: holdout")
         elif entry in SINGLE_DEV_SETS:
             pairs = SINGLE_DEV_SETS[entry](senteval_dir).pairs
-            kept = filtered(pairs, index, builtin_level)
-            if builtin_level != LeakageLevel.pair and len(kept) < MIN_FILTERED_DEV_PAIRS:
-                why = f"dev set {entry!r} keeps {len(kept)} pairs at leakage level {builtin_level.value!r}"
-                parts[HOLDOUT] = _holdout(training_pairs, index, builtin_level, why)
+            kept = filtered(pairs, index, dev_level)
+            if dev_level != LeakageLevel.pair and len(kept) < MIN_FILTERED_DEV_PAIRS:
+                why = f"dev set {entry!r} keeps {len(kept)} pairs at leakage level {dev_level.value!r}"
+                parts[HOLDOUT] = _holdout(training_pairs, index, dev_level, why)
             else:
                 parts[entry], read[entry] = kept, (entry, len(pairs))
         else:
             pairs = read_pairs_file(entry)
-            parts[Path(entry).stem] = filtered(pairs, index, builtin_level)
+            parts[Path(entry).stem] = filtered(pairs, index, dev_level)
             read[Path(entry).stem] = (entry, len(pairs))
     for part, pairs in parts.items():
         if len(pairs) < MIN_DEV_PAIRS:
             others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))
-            applied = builtin_level.value
             source, total = read.get(part, ("", 0))
             removed = f" (it removed {total - len(pairs)} of the {total} pairs of {source})" if source else ""
             raise PcctuneError(
-                f"dev set {part!r} keeps {len(pairs)} pairs once the leakage filter ({applied}) has "
+                f"dev set {part!r} keeps {len(pairs)} pairs once the leakage filter ({dev_level.value}) has "
                 f"run{removed}, and a correlation needs at least {MIN_DEV_PAIRS}; choose another dev set ({others}) "
                 "or a pair file"
             )

@@ -216,10 +216,9 @@ class Sweep:
             config = self.config(params, folder, seed=seed, evaluate_before=False)
             # a seed run of this winner is continued or read back; one of an earlier winner (a rerun with more
             # trials found a better one) is trained again: the seeds/ folder is the sweep's own
-            ours = holds_a_run(folder) and is_run_of(config)
-            results.append(
-                run_pipeline(config, resume=ours, overwrite=holds_a_run(folder) and not ours, console=self.console)
-            )
+            held = holds_a_run(folder)
+            ours = held and is_run_of(config)
+            results.append(run_pipeline(config, resume=ours, overwrite=held and not ours, console=self.console))
             drop_checkpoints(folder)
         return results
 

@@ -263,7 +263,9 @@ def train_dataset(
     if loss_spec(stage.loss).data == "preferences":
         from pcctune.training.preference import dpo_dataset
 
-        scored = [pair for pair in scored_pairs(stage.data, senteval_dir) if not (holdout and in_holdout(pair))]
+        scored = scored_pairs(stage.data, senteval_dir)
+        if holdout:
+            scored = [pair for pair in scored if not in_holdout(pair)]
         candidates = dpo_candidates(stage, scored, senteval_dir)
         if holdout:
             candidates = [(a, b) for a, b in candidates if not in_holdout(STSPair(a, b, 0.0))]

@@ -13,6 +13,7 @@ from reproductions.leakage import wide
 from reproductions.leakage.cells import SHORT, TASKS, groups, seed_averages
 
 from pcctune.evaluation.multiple import Corrected
+from pcctune.results import Difference
 
 FRONT_PAGE = ("sentence", "pair")
 """The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
@@ -22,6 +23,14 @@ LEVEL_CONTRASTS = (
 )
 """Pairs of wide blocks whose difference, loss by loss, says what one training set adds over the other (the
 control is ``sentence``'s twin drawn from the ``pair``-level set): read once both are complete, uncorrected."""
+
+
+def interval(difference: Difference) -> str:
+    """A difference as its mean and, where it has one, its interval: ``+0.12 [-0.20, +0.44]``."""
+    mean = f"{difference.mean:+.2f}"
+    if difference.low is None or difference.high is None:
+        return mean
+    return f"{mean} [{difference.low:+.2f}, {difference.high:+.2f}]"
 
 
 def planned_comparisons() -> int:
@@ -102,10 +111,7 @@ def level_contrasts(rows: Rows, complete: Collection[str]) -> list[str]:
             by_task = []
             for task, short in zip(TASKS, SHORT, strict=True):
                 after_runs, before_runs = ({r["seed"]: r["sts"][task] for r in side} for side in runs)
-                d = seed_difference(before_runs, after_runs)
-                by_task.append(
-                    f"{short} {d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
-                )
+                by_task.append(f"{short} {interval(seed_difference(before_runs, after_runs))}")
             lines.append(f"  - by test set, {after} − {before} (95 %, uncorrected): " + ", ".join(by_task))
     return lines
 

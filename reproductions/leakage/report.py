@@ -26,6 +26,7 @@ from reproductions.leakage.cells import (
 )
 from reproductions.leakage.comparisons import (
     FRONT_PAGE,
+    interval,
     level_contrasts,
     outside_family,
     planned_comparisons,
@@ -37,7 +38,6 @@ from pcctune.data.leakage import LeakageLevel
 from pcctune.data.transfer import TRANSFER_TASKS
 from pcctune.evaluation.multiple import Corrected
 from pcctune.io import write_text
-from pcctune.results import Difference
 
 
 def summary_details(args: argparse.Namespace) -> dict[str, Any]:
@@ -196,8 +196,7 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
                 read = corrected[(level, loss)]
                 difference = f"{interval(read.plain)}, Holm [{read.corrected.low:+.2f}, {read.corrected.high:+.2f}]"
             elif loss != "pearson" and pearson:
-                d = seed_difference(runs, pearson)
-                difference = f"{d.mean:+.2f}" + (f" [{d.low:+.2f}, {d.high:+.2f}]" if d.low is not None else "")
+                difference = interval(seed_difference(runs, pearson))
             cells += [cell_text(list(runs.values())), difference]
         rows[LABELS[loss]] = cells
     return rows
@@ -285,10 +284,6 @@ def progress_table(blocks: list[dict[str, Any]]) -> str:
         transfer = f"{moved} of {transfers}" if transfers else "—"
         lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} | {transfer} |")
     return "\n".join(lines)
-
-
-def interval(difference: Difference) -> str:
-    return f"{difference.mean:+.2f} [{difference.low:+.2f}, {difference.high:+.2f}]"
 
 
 def setting_text(settings: dict[str, Any]) -> str:

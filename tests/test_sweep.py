@@ -174,3 +174,51 @@ def test_the_sweep_identity_follows_the_content_of_its_data_not_the_folder_it_li
     pairs = folder / "pairs.jsonl"
     pairs.write_text(pairs.read_text().replace('"score": 0.0', '"score": 0.5', 1))
     assert sweep_identity(base, space, 0, shared_senteval) != first  # a training file edited in place
+
+
+@pytest.mark.parametrize(
+    ("data", "loss", "read"),
+    [
+        ({"source": "snli", "splits": ["dev"]}, "infonce", "downstream/SNLI/labels.dev"),
+        ({"source": "snli_regression", "splits": ["test"]}, "cosine_mse", "downstream/SNLI/s2.test"),
+        ({"source": "stage2", "leakage": "pair"}, "dpo", "downstream/SNLI/s1.test"),  # with snli candidates
+    ],
+)
+def test_the_sweep_identity_and_the_run_record_follow_the_snli_files_a_stage_reads(
+    sweep_inputs, mini_senteval, data, loss, read
+):
+    from pcctune.orchestration.sweep import load_space, sweep_identity
+    from pcctune.provenance import file_hashes
+    from pcctune.training.config import load_config
+    from pcctune.training.dev import stage_data_files
+
+    folder = sweep_inputs
+    stage = {"data": data, "loss": loss} | ({"dpo": {"candidates": "snli"}} if loss == "dpo" else {})
+    base = load_config(folder / "run.yaml", {f"stages.0.{key}": value for key, value in stage.items()})
+    space = load_space(folder / "space.yaml")
+    hashed = file_hashes(stage_data_files(base.stages[0], mini_senteval), mini_senteval)
+    unread = "downstream/SNLI/s1.test" if read.endswith(".dev") else "downstream/SNLI/s1.dev"
+    assert read in hashed and (unread not in hashed or loss == "dpo")  # the splits read, and only those
+    first = sweep_identity(base, space, 0, mini_senteval)
+    path = mini_senteval / read
+    path.write_text(path.read_text().replace("entailment", "neutral", 1) + "one more line\n")
+    assert sweep_identity(base, space, 0, mini_senteval) != first
+
+
+def test_a_local_hub_source_is_hashed_by_its_data_files_and_a_hub_id_by_none(tmp_path, mini_senteval):
+    from pcctune.training.config import StageConfig
+    from pcctune.training.dev import stage_data_files
+
+    dataset = tmp_path / "my-dataset"
+    (dataset / "data").mkdir(parents=True)
+    (dataset / "data" / "train.csv").write_text("anchor,positive\na,b\n")
+    (dataset / "README.md").write_text("# card\n")
+    (dataset / ".cache").mkdir()
+    (dataset / ".cache" / "stale.arrow").write_text("x")
+
+    def files(data: dict) -> list:
+        stage = StageConfig.model_validate({"name": "s", "loss": "infonce", "data": data, "dev": "none"})
+        return stage_data_files(stage, mini_senteval)
+
+    assert files({"source": "hub", "name": str(dataset)}) == [dataset / "data" / "train.csv"]
+    assert files({"source": "hub", "name": "sentence-transformers/all-nli", "subset": "triplet"}) == []

@@ -73,3 +73,20 @@ def local_path(name: str | Path) -> Path | None:
             "name a pair file, or a folder in the Hub's file layout"
         )
     return path
+
+
+def local_data_files(path: Path, data_files: str | None = None) -> list[Path]:
+    """The files a local ``hub`` source is read from: the file itself, the folder's ``data_files`` file, or every
+    data file (``DATA_FILE_SUFFIXES``) in the folder and its folders that are not hidden; none where nothing is there
+    (the read itself says so)."""
+    if path.is_file():
+        return [path]
+    if data_files:
+        return [path / data_files] if (path / data_files).is_file() else []
+    return sorted(
+        file
+        for file in path.rglob("*")
+        if file.is_file()
+        and file.suffix.lower() in DATA_FILE_SUFFIXES
+        and not any(part.startswith(".") for part in file.relative_to(path).parts)
+    )

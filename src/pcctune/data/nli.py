@@ -40,10 +40,14 @@ def read_simcse_csv(path: str | Path) -> list[Triplet]:
     return [Triplet(r["sent0"], r["sent1"], r["hard_neg"] if has_negative else None) for r in rows]
 
 
+def snli_split_files(folder: Path, split: str) -> list[Path]:
+    """An SNLI split's three files: ``s1.<split>`` (premises), ``s2.<split>`` (hypotheses), ``labels.<split>``."""
+    return [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
+
+
 def read_snli_split(folder: Path, split: str) -> list[tuple[str, str, str]]:
-    """(premise, hypothesis, label) rows of ``s1.<split>``, ``s2.<split>`` and ``labels.<split>``."""
-    files = [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
-    premises, hypotheses, labels = (read_lines(path) for path in files)
+    """(premise, hypothesis, label) rows of an SNLI split (``snli_split_files``)."""
+    premises, hypotheses, labels = (read_lines(path) for path in snli_split_files(folder, split))
     if not len(premises) == len(hypotheses) == len(labels):
         raise PcctuneError(f"{folder}: s1/s2/labels of split {split!r} differ in length")
     return [

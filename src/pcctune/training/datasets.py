@@ -26,16 +26,17 @@ from pcctune.data.audit import CheckedSource, check_sources
 from pcctune.data.dev import in_holdout
 from pcctune.data.hub import load_hub_dataset
 from pcctune.data.leakage import LeakageLevel
-from pcctune.data.local import is_local, pair_files_named
+from pcctune.data.local import is_local, local_data_files, pair_files_named
 from pcctune.data.nli import (
     Triplet,
     read_simcse_csv,
     read_snli_folder,
     read_snli_regression_pairs,
+    snli_split_files,
     triplets_from_hf_dataset,
 )
 from pcctune.data.pairs import load_pair_set, pairs_from_hf_dataset, read_pairs_file
-from pcctune.data.senteval import borrowed_sick, snli_dir
+from pcctune.data.senteval import borrowed_sick, load_sick, load_stsb, snli_dir
 from pcctune.data.stage2 import SourcedPair, Stage2Set, build_stage2_set
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
@@ -62,6 +63,26 @@ def source_key(data: DataConfig, senteval_dir: Path) -> tuple[str, Path, FilesSt
         folder,
         files_state([folder / "downstream", *borrowed_sick(folder), *local]),
     )
+
+
+def source_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
+    """The local files ``stage``'s examples are read from, whatever their source: the stage-2 set's STS-B and SICK
+    training files, a ``pairs`` or ``simcse_csv`` file, an SNLI folder's files of the splits read, a ``hub``
+    source's local file or folder, and the SNLI files of DPO's ``snli`` candidates (none for a Hub id: its
+    ``revision`` in the config pins it)."""
+    data, files = stage.data, []
+    if data.source == "stage2":
+        files += [*load_stsb(senteval_dir, "train").files, *load_sick(senteval_dir, "train").files]
+    elif data.source in ("snli", "snli_regression"):
+        folder = Path(data.path).expanduser() if data.path else snli_dir(senteval_dir)
+        files += [file for split in data.splits for file in snli_split_files(folder, split)]
+    elif data.source == "hub" and data.name and is_local(data.name):
+        files += local_data_files(Path(data.name).expanduser(), data.data_files)
+    elif data.path and Path(data.path).expanduser().is_file():
+        files.append(Path(data.path).expanduser())
+    if stage.loss == "dpo" and stage.dpo.candidates == "snli":
+        files += [file for split in DPO_SNLI_SPLITS for file in snli_split_files(snli_dir(senteval_dir), split)]
+    return files
 
 
 def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
@@ -124,7 +145,9 @@ def _scored_and_removed(data_json: str, senteval_dir: Path, files: FilesState) -
     return clean, len(pairs) - len(clean)
 
 
-DPO_SNLI = "SNLI dev+test"
+DPO_SNLI_SPLITS = ("dev", "test")
+"""The SNLI splits DPO's ``snli`` candidates come from."""
+DPO_SNLI = f"SNLI {'+'.join(DPO_SNLI_SPLITS)}"
 """How the log and the record name DPO's ``snli`` candidates."""
 
 
@@ -137,7 +160,7 @@ def dpo_candidate_checks(data: DataConfig, senteval_dir: Path) -> CheckedSource:
 @lru_cache(maxsize=2)
 def _candidate_checks(data_json: str, senteval_dir: Path, files: FilesState) -> CheckedSource:
     data = DataConfig.model_validate_json(data_json)
-    pairs = read_snli_regression_pairs(snli_dir(senteval_dir))
+    pairs = read_snli_regression_pairs(snli_dir(senteval_dir), DPO_SNLI_SPLITS)
     tasks = test_tasks_of(data, senteval_dir)
     return check_sources(tasks, [(DPO_SNLI, pairs, "train")], data.near_threshold, keep=False)[0]
 

@@ -21,13 +21,12 @@ from pcctune.correlation import score_pairs
 from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
 from pcctune.data.leakage import LeakageLevel
-from pcctune.data.senteval import load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.losses.registry import loss_spec
 from pcctune.modeling.encoding import encode_unique
 from pcctune.paths import FilesState, files_state
 from pcctune.training.config import StageConfig
-from pcctune.training.datasets import removed_by_filter, scored_pairs, source_key, test_tasks_of
+from pcctune.training.datasets import removed_by_filter, scored_pairs, source_files, source_key, test_tasks_of
 
 
 class DevSTSEvaluator(SentenceEvaluator):
@@ -124,13 +123,10 @@ def dev_metric(dev_set: str | Sequence[str]) -> str | None:
 
 
 def stage_data_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
-    """The files ``stage`` trains and selects on, as far as they are files: the stage-2 sources, a pairs file, the
-    built-in dev sets and the user's dev files (what a run record hashes beside its test files)."""
-    files: list[Path] = []
-    if stage.data.source == "stage2":
-        files += [*load_stsb(senteval_dir, "train").files, *load_sick(senteval_dir, "train").files]
-    elif stage.data.path and Path(stage.data.path).is_file():
-        files.append(Path(stage.data.path))
+    """The files ``stage`` trains and selects on, as far as they are files: its source's (``source_files``), the
+    user's test files it is filtered against, the built-in dev sets and the user's dev files (what a run record and
+    a sweep's identity hash beside the test files)."""
+    files = source_files(stage, senteval_dir)
     files += [Path(file).expanduser() for file in stage.data.leakage_against]
     for entry in dev_entries(stage.dev) if stage.dev != "none" else []:
         if entry in SINGLE_DEV_SETS:

@@ -137,7 +137,7 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("set-inside-a-value", lambda c: _train(c, c.config(), "--set", "model.name=x"), "inside a value"),
     ("set-bad-value", lambda c: _train(c, c.config(), "--set", "seed=many"), "seed"),
     ("compare-unknown-loss", lambda c: _train(c, c.config(), "--compare", "pearson,magic"), "unknown loss 'magic'"),
-    ("bound-nothing", lambda c: ["bound"], "give --n"),
+    ("bound-nothing", lambda c: ["bound"], "and/or --test-sets"),
     ("bound-n-one", lambda c: ["bound", "--n", "1"], "at least 2"),
     ("icl-unknown-dev", lambda c: ["icl", str(c.llama), "--dev", "test", "--data", str(c.senteval)], "unknown dev set"),
     ("stage2-bad-leakage-level", lambda c: ["data", "stage2", "--leakage", "fold"], "Invalid value"),

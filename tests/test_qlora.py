@@ -203,7 +203,10 @@ def test_a_run_can_start_from_another_runs_saved_stage(qlora, tiny_llama, shared
         capsys,
     )
     assert code == 0, output
-    assert f"pcctune eval {tiny_llama} --template eol --adapter {adapter}" in (adapter / "README.md").read_text()
+    assert (
+        f"pcctune eval {tiny_llama} --template eol --protocol simcse-senteval --adapter {adapter}"
+        in (adapter / "README.md").read_text()
+    )  # the protocol the run was scored with
 
 
 def test_the_best_dev_checkpoint_is_the_one_loaded(qlora):
@@ -386,7 +389,10 @@ def test_an_adapter_exported_alone_in_fp16_scores_on_its_base_as_the_run_did(
     assert {p.name for p in adapter.iterdir()} == {"adapter_config.json", "adapter_model.safetensors", "README.md"}
     tensors = load_file(adapter / "adapter_model.safetensors")
     assert tensors and all(t.dtype == torch.float16 for t in tensors.values())
-    assert f"pcctune eval {tiny_llama} --template eol --adapter {adapter}" in (adapter / "README.md").read_text()
+    assert (
+        f"pcctune eval {tiny_llama} --template eol --protocol simcse-senteval --adapter {adapter}"
+        in (adapter / "README.md").read_text()
+    )  # the protocol the run was scored with
 
     as_the_run_scored = eval_model(str(final), None, None, None, "fp32", "none", "torch")  # 16-bit base + adapter
     as_the_run_scored[0].sentence_max_tokens = None  # the stages' cut-off (6 tokens here), which the base lacks

@@ -55,7 +55,7 @@ def run_bound(
 ) -> dict[str, Any]:
     """Print the requested ceilings; save the plot and the numbers where asked. Inputs are checked first."""
     if not ns and not sts:
-        raise PcctuneError("give --n N (one or more) and/or --data sts")
+        raise PcctuneError("give --n N (one or more) and/or --test-sets")
     for path in (plot, output):
         if path is not None:
             check_output_file(path)

@@ -14,6 +14,7 @@ from pcctune.modeling.build import resolve_source, saved_template
 from pcctune.modeling.export import export_adapter, export_model, merge_adapter
 from pcctune.modeling.template import PRESETS
 from pcctune.orchestration.model_card import carry_section
+from pcctune.training.config import RunConfig
 
 
 def run_export(
@@ -43,6 +44,18 @@ def run_export(
     console.print(f"model ({loads_in}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
 
 
+def run_protocol(model: Path) -> str | None:
+    """The STS protocol a run's stage folder (``RUN/STAGE/final``) was scored with (its ``config.yaml``'s
+    ``eval_protocol``), so the adapter's card scores it alike; ``None`` for a folder outside a run."""
+    run_config = model.parent.parent / "config.yaml"
+    if not run_config.is_file():
+        return None
+    saved = yaml.safe_load(run_config.read_text(encoding="utf-8"))
+    if not isinstance(saved, dict):
+        return None
+    return str(saved.get("eval_protocol", RunConfig.model_fields["eval_protocol"].default))
+
+
 def trained_from(model: Path) -> str:
     """The base that a run's stage folder (``RUN/STAGE/final``) puts its adapter on: the ``model`` of the run's
     ``config.yaml``, or, when that is a stage folder of an earlier run holding an adapter (a stage 2 that continued
@@ -65,6 +78,8 @@ def adapter_card(model: Path, output: Path, dtype: str) -> str:
     template = saved_template(resolve_source(str(model)))
     preset = {text: name for name, text in PRESETS.items()}.get(template or "", f"'{template}'")
     flag = f" --template {preset}" if template else ""
+    protocol = run_protocol(model)
+    flag += f" --protocol {protocol}" if protocol else ""
     return "\n".join(
         [
             f"# LoRA adapter exported from `{model}` ({dtype})",
@@ -73,7 +88,7 @@ def adapter_card(model: Path, output: Path, dtype: str) -> str:
             "run (their `--load_kbit 16`):",
             "",
             "```bash",
-            f"pcctune eval {trained_from(model)}{flag} --adapter {output} --protocol paper-prompt",
+            f"pcctune eval {trained_from(model)}{flag} --adapter {output}",
             "```",
             "",
         ]

@@ -295,6 +295,18 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ),
     # --- run folders -------------------------------------------------------------------------------
     ("rerun-finished-run", lambda c: _train(c, str(c.finished_config)), "--resume to continue it or --overwrite"),
+    (  # the user's own folder, with a config.yaml of theirs in it: --overwrite must not empty it
+        "overwrite-a-folder-of-other-files",
+        lambda c: _train(
+            c, c.config(output_dir=str(Path(c.file("mine/config.yaml", "notes: 1\n")).parent)), "--overwrite"
+        ),
+        "holds other files and no pcctune run",
+    ),
+    (
+        "train-into-a-folder-of-other-files",
+        lambda c: _train(c, c.config(output_dir=str(Path(c.file("mine/notes.txt", "notes")).parent))),
+        "give a new or empty folder",
+    ),
     (
         "failing-rerun-of-finished-run",
         lambda c: _train(c, str(c.finished_config), "--set", "stages.0.learning_rate=-1"),

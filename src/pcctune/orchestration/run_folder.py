@@ -1,7 +1,8 @@
 """The rules that keep a run folder safe.
 
 - A folder that holds a run (``run.json``) is never trained into again without ``--overwrite``
-  (start afresh) or ``--resume`` (continue it).
+  (start afresh) or ``--resume`` (continue it); a folder that holds other files and no run is never trained
+  into, so ``--overwrite`` empties only a run's folder.
 - ``--resume`` continues only the run that the folder holds: the fingerprint of the
   run-defining settings (``config_fingerprint``) must match the one
   saved there; settings that do not change results (where it writes, how often it logs) may differ.
@@ -92,8 +93,9 @@ def is_empty(out: Path) -> bool:
 
 
 def holds_a_run(out: Path) -> bool:
-    """True when ``out`` holds (part of) a pcctune run: its marker, config or results."""
-    return any((out / name).exists() for name in (RUN_MARKER, RESULTS, "config.yaml"))
+    """True when ``out`` holds a pcctune run: its marker, the first file a run writes (a ``config.yaml`` or
+    ``results.json`` alone may be the user's own)."""
+    return (out / RUN_MARKER).exists()
 
 
 def is_run_of(config: RunConfig) -> bool:
@@ -111,6 +113,11 @@ def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
         raise PcctuneError(f"output_dir {out} is a file, not a folder")
+    if not holds_a_run(out) and not is_empty(out):
+        raise PcctuneError(
+            f"output_dir {out} holds other files and no pcctune run; give a new or empty folder "
+            "(--overwrite replaces only a run)"
+        )
     if overwrite or not holds_a_run(out):
         if resume and not holds_a_run(out):
             raise PcctuneError(f"nothing to resume in {out}: no run there (drop --resume to start one)")
@@ -119,9 +126,7 @@ def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
         state = "a finished run" if (out / RESULTS).is_file() else "an unfinished run"
         raise PcctuneError(f"{out} holds {state}; pass --resume to continue it or --overwrite to replace it")
     saved = _saved_marker(out)
-    if saved is None:
-        raise PcctuneError(f"{out} has no {RUN_MARKER}, so --resume cannot check that it is this run; pass --overwrite")
-    if not _same_run(saved, config):
+    if saved is None or not _same_run(saved, config):
         raise PcctuneError(
             f"{out} holds a run with other settings; --resume continues only the same run "
             f"(compare with {out / 'config.yaml'}), or use another output_dir or --overwrite"

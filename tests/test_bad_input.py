@@ -109,6 +109,12 @@ def _train(c: Context, config: str, *extra: str) -> list[str]:
     return ["train", config, *extra]
 
 
+def _sweep(c: Context, distribution: str, key: str = "stages.0.learning_rate") -> list[str]:
+    space = c.file("space.yaml", f"{key}: {distribution}\n")
+    config = c.config(stage={"dev": "sick-trial"})
+    return ["sweep", config, "--space", space, "--output", str(c.inputs / "sweep")]
+
+
 def _pairs_config(c: Context, name: str, content: str | bytes) -> list[str]:
     path = c.file(name, content)
     return _train(c, c.config(stage={"data": {"source": "pairs", "path": path}}))
@@ -135,7 +141,10 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("set-index-out-of-range", lambda c: _train(c, c.config(), "--set", "stages.5.epochs=1"), "not an index"),
     ("set-non-integer-index", lambda c: _train(c, c.config(), "--set", "stages.x.epochs=1"), "not an index"),
     ("set-inside-a-value", lambda c: _train(c, c.config(), "--set", "model.name=x"), "inside a value"),
-    ("set-bad-value", lambda c: _train(c, c.config(), "--set", "seed=many"), "seed"),
+    ("set-bad-value", lambda c: _train(c, c.config(), "--set", "seed=many"), "--set seed: "),  # not the file's
+    ("resume-from-not-a-checkpoint", lambda c: _train(c, c.config(), "--resume-from", str(c.inputs)), "not a trainer"),
+    ("eval-split-without-pairs", lambda c: _eval(c, None, "--split", "dev"), "--split names the split of a --pairs"),
+    ("icl-dev-none", lambda c: ["icl", str(c.llama), "--dev", "none", "--data", str(c.senteval)], "name one"),
     ("compare-unknown-loss", lambda c: _train(c, c.config(), "--compare", "pearson,magic"), "unknown loss 'magic'"),
     ("bound-nothing", lambda c: ["bound"], "and/or --test-sets"),
     ("bound-n-one", lambda c: ["bound", "--n", "1"], "at least 2"),
@@ -224,6 +233,18 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     # --- configs ---------------------------------------------------------------------------------
     ("config-missing", lambda c: _train(c, str(c.inputs / "none.yaml")), "missing config file"),
     ("config-invalid-yaml", lambda c: _train(c, c.file("c.yaml", "model: [unclosed\n")), "invalid YAML"),
+    ("config-is-a-folder", lambda c: _train(c, str(c.inputs)), "is a folder; give the config file"),
+    (  # where the mistake is, and what it is
+        "config-yaml-error-names-its-line",
+        lambda c: _train(c, c.file("c.yaml", "model: m\nstages:\n  - name: a\n - name: b\n")),
+        "invalid YAML at line 4, column 2",
+    ),
+    ("config-key-twice", lambda c: _train(c, c.file("c.yaml", "model: a\nmodel: b\n")), "'model' appears twice"),
+    (
+        "stage-names-twice",
+        lambda c: _train(c, c.config(stages=[{"name": "s", "loss": "pearson", "data": {"source": "stage2"}}] * 2)),
+        "two stages are named 's'",
+    ),
     ("config-list-root", lambda c: _train(c, c.file("c.yaml", "- model: x\n")), "a YAML mapping"),
     ("config-not-utf8", lambda c: _train(c, c.file("c.yaml", b"model: \xff\n")), "not UTF-8"),
     ("epochs-zero", lambda c: _train(c, c.config(stage={"epochs": 0, "max_steps": -1})), "trains nothing"),
@@ -236,6 +257,20 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("unknown-key", lambda c: _train(c, c.config(stage={"epoch": 3})), "Extra inputs"),
     ("config-template-without-slot", lambda c: _train(c, c.config(template="plain")), "exactly one {text}"),
     ("output-dir-is-a-file", lambda c: _train(c, c.config(output_dir=c.file("o.txt", "x"))), "is a file"),
+    # --- sweeps: a bad search space is refused before its folder is made ------------------------------
+    ("sweep-log-from-zero", lambda c: _sweep(c, "{type: float, low: 0, high: 0.1, log: true}"), "needs low > 0"),
+    ("sweep-unknown-type", lambda c: _sweep(c, "{type: flot, low: 0.1, high: 0.2}"), "learning_rate: type: "),
+    ("sweep-unknown-field", lambda c: _sweep(c, "{type: float, low: 0.1, high: 0.2, step: 2}"), "step: Extra"),
+    (
+        "sweep-key-the-config-lacks",
+        lambda c: _sweep(c, "{type: float, low: 0.1, high: 0.2}", key="stages.0.bogus"),
+        "search space stages.0.bogus: Extra inputs",
+    ),
+    (
+        "sweep-value-the-config-refuses",
+        lambda c: _sweep(c, "{type: int, low: 1, high: 8}", key="stages.0.batch_size"),
+        "search space stages.0.batch_size: ",
+    ),
     # --- models ----------------------------------------------------------------------------------
     ("unknown-model", lambda c: ["eval", "./no/such/model", "--data", str(c.senteval)], "unknown model"),
     ("folder-without-model", lambda c: ["eval", str(c.inputs), "--data", str(c.senteval)], "holds no model"),

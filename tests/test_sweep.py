@@ -222,3 +222,29 @@ def test_a_local_hub_source_is_hashed_by_its_data_files_and_a_hub_id_by_none(tmp
 
     assert files({"source": "hub", "name": str(dataset)}) == [dataset / "data" / "train.csv"]
     assert files({"source": "hub", "name": "sentence-transformers/all-nli", "subset": "triplet"}) == []
+
+
+def test_a_study_no_trial_finished_in_becomes_the_next_sweeps_and_a_finished_one_stays_its_own(sweep_inputs):
+    """A sweep that died before its first trial finished (a space fixed since) does not block its folder."""
+    import optuna
+    from rich.console import Console
+
+    from pcctune.errors import PcctuneError
+    from pcctune.orchestration.sweep import Sweep, load_space
+
+    folder = sweep_inputs
+
+    def sweep(warmups: list[float]) -> Sweep:
+        (folder / "space.yaml").write_text(
+            yaml.safe_dump({"stages.0.warmup_ratio": {"type": "categorical", "choices": warmups}})
+        )
+        return Sweep(folder / "run.yaml", load_space(folder / "space.yaml"), folder / "s", {}, Console(), 0)
+
+    first = sweep([0.0, 0.1]).study()
+    first.tell(first.ask(), state=optuna.trial.TrialState.FAIL)
+    fixed = sweep([0.0, 0.05])
+    assert fixed.study().user_attrs["sweep"] == fixed.identity
+    study = fixed.study()
+    study.tell(study.ask(), 0.5)
+    with pytest.raises(PcctuneError, match="holds a sweep of another config, search space or data"):
+        sweep([0.0, 0.2]).study()

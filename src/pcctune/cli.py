@@ -125,13 +125,15 @@ def _check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
         raise PcctuneError(f"unknown {what} {value!r}; choose from {', '.join(allowed)}")
 
 
-def _own_pairs(pairs: list[str] | None, split: str, **names: str | None) -> dict[str, Any]:
+def _own_pairs(pairs: list[str] | None, split: str | None, **names: str | None) -> dict[str, Any]:
     """``run_eval``'s arguments for ``--pairs``: the sources, the columns named (pcctune's column → the file's; they
     need ``--pairs``) and the Hub split."""
     columns = {role: name for role, name in names.items() if name is not None}
     if columns and not pairs:
         raise PcctuneError("the column options name the columns of --pairs files; pass --pairs FILE")
-    return {"pairs": pairs, "columns": columns, "split": split} if pairs else {}
+    if split is not None and not pairs:
+        raise PcctuneError("--split names the split of a --pairs Hub dataset; pass --pairs NAME")
+    return {"pairs": pairs, "columns": columns, **({"split": split} if split else {})} if pairs else {}
 
 
 KEPT_VECTORS = "; the vectors encoded so far are kept in pcctune's cache: run the same command to continue"
@@ -167,7 +169,7 @@ def eval_command(
     sentence1_column: Annotated[str | None, typer.Option(help="--pairs: the first sentence's column")] = None,
     sentence2_column: Annotated[str | None, typer.Option(help="--pairs: the second sentence's column")] = None,
     score_column: Annotated[str | None, typer.Option(help="--pairs: the gold score's column")] = None,
-    split: Annotated[str, typer.Option(help="--pairs: the split of a Hub dataset")] = "test",
+    split: Annotated[str | None, typer.Option(help="--pairs: the split of a Hub dataset [default: test]")] = None,
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
     from pcctune.orchestration.evaluate import Probe, Quantization, run_eval

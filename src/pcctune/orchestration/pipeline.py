@@ -115,8 +115,6 @@ def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, com
         except ValueError as error:
             raise PcctuneError(f"--compare: {error}") from None
         warn_if_renamed(loss)
-    if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
-        raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
     protocol = get_protocol(config.eval_protocol)
     if resolve_source(config.model).origin != "local":  # a saved folder may carry a template: checked when scored
         protocol.check_model(config.template, config.model)
@@ -379,6 +377,8 @@ def run_pipeline(
     console = console or Console(width=160)
     resume = resume or resume_from is not None
     main = is_main_process()
+    if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
+        raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
     if main:  # rank 0 owns the folder; the other ranks start while it writes
         check_run_folder(config, resume, overwrite)
     out = Path(config.output_dir)

@@ -32,7 +32,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 from transformers import TrainerCallback
@@ -48,6 +47,14 @@ from pcctune.provenance import file_sha256, library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
+from pcctune.yaml_input import read_yaml
+
+
+def finished_trials(study: Any) -> list[Any]:
+    """The trials that count towards a sweep's number: complete or pruned (a failed or killed one is asked again)."""
+    import optuna
+
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
 
 
 class Distribution(BaseModel):
@@ -62,21 +69,40 @@ class Distribution(BaseModel):
 
 def load_space(path: Path) -> dict[str, Distribution]:
     """The search space: dotted config keys → distributions (one clear error for a bad file)."""
-    if not path.is_file():
-        raise PcctuneError(f"missing search space file: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        if not isinstance(raw, dict) or not raw:
-            raise PcctuneError(f"{path}: a search space is a YAML mapping of dotted keys to distributions")
-        space = {key: Distribution.model_validate(value) for key, value in raw.items()}
-    except (yaml.YAMLError, ValidationError) as error:
-        raise PcctuneError(f"{path}: invalid search space ({str(error).splitlines()[0]})") from None
-    for key, spec in space.items():
+    raw = read_yaml(path, "search space file") or {}
+    if not isinstance(raw, dict) or not raw:
+        raise PcctuneError(f"{path}: a search space is a YAML mapping of dotted keys to distributions")
+    space = {}
+    for key, value in raw.items():
+        try:
+            space[key] = spec = Distribution.model_validate(value)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise PcctuneError(f"{path}: {key}: {where + ': ' if where else ''}{first['msg']}") from None
         if spec.type == "categorical" and not spec.choices:
             raise PcctuneError(f"{path}: {key}: a categorical distribution needs choices")
         if spec.type != "categorical" and (spec.low is None or spec.high is None or spec.low >= spec.high):
             raise PcctuneError(f"{path}: {key}: a {spec.type} distribution needs low < high")
+        if spec.log and spec.type != "categorical" and (spec.low or 0) <= 0:
+            raise PcctuneError(f"{path}: {key}: a log distribution needs low > 0")
     return space
+
+
+def space_values(space: dict[str, Distribution]) -> list[tuple[str, Any]]:
+    """Every value a trial may give a key that shows whether the config takes it: a numeric distribution's
+    bounds, every choice of a categorical one."""
+    return [
+        (key, value)
+        for key, spec in space.items()
+        for value in (
+            spec.choices or []
+            if spec.type == "categorical"
+            else [int(spec.low or 0), int(spec.high or 0)]
+            if spec.type == "int"
+            else [spec.low, spec.high]
+        )
+    ]
 
 
 def suggest(trial: Any, space: dict[str, Distribution]) -> dict[str, Any]:
@@ -125,6 +151,8 @@ class Sweep:
         self.config_path, self.space, self.output = config_path, space, output
         self.overrides, self.console, self.prune_after = overrides, console, prune_after
         base = load_config(config_path, overrides)
+        for key, value in space_values(space):  # before the study exists: a bad space leaves no folder behind
+            load_config(config_path, {**overrides, key: value}, given_as="search space")
         self.metric = dev_metric(base.stages[-1].dev)
         if self.metric is None:
             raise PcctuneError("a sweep selects on dev data: give the last stage a dev set (not none)")
@@ -150,18 +178,18 @@ class Sweep:
             pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=self.prune_after),
         )
         saved = study.user_attrs.get("sweep")
-        if saved is None and study.trials:
+        finished = finished_trials(study)
+        if saved is None and finished:
             raise PcctuneError(
                 f"{self.output} holds a sweep from a pcctune that did not record what defined it, so its trials "
                 "cannot be checked against this one's: give another --output"
             )
-        if saved is None:
-            study.set_user_attr("sweep", self.identity)
-        elif saved != self.identity:
+        if saved not in (None, self.identity) and finished:
             raise PcctuneError(
                 f"{self.output} holds a sweep of another config, search space or data; its trials would "
                 "count as this one's: give another --output"
             )
+        study.set_user_attr("sweep", self.identity)  # a study no trial finished in is this sweep's from now on
         for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study.tell(stale.number, state=optuna.trial.TrialState.FAIL)  # died with the last process
         return study
@@ -170,8 +198,7 @@ class Sweep:
         import optuna
 
         study = self.study()
-        done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-        while len(study.get_trials(deepcopy=False, states=done)) < trials:
+        while len(finished_trials(study)) < trials:
             trial = study.ask()
             values = suggest(trial, self.space)
             config = self.config(

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pcctune.data.dev import COMBINED_DEV, dev_entries
@@ -26,6 +25,7 @@ from pcctune.losses.length_chunks import LengthChunks
 from pcctune.losses.registry import loss_spec, resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import AdapterConfig
 from pcctune.modeling.template import Template
+from pcctune.yaml_input import read_yaml
 
 
 class Strict(BaseModel):
@@ -350,6 +350,16 @@ class RunConfig(Strict):
         min_length=1, description="the stages in order; each continues the previous one's model"
     )
 
+    @field_validator("stages")
+    @classmethod
+    def _stage_names_apart(cls, stages: list[StageConfig]) -> list[StageConfig]:
+        """A run records each stage's scores and model under its name: two stages of one name would share them."""
+        names = [stage.name for stage in stages]
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:
+            raise ValueError(f"two stages are named {twice!r}; give each stage its own name")
+        return stages
+
     @field_validator("template")
     @classmethod
     def _valid_template(cls, value: str | None) -> str | None:
@@ -418,7 +428,7 @@ def _resolved(path: str) -> Path:
     return Path(path).expanduser().resolve()
 
 
-def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+def _set_dotted(raw: dict[str, Any], dotted: str, value: Any, given_as: str = "--set") -> None:
     """Set ``raw[a][b][0][c] = value`` for ``dotted = "a.b.0.c"``; a bad path is one clear error."""
     target: Any = raw
     *parents, leaf = dotted.split(".")
@@ -426,7 +436,7 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
         where = ".".join([*parents, leaf][: depth + 1])
         if isinstance(target, list):
             if not key.isdigit() or int(key) >= len(target):
-                raise PcctuneError(f"--set {dotted}: {where} is not an index of a list of {len(target)}")
+                raise PcctuneError(f"{given_as} {dotted}: {where} is not an index of a list of {len(target)}")
             if depth == len(parents):
                 target[int(key)] = value
             else:
@@ -437,30 +447,29 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
             else:
                 target = target.setdefault(key, {})
         else:
-            raise PcctuneError(f"--set {dotted}: {where} is inside a value, not a section")
+            raise PcctuneError(f"{given_as} {dotted}: {where} is inside a value, not a section")
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Read a YAML run config; ``overrides`` (dotted keys) win over the file."""
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None, given_as: str = "--set") -> RunConfig:
+    """Read a YAML run config; ``overrides`` (dotted keys) win over the file. An override the config refuses is
+    named as the user gave it (``given_as``: ``--set``, or a search space)."""
     path = Path(path)
-    if not path.is_file():
-        raise PcctuneError(f"missing config file: {path}")
-    try:
-        raw = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
-    except UnicodeDecodeError:
-        raise PcctuneError(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as error:
-        raise PcctuneError(f"{path}: invalid YAML ({str(error).splitlines()[0]})") from None
+    raw = read_yaml(path, "config file") or {}
     if not isinstance(raw, dict):
         raise PcctuneError(f"{path}: a run config is a YAML mapping (model:, stages:, …), found {type(raw).__name__}")
     for dotted, value in (overrides or {}).items():
-        _set_dotted(raw, dotted, value)
+        _set_dotted(raw, dotted, value, given_as)
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
-        raise PcctuneError(f"{path}: {where}: {first['msg']}") from None
+        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+        given = next((key for key in overrides or {} if where == key or where.startswith(key + ".")), None)
+        source = (
+            f"{path}: {where}" if given is None else f"{given_as} {given}" + ("" if where == given else f": {where}")
+        )
+        raise PcctuneError(f"{source}: {first['msg']}{more}") from None
 
 
 # Settings that change what a run computes; the others (where it writes, how often it logs) may

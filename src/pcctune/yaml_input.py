@@ -1,0 +1,53 @@
+"""YAML a user wrote (a run config, a search space): read strictly, each mistake one line naming where it is.
+
+PyYAML's ``safe_load`` keeps the last of two equal keys without a word, so a config with ``model:`` twice trains
+the second; here a repeated key is an error naming both lines. A syntax error names its line and column and what
+is wrong there (PyYAML's first line says only what it was parsing).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pcctune.errors import PcctuneError
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a mapping holding one key twice."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (lines {seen[key]} and {line})", key_node.start_mark
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def yaml_error_line(error: yaml.YAMLError) -> str:
+    """What is wrong and where: ``line 5, column 4: expected <block end>, but found '-'``."""
+    problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
+    mark = getattr(error, "problem_mark", None)
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark is not None else problem
+
+
+def read_yaml(path: Path, what: str) -> Any:
+    """The YAML document in ``path``, a ``what`` (``config file``…; ``None`` for an empty file); one clear error for
+    a missing file, a folder, text that is not UTF-8, a syntax error or a repeated key."""
+    if path.is_dir():
+        raise PcctuneError(f"{path} is a folder; give the {what}")
+    if not path.is_file():
+        raise PcctuneError(f"missing {what}: {path}")
+    try:
+        return yaml.load(path.read_bytes().decode("utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except UnicodeDecodeError:
+        raise PcctuneError(f"{path}: not UTF-8 text") from None
+    except yaml.YAMLError as error:
+        raise PcctuneError(f"{path}: invalid YAML at {yaml_error_line(error)}") from None

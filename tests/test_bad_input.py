@@ -142,6 +142,9 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("set-non-integer-index", lambda c: _train(c, c.config(), "--set", "stages.x.epochs=1"), "not an index"),
     ("set-inside-a-value", lambda c: _train(c, c.config(), "--set", "model.name=x"), "inside a value"),
     ("set-bad-value", lambda c: _train(c, c.config(), "--set", "seed=many"), "--set seed: "),  # not the file's
+    ("tasks-flag-naming-nothing", lambda c: _train(c, c.config(), "--tasks", ","), "--tasks names no test set"),
+    ("tasks-naming-nothing", lambda c: _train(c, c.config(tasks=[])), "tasks: names no test set"),
+    ("output-dir-empty", lambda c: _train(c, c.config(), "--output-dir", ""), "--output-dir is empty"),
     ("resume-from-not-a-checkpoint", lambda c: _train(c, c.config(), "--resume-from", str(c.inputs)), "not a trainer"),
     ("eval-split-without-pairs", lambda c: _eval(c, None, "--split", "dev"), "--split names the split of a --pairs"),
     ("icl-dev-none", lambda c: ["icl", str(c.llama), "--dev", "none", "--data", str(c.senteval)], "name one"),

@@ -227,7 +227,9 @@ def _overrides(set_: list[str] | None, output_dir: str | None, data: Path | None
             overrides[key] = yaml.safe_load(value)
         except yaml.YAMLError:
             raise PcctuneError(f"--set {key}: {value!r} is not a YAML value") from None
-    if output_dir:
+    if output_dir is not None:
+        if not output_dir.strip():
+            raise PcctuneError("--output-dir is empty; name the run's folder")
         overrides["output_dir"] = output_dir
     if data:
         overrides["data_dir"] = str(data)
@@ -270,7 +272,9 @@ def train_command(
     if resume and overwrite:
         raise PcctuneError("--resume continues a run and --overwrite replaces it; pass one of them")
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
-    run = load_config(config, _overrides(set_, output_dir, data) | ({"tasks": tasks} if tasks else {}))
+    if tasks is not None and not tasks.replace(",", "").strip():
+        raise PcctuneError("--tasks names no test set; give none for no test evaluation, sts for the seven")
+    run = load_config(config, _overrides(set_, output_dir, data) | ({"tasks": tasks} if tasks is not None else {}))
 
     try:
         run_pipeline(

@@ -376,6 +376,8 @@ class RunConfig(Strict):
     @field_validator("tasks")
     @classmethod
     def _known_tasks(cls, value: str | list[str]) -> str | list[str]:
+        if value == []:
+            raise ValueError("names no test set; write none for no test evaluation, sts for the seven")
         for entry in [] if isinstance(value, str) else value:
             if entry != "sts" and entry not in SEVEN_TASKS and not is_local(entry) and "/" not in entry:
                 raise ValueError(
@@ -469,7 +471,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, given
         source = (
             f"{path}: {where}" if given is None else f"{given_as} {given}" + ("" if where == given else f": {where}")
         )
-        raise PcctuneError(f"{source}: {first['msg']}{more}") from None
+        raise PcctuneError(f"{source}: {first['msg'].removeprefix('Value error, ')}{more}") from None
 
 
 # Settings that change what a run computes; the others (where it writes, how often it logs) may

@@ -103,3 +103,41 @@ def test_the_package_docstring_example_trains_offline_with_the_documented_batch_
     assert args.num_train_epochs == stage["epochs"] and abs(args.learning_rate - stage["learning_rate"]) < 1e-6
     assert 'pcctune.build_model("all-MiniLM-L6-v2")' in code and "args=args" in code
     assert "SentenceTransformer(" not in code  # sentence-transformers' loader would ask the Hub for the name
+
+
+def test_a_preset_template_applies_to_any_built_model(tiny_llama):
+    model = pcctune.build_model(str(tiny_llama))
+    pcctune.apply_template(model, "eol")
+    assert model[0].template == pcctune.build_model(str(tiny_llama), template="eol")[0].template is not None
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m, d: pcctune.evaluate(str(d), data=d), "evaluate scores a loaded model, not a str"),
+        (lambda m, d: pcctune.evaluate(m, pairs=[]), "pairs is empty"),
+        (lambda m, d: pcctune.evaluate(m, pairs={"sentence1": ["a"]}), "not a dict"),
+        (lambda m, d: pcctune.PccEvaluator(data=d)("my-model"), "not a str"),
+        (lambda m, d: pcctune.build_model(""), "no model named"),
+        (lambda m, d: pcctune.build_model("all-MiniLM-L6-v2", max_seq_length=0), "at least 1"),
+        (lambda m, d: pcctune.stage2_dataset(d, leakage="none"), "unknown leakage level 'none'; choose from pair"),
+        (lambda m, d: pcctune.DevSTSEvaluator.named([], data=d), "needs a dev set"),
+        (lambda m, d: pcctune.paired_bootstrap([1, 2, 3, 4], [1, 2, 4, 3], [2, 1, 3, 4], confidence=95), "0.95"),
+        (lambda m, d: pcctune.seed_difference({1: 1.0, 2: 2.0}, {1: 1.5, 2: "2.6"}), "finite numbers"),
+        (lambda m, d: pcctune.holm_differences({"x": ({1: float("nan"), 2: 2.0}, {1: 1.5, 2: 2.6})}), "is nan"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_bad_arguments_to_the_api_are_one_clear_error(call, message, tiny_bert, shared_senteval):
+    from pcctune.errors import PcctuneError
+
+    with pytest.raises(PcctuneError, match=re.escape(message)):
+        call(pcctune.build_model(str(tiny_bert)), shared_senteval)
+
+
+def test_a_dev_evaluator_takes_its_level_by_name(shared_senteval):
+    from pcctune.data.leakage import LeakageLevel
+
+    by_name = pcctune.DevSTSEvaluator.named("sick-trial", data=shared_senteval, level="pair")
+    by_level = pcctune.DevSTSEvaluator.named("sick-trial", data=shared_senteval, level=LeakageLevel.pair)
+    assert by_name.parts == by_level.parts

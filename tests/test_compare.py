@@ -363,7 +363,7 @@ def test_a_run_with_final_stage_variants_is_compared_through_the_one_named(tmp_p
 
 
 def test_nan_is_refused_not_called_a_tie(tiny_bert, shared_senteval, tmp_path, capsys):
-    with pytest.raises(PcctuneError, match="A: the score of seed 2 is nan; a comparison needs finite scores"):
+    with pytest.raises(PcctuneError, match="A: the score of seed 2 is nan; a comparison needs finite numbers"):
         seed_difference({1: 80.0, 2: float("nan")}, {1: 81.0, 2: 82.0})
     with pytest.raises(PcctuneError, match="B: the score of seed 1 is inf"):
         seed_difference({1: 80.0}, {1: float("inf")})

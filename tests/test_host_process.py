@@ -131,3 +131,22 @@ def test_seeded_work_leaves_the_callers_random_streams_as_they_were():
     with seeded(3):
         assert draw() == seeded_draw  # inside: every generator seeded by 3
     assert draw() == expected  # after: the caller's streams go on as if nothing had drawn
+
+
+def test_training_through_the_api_leaves_the_callers_random_streams_as_they_were(tiny_bert, shared_senteval, tmp_path):
+    import random
+
+    import numpy as np
+    import torch
+
+    from tests.conftest import write_run_config
+
+    def draw() -> tuple[float, float, float]:
+        return random.random(), float(np.random.rand()), torch.rand(1).item()
+
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
+    random.seed(11), np.random.seed(11), torch.manual_seed(11)
+    expected = draw()
+    random.seed(11), np.random.seed(11), torch.manual_seed(11)
+    pcctune.train(config)  # seeds every generator with its own seed while it runs
+    assert draw() == expected

@@ -130,3 +130,51 @@ def test_group_not_divisible_by_processes():
 
     with pytest.raises(PcctuneError, match="not divisible"):
         plan_batches(10, world_size=4)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda m: InfoNCELoss(m, temperature=0), "temperature must be above 0"),
+        (lambda m: PearsonLoss(m, mini_batch_size=0), "mini_batch_size must be at least 1"),
+        ("soft_spearman", "regularization must be above 0"),
+        ("pearson_plus", "extra must be mse or cosent"),
+        ("regression_concat", "concat must be uv or absdiff or uv_absdiff"),
+        ("regression_penalty", "penalty_name must be"),
+    ],
+)
+def test_a_loss_refuses_a_bad_setting_when_it_is_built(build, message):
+    """Not at the first forward pass, as a NaN or an error from deep inside torch."""
+    from pcctune.losses.pearson_plus import PearsonPlusLoss
+    from pcctune.losses.regression import RegressionLoss
+    from pcctune.losses.soft_spearman import SoftSpearmanLoss
+
+    builders = {
+        "soft_spearman": lambda m: SoftSpearmanLoss(m, regularization=0),
+        "pearson_plus": lambda m: PearsonPlusLoss(m, extra="bogus"),
+        "regression_concat": lambda m: RegressionLoss(m, 4, concat="bogus"),
+        "regression_penalty": lambda m: RegressionLoss(m, 4, penalty_name="bogus"),
+    }
+    with pytest.raises(ValueError, match=message):
+        (builders.get(build) or build)(torch.nn.Identity())
+
+
+def test_gold_scores_that_are_not_finite_are_refused_by_every_pearson_loss():
+    from pcctune.losses.pearson_by_source import SourcePearsonLoss
+
+    u, v = torch.randn(4, 8), torch.randn(4, 8)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        PearsonLoss(torch.nn.Identity()).loss_from_embeddings([u, v], torch.tensor([1.0, 2.0, math.inf, 3.0]))
+    labels = torch.tensor([[1.0, 0], [math.nan, 0], [2.0, 1], [3.0, 1]])
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        SourcePearsonLoss(torch.nn.Identity()).loss_from_embeddings([u, v], labels)
+
+
+def test_regression_refuses_labels_that_do_not_match_its_pairs():
+    from pcctune.losses.regression import RegressionLoss
+
+    loss = RegressionLoss(torch.nn.Identity(), 8)
+    u, v = torch.randn(4, 8), torch.randn(4, 8)
+    for labels in (torch.tensor([1.0]), torch.tensor([1.0, math.nan, 2.0, 3.0])):
+        with pytest.raises(ValueError, match="one finite label per pair"):
+            loss.loss_from_embeddings([u, v], labels)

@@ -37,8 +37,8 @@ def test_a_folder_without_pair_files_is_refused_at_once(tiny_bert, shared_sentev
 def test_a_folder_in_the_hubs_layout_is_still_read(tmp_path):
     folder = tmp_path / "mine"
     (folder / "data").mkdir(parents=True)
-    (folder / "data" / "test.csv").write_text("sentence1,sentence2,score\na,b,1\nc,d,2\n", encoding="utf-8")
-    assert [p.score for p in load_pair_set(str(folder)).pairs] == [1.0, 2.0]
+    (folder / "data" / "test.csv").write_text("sentence1,sentence2,score\na,b,1\nc,d,2\ne,f,3\n", encoding="utf-8")
+    assert [p.score for p in load_pair_set(str(folder)).pairs] == [1.0, 2.0, 3.0]
 
 
 def test_an_empty_sentence_is_a_warning_naming_its_rows(tmp_path, caplog):

@@ -138,10 +138,10 @@ def test_cli_prints_the_interval_and_the_report_shows_it(tiny_bert, tmp_path, ca
         ("p.jsonl", '{"sentence1": "a", "sentence2": "b", "score": "n/a"}\n', [], "'n/a' is not a number"),
         ("p.csv", "sentence1,sentence2,score\n", [], "no pairs in it"),
         ("p.tsv", "", [], "no pairs in it"),
-        ("p.csv", "sentence1,sentence2,score\na,b,3\n", [], "one pair"),
-        ("p.csv", "sentence1,sentence2,score\na,b,3\nc,d,3\n", [], "a correlation needs different scores"),
+        ("p.csv", "sentence1,sentence2,score\na,b,3\nc,d,4\n", [], "2 pair(s); a test set needs at least 3"),
+        ("p.csv", "sentence1,sentence2,score\na,b,3\nc,d,3\ne,f,3\n", [], "a correlation needs different scores"),
         ("p.txt", "a,b,1\n", [], "unsupported pair file type"),
-        ("p.csv", "sentence1,sentence2,score\na,b,1\nc,d,2\n", ["--tasks", "transfer"], "--pairs replaces"),
+        ("p.csv", "sentence1,sentence2,score\na,b,1\nc,d,2\ne,f,3\n", ["--tasks", "transfer"], "--pairs replaces"),
     ],
 )
 def test_bad_pair_files_are_one_line_errors(tiny_bert, tmp_path, capsys, name, text, options, message):

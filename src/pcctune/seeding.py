@@ -18,14 +18,22 @@ from transformers import set_seed
 
 
 @contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """Run the block with every global generator seeded by ``seed``; restore their states afterwards."""
+def random_state_kept() -> Iterator[None]:
+    """Run the block as it likes with the global generators (a training run seeds them itself); restore the states
+    of Python's, NumPy's and torch's CPU and CUDA generators afterwards."""
     python_state, numpy_state = random.getstate(), np.random.get_state()
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     with torch.random.fork_rng(devices=devices):
         try:
-            set_seed(seed)
             yield
         finally:
             random.setstate(python_state)
             np.random.set_state(numpy_state)
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run the block with every global generator seeded by ``seed``; restore their states afterwards."""
+    with random_state_kept():
+        set_seed(seed)
+        yield

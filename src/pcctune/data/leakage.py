@@ -82,6 +82,16 @@ class LeakageLevel(StrEnum):
 LEVELS: tuple[LeakageLevel, ...] = tuple(LeakageLevel)
 
 
+def leakage_level(value: str | LeakageLevel) -> LeakageLevel:
+    """``value`` as a level; one clear error naming the levels for anything else."""
+    try:
+        return LeakageLevel(value)
+    except ValueError:
+        raise PcctuneError(
+            f"unknown leakage level {value!r}; choose from {', '.join(LEVELS)} (each removes more than the last)"
+        ) from None
+
+
 def normalize_sentence(text: str) -> str:
     """Unicode NFKC, case folding, punctuation removed, runs of whitespace folded to one space."""
     text = unicodedata.normalize("NFKC", text).casefold()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pcctune.correlation import MIN_PAIRS
 from pcctune.data.hub import load_hub_dataset
 from pcctune.data.local import PAIR_FILE_SUFFIXES as PAIR_FILE_SUFFIXES  # where pair files are told apart
 from pcctune.data.local import local_path
@@ -203,14 +204,28 @@ def pairs_sha256(pairs: Sequence[STSPair]) -> str:
 
 
 def check_scoreable(pairs: Sequence[STSPair], source: str) -> None:
-    """Refuse a test set no correlation can be computed on: no pairs, one pair, or one score for every pair."""
+    """Refuse a test set no correlation can be computed on: no pairs, fewer than ``MIN_PAIRS``, or one score for
+    every pair."""
     if not pairs:
         raise PcctuneError(f"{source}: no pairs in it")
-    if len(pairs) < 2:
-        raise PcctuneError(f"{source}: one pair; a correlation needs at least two")
+    if len(pairs) < MIN_PAIRS:
+        raise PcctuneError(f"{source}: {len(pairs)} pair(s); a test set needs at least {MIN_PAIRS}")
     if len({pair.score for pair in pairs}) < 2:
         raise PcctuneError(
             f"{source}: every pair has the score {pairs[0].score:g}; a correlation needs different scores"
+        )
+
+
+def check_dataset(source: Any) -> None:
+    """Refuse, in one line, a test set given as something other than a file, a Hub id or a ``datasets.Dataset``."""
+    import datasets
+
+    if isinstance(source, datasets.DatasetDict):
+        raise PcctuneError(f"a DatasetDict holds splits ({', '.join(source)}); give one, e.g. dataset['test']")
+    if not isinstance(source, datasets.Dataset):
+        raise PcctuneError(
+            f"a test set is a pair file, a Hub dataset id or a datasets.Dataset, not a {type(source).__name__} "
+            "(a pandas DataFrame: datasets.Dataset.from_pandas(frame))"
         )
 
 
@@ -220,6 +235,7 @@ def load_pair_set(source: str | Path | Any, names: Columns | None = None, split:
     ``datasets.load_dataset``); ``names``: the columns' names (see ``Columns``). One clear error for a missing
     column, a score that is not a number, or a set that no correlation can be computed on."""
     if not isinstance(source, str | Path):  # a datasets.Dataset
+        check_dataset(source)
         name = str(getattr(getattr(source, "info", None), "dataset_name", None) or "dataset")
         pairs = pairs_from_hf_dataset(source, name, names)
         pair_set = PairSet(name, pairs, content_sha256=pairs_sha256(pairs))

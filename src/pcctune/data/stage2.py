@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pcctune.data.audit import Role, check_sources, summarize_source
-from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, split_clean
+from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, leakage_level, split_clean
 from pcctune.data.senteval import borrowed_sick, load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
@@ -76,7 +76,7 @@ def build_stage2_set(
     (``pcctune.data.leakage_cache``), so a later command on the same data reads them instead of checking again."""
     folder = senteval_dir.resolve()
     files = files_state([folder / "downstream" / "STS", folder / "downstream" / "SICK", *borrowed_sick(folder)])
-    return _build(folder, LeakageLevel(level), rescale_sick, near_threshold, files)
+    return _build(folder, leakage_level(level), rescale_sick, near_threshold, files)
 
 
 def source_pairs(senteval_dir: Path, source: str) -> list[STSPair]:

@@ -28,8 +28,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import ttest_1samp, ttest_ind
 
+from pcctune.correlation import MIN_PAIRS
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES, correlations_along, paired_resamples
+from pcctune.evaluation.interval import (
+    CONFIDENCE,
+    RESAMPLES,
+    check_interval_settings,
+    correlations_along,
+    paired_resamples,
+)
 from pcctune.results import Difference
 
 Statistic = Literal["spearman", "pearson"]
@@ -71,12 +78,13 @@ def seed_difference(a: Mapping[int, float], b: Mapping[int, float], confidence: 
     interval (unequal variances). With fewer than 2 runs on a side, ``low``, ``high`` and the verdict are ``None``.
     Runs whose scores do not spread at all give the point itself as the interval. A score that is not a finite number
     is a ``PcctuneError``."""
+    check_interval_settings(confidence)
     if not a or not b:
         raise PcctuneError(f"a comparison needs runs on both sides (A has {len(a)}, B has {len(b)})")
     for side, scores in (("A", a), ("B", b)):
         for seed, value in scores.items():
-            if not math.isfinite(value):
-                raise PcctuneError(f"{side}: the score of seed {seed} is {value}; a comparison needs finite scores")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise PcctuneError(f"{side}: the score of seed {seed} is {value!r}; a comparison needs finite numbers")
     shared = paired_seeds(a, b)
     if shared:
         differences = np.array([b[seed] - a[seed] for seed in shared], dtype=np.float64)
@@ -126,12 +134,13 @@ def _bootstrap(
     test_set: TestSet, statistic: Statistic, confidence: float, resamples: int, rng: np.random.Generator
 ) -> tuple[Difference, np.ndarray]:
     """One test set's paired bootstrap: its ``Difference`` and the resampled differences."""
+    check_interval_settings(confidence, resamples)
     arrays = tuple(check_finite(values, what) for values, what in zip(test_set, TEST_SET_PARTS, strict=True))
     sizes = [len(values) for values in arrays]
     if len(set(sizes)) != 1:
         raise PcctuneError(f"gold and both predictions must score the same pairs; got {', '.join(map(str, sizes))}")
-    if sizes[0] < 3:
-        raise PcctuneError(f"a bootstrap over test pairs needs at least 3 pairs; got {sizes[0]}")
+    if sizes[0] < MIN_PAIRS:
+        raise PcctuneError(f"a bootstrap over test pairs needs at least {MIN_PAIRS} pairs; got {sizes[0]}")
     for values, what in zip(arrays, TEST_SET_PARTS, strict=True):
         if np.ptp(values) == 0:
             raise PcctuneError(f"{what} are all {values[0]:g}: they have no correlation to compare")

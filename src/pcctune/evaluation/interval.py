@@ -15,12 +15,22 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.stats import bootstrap, rankdata
 
+from pcctune.correlation import MIN_PAIRS
+from pcctune.errors import PcctuneError
 from pcctune.results import Interval
 
 CONFIDENCE = 0.95
 RESAMPLES = 9999
 METHOD = "BCa"
 BATCH = 500  # resamples scored at once: bounds memory to a few arrays of BATCH × pairs floats
+
+
+def check_interval_settings(confidence: float, resamples: int = RESAMPLES) -> None:
+    """Refuse a ``confidence`` outside (0, 1) (95 % is 0.95) or fewer than one resample, before any work."""
+    if not isinstance(confidence, int | float) or not 0 < confidence < 1:
+        raise PcctuneError(f"confidence is a fraction between 0 and 1 (0.95 for 95 %), not {confidence!r}")
+    if not isinstance(resamples, int) or resamples < 1:
+        raise PcctuneError(f"resamples is a whole number of at least 1, not {resamples!r}")
 
 
 def _pearson(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
@@ -90,7 +100,7 @@ def bootstrap_interval(
     """The ``confidence`` interval of Spearman and Pearson × 100 of ``cosines`` against ``gold``, from ``resamples``
     paired resamples drawn by a generator seeded with ``seed``; ``None`` when it is undefined (too few pairs, or
     resamples whose scores are all equal)."""
-    if len(gold) < 3:
+    if len(gold) < MIN_PAIRS:
         return None
     arrays = (np.asarray(cosines, dtype=np.float64), np.asarray(gold, dtype=np.float64))
     result = paired_resamples(arrays, correlations_along, resamples, confidence, np.random.default_rng(seed))

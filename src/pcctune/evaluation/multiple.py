@@ -99,10 +99,11 @@ def holm_differences(
     ``1 − alpha`` and the same interval at the level Holm's correction of the whole family gives it (of
     ``family_size`` planned comparisons, where only some have run)."""
     names = list(family)
+    plain = {name: seed_difference(*family[name], confidence=1 - alpha) for name in names}  # checks the scores first
     steps = holm([paired_p(*family[name]) for name in names], alpha, family_size)
     return {
         name: Corrected(
-            plain=seed_difference(*family[name], confidence=1 - alpha),
+            plain=plain[name],
             holm=step,
             corrected=seed_difference(*family[name], confidence=step.confidence),
         )

@@ -21,6 +21,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.correlation import correlation, pair_cosines
 from pcctune.data.sts import STSTask
+from pcctune.errors import PcctuneError
 from pcctune.evaluation.interval import bootstrap_interval
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, senteval_text
 from pcctune.modeling.encoding import EncodeOptions, encode_unique
@@ -70,6 +71,11 @@ def evaluate_sts(
 
     The protocol's sentence edits follow the model's template wherever it lives (pcctune's input module or the
     chat template of a model saved as plain sentence-transformers)."""
+    if not isinstance(model, SentenceTransformer):
+        raise PcctuneError(
+            f"this scores a loaded SentenceTransformer, not a {type(model).__name__} ({model!r:.80}); load it first, "
+            "e.g. with pcctune.build_model"
+        )
     vectors, text_of = encode_tasks(model, tasks, protocol, **options)
     scores = [score_task(task, vectors, len(task.subsets) > 1, text_of, interval_seed) for task in tasks]
     return scores, float(np.mean([s.spearman for s in scores]))

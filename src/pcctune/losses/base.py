@@ -21,6 +21,12 @@ def at_least_fp32(tensor: Tensor) -> Tensor:
     return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
 
 
+def check_setting(valid: bool, what: str, value: object, expected: str) -> None:
+    """Refuse a loss setting when it is built, not at its first forward: ``what`` must be ``expected``."""
+    if not valid:
+        raise ValueError(f"{what} must be {expected}; got {value!r}")
+
+
 def global_pair_cosines(u: Tensor, v: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     """cos(u, v) of this process's pairs and their labels, gathered over every process: the cosines with their
     gradients (``torch.distributed.nn``), the labels without; the Pearson group is the global batch
@@ -41,6 +47,12 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
 
     def __init__(self, model: nn.Module, mini_batch_size: int | None = None) -> None:
         super().__init__()
+        check_setting(
+            mini_batch_size is None or mini_batch_size >= 1,
+            "mini_batch_size",
+            mini_batch_size,
+            "at least 1 (None: no gradient cache)",
+        )
         self.model = model
         self.mini_batch_size = mini_batch_size  # type: ignore[assignment]  # None: no GradCache
         self.uses_gradient_cache = mini_batch_size is not None

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from pcctune.distributed import gather, get_rank
 from pcctune.losses import citations
-from pcctune.losses.base import EmbeddingLoss, at_least_fp32
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32, check_setting
 
 
 def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None, temperature: float) -> Tensor:
@@ -47,6 +47,7 @@ class InfoNCELoss(EmbeddingLoss):
 
     def __init__(self, model: nn.Module, temperature: float = 0.05, mini_batch_size: int | None = None) -> None:
         super().__init__(model, mini_batch_size)
+        check_setting(temperature > 0, "temperature", temperature, "above 0")
         self.temperature = temperature
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:

@@ -34,9 +34,9 @@ def pearson_r(x: Tensor, y: Tensor, eps: float = 1e-12) -> Tensor:
 
 
 def check_gold(gold: Tensor) -> None:
-    """Reject NaN scores; warn when the group cannot define a correlation."""
-    if torch.isnan(gold).any():
-        raise ValueError("Pearson loss: gold scores contain NaN; clean the training data")
+    """Reject scores that are not finite (NaN, ±inf); warn when the group cannot define a correlation."""
+    if not torch.isfinite(gold).all():
+        raise ValueError("Pearson loss: gold scores contain NaN or infinity; clean the training data")
     if gold.numel() < 2:
         warnings.warn(
             "Pearson loss: a group of one pair has no correlation; loss is 1 with zero gradient", stacklevel=3

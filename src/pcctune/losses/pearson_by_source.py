@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
-from pcctune.losses.pearson import pearson_r
+from pcctune.losses.pearson import check_gold, pearson_r
 
 
 def source_pearson_loss(cos: Tensor, gold: Tensor, sources: Tensor, eps: float = 1e-12) -> Tensor:
@@ -51,6 +51,7 @@ class SourcePearsonLoss(EmbeddingLoss):
         if len(columns) != 2 or labels is None or labels.ndim != 2:
             raise ValueError("per-source Pearson expects (sentence1, sentence2) columns and (score, source) labels")
         cos_all, labels_all = global_pair_cosines(columns[0], columns[1], labels)
+        check_gold(labels_all[:, 0])
         return source_pearson_loss(cos_all, labels_all[:, 0], labels_all[:, 1], self.eps)
 
     def get_config_dict(self) -> dict[str, Any]:

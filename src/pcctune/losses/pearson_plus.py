@@ -14,13 +14,13 @@ correlation objective:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor, nn
 
 from pcctune.losses import citations
-from pcctune.losses.base import EmbeddingLoss
+from pcctune.losses.base import EmbeddingLoss, check_setting
 from pcctune.losses.pearson import global_scored_cosines, pearson_r, scored_pair_columns
 
 Extra = Literal["mse", "cosent"]
@@ -52,6 +52,7 @@ class PearsonPlusLoss(EmbeddingLoss):
         mini_batch_size: int | None = None,
     ) -> None:
         super().__init__(model, mini_batch_size)
+        check_setting(extra in get_args(Extra), "extra", extra, " or ".join(get_args(Extra)))
         self.extra = extra
         self.weight = weight
         self.max_gold = max_gold

@@ -16,13 +16,13 @@ The head is a training device: evaluation uses the cosine similarity of the embe
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor, nn
 
 from pcctune.losses import citations
-from pcctune.losses.base import EmbeddingLoss, at_least_fp32
+from pcctune.losses.base import EmbeddingLoss, at_least_fp32, check_setting
 
 Concat = Literal["uv", "absdiff", "uv_absdiff"]
 
@@ -97,6 +97,8 @@ class RegressionLoss(EmbeddingLoss):
         mini_batch_size: int | None = None,
     ) -> None:
         super().__init__(model, mini_batch_size)
+        check_setting(concat in get_args(Concat), "concat", concat, " or ".join(get_args(Concat)))
+        check_setting(penalty_name in PENALTIES, "penalty_name", penalty_name, " or ".join(PENALTIES))
         width = {"uv": 2, "absdiff": 1, "uv_absdiff": 3}[concat]
         self.head = nn.Linear(width * dimension, 1)
         self.penalty_name = penalty_name
@@ -114,6 +116,10 @@ class RegressionLoss(EmbeddingLoss):
         if len(columns) != 2 or labels is None:
             raise ValueError("regression expects (sentence1, sentence2) columns and a float label")
         prediction = self.predict(*columns)
+        if labels.shape != prediction.shape or not torch.isfinite(labels).all():
+            raise ValueError(
+                f"regression expects one finite label per pair ({len(prediction)}); got {tuple(labels.shape)}"
+            )
         if self.label_range is not None:
             prediction = clip_straight_through(prediction, *self.label_range)
         x = (prediction - labels.to(prediction.device, prediction.dtype)).abs()

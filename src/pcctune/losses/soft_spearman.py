@@ -42,7 +42,7 @@ from scipy.stats import rankdata
 from torch import Tensor, nn
 
 from pcctune.losses import citations
-from pcctune.losses.base import EmbeddingLoss
+from pcctune.losses.base import EmbeddingLoss, check_setting
 from pcctune.losses.pearson import global_scored_cosines, pearson_r, scored_pair_columns
 
 
@@ -120,6 +120,7 @@ class SoftSpearmanLoss(EmbeddingLoss):
 
     def __init__(self, model: nn.Module, regularization: float = 1.0, mini_batch_size: int | None = None) -> None:
         super().__init__(model, mini_batch_size)
+        check_setting(regularization > 0, "regularization", regularization, "above 0")
         self.regularization = regularization
 
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:

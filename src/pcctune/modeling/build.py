@@ -117,7 +117,7 @@ def _is_pcctune_model(folder: Path) -> bool:
 
 
 def build_model(
-    spec: str,
+    spec: str | Path,
     template: str | None = None,
     pooling: PoolingName | None = None,
     max_seq_length: int | None = None,
@@ -148,6 +148,11 @@ def build_model(
         full_precision_base: load a saved 4-bit (QLoRA) model's base unquantized, in ``dtype``, with its
             adapter on top: how the authors evaluate (``--load_kbit 16`` in their ``evaluation.py``).
     """
+    spec = str(spec)
+    if not spec.strip():
+        raise PcctuneError("no model named: give a packaged name, a folder, a .gguf file or a Hub id")
+    if max_seq_length is not None and max_seq_length < 1:
+        raise PcctuneError(f"max_seq_length is a number of tokens, at least 1; got {max_seq_length}")
     weights = torch_dtype(dtype)
     if pooling is not None and pooling not in ("mean", "cls", "lasttoken"):
         raise PcctuneError(f"unknown pooling {pooling!r}; choose from mean, cls, lasttoken")

@@ -9,7 +9,7 @@ models freeze only the encoder's parameters.
 from __future__ import annotations
 
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.models import Dense
+from sentence_transformers.sentence_transformer.modules import Dense
 from torch import nn
 
 from pcctune.errors import PcctuneError

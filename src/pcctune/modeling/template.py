@@ -157,7 +157,7 @@ class TemplateTransformer(Transformer):
 
     @template.setter
     def template(self, value: str | None) -> None:
-        text = Template(value).text if value is not None else None
+        text = Template.parse(value).text if value is not None else None  # a preset name (eol) or a template
         chat_template.install(self, text)
         # tokens of the template with an empty sentence: what truncation can never cut
         empty = self.text_tokenizer(Template(text).fill(""), verbose=False)["input_ids"] if text else []

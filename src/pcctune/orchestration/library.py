@@ -13,11 +13,12 @@ from datasets import Dataset, DatasetInfo
 from sentence_transformers import SentenceTransformer
 
 from pcctune.data.cache import senteval_folder
-from pcctune.data.leakage import LeakageLevel
+from pcctune.data.leakage import leakage_level
 from pcctune.data.nli import read_snli_folder
 from pcctune.data.pairs import Columns
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
+from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.host_settings import with_workers
@@ -26,6 +27,7 @@ from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hash
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, RunResult
+from pcctune.seeding import random_state_kept
 from pcctune.training.config import RunConfig, load_config
 
 
@@ -34,7 +36,7 @@ def stage2_dataset(data: str | Path | None = None, leakage: str = "pair", rescal
     sets, as columns ``sentence1, sentence2, score`` (what ``PearsonLoss`` reads).
     ``leakage`` is the filter's level (``pair``, the paper's, up to ``sentence``: ``pcctune.data.leakage``).
     The leakage report (every level's counts per source and test set) is ``json.loads(dataset.info.description)``."""
-    built = build_stage2_set(senteval_folder(data or None), LeakageLevel(leakage), rescale_sick)
+    built = build_stage2_set(senteval_folder(data or None), leakage_level(leakage), rescale_sick)
     columns = {
         "sentence1": [p.sentence1 for p in built.pairs],
         "sentence2": [p.sentence2 for p in built.pairs],
@@ -77,6 +79,10 @@ def evaluate(
     threads of one core each (default: the caller's thread alone, unless ``pcctune.cpu_speedups`` or
     ``PCCTUNE_CPU_SPEEDUPS=1`` says otherwise; docs/speed-settings.md)."""
     started = time.perf_counter()
+    if not isinstance(model, SentenceTransformer):  # before any data is read
+        raise PcctuneError(f"evaluate scores a loaded model, not a {type(model).__name__}; load it with build_model")
+    if isinstance(pairs, Sequence) and not isinstance(pairs, str) and not pairs:
+        raise PcctuneError("pairs is empty; give one or more test sets, or leave it out for the seven STS tasks")
     sources = [pairs] if isinstance(pairs, str | Path) or not isinstance(pairs, Sequence) else list(pairs)
     own = load_pair_sets(sources, columns, split) if pairs is not None else []
     senteval = None if own else senteval_folder(data or None)
@@ -101,5 +107,7 @@ def evaluate(
 
 def train(config: RunConfig | str | Path, **options: Any) -> RunResult:
     """Run every stage of ``config`` (a ``RunConfig`` or a YAML path) as ``pcctune train`` does; ``options``
-    are ``run_pipeline``'s (``resume``, ``compare``, ``overwrite`` …)."""
-    return run_pipeline(config if isinstance(config, RunConfig) else load_config(config), **options)
+    are ``run_pipeline``'s (``resume``, ``compare``, ``overwrite`` …). The run seeds the global random generators
+    with its ``seed``; the caller's states are put back when it returns."""
+    with random_state_kept():
+        return run_pipeline(config if isinstance(config, RunConfig) else load_config(config), **options)

@@ -75,3 +75,13 @@ def test_a_cold_check_leaves_the_callers_random_sequence_as_a_warm_one_does(mini
         draws.append(random.random())
     assert len(counted) == 1
     assert draws == [untouched, untouched]
+
+
+def test_every_built_in_dev_set_is_checked_under_the_name_the_stage2_report_uses(mini_senteval):
+    """A stage's audit and the stage-2 set's report then share the dev sets' cache entries: each name stands for
+    the same pairs."""
+    from pcctune.data.dev import SINGLE_DEV_SETS
+
+    assert set(stage2.DEV_SOURCES) == set(SINGLE_DEV_SETS)
+    for name, source in stage2.DEV_SOURCES.items():
+        assert stage2.source_pairs(mini_senteval, source) == SINGLE_DEV_SETS[name](mini_senteval).pairs

@@ -10,7 +10,7 @@ import pytest
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.report import scatter_plot
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.orchestration.report import collect_runs, section_rows
+from pcctune.orchestration.report import load_records, runs_of, section_rows
 from pcctune.results import EvalResult, RunResult
 from tests.conftest import run_cli
 
@@ -40,7 +40,7 @@ def test_tables_from_eval_and_train_results(tmp_path):
         config={"model": "m"},
         sts_by_stage={"before": dict.fromkeys(TASKS, 70.0), "pcc": dict.fromkeys(TASKS, 72.5)},
     ).to_disk(run / "results.json")
-    runs = collect_runs([tmp_path / "eval.json", run])
+    runs = runs_of(load_records([tmp_path / "eval.json", run]))
     assert list(runs) == ["base", "m: before", "m: pcc"]
     table = markdown_table(runs, "sts")
     assert "| m: pcc | 72.50 (+2.50)" in table and "STS-B" in table
@@ -57,9 +57,9 @@ def test_report_cli_writes_markdown_and_plots(tmp_path, capsys):
 
 def test_bad_result_files(tmp_path):
     with pytest.raises(PcctuneError, match="no result JSON"):
-        collect_runs([tmp_path / "missing"])
+        runs_of(load_records([tmp_path / "missing"]))
     with pytest.raises(PcctuneError, match="not a pcctune result"):
-        collect_runs([_write(tmp_path / "x.json", {"other": 1})])
+        runs_of(load_records([_write(tmp_path / "x.json", {"other": 1})]))
 
 
 def test_scatter_plot(tmp_path):

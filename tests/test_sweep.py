@@ -177,15 +177,16 @@ def test_the_sweep_identity_follows_the_content_of_its_data_not_the_folder_it_li
 
 
 @pytest.mark.parametrize(
-    ("data", "loss", "read"),
+    ("data", "loss", "read", "extra"),
     [
-        ({"source": "snli", "splits": ["dev"]}, "infonce", "downstream/SNLI/labels.dev"),
-        ({"source": "snli_regression", "splits": ["test"]}, "cosine_mse", "downstream/SNLI/s2.test"),
-        ({"source": "stage2", "leakage": "pair"}, "dpo", "downstream/SNLI/s1.test"),  # with snli candidates
+        ({"source": "snli", "splits": ["dev"]}, "infonce", "downstream/SNLI/labels.dev", {}),
+        ({"source": "snli_regression", "splits": ["test"]}, "cosine_mse", "downstream/SNLI/s2.test", {}),
+        ({"source": "stage2"}, "dpo", "downstream/SNLI/s1.test", {"dpo": {"candidates": "snli"}}),
+        ({"source": "stage2"}, "smooth_k2", "downstream/SNLI/s1.dev", {"regression": {"head_warmup": "nli"}}),
     ],
 )
 def test_the_sweep_identity_and_the_run_record_follow_the_snli_files_a_stage_reads(
-    sweep_inputs, mini_senteval, data, loss, read
+    sweep_inputs, mini_senteval, data, loss, read, extra
 ):
     from pcctune.orchestration.sweep import load_space, sweep_identity
     from pcctune.provenance import file_hashes
@@ -193,12 +194,12 @@ def test_the_sweep_identity_and_the_run_record_follow_the_snli_files_a_stage_rea
     from pcctune.training.dev import stage_data_files
 
     folder = sweep_inputs
-    stage = {"data": data, "loss": loss} | ({"dpo": {"candidates": "snli"}} if loss == "dpo" else {})
+    stage = {"data": data, "loss": loss} | extra
     base = load_config(folder / "run.yaml", {f"stages.0.{key}": value for key, value in stage.items()})
     space = load_space(folder / "space.yaml")
     hashed = file_hashes(stage_data_files(base.stages[0], mini_senteval), mini_senteval)
     unread = "downstream/SNLI/s1.test" if read.endswith(".dev") else "downstream/SNLI/s1.dev"
-    assert read in hashed and (unread not in hashed or loss == "dpo")  # the splits read, and only those
+    assert read in hashed and (unread not in hashed or extra)  # the splits read, and only those
     first = sweep_identity(base, space, 0, mini_senteval)
     path = mini_senteval / read
     path.write_text(path.read_text().replace("entailment", "neutral", 1) + "one more line\n")

@@ -40,6 +40,11 @@ def read_simcse_csv(path: str | Path) -> list[Triplet]:
     return [Triplet(r["sent0"], r["sent1"], r["hard_neg"] if has_negative else None) for r in rows]
 
 
+SNLI_SPLITS = ("dev", "test")
+"""The SNLI splits read where none are named (about 20,000 pairs): stage-1 triplets from the folder, DPO's
+candidates, the regression head's warm-up; the 550,000 of ``train`` only when asked (``data.splits``)."""
+
+
 def snli_split_files(folder: Path, split: str) -> list[Path]:
     """An SNLI split's three files: ``s1.<split>`` (premises), ``s2.<split>`` (hypotheses), ``labels.<split>``."""
     return [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
@@ -56,7 +61,7 @@ def read_snli_split(folder: Path, split: str) -> list[tuple[str, str, str]]:
     ]
 
 
-def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")) -> list[Triplet]:
+def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = SNLI_SPLITS) -> list[Triplet]:
     """Build (premise, entailment, contradiction) triplets from SNLI s1/s2/labels files.
 
     For each premise, its entailment and contradiction hypotheses are paired in file order;
@@ -87,7 +92,7 @@ def triplets_from_hf_dataset(dataset: Any) -> list[Triplet]:
 NLI_REGRESSION_LABELS = {"contradiction": 0.0, "neutral": 1.0, "entailment": 2.0}
 
 
-def read_snli_regression_pairs(folder: str | Path, splits: tuple[str, ...] = ("dev", "test")) -> list[STSPair]:
+def read_snli_regression_pairs(folder: str | Path, splits: tuple[str, ...] = SNLI_SPLITS) -> list[STSPair]:
     """SNLI (premise, hypothesis) pairs as floats: contradiction 0, neutral 1, entailment 2.
 
     The regression framework (§4.1) treats the three NLI labels as ordered similarity levels;

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
 
 from pcctune.errors import PcctuneError
+from pcctune.losses import citations
 
 
 def mlm_weight(step: int, initial: float = 0.1, decay_rate: float = 0.95, decay_steps: int = 100) -> float:
@@ -40,7 +41,9 @@ def load_mlm_head(source: str, train_head: bool = False) -> nn.Module:
 
 
 class AuxiliaryMLMLoss(nn.Module):
-    """Wraps a stage's loss and adds the decaying MLM term during training."""
+    """Wraps a stage's loss and adds the decaying MLM term during training (DCPCSE's auxiliary MLM objective)."""
+
+    citation = citations.DCPCSE  # sentence-transformers' model card cites it from here
 
     def __init__(
         self,

@@ -77,7 +77,9 @@ def audit(
     if not own_sources:
         assert senteval is not None
         checked += [check_source(index, source, source_pairs(senteval, source)) for source in TRAIN_SOURCES]
-        checked += [check_source(index, source, source_pairs(senteval, source), "dev") for source in DEV_SOURCES]
+        checked += [
+            check_source(index, source, source_pairs(senteval, source), "dev") for source in DEV_SOURCES.values()
+        ]
     files = [path for task in tests for path in task.files] + list(pairs_files)
     return AuditResult(
         test_sets=index.test_sets,

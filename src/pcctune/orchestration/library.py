@@ -14,7 +14,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import leakage_level
-from pcctune.data.nli import read_snli_folder
+from pcctune.data.nli import SNLI_SPLITS, read_snli_folder
 from pcctune.data.pairs import Columns
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
@@ -45,7 +45,7 @@ def stage2_dataset(data: str | Path | None = None, leakage: str = "pair", rescal
     return Dataset.from_dict(columns, info=DatasetInfo(description=json.dumps(built.report_dict())))
 
 
-def nli_triplets(data: str | Path | None = None, splits: tuple[str, ...] = ("dev", "test")) -> Dataset:
+def nli_triplets(data: str | Path | None = None, splits: tuple[str, ...] = SNLI_SPLITS) -> Dataset:
     """SNLI (premise, entailment, contradiction) triplets as columns ``anchor, positive, negative``: stage 1's
     InfoNCE with hard negatives (Pcc-tuning eq. 7) in a plain sentence-transformers trainer."""
     rows = read_snli_folder(snli_dir(senteval_folder(data or None)), splits)

@@ -54,6 +54,7 @@ from pcctune.orchestration.run_tasks import run_test_tasks
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.audit import audit_line, stage_audit
+from pcctune.training.checkpoints import TRAINER_STATE
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import stage2_set, train_dataset
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
@@ -107,7 +108,7 @@ def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
     return build_model(str(final), dtype=config.dtype, full_precision_base=eval_precision(config) == "16bit")
 
 
-def validate_run(config: RunConfig, senteval: Path, resume_from: str | None, compare: list[str] | None = None) -> None:
+def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = None) -> None:
     """Everything that can fail before training, checked before any file is written."""
     for loss in compare or []:
         try:
@@ -377,8 +378,8 @@ def run_pipeline(
     console = console or Console(width=160)
     resume = resume or resume_from is not None
     main = is_main_process()
-    if resume_from is not None and not (Path(resume_from) / "trainer_state.json").is_file():
-        raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no trainer_state.json)")
+    if resume_from is not None and not (Path(resume_from) / TRAINER_STATE).is_file():
+        raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no {TRAINER_STATE})")
     if main:  # rank 0 owns the folder; the other ranks start while it writes
         check_run_folder(config, resume, overwrite)
     out = Path(config.output_dir)
@@ -388,7 +389,7 @@ def run_pipeline(
     senteval = senteval_folder(config.data_dir)
     pipeline = Pipeline(config, senteval, console, resume, compare, callbacks, resume_from, tasks)
     with waiting_checks() as audited:  # the leakage checks made before the first step wait for the run to end well
-        validate_run(config, senteval, resume_from, compare)
+        validate_run(config, senteval, compare)
         with run_lock(out) if main else nullcontext():
             result = _run_in_folder(pipeline, overwrite)
         audited.keep()  # for the next run on the same data

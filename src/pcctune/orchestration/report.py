@@ -36,13 +36,8 @@ def load_records(paths: list[Path]) -> list[tuple[Path, AnyResult]]:
     return [(file, load_result(file)) for path in paths for file in result_files(path)]
 
 
-def collect_runs(paths: list[Path]) -> dict[str, Section]:
-    """``{run label: {"sts": {...}, "transfer": {...}}}`` from every eval or run record given."""
-    return runs_of(load_records(paths))
-
-
 def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
-    """``collect_runs`` of records already read."""
+    """``{run label: {"sts": {...}, "transfer": {...}}}`` from every eval or run record read (``load_records``)."""
     runs: dict[str, Section] = {}
     for file, record in records:
         if isinstance(record, RunResult):

@@ -27,7 +27,7 @@ from pcctune.data.audit import Role, check_sources, count_leakage
 from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries
 from pcctune.data.leakage import LEVELS, ExactCheck, LeakageLevel, PairCheck, TestIndex
 from pcctune.data.pairs import read_pairs_file
-from pcctune.data.stage2 import TRAIN_SOURCES, source_pairs
+from pcctune.data.stage2 import DEV_SOURCES, TRAIN_SOURCES, source_pairs
 from pcctune.data.sts import STSPair
 from pcctune.losses.registry import loss_spec
 from pcctune.results import SourceLeakage
@@ -44,8 +44,6 @@ from pcctune.training.dev import stage_dev_parts
 
 EXACT_LEVELS = (LeakageLevel.pair, LeakageLevel.normalized, LeakageLevel.sentence)
 """The levels a triplet source is checked at: those that need no near search."""
-CACHED_AS = {"sick-trial": "SICKRelatedness:trial", "stsb-dev-filtered": "STSBenchmark:dev"}
-"""The built-in dev sets under the names the stage-2 set's report checks them by, so both read one cache entry."""
 SourceRole = Literal["train", "dev", "dpo"]
 ROLES: dict[str, str] = {"train": "", "dev": " (dev)", "dpo": " (DPO candidates)"}
 """Each role as the log line names it."""
@@ -110,7 +108,7 @@ def _dev(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
         elif entry not in SINGLE_DEV_SETS and entry != HOLDOUT:
             sources.append((entry, read_pairs_file(entry), data.filter_level or LeakageLevel.pair))
     dev: Role = "dev"
-    wanted = [(CACHED_AS.get(name, name), pairs, dev) for name, pairs, _ in sources]
+    wanted = [(DEV_SOURCES.get(name, name), pairs, dev) for name, pairs, _ in sources]
     checked = check_sources(test_tasks_of(data, senteval_dir), wanted, data.near_threshold, keep=False)
     return [_entry(stage, name, "dev", c.checks, level) for (name, _, level), c in zip(sources, checked, strict=True)]
 

@@ -15,7 +15,9 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-REQUIRED = ("trainer_state.json", "optimizer.pt", "scheduler.pt")
+TRAINER_STATE = "trainer_state.json"
+"""The file that makes a folder a trainer checkpoint (its step, its dev scores so far)."""
+REQUIRED = (TRAINER_STATE, "optimizer.pt", "scheduler.pt")
 WEIGHTS = ("model.safetensors", "adapter_model.safetensors", "pytorch_model.bin", "prompts.safetensors")
 
 

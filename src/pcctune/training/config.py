@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pcctune.data.dev import COMBINED_DEV, dev_entries
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
 from pcctune.data.local import is_local
+from pcctune.data.nli import SNLI_SPLITS
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES
 from pcctune.data.tasks import SEVEN_TASKS
 from pcctune.errors import PcctuneError
@@ -55,7 +56,7 @@ class DataConfig(Strict):
         None,
         description="the file of `pairs` / `simcse_csv`, or the SNLI folder of `snli` (default: the SentEval data's)",
     )
-    splits: list[str] = Field(["dev", "test"], description="SNLI splits read by `snli` and `snli_regression`")
+    splits: list[str] = Field(list(SNLI_SPLITS), description="SNLI splits read by `snli` and `snli_regression`")
     rescale_sick: bool = Field(False, description="map SICK-R scores 1–5 to 0–5 by 5·(x−1)/4 (Pcc-tuning, Limitations)")
     leakage: LeakageLevel | Literal["none"] = Field(
         LeakageLevel.pair,

@@ -28,6 +28,7 @@ from pcctune.data.hub import load_hub_dataset
 from pcctune.data.leakage import LeakageLevel
 from pcctune.data.local import is_local, local_data_files, pair_files_named
 from pcctune.data.nli import (
+    SNLI_SPLITS,
     Triplet,
     read_simcse_csv,
     read_snli_folder,
@@ -68,8 +69,8 @@ def source_key(data: DataConfig, senteval_dir: Path) -> tuple[str, Path, FilesSt
 def source_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
     """The local files ``stage``'s examples are read from, whatever their source: the stage-2 set's STS-B and SICK
     training files, a ``pairs`` or ``simcse_csv`` file, an SNLI folder's files of the splits read, a ``hub``
-    source's local file or folder, and the SNLI files of DPO's ``snli`` candidates (none for a Hub id: its
-    ``revision`` in the config pins it)."""
+    source's local file or folder, and the SNLI files of DPO's ``snli`` candidates and of a regression head's NLI
+    warm-up (none for a Hub id: its ``revision`` in the config pins it)."""
     data, files = stage.data, []
     if data.source == "stage2":
         files += [*load_stsb(senteval_dir, "train").files, *load_sick(senteval_dir, "train").files]
@@ -80,8 +81,9 @@ def source_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
         files += local_data_files(Path(data.name).expanduser(), data.data_files)
     elif data.path and Path(data.path).expanduser().is_file():
         files.append(Path(data.path).expanduser())
-    if stage.loss == "dpo" and stage.dpo.candidates == "snli":
-        files += [file for split in DPO_SNLI_SPLITS for file in snli_split_files(snli_dir(senteval_dir), split)]
+    dpo_candidates = stage.loss == "dpo" and stage.dpo.candidates == "snli"
+    if dpo_candidates or stage.regression.head_warmup == "nli":  # the head's warm-up reads SNLI as DPO does
+        files += [file for split in SNLI_SPLITS for file in snli_split_files(snli_dir(senteval_dir), split)]
     return files
 
 
@@ -145,9 +147,7 @@ def _scored_and_removed(data_json: str, senteval_dir: Path, files: FilesState) -
     return clean, len(pairs) - len(clean)
 
 
-DPO_SNLI_SPLITS = ("dev", "test")
-"""The SNLI splits DPO's ``snli`` candidates come from."""
-DPO_SNLI = f"SNLI {'+'.join(DPO_SNLI_SPLITS)}"
+DPO_SNLI = f"SNLI {'+'.join(SNLI_SPLITS)}"
 """How the log and the record name DPO's ``snli`` candidates."""
 
 
@@ -160,7 +160,7 @@ def dpo_candidate_checks(data: DataConfig, senteval_dir: Path) -> CheckedSource:
 @lru_cache(maxsize=2)
 def _candidate_checks(data_json: str, senteval_dir: Path, files: FilesState) -> CheckedSource:
     data = DataConfig.model_validate_json(data_json)
-    pairs = read_snli_regression_pairs(snli_dir(senteval_dir), DPO_SNLI_SPLITS)
+    pairs = read_snli_regression_pairs(snli_dir(senteval_dir), SNLI_SPLITS)
     tasks = test_tasks_of(data, senteval_dir)
     return check_sources(tasks, [(DPO_SNLI, pairs, "train")], data.near_threshold, keep=False)[0]
 

@@ -28,6 +28,10 @@ def positive_similarity(a: Tensor, b: Tensor, min_similarity: float = 1e-4) -> T
     return ((1 + cos) / 2).clamp(min=min_similarity)
 
 
+BETA = 0.1
+"""DPO's β (PromptEOL §3.3, DPO's usual 0.1): how far the trained policy may move from the reference."""
+
+
 def dpo_loss(policy: tuple[Tensor, Tensor], reference: tuple[Tensor, Tensor], beta: float) -> Tensor:
     """Mean DPO loss from (preferred, rejected) similarities of the policy and of the reference."""
     preferred = torch.log(policy[0]) - torch.log(reference[0])
@@ -51,7 +55,7 @@ class EmbeddingDPOLoss(EmbeddingLoss):
     def __init__(
         self,
         model: nn.Module,
-        beta: float = 0.1,
+        beta: float = BETA,
         reference: nn.Module | None = None,
         min_similarity: float = 1e-4,
         mini_batch_size: int | None = None,

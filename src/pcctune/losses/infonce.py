@@ -20,6 +20,9 @@ from pcctune.distributed import gather, get_rank
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32, check_setting
 
+TEMPERATURE = 0.05
+"""τ of InfoNCE (Pcc-tuning eq. 7, SimCSE's 0.05: logits × 20)."""
+
 
 def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None, temperature: float) -> Tensor:
     """Mean eq.-7 loss of this process's anchors against every process's candidates."""
@@ -45,7 +48,7 @@ class InfoNCELoss(EmbeddingLoss):
 
     citation = citations.SIMCSE
 
-    def __init__(self, model: nn.Module, temperature: float = 0.05, mini_batch_size: int | None = None) -> None:
+    def __init__(self, model: nn.Module, temperature: float = TEMPERATURE, mini_batch_size: int | None = None) -> None:
         super().__init__(model, mini_batch_size)
         check_setting(temperature > 0, "temperature", temperature, "above 0")
         self.temperature = temperature

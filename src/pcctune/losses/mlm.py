@@ -20,8 +20,18 @@ from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
 from pcctune.errors import PcctuneError
 from pcctune.losses import citations
 
+INITIAL_WEIGHT = 0.1
+"""λ at step 0 (DCPCSE §2.2)."""
+DECAY_RATE = 0.95
+"""λ's factor every ``DECAY_STEPS`` steps (DCPCSE's code)."""
+DECAY_STEPS = 100
+MASK_PROBABILITY = 0.15
+"""The share of tokens masked (BERT's 15 %)."""
 
-def mlm_weight(step: int, initial: float = 0.1, decay_rate: float = 0.95, decay_steps: int = 100) -> float:
+
+def mlm_weight(
+    step: int, initial: float = INITIAL_WEIGHT, decay_rate: float = DECAY_RATE, decay_steps: int = DECAY_STEPS
+) -> float:
     """λ = initial · decay_rate^(step / decay_steps)."""
     return initial * decay_rate ** (step / decay_steps)
 
@@ -50,10 +60,10 @@ class AuxiliaryMLMLoss(nn.Module):
         main: nn.Module,
         model: SentenceTransformer,
         head: nn.Module,
-        initial_weight: float = 0.1,
-        decay_rate: float = 0.95,
-        decay_steps: int = 100,
-        mask_probability: float = 0.15,
+        initial_weight: float = INITIAL_WEIGHT,
+        decay_rate: float = DECAY_RATE,
+        decay_steps: int = DECAY_STEPS,
+        mask_probability: float = MASK_PROBABILITY,
     ) -> None:
         super().__init__()
         self.main = main

@@ -24,6 +24,8 @@ from pcctune.losses.base import EmbeddingLoss, check_setting
 from pcctune.losses.pearson import global_scored_cosines, pearson_r, scored_pair_columns
 
 Extra = Literal["mse", "cosent"]
+WEIGHT = 0.1
+"""λ of the second term beside 1 − Pearson."""
 
 
 def mse_term(cos: Tensor, gold: Tensor, max_gold: float) -> Tensor:
@@ -47,7 +49,7 @@ class PearsonPlusLoss(EmbeddingLoss):
         self,
         model: nn.Module,
         extra: Extra = "mse",
-        weight: float = 0.1,
+        weight: float = WEIGHT,
         max_gold: float = 5.0,
         mini_batch_size: int | None = None,
     ) -> None:

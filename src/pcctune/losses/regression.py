@@ -25,6 +25,12 @@ from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32, check_setting
 
 Concat = Literal["uv", "absdiff", "uv_absdiff"]
+CONCAT: Concat = "uv_absdiff"
+"""The head's input (regression §3.1): (u, v, |u−v|), as Sentence-BERT's classification objective."""
+K = 2.0
+"""The penalty's slope outside the zero-gradient zone (regression §3.2–3.3)."""
+X0 = 0.25
+"""The zero-gradient zone's half-width around the label (regression §3.2–3.3)."""
 
 
 def translated_relu(x: Tensor, k: float, x0: float) -> Tensor:
@@ -90,9 +96,9 @@ class RegressionLoss(EmbeddingLoss):
         model: nn.Module,
         dimension: int,
         penalty_name: str = "smooth_k2",
-        k: float = 2.0,
-        x0: float = 0.25,
-        concat: Concat = "uv_absdiff",
+        k: float = K,
+        x0: float = X0,
+        concat: Concat = CONCAT,
         label_range: tuple[float, float] | None = None,
         mini_batch_size: int | None = None,
     ) -> None:

@@ -45,6 +45,9 @@ from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, check_setting
 from pcctune.losses.pearson import global_scored_cosines, pearson_r, scored_pair_columns
 
+REGULARIZATION = 1.0
+"""ε of the soft ranks (Blondel et al. 2020), in units of the batch (``batch_scaled``)."""
+
 
 def isotonic_decreasing(y: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """The non-increasing least-squares fit of ``y`` (pool adjacent violators) and its pooled blocks."""
@@ -118,7 +121,9 @@ class SoftSpearmanLoss(EmbeddingLoss):
 
     citation = citations.SOFT_RANKS
 
-    def __init__(self, model: nn.Module, regularization: float = 1.0, mini_batch_size: int | None = None) -> None:
+    def __init__(
+        self, model: nn.Module, regularization: float = REGULARIZATION, mini_batch_size: int | None = None
+    ) -> None:
         super().__init__(model, mini_batch_size)
         check_setting(regularization > 0, "regularization", regularization, "above 0")
         self.regularization = regularization

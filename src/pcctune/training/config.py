@@ -21,6 +21,7 @@ from pcctune.data.pairs import PAIR_FILE_SUFFIXES
 from pcctune.data.tasks import SEVEN_TASKS
 from pcctune.errors import PcctuneError
 from pcctune.io import write_yaml
+from pcctune.losses import dpo, infonce, mlm, pearson_plus, regression, soft_spearman
 from pcctune.losses.base import EmbeddingLoss
 from pcctune.losses.length_chunks import LengthChunks
 from pcctune.losses.registry import loss_spec, resolve_loss, warn_if_renamed
@@ -137,12 +138,12 @@ class RegressionConfig(Strict):
     """Head and penalty of the regression losses (Translated ReLU, Smooth K2, L1, MSE)."""
 
     k: float = Field(
-        2.0,
+        regression.K,
         description="slope of the penalty outside the zero-gradient zone (Translated ReLU / Smooth K2, regression §3)",
     )
-    x0: float = Field(0.25, description="half-width of the zero-gradient zone around the label")
-    concat: Literal["uv", "absdiff", "uv_absdiff"] = Field(
-        "uv_absdiff", description="the head's input: (u, v), |u−v| alone, or (u, v, |u−v|)"
+    x0: float = Field(regression.X0, description="half-width of the zero-gradient zone around the label")
+    concat: regression.Concat = Field(
+        regression.CONCAT, description="the head's input: (u, v), |u−v| alone, or (u, v, |u−v|)"
     )
     label_range: list[float] | None = Field(None, description="clip predictions into [low, high]")
     head_warmup: Literal["none", "nli"] = Field(
@@ -153,7 +154,7 @@ class RegressionConfig(Strict):
 class DPOConfig(Strict):
     """Embedding DPO (PromptEOL §3.3): preference model, preference sampling and β."""
 
-    beta: float = Field(0.1, description="β of the DPO objective (PromptEOL §3.3)")
+    beta: float = Field(dpo.BETA, description="β of the DPO objective (PromptEOL §3.3)")
     preference_model: str | None = Field(None, description="a trained cross-encoder; None trains one")
     preference_base: str = Field("all-MiniLM-L6-v2", description="backbone of the cross-encoder pcctune trains")
     preference_epochs: float = Field(1.0, description="epochs of the cross-encoder pcctune trains when none is given")
@@ -169,10 +170,10 @@ class MLMConfig(Strict):
     """DCPCSE's auxiliary MLM term, λ = initial_weight · decay_rate^(step / decay_steps)."""
 
     enabled: bool = Field(False, description="add DCPCSE's auxiliary masked-LM term to the stage's loss")
-    initial_weight: float = Field(0.1, description="λ at step 0 (DCPCSE §2.2: 0.1)")
-    decay_rate: float = Field(0.95, description="λ's factor every decay_steps (0.95)")
-    decay_steps: int = Field(100, description="steps between decays (100)")
-    mask_probability: float = Field(0.15, description="share of tokens masked (BERT's 15 %)")
+    initial_weight: float = Field(mlm.INITIAL_WEIGHT, description="λ at step 0 (DCPCSE §2.2)")
+    decay_rate: float = Field(mlm.DECAY_RATE, description="λ's factor every decay_steps")
+    decay_steps: int = Field(mlm.DECAY_STEPS, description="steps between decays")
+    mask_probability: float = Field(mlm.MASK_PROBABILITY, description="share of tokens masked (BERT's 15 %)")
     train_head: bool = Field(False, description="train the MLM head too (else frozen)")
 
 
@@ -196,10 +197,16 @@ class StageConfig(Strict):
     max_steps: int = Field(-1, description="optimizer steps; -1 trains for `epochs`")
     warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the steps spent warming the learning rate up")
     weight_decay: float = Field(0.0, ge=0, description="AdamW's decoupled weight decay")
-    temperature: float = Field(0.05, gt=0, description="τ of InfoNCE and the contrastive losses (Pcc-tuning eq. 7)")
-    loss_weight: float = Field(0.1, ge=0, description="λ of the second term of pearson_mse / pearson_cosent")
+    temperature: float = Field(
+        infonce.TEMPERATURE, gt=0, description="τ of InfoNCE and the contrastive losses (Pcc-tuning eq. 7)"
+    )
+    loss_weight: float = Field(
+        pearson_plus.WEIGHT, ge=0, description="λ of the second term of pearson_mse / pearson_cosent"
+    )
     soft_rank_regularization: float = Field(
-        1.0, gt=0, description="ε of soft_spearman's soft ranks, in units of the batch (losses/soft_spearman.py)"
+        soft_spearman.REGULARIZATION,
+        gt=0,
+        description="ε of soft_spearman's soft ranks, in units of the batch (losses/soft_spearman.py)",
     )
     group_by_source: bool = Field(False, description="every group from one source (STS-B or SICK) of stage2 data")
     contrastive_threshold: float = Field(4.0, description="score that makes a pair a positive (loss=infonce_positives)")

@@ -26,7 +26,7 @@ from rich.markup import escape
 
 from pcctune.errors import Interrupted, PcctuneError
 from pcctune.host_settings import command_line, using
-from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PROTOCOLS, LeakageLevel
+from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PAIR_SPLIT, PROTOCOLS, LeakageLevel
 
 app = typer.Typer(
     add_completion=False,
@@ -169,7 +169,9 @@ def eval_command(
     sentence1_column: Annotated[str | None, typer.Option(help="--pairs: the first sentence's column")] = None,
     sentence2_column: Annotated[str | None, typer.Option(help="--pairs: the second sentence's column")] = None,
     score_column: Annotated[str | None, typer.Option(help="--pairs: the gold score's column")] = None,
-    split: Annotated[str | None, typer.Option(help="--pairs: the split of a Hub dataset [default: test]")] = None,
+    split: Annotated[
+        str | None, typer.Option(help=f"--pairs: the split of a Hub dataset [default: {PAIR_SPLIT}]")
+    ] = None,
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
     from pcctune.orchestration.evaluate import Probe, Quantization, run_eval

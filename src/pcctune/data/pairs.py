@@ -216,6 +216,10 @@ def check_scoreable(pairs: Sequence[STSPair], source: str) -> None:
         )
 
 
+PAIR_SPLIT = "test"
+"""The split of a Hub dataset read as a test set where none is named."""
+
+
 def check_dataset(source: Any) -> None:
     """Refuse, in one line, a test set given as something other than a file, a Hub id or a ``datasets.Dataset``."""
     import datasets
@@ -229,7 +233,7 @@ def check_dataset(source: Any) -> None:
         )
 
 
-def load_pair_set(source: str | Path | Any, names: Columns | None = None, split: str = "test") -> PairSet:
+def load_pair_set(source: str | Path | Any, names: Columns | None = None, split: str = PAIR_SPLIT) -> PairSet:
     """A test set of scored pairs from ``source``: a ``.csv`` / ``.tsv`` / ``.jsonl`` file (named by its stem), a
     ``datasets.Dataset``, a folder in the Hub's file layout or a Hub dataset id (its ``split``, through
     ``datasets.load_dataset``); ``names``: the columns' names (see ``Columns``). One clear error for a missing

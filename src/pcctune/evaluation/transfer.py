@@ -27,9 +27,9 @@ from pcctune.modeling.vector_store import VectorStore
 from pcctune.results import TransferScore
 
 REGULARIZATION_GRID = [2.0**t for t in range(-2, 4)]
-PROBE_SEED = 1111
-"""SentEval's seed: the ``sklearn`` probe's cross-validation folds (another seed reads the same vectors a little
-differently: the probe's own noise)."""
+PROBE_SEED = senteval_probe.SEED
+"""SentEval's seed, for either probe: the ``sklearn`` probe's cross-validation folds (another seed reads the same
+vectors a little differently: the probe's own noise)."""
 Probe = Literal["sklearn", "senteval"]
 PROBES: tuple[Probe, ...] = ("sklearn", "senteval")
 
@@ -42,8 +42,10 @@ def _search(seed: int, folds: int = 5) -> GridSearchCV:
     )
 
 
-def cross_validated_accuracy(features: np.ndarray, labels: np.ndarray, seed: int, folds: int = 10) -> float:
-    """Mean test accuracy of 10-fold CV, C picked by an inner search on each training part."""
+def cross_validated_accuracy(
+    features: np.ndarray, labels: np.ndarray, seed: int, folds: int = senteval_probe.FOLDS
+) -> float:
+    """Mean test accuracy of SentEval's k-fold CV (10 folds), C picked by an inner search on each training part."""
     scores = []
     for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(features, labels):
         search = _search(seed).fit(features[train], labels[train])

@@ -1,6 +1,6 @@
 """Pearson plus a calibration term: ℓ = (1 − r(cos, gold)) + λ · ℓ₂.
 
-Pearson's r (eq. 8) is invariant to any affine map of the cosines, so it never asks a similarity
+Pearson's r (Pcc-tuning eq. 8) is invariant to any affine map of the cosines, so it never asks a similarity
 to *be* anything in particular: a batch may be perfectly correlated and still compress all
 cosines into [0.7, 0.8]. A small second term anchors the scale without giving up the
 correlation objective:

@@ -13,11 +13,13 @@ from pcctune.data.cache import senteval_folder
 from pcctune.data.download import download, hub_loader, local_loader, release_sets, verify
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
 from pcctune.data.nli_download import download_nli
+from pcctune.data.pairs import PAIR_SPLIT
 from pcctune.data.tasks import load_test_tasks
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 
 __all__ = [
     "DEFAULT_PROTOCOL",
+    "PAIR_SPLIT",
     "PROTOCOLS",
     "NEAR_THRESHOLD",
     "LeakageLevel",

@@ -14,7 +14,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.cache_entry import remove, resume_folder, writing
 from pcctune.data.cache import senteval_folder
-from pcctune.data.pairs import Columns, PairSet, load_pair_set
+from pcctune.data.pairs import PAIR_SPLIT, Columns, PairSet, load_pair_set
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_task
@@ -121,7 +121,9 @@ def task_files(sts: list[STSTask], transfer: list[TransferTask]) -> list[Path]:
     return [*(f for t in sts for f in t.files), *(f for u in transfer for f in u.files)]
 
 
-def load_pair_sets(sources: Sequence[PairSource], columns: Columns | None = None, split: str = "test") -> list[PairSet]:
+def load_pair_sets(
+    sources: Sequence[PairSource], columns: Columns | None = None, split: str = PAIR_SPLIT
+) -> list[PairSet]:
     """A user's test sets (``pcctune.data.pairs.load_pair_set``), each named by its file's stem, or by the
     source as given where two stems are the same."""
     sets = [load_pair_set(source, columns, split) for source in sources]
@@ -185,7 +187,7 @@ def run_eval(
     pairs: Sequence[PairSource] = (),
     probe_seed: int | None = None,
     columns: Columns | None = None,
-    split: str = "test",
+    split: str = PAIR_SPLIT,
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
     backbone precision ``quantization`` (``precision``), with ``adapter`` (a LoRA folder) on it. ``pairs``

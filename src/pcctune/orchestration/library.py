@@ -15,7 +15,7 @@ from sentence_transformers import SentenceTransformer
 from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import leakage_level
 from pcctune.data.nli import SNLI_SPLITS, read_snli_folder
-from pcctune.data.pairs import Columns
+from pcctune.data.pairs import PAIR_SPLIT, Columns
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.errors import PcctuneError
@@ -64,7 +64,7 @@ def evaluate(
     data: str | Path | None = None,
     pairs: PairSource | Sequence[PairSource] | None = None,
     columns: Columns | None = None,
-    split: str = "test",
+    split: str = PAIR_SPLIT,
     seed: int = 42,
     workers: int | None = None,
 ) -> EvalResult:

@@ -12,6 +12,7 @@ from pcctune.evaluation.protocols import senteval_text
 from pcctune.evaluation.report import bar_plot, scatter_plot
 from pcctune.evaluation.tables import ScoreTable, interval_table
 from pcctune.io import check_output_folder, write_text
+from pcctune.orchestration.run_folder import RESULTS
 from pcctune.results import AnyResult, EvalResult, RunResult, TaskScore, load_result
 
 Section = dict[str, dict[str, float]]
@@ -23,8 +24,8 @@ def result_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     if path.is_dir():
-        if (path / "results.json").is_file():
-            return [path / "results.json"]
+        if (path / RESULTS).is_file():
+            return [path / RESULTS]
         files = sorted(path.glob("*.json"))
         if files:
             return files

@@ -79,14 +79,17 @@ class TaskGroup(str, Enum):  # noqa: UP042  (typer needs a str mixin for choices
 
 
 def _pooling(value: str | None) -> Any:
-    if value not in (None, "mean", "cls", "lasttoken"):
-        raise PcctuneError(f"unknown pooling {value!r}; choose from mean, cls, lasttoken")
+    from pcctune.orchestration.evaluate import POOLINGS
+
+    if value is not None:
+        _check_choice("pooling", value, POOLINGS)
     return value
 
 
 def _backend(value: str) -> Any:
-    if value not in ("torch", "onnx", "openvino"):
-        raise PcctuneError(f"unknown backend {value!r}; choose from torch, onnx, openvino")
+    from pcctune.orchestration.evaluate import BACKENDS
+
+    _check_choice("backend", value, BACKENDS)
     return value
 
 

@@ -11,7 +11,7 @@ import json
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 from sentence_transformers import SentenceTransformer
@@ -154,8 +154,8 @@ def build_model(
     if max_seq_length is not None and max_seq_length < 1:
         raise PcctuneError(f"max_seq_length is a number of tokens, at least 1; got {max_seq_length}")
     weights = torch_dtype(dtype)
-    if pooling is not None and pooling not in ("mean", "cls", "lasttoken"):
-        raise PcctuneError(f"unknown pooling {pooling!r}; choose from mean, cls, lasttoken")
+    if pooling is not None and pooling not in get_args(PoolingName):
+        raise PcctuneError(f"unknown pooling {pooling!r}; choose from {', '.join(get_args(PoolingName))}")
     template_text = Template.parse(template).text if template is not None else None
     source = resolve_source(spec)
     try:

@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
@@ -39,7 +39,9 @@ from pcctune.seeding import seeded
 
 TaskGroup = Literal["sts", "transfer", "all"]
 Quantization = Literal["none", "saved", "nf4", "fp4"]
-QUANTIZATIONS: tuple[str, ...] = ("none", "saved", "nf4", "fp4")
+QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
+POOLINGS: tuple[str, ...] = get_args(PoolingName)  # the CLI offers them
+BACKENDS: tuple[str, ...] = get_args(Backend)
 PairSource = str | Path | Any
 """A user's test set: a .csv / .tsv / .jsonl file, a folder in the Hub's layout, a Hub dataset id or a Dataset."""
 

@@ -26,6 +26,7 @@ from pcctune.losses.base import EmbeddingLoss
 from pcctune.losses.length_chunks import LengthChunks
 from pcctune.losses.registry import loss_spec, resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import AdapterConfig
+from pcctune.modeling.build import PoolingName
 from pcctune.modeling.template import Template
 from pcctune.yaml_input import read_yaml
 
@@ -306,7 +307,7 @@ class RunConfig(Strict):
     template: str | None = Field(
         None, description="prompt template: eol, sth, sum or a string with one {text}; none for plain text"
     )
-    pooling: Literal["mean", "cls", "lasttoken"] | None = Field(
+    pooling: PoolingName | None = Field(
         None,
         description="mean, cls or lasttoken; default: the saved one, else lasttoken for decoders, mean for encoders",
     )

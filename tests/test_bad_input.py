@@ -132,7 +132,12 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("zero-budget", lambda c: _eval(c, None, "--token-budget", "0"), "Invalid value"),
     ("missing-argument", lambda c: ["eval"], "Missing argument"),
     ("bad-choice", lambda c: _eval(c, None, "--tasks", "everything"), "Invalid value"),
-    ("bad-pooling", lambda c: _eval(c, None, "--pooling", "max"), "unknown pooling"),
+    ("bad-pooling", lambda c: _eval(c, None, "--pooling", "max"), "unknown pooling 'max'; choose from mean, cls"),
+    (
+        "bad-backend",
+        lambda c: ["export", str(c.bert), "--output", str(c.inputs / "x"), "--backend", "tensorrt"],
+        "unknown backend 'tensorrt'; choose from torch, onnx, openvino",
+    ),
     ("bad-dtype", lambda c: _eval(c, None, "--dtype", "fp8"), "unknown dtype"),
     ("template-without-slot", lambda c: _eval(c, None, "--template", "no slot"), "exactly one {text}"),
     ("template-two-slots", lambda c: _eval(c, None, "--template", "{text} {text}"), "exactly one {text}"),

@@ -310,11 +310,12 @@ def test_a_test_file_or_the_senteval_data_changed_between_two_runs_filters_the_p
     rows = [(f"a training sentence number {i}", f"its own partner number {i}", i % 5) for i in range(6)]
     mine, theirs = write_csv(tmp_path / "mine.csv", rows), tmp_path / "my_test.csv"
     other = ("a sentence of the user's test set", "and its partner there", 2.0)
-    write_csv(theirs, [rows[0], other])
+    more = ("another sentence of that test set", "and the partner it has", 4.0)
+    write_csv(theirs, [rows[0], other, more])
     data = DataConfig(source="pairs", path=str(mine), leakage="pair", leakage_against=[str(theirs)])
     kept = lambda: [p.sentence1 for p in scored_pairs(data, mini_senteval)]  # noqa: E731
     assert kept() == [row[0] for row in rows[1:]]
-    write_csv(theirs, [*rows[2:4], other])
+    write_csv(theirs, [*rows[2:4], other, more])
     assert kept() == [row[0] for i, row in enumerate(rows) if i not in (2, 3)]
     sick_test = mini_senteval / "downstream" / "SICK" / "SICK_test_annotated.txt"
     with sick_test.open("a", encoding="utf-8") as handle:

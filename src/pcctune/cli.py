@@ -69,6 +69,7 @@ DataOption = Annotated[
 ]
 ModelArgument = Annotated[str, typer.Argument(help="packaged short name, local folder, .gguf file or Hub id")]
 TemplateOption = Annotated[str | None, typer.Option(help="eol | sth | sum | a string with one {text}")]
+SplitOption = Annotated[str | None, typer.Option(help=f"--pairs: the split of a Hub dataset [default: {PAIR_SPLIT}]")]
 PoolingOption = Annotated[str | None, typer.Option(help="mean | cls | lasttoken (default: saved, else by model kind)")]
 
 
@@ -172,9 +173,7 @@ def eval_command(
     sentence1_column: Annotated[str | None, typer.Option(help="--pairs: the first sentence's column")] = None,
     sentence2_column: Annotated[str | None, typer.Option(help="--pairs: the second sentence's column")] = None,
     score_column: Annotated[str | None, typer.Option(help="--pairs: the gold score's column")] = None,
-    split: Annotated[
-        str | None, typer.Option(help=f"--pairs: the split of a Hub dataset [default: {PAIR_SPLIT}]")
-    ] = None,
+    split: SplitOption = None,
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
     from pcctune.orchestration.evaluate import Probe, Quantization, run_eval

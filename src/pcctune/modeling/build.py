@@ -116,6 +116,16 @@ def _is_pcctune_model(folder: Path) -> bool:
     return any(ours) and all(o or t.startswith("sentence_transformers.") for o, t in zip(ours, types, strict=True))
 
 
+def check_build_arguments(spec: str, pooling: str | None, max_seq_length: int | None) -> None:
+    """``build_model``'s arguments that are refused before anything loads, each in one line."""
+    if not spec.strip():
+        raise PcctuneError("no model named: give a packaged name, a folder, a .gguf file or a Hub id")
+    if max_seq_length is not None and max_seq_length < 1:
+        raise PcctuneError(f"max_seq_length is a number of tokens, at least 1; got {max_seq_length}")
+    if pooling is not None and pooling not in get_args(PoolingName):
+        raise PcctuneError(f"unknown pooling {pooling!r}; choose from {', '.join(get_args(PoolingName))}")
+
+
 def build_model(
     spec: str | Path,
     template: str | None = None,
@@ -149,13 +159,8 @@ def build_model(
             adapter on top: how the authors evaluate (``--load_kbit 16`` in their ``evaluation.py``).
     """
     spec = str(spec)
-    if not spec.strip():
-        raise PcctuneError("no model named: give a packaged name, a folder, a .gguf file or a Hub id")
-    if max_seq_length is not None and max_seq_length < 1:
-        raise PcctuneError(f"max_seq_length is a number of tokens, at least 1; got {max_seq_length}")
+    check_build_arguments(spec, pooling, max_seq_length)
     weights = torch_dtype(dtype)
-    if pooling is not None and pooling not in get_args(PoolingName):
-        raise PcctuneError(f"unknown pooling {pooling!r}; choose from {', '.join(get_args(PoolingName))}")
     template_text = Template.parse(template).text if template is not None else None
     source = resolve_source(spec)
     try:

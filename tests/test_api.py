@@ -141,3 +141,12 @@ def test_a_dev_evaluator_takes_its_level_by_name(shared_senteval):
     by_name = pcctune.DevSTSEvaluator.named("sick-trial", data=shared_senteval, level="pair")
     by_level = pcctune.DevSTSEvaluator.named("sick-trial", data=shared_senteval, level=LeakageLevel.pair)
     assert by_name.parts == by_level.parts
+
+
+def test_a_collapsed_model_is_one_clear_error_not_a_nan_score(tiny_bert, shared_senteval):
+    from pcctune.errors import PcctuneError
+
+    model = pcctune.build_model(str(tiny_bert))
+    next(p for p in model.parameters() if p.ndim == 2).data.fill_(float("nan"))  # training diverged
+    with pytest.raises(PcctuneError, match="have no correlation with the gold scores"):
+        pcctune.evaluate(model, data=shared_senteval)

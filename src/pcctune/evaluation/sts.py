@@ -13,6 +13,7 @@ pair is scored by cosine similarity, and the metric is Spearman's ρ × 100
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Unpack
 
@@ -78,6 +79,12 @@ def evaluate_sts(
         )
     vectors, text_of = encode_tasks(model, tasks, protocol, **options)
     scores = [score_task(task, vectors, len(task.subsets) > 1, text_of, interval_seed) for task in tasks]
+    undefined = [score.name for score in scores if not math.isfinite(score.spearman)]
+    if undefined:
+        raise PcctuneError(
+            f"the model's cosines on {', '.join(undefined)} have no correlation with the gold scores (they are NaN or "
+            "all equal): its embeddings are not finite or do not vary, as after a diverged or collapsed training"
+        )
     return scores, float(np.mean([s.spearman for s in scores]))
 
 

@@ -9,6 +9,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -218,13 +219,19 @@ class CountedBatches:
     batch ``interrupt_at`` (before encoding it)."""
 
     def __init__(self, real, interrupt_at: int | None = None) -> None:
-        self.real, self.interrupt_at, self.calls = real, interrupt_at, 0
+        self.real, self.interrupt_at, self.calls, self.finished = real, interrupt_at, 0, 0
+        self.lock = threading.Lock()  # batches run in worker threads
 
     def __call__(self, *args):
-        self.calls += 1
-        if self.calls == self.interrupt_at:
+        with self.lock:
+            self.calls += 1
+            interrupt = self.calls == self.interrupt_at
+        if interrupt:
             os.kill(os.getpid(), signal.SIGINT)
-        return self.real(*args)
+        result = self.real(*args)
+        with self.lock:
+            self.finished += 1  # a batch stopped by the interrupt raises before this
+        return result
 
 
 def count_encoded_batches(monkeypatch, interrupt_at: int | None = None) -> CountedBatches:

@@ -54,6 +54,25 @@ def test_a_caller_that_stops_early_leaves_the_batches_not_begun_unrun():
     assert len(calls) < 10
 
 
+def test_batches_finished_but_not_handed_out_when_the_caller_stops_are_kept():
+    """A Ctrl-C while the caller waits for batch 0 must not lose the batches the other worker has finished."""
+    kept: dict[int, int] = {}
+    second_done = threading.Event()
+
+    def work(item: int) -> int:
+        if item == 0:
+            second_done.wait(10)  # batch 0 ends only once the other worker has finished every other batch
+            time.sleep(0.05)
+        elif item == 5:
+            second_done.set()
+        return item * 10
+
+    results = map_in_workers(work, range(6), workers=2, keep_finished=kept.__setitem__)
+    assert next(results) == 0
+    results.close()  # the caller stops (an interrupt, an error) before taking batches 1 to 5
+    assert {item: kept[item] for item in range(1, 6)} == {item: item * 10 for item in range(1, 6)}
+
+
 def test_workers_are_the_number_asked_or_torch_threads_up_to_a_cap(tiny_bert, monkeypatch):
     model = build_model(str(tiny_bert))
     torch.set_num_threads(2)

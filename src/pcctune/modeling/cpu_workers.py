@@ -134,15 +134,24 @@ def _when_all_done(futures: list[Future[Any]], then: Callable[[], None]) -> None
         future.add_done_callback(one_done)
 
 
+def _hand_over_finished(submitted: list[tuple[Batch, Future[Result]]], keep: Callable[[Batch, Result], None]) -> None:
+    """Every batch of ``submitted`` that ran to its end (not cancelled, not stopped), with its result, to ``keep``."""
+    for batch, future in submitted:
+        if not future.cancelled() and future.exception() is None:
+            keep(batch, future.result())
+
+
 def map_in_workers(
     function: Callable[[Batch], Result],
     batches: Iterable[Batch],
     workers: int,
     stoppable: nn.Module | None = None,
+    keep_finished: Callable[[Batch, Result], None] | None = None,
 ) -> Generator[Result]:
     """``map(function, batches)`` in inference mode, over ``workers`` threads of one torch thread each (in this
     thread, unchanged, when ``workers`` is 1 or threads cannot have their own count); results come in the order of
-    ``batches``. Stopped early, running batches stop at the next module of ``stoppable`` they enter."""
+    ``batches``. Stopped early, running batches stop at the next module of ``stoppable`` they enter, and the batches
+    that had finished but were not handed out yet go to ``keep_finished`` (a resume store: no finished work lost)."""
 
     def run(batch: Batch) -> Result:
         with torch.inference_mode():
@@ -165,17 +174,22 @@ def map_in_workers(
             hook.remove()
 
     pool = ThreadPoolExecutor(workers, "pcctune-encode", initializer=_one_torch_thread, initargs=(setters,))
-    futures: list[Future[Result]] = []
+    submitted: list[tuple[Batch, Future[Result]]] = []
+    handed_out = 0
     try:  # each batch in a copy of the caller's context: its scopes (e.g. oneDNN's frozen weights) hold there too
         for batch in batches:
-            futures.append(pool.submit(copy_context().run, run_in_worker, batch))
-        for future in futures:
+            submitted.append((batch, pool.submit(copy_context().run, run_in_worker, batch)))
+        for _, future in submitted:
             yield future.result()
+            handed_out += 1
     finally:  # also stopped early (an error, Ctrl-C, a consumer that closes the generator)
         pool.shutdown(wait=False, cancel_futures=True)  # the batches not begun are dropped
         stop.set()  # the running ones stop at their next module
+        futures = [future for _, future in submitted]
         _when_all_done(futures, remove_hooks)  # by the last worker to stop, if the caller does not wait for it
         pool.shutdown(wait=True)  # a moment; a second Ctrl-C leaves the workers to stop by themselves
+        if keep_finished is not None:
+            _hand_over_finished(submitted[handed_out:], keep_finished)
 
 
 _TOKENIZER_LOCKS: WeakKeyDictionary[Any, RLock] = WeakKeyDictionary()

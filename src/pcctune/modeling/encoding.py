@@ -135,13 +135,8 @@ def encode_texts(
             stored = [store is not None and all(texts[i] in store for i in batch) for batch in batches]
             todo = [[texts[i] for i in batch] for batch, done in zip(batches, stored, strict=True) if not done]
             workers = cpu_workers(model, settings.workers)
-            work = map_in_workers(
-                lambda batch: _encode_batch(model, batch, prefix),
-                todo,
-                workers,
-                stoppable=model,
-                keep_finished=store.add if store is not None else None,  # what was encoded before a Ctrl-C
-            )
+            keep = store.add if store is not None else None  # every batch finished before a Ctrl-C
+            work = map_in_workers(lambda b: _encode_batch(model, b, prefix), todo, workers, model, keep)
             progress = tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress)
             with closing(work) as computed:
                 _gather(texts, zip(progress, stored, strict=True), computed, store, out)

@@ -56,8 +56,11 @@ def in_holdout(pair: STSPair | SourcedPair) -> bool:
 
 
 def dev_entries(dev: str | Sequence[str]) -> list[str]:
-    """The single parts a ``dev`` setting names: a named set (``DEV_SETS``) or a list of names and pair files."""
+    """The single parts a ``dev`` setting names: a named set (``DEV_SETS``) or a list of names and pair files. Its
+    callers take ``none`` (no dev evaluation) where they allow it; here ``none`` or nothing at all is an error."""
     entries = [dev] if isinstance(dev, str) else list(dev)
+    if not entries or entries == ["none"]:
+        raise PcctuneError(f"a dev evaluation needs a dev set, not {dev!r}; name one (e.g. sick-trial) or a pair file")
     parts: list[str] = []
     for entry in entries:
         if entry in DEV_SETS:

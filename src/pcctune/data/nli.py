@@ -9,6 +9,7 @@ folders (``s1.<split>``, ``s2.<split>``, ``labels.<split>``) turned into
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,14 +46,15 @@ SNLI_SPLITS = ("dev", "test")
 candidates, the regression head's warm-up; the 550,000 of ``train`` only when asked (``data.splits``)."""
 
 
-def snli_split_files(folder: Path, split: str) -> list[Path]:
-    """An SNLI split's three files: ``s1.<split>`` (premises), ``s2.<split>`` (hypotheses), ``labels.<split>``."""
-    return [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
+def snli_files(folder: Path, splits: Sequence[str]) -> list[Path]:
+    """Each SNLI split's three files in turn: ``s1.<split>`` (premises), ``s2.<split>`` (hypotheses),
+    ``labels.<split>``."""
+    return [folder / f"{kind}.{split}" for split in splits for kind in ("s1", "s2", "labels")]
 
 
 def read_snli_split(folder: Path, split: str) -> list[tuple[str, str, str]]:
-    """(premise, hypothesis, label) rows of an SNLI split (``snli_split_files``)."""
-    premises, hypotheses, labels = (read_lines(path) for path in snli_split_files(folder, split))
+    """(premise, hypothesis, label) rows of an SNLI split (``snli_files``)."""
+    premises, hypotheses, labels = (read_lines(path) for path in snli_files(folder, [split]))
     if not len(premises) == len(hypotheses) == len(labels):
         raise PcctuneError(f"{folder}: s1/s2/labels of split {split!r} differ in length")
     return [

@@ -60,6 +60,14 @@ def score_task(
     return score
 
 
+def check_loaded_model(model: object, what: str = "this") -> None:
+    """Refuse, in one line, a model given as its name or path where a loaded ``SentenceTransformer`` is scored."""
+    if not isinstance(model, SentenceTransformer):
+        raise PcctuneError(
+            f"{what} scores a loaded model, not a {type(model).__name__}; load it first, e.g. with pcctune.build_model"
+        )
+
+
 def evaluate_sts(
     model: SentenceTransformer,
     tasks: Sequence[STSTask],
@@ -72,11 +80,7 @@ def evaluate_sts(
 
     The protocol's sentence edits follow the model's template wherever it lives (pcctune's input module or the
     chat template of a model saved as plain sentence-transformers)."""
-    if not isinstance(model, SentenceTransformer):
-        raise PcctuneError(
-            f"this scores a loaded SentenceTransformer, not a {type(model).__name__} ({model!r:.80}); load it first, "
-            "e.g. with pcctune.build_model"
-        )
+    check_loaded_model(model)
     vectors, text_of = encode_tasks(model, tasks, protocol, **options)
     scores = [score_task(task, vectors, len(task.subsets) > 1, text_of, interval_seed) for task in tasks]
     undefined = [score.name for score in scores if not math.isfinite(score.spearman)]

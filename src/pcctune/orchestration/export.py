@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 from rich.console import Console
@@ -44,16 +45,19 @@ def run_export(
     console.print(f"model ({loads_in}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
 
 
-def run_protocol(model: Path) -> str | None:
-    """The STS protocol a run's stage folder (``RUN/STAGE/final``) was scored with (its ``config.yaml``'s
-    ``eval_protocol``), so the adapter's card scores it alike; ``None`` for a folder outside a run."""
+def saved_run_config(model: Path) -> dict[str, Any] | None:
+    """The ``config.yaml`` of the run whose stage folder (``RUN/STAGE/final``) ``model`` is, as saved; ``None`` for
+    a folder outside a run."""
     run_config = model.parent.parent / "config.yaml"
-    if not run_config.is_file():
-        return None
-    saved = yaml.safe_load(run_config.read_text(encoding="utf-8"))
-    if not isinstance(saved, dict):
-        return None
-    return str(saved.get("eval_protocol", RunConfig.model_fields["eval_protocol"].default))
+    saved = yaml.safe_load(run_config.read_text(encoding="utf-8")) if run_config.is_file() else None
+    return saved if isinstance(saved, dict) else None
+
+
+def run_protocol(model: Path) -> str | None:
+    """The STS protocol a run's stage folder was scored with (its config's ``eval_protocol``), so the adapter's
+    card scores it alike; ``None`` for a folder outside a run."""
+    saved = saved_run_config(model)
+    return None if saved is None else str(saved.get("eval_protocol", RunConfig.model_fields["eval_protocol"].default))
 
 
 def trained_from(model: Path) -> str:
@@ -61,10 +65,9 @@ def trained_from(model: Path) -> str:
     ``config.yaml``, or, when that is a stage folder of an earlier run holding an adapter (a stage 2 that continued
     a stage-1 run's adapter), that run's base in turn; ``BASE`` for a folder outside a run."""
     seen: set[Path] = set()
-    while (run_config := model.parent.parent / "config.yaml").is_file() and model.resolve() not in seen:
+    while (saved := saved_run_config(model)) is not None and model.resolve() not in seen:
         seen.add(model.resolve())
-        saved = yaml.safe_load(run_config.read_text(encoding="utf-8"))
-        if not isinstance(saved, dict) or "model" not in saved:
+        if "model" not in saved:
             break
         started_from = Path(str(saved["model"]))
         if not (started_from / "adapter_config.json").is_file():

@@ -102,8 +102,6 @@ def run_icl(
 ) -> list[CandidateScore]:
     """Score ``candidates`` demonstrations (and none) on ``dev``; save the best with the model to ``output``
     (which no other command writes meanwhile)."""
-    if dev == "none":
-        raise PcctuneError("pcctune icl chooses its demonstration on a dev set; name one (e.g. --dev sick-trial)")
     if output is not None:
         check_output_folder(output)
     with writing(output) if output is not None else contextlib.nullcontext():

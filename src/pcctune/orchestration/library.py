@@ -20,7 +20,7 @@ from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
-from pcctune.evaluation.sts import evaluate_sts
+from pcctune.evaluation.sts import check_loaded_model, evaluate_sts
 from pcctune.host_settings import with_workers
 from pcctune.modeling.template import model_template
 from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hashes, sts_section
@@ -79,8 +79,7 @@ def evaluate(
     threads of one core each (default: the caller's thread alone, unless ``pcctune.cpu_speedups`` or
     ``PCCTUNE_CPU_SPEEDUPS=1`` says otherwise; docs/speed-settings.md)."""
     started = time.perf_counter()
-    if not isinstance(model, SentenceTransformer):  # before any data is read
-        raise PcctuneError(f"evaluate scores a loaded model, not a {type(model).__name__}; load it with build_model")
+    check_loaded_model(model, "evaluate")  # before any data is read
     if isinstance(pairs, Sequence) and not isinstance(pairs, str) and not pairs:
         raise PcctuneError("pairs is empty; give one or more test sets, or leave it out for the seven STS tasks")
     sources = [pairs] if isinstance(pairs, str | Path) or not isinstance(pairs, Sequence) else list(pairs)

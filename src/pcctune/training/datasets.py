@@ -33,7 +33,7 @@ from pcctune.data.nli import (
     read_simcse_csv,
     read_snli_folder,
     read_snli_regression_pairs,
-    snli_split_files,
+    snli_files,
     triplets_from_hf_dataset,
 )
 from pcctune.data.pairs import load_pair_set, pairs_from_hf_dataset, read_pairs_file
@@ -76,14 +76,14 @@ def source_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
         files += [*load_stsb(senteval_dir, "train").files, *load_sick(senteval_dir, "train").files]
     elif data.source in ("snli", "snli_regression"):
         folder = Path(data.path).expanduser() if data.path else snli_dir(senteval_dir)
-        files += [file for split in data.splits for file in snli_split_files(folder, split)]
+        files += snli_files(folder, data.splits)
     elif data.source == "hub" and data.name and is_local(data.name):
         files += local_data_files(Path(data.name).expanduser(), data.data_files)
     elif data.path and Path(data.path).expanduser().is_file():
         files.append(Path(data.path).expanduser())
     dpo_candidates = stage.loss == "dpo" and stage.dpo.candidates == "snli"
     if dpo_candidates or stage.regression.head_warmup == "nli":  # the head's warm-up reads SNLI as DPO does
-        files += [file for split in SNLI_SPLITS for file in snli_split_files(snli_dir(senteval_dir), split)]
+        files += snli_files(snli_dir(senteval_dir), SNLI_SPLITS)
     return files
 
 

@@ -22,7 +22,6 @@ from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
 from pcctune.data.leakage import LeakageLevel, leakage_level
 from pcctune.data.sts import STSPair
-from pcctune.errors import PcctuneError
 from pcctune.losses.registry import loss_spec
 from pcctune.modeling.encoding import encode_unique
 from pcctune.paths import FilesState, files_state
@@ -53,8 +52,6 @@ class DevSTSEvaluator(SentenceEvaluator):
     ) -> DevSTSEvaluator:
         """An evaluator of ``sick-trial``, ``stsb-dev-filtered``, both (``sick-trial+stsb-dev``) or pair files, with
         every pair a leakage filter at ``level`` flags removed; ``data``: the SentEval folder."""
-        if not dev_set or dev_set == "none":
-            raise PcctuneError(f"a dev evaluator needs a dev set; name one (e.g. sick-trial), not {dev_set!r}")
         return cls(dev_parts(dev_set, senteval_folder(data), leakage_level(level)), dev_name(dev_set))
 
     def __call__(

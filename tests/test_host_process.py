@@ -107,46 +107,44 @@ def test_the_command_line_takes_the_environments_choice(monkeypatch):
     assert seen == [HostSettings(workers=1, onednn=True, keep_freed_memory=False), command_line_choice().settings]
 
 
-def test_seeded_work_leaves_the_callers_random_streams_as_they_were():
+def _draw() -> tuple[float, float, float]:
+    """One number from each global generator: Python's, NumPy's and torch's."""
     import random
 
     import numpy as np
-    import torch
 
+    return random.random(), float(np.random.rand()), torch.rand(1).item()
+
+
+def _seed_all(seed: int) -> None:
+    import random
+
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def test_seeded_work_leaves_the_callers_random_streams_as_they_were():
     from pcctune.seeding import seeded
 
-    def draw() -> tuple[float, float, float]:
-        return random.random(), float(np.random.rand()), torch.rand(1).item()
-
-    def seed_all(seed: int) -> None:
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
-
-    seed_all(7)
-    expected = draw()
-    seed_all(3)
-    seeded_draw = draw()
-    seed_all(7)
+    _seed_all(7)
+    expected = _draw()
+    _seed_all(3)
+    seeded_draw = _draw()
+    _seed_all(7)
     with seeded(3):
-        assert draw() == seeded_draw  # inside: every generator seeded by 3
-    assert draw() == expected  # after: the caller's streams go on as if nothing had drawn
+        assert _draw() == seeded_draw  # inside: every generator seeded by 3
+    assert _draw() == expected  # after: the caller's streams go on as if nothing had drawn
 
 
 def test_training_through_the_api_leaves_the_callers_random_streams_as_they_were(tiny_bert, shared_senteval, tmp_path):
-    import random
-
-    import numpy as np
-    import torch
-
     from tests.conftest import write_run_config
 
-    def draw() -> tuple[float, float, float]:
-        return random.random(), float(np.random.rand()), torch.rand(1).item()
-
     config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
-    random.seed(11), np.random.seed(11), torch.manual_seed(11)
-    expected = draw()
-    random.seed(11), np.random.seed(11), torch.manual_seed(11)
+    _seed_all(11)
+    expected = _draw()
+    _seed_all(11)
     pcctune.train(config)  # seeds every generator with its own seed while it runs
-    assert draw() == expected
+    assert _draw() == expected

@@ -19,6 +19,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
+from pcctune.distributed import close_process_group
 from pcctune.losses import InfoNCELoss, PearsonLoss
 from pcctune.losses.length_chunks import LengthChunker
 from pcctune.modeling.build import build_model
@@ -79,7 +80,7 @@ def _worker(rank: int, world: int, port: int, model_path: str, out: str):
             with open(out, "wb") as handle:
                 pickle.dump(results, handle)
     finally:
-        dist.destroy_process_group()
+        close_process_group()
 
 
 def _heads_after_steps(model_path: str, rank: int, synced: bool) -> bool:
@@ -143,10 +144,22 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _spawn_with_deadline(worker, args: tuple, timeout_s: float = 300) -> None:
+    """``mp.spawn`` of two processes, killed and failed when they do not finish in ``timeout_s`` (a deadlock; they
+    take under a minute on two busy cores)."""
+    context = mp.spawn(worker, args=args, nprocs=2, join=False)
+    deadline = time.monotonic() + timeout_s
+    while not context.join(timeout=max(0.0, deadline - time.monotonic())):
+        if time.monotonic() >= deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"two processes still running after {timeout_s} s: one waits on a collective, or never exits")
+
+
 @pytest.fixture(scope="module")
 def two_process_results(tiny_bert, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("ddp") / "rank0.pkl")
-    mp.spawn(_worker, args=(2, _free_port(), str(tiny_bert), out), nprocs=2, join=True)
+    _spawn_with_deadline(_worker, (2, _free_port(), str(tiny_bert), out))
     with open(out, "rb") as handle:
         return pickle.load(handle)
 
@@ -248,52 +261,47 @@ def _uneven_columns(rank: int) -> list[list[str]]:
 
 
 def _chunked_ddp_worker(rank: int, world: int, port: int, model_path: str, out: str) -> None:
-    """A DDP-wrapped tiny BERT (buffers broadcast in every forward: a collective each time) trained one step per
-    ``length_chunks`` mode on batches of different length profiles; rank 0 pickles each mode's loss, averaged
-    gradients and every process's forward passes (their token counts)."""
+    """Rank 0 pickles ``_chunked_ddp_steps``'s results."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        torch.manual_seed(0)
-        model = build_model(model_path, device="cpu")
-        model.eval()
-        model.double()
-        # as transformers' Trainer wraps it (ddp_find_unused_parameters: BERT's pooler takes no part in the loss)
-        wrapped = DistributedDataParallel(model, find_unused_parameters=True)
-        assert wrapped.broadcast_buffers and list(model.buffers())
-        tokens: list[int] = []
-        model.register_forward_pre_hook(lambda _, args: tokens.append(args[0]["input_ids"].numel()))
-        features = [model.preprocess(column) for column in _uneven_columns(rank)]
-        labels = torch.tensor(SCORES, dtype=torch.float64).roll(rank)
-        results = {}
-        for mode in CHUNK_MODES:
-            loss_fn = PearsonLoss(model)
-            loss_fn.model = wrapped  # what sentence-transformers' trainer does with a wrapped model
-            loss_fn.length_chunks = LengthChunker(mode)
-            wrapped.zero_grad()
-            tokens.clear()
-            loss = loss_fn([dict(f) for f in features], labels)
-            loss.backward()
-            grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
-            forwards: list[list[int] | None] = [None] * world
-            dist.all_gather_object(forwards, list(tokens))
-            results[mode] = (loss.detach(), grads, forwards)
+        results = _chunked_ddp_steps(rank, world, model_path)
         if rank == 0:
             with open(out, "wb") as handle:
                 pickle.dump(results, handle)
     finally:
-        dist.destroy_process_group()
+        close_process_group()  # after the DDP wrapper is gone: a reducer freed last hangs gloo at exit
 
 
-def _spawn_with_deadline(worker, args: tuple, timeout_s: float = 900) -> None:
-    """``mp.spawn`` of two processes, killed and failed when they do not finish in ``timeout_s`` (a deadlock)."""
-    context = mp.spawn(worker, args=args, nprocs=2, join=False)
-    deadline = time.monotonic() + timeout_s
-    while not context.join(timeout=max(0.0, deadline - time.monotonic())):
-        if time.monotonic() >= deadline:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f"two processes still running after {timeout_s} s: one waits on a collective")
+def _chunked_ddp_steps(rank: int, world: int, model_path: str) -> dict:
+    """A DDP-wrapped tiny BERT (buffers broadcast in every forward: a collective each time) trained one step per
+    ``length_chunks`` mode on batches of different length profiles: each mode's loss, averaged gradients and every
+    process's forward passes (their token counts)."""
+    torch.manual_seed(0)
+    model = build_model(model_path, device="cpu")
+    model.eval()
+    model.double()
+    # as transformers' Trainer wraps it (ddp_find_unused_parameters: BERT's pooler takes no part in the loss)
+    wrapped = DistributedDataParallel(model, find_unused_parameters=True)
+    assert wrapped.broadcast_buffers and list(model.buffers())
+    tokens: list[int] = []
+    model.register_forward_pre_hook(lambda _, args: tokens.append(args[0]["input_ids"].numel()))
+    features = [model.preprocess(column) for column in _uneven_columns(rank)]
+    labels = torch.tensor(SCORES, dtype=torch.float64).roll(rank)
+    results = {}
+    for mode in CHUNK_MODES:
+        loss_fn = PearsonLoss(model)
+        loss_fn.model = wrapped  # what sentence-transformers' trainer does with a wrapped model
+        loss_fn.length_chunks = LengthChunker(mode)
+        wrapped.zero_grad()
+        tokens.clear()
+        loss = loss_fn([dict(f) for f in features], labels)
+        loss.backward()
+        grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+        forwards: list[list[int] | None] = [None] * world
+        dist.all_gather_object(forwards, list(tokens))
+        results[mode] = (loss.detach(), grads, forwards)
+    return results
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,23 @@ single process on the same global batch (``tests/test_distributed.py``).
 
 from __future__ import annotations
 
+import gc
 import os
 
 import torch
 import torch.distributed as dist
 from sentence_transformers.util.distributed import all_gather, get_rank, get_world_size
 
-__all__ = ["barrier", "finish", "gather", "get_rank", "get_world_size", "is_distributed", "is_main_process"]
+__all__ = [
+    "barrier",
+    "close_process_group",
+    "finish",
+    "gather",
+    "get_rank",
+    "get_world_size",
+    "is_distributed",
+    "is_main_process",
+]
 
 
 def is_distributed() -> bool:
@@ -48,4 +58,16 @@ def finish() -> None:
     """
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
-        dist.destroy_process_group()
+        close_process_group()
+
+
+def close_process_group() -> None:
+    """Close the default process group, after collecting the garbage that may still hold it.
+
+    A DDP wrapper left in a reference cycle (a finished trainer's) holds the group through its reducer. Were the
+    reducer the group's last holder, freeing it would close a gloo group while holding the GIL, and gloo's worker
+    threads, which need the GIL to free a finished collective's tensors, would never let it finish: a hang at exit,
+    seen on busy CPUs. Collected first, the reducer lets go and the group closes outside the GIL.
+    """
+    gc.collect()
+    dist.destroy_process_group()

@@ -131,7 +131,7 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("bad-int", lambda c: _eval(c, None, "--token-budget", "many"), "Invalid value"),
     ("zero-budget", lambda c: _eval(c, None, "--token-budget", "0"), "Invalid value"),
     ("missing-argument", lambda c: ["eval"], "Missing argument"),
-    ("bad-choice", lambda c: _eval(c, None, "--tasks", "everything"), "Invalid value"),
+    ("bad-choice", lambda c: _eval(c, None, "--tasks", "everything"), "unknown task group 'everything'"),
     ("bad-pooling", lambda c: _eval(c, None, "--pooling", "max"), "unknown pooling 'max'; choose from mean, cls"),
     (
         "bad-backend",

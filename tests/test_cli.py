@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import typer.main
+
 from tests.conftest import assert_one_line_error, run_cli
 
 
@@ -92,3 +96,22 @@ def test_version_and_help_without_type_noise(capsys):
     assert code == 0 and out.strip() == f"pcctune {__version__}"
     code, out = run_cli(["--help"], capsys)
     assert code == 0 and "--version" in out and "<bool>" not in out
+
+
+def _choices_in_help(help_text: str) -> list[str]:
+    """The words an option's help offers as "a | b (note) | c": the last word before the first bar, the first after
+    each bar."""
+    first, *rest = help_text.split("|")
+    return [re.findall(r"(\w+)\s*(?:\([^)]*\))?\s*$", first)[0], *(re.match(r"\s*(\w+)", part)[1] for part in rest)]
+
+
+def test_eval_help_names_exactly_the_choices_each_option_accepts():
+    """The choices are checked against the library's tuples; each option's help must name the same ones."""
+    from pcctune.cli import app
+    from pcctune.orchestration.evaluate import BACKENDS, POOLINGS, PROBES, QUANTIZATIONS, TASK_GROUPS
+
+    command = typer.main.get_command(app).commands["eval"]  # type: ignore[attr-defined]
+    helps = {param.name: param.help or "" for param in command.params}
+    checked = {"tasks": TASK_GROUPS, "pooling": POOLINGS, "backend": BACKENDS, "quantization": QUANTIZATIONS}
+    for option, choices in (checked | {"probe": PROBES}).items():
+        assert _choices_in_help(helps[option]) == list(choices), (option, helps[option])

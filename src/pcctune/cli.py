@@ -16,7 +16,6 @@ import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -27,6 +26,7 @@ from rich.markup import escape
 from pcctune.errors import Interrupted, PcctuneError
 from pcctune.host_settings import command_line, using
 from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PAIR_SPLIT, PROTOCOLS, LeakageLevel
+from pcctune.seeding import DEFAULT_SEED
 
 app = typer.Typer(
     add_completion=False,
@@ -71,12 +71,6 @@ ModelArgument = Annotated[str, typer.Argument(help="packaged short name, local f
 TemplateOption = Annotated[str | None, typer.Option(help="eol | sth | sum | a string with one {text}")]
 SplitOption = Annotated[str | None, typer.Option(help=f"--pairs: the split of a Hub dataset [default: {PAIR_SPLIT}]")]
 PoolingOption = Annotated[str | None, typer.Option(help="mean | cls | lasttoken (default: saved, else by model kind)")]
-
-
-class TaskGroup(str, Enum):  # noqa: UP042  (typer needs a str mixin for choices)
-    sts = "sts"
-    transfer = "transfer"
-    all = "all"
 
 
 def _pooling(value: str | None) -> Any:
@@ -143,10 +137,11 @@ def _own_pairs(pairs: list[str] | None, split: str | None, **names: str | None) 
 KEPT_VECTORS = "; the vectors encoded so far are kept in pcctune's cache: run the same command to continue"
 
 
-def _check_eval_choices(quantization: str, probe: str) -> None:
-    """``--quantization`` and ``--probe`` among their choices (one line naming them, otherwise)."""
-    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS
+def _check_eval_choices(tasks: str, quantization: str, probe: str) -> None:
+    """``--tasks``, ``--quantization`` and ``--probe`` among their choices (one line naming them, otherwise)."""
+    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, TASK_GROUPS
 
+    _check_choice("task group", tasks, TASK_GROUPS)
     _check_choice("quantization", quantization, QUANTIZATIONS)
     _check_choice("probe", probe, PROBES)
 
@@ -154,14 +149,14 @@ def _check_eval_choices(quantization: str, probe: str) -> None:
 @app.command("eval")
 def eval_command(
     model: ModelArgument,
-    tasks: Annotated[TaskGroup, typer.Option(help="task group to evaluate")] = TaskGroup.sts,
+    tasks: Annotated[str, typer.Option(help="task group to evaluate: sts | transfer | all")] = "sts",
     data: DataOption = None,
     template: TemplateOption = None,
     pooling: PoolingOption = None,
     dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16")] = "fp32",
     token_budget: TokenBudgetOption = None,
     max_seq_length: Annotated[int | None, typer.Option(min=1, help="token budget (only the sentence is cut)")] = None,
-    seed: Annotated[int, typer.Option(help="recorded in the results; seeds torch")] = 42,
+    seed: Annotated[int, typer.Option(help="recorded in the results; seeds torch")] = DEFAULT_SEED,
     output: Annotated[Path | None, typer.Option(help="write the results JSON here")] = None,
     protocol: Annotated[str, typer.Option(help=" | ".join(PROTOCOLS) + " (docs/evaluation.md)")] = DEFAULT_PROTOCOL,
     backend: EvalBackendOption = "torch",
@@ -176,14 +171,14 @@ def eval_command(
     split: SplitOption = None,
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
-    from pcctune.orchestration.evaluate import Probe, Quantization, run_eval
+    from pcctune.orchestration.evaluate import Probe, Quantization, TaskGroup, run_eval
 
-    _check_eval_choices(quantization, probe)
+    _check_eval_choices(tasks, quantization, probe)
     try:
         run_eval(
             model,
             data,
-            tasks=tasks.value,
+            tasks=cast(TaskGroup, tasks),  # checked above
             template=template,
             pooling=_pooling(pooling),
             dtype=dtype,

@@ -13,14 +13,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
-import torch
-from transformers import set_seed
+
+DEFAULT_SEED = 42  # a run's seed where its config or command names none (the CLI reads it before torch is imported)
 
 
 @contextmanager
 def random_state_kept() -> Iterator[None]:
     """Run the block as it likes with the global generators (a training run seeds them itself); restore the states
     of Python's, NumPy's and torch's CPU and CUDA generators afterwards."""
+    import torch
+
     python_state, numpy_state = random.getstate(), np.random.get_state()
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     with torch.random.fork_rng(devices=devices):
@@ -34,6 +36,8 @@ def random_state_kept() -> Iterator[None]:
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
     """Run the block with every global generator seeded by ``seed``; restore their states afterwards."""
+    from transformers import set_seed
+
     with random_state_kept():
         set_seed(seed)
         yield

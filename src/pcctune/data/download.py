@@ -29,7 +29,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from pcctune.data.senteval import SICK_SPLITS, STSB_SPLITS, load_sick, load_stsb, sts_dir
+from pcctune.data.senteval import SICK_SPLITS, STS_YEARS, STSB_SPLITS, load_sick, load_stsb, sts_dir, sts_year_dir
 from pcctune.data.sts import STSPair, read_senteval_sts_year
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_text
@@ -108,10 +108,7 @@ def content_hash(pairs: Iterable[STSPair]) -> str:
 
 def release_sets(senteval_dir: Path) -> dict[str, list[STSPair]]:
     """Every set this command provides, read from a SentEval folder (the release, or a download)."""
-    sets = {
-        f"STS{y}": read_senteval_sts_year(sts_dir(senteval_dir) / f"STS{y}-en-test", f"STS{y}").pairs
-        for y in range(12, 17)
-    }
+    sets = {f"STS{y}": read_senteval_sts_year(sts_year_dir(senteval_dir, y), f"STS{y}").pairs for y in STS_YEARS}
     sets.update({f"STSBenchmark:{split}": load_stsb(senteval_dir, split).pairs for split in STSB_SPLITS})
     sets.update({f"SICK:{split}": load_sick(senteval_dir, split).pairs for split in SICK_SPLITS})
     return sets
@@ -139,7 +136,7 @@ def fetch_sources(load: Loader) -> dict[str, Any]:
 def hub_sets(load: Loader) -> dict[str, list[STSPair]]:
     """Every set, named as in ``EXPECTED``, from the Hub sources (or a loader of local copies)."""
     loaded = fetch_sources(load)
-    sets = {f"STS{y}": _pairs(loaded[f"STS{y}"]["test"], f"STS{y}") for y in range(12, 17)}
+    sets = {f"STS{y}": _pairs(loaded[f"STS{y}"]["test"], f"STS{y}") for y in STS_YEARS}
     stsb = loaded["STSBenchmark"]
     sets.update({f"STSBenchmark:{s}": _pairs(stsb[hub], f"STSBenchmark:{hub}") for s, hub in STSB_HUB_SPLITS.items()})
     sick = _pairs(loaded["SICK"]["test"], "SICK")
@@ -166,8 +163,8 @@ def _score(value: float) -> str:
 
 def write_senteval(sets: dict[str, list[STSPair]], root: Path) -> None:
     """Write ``sets`` under ``root`` in the SentEval layout pcctune's readers read."""
-    for year in range(12, 17):
-        folder = sts_dir(root) / f"STS{year}-en-test"
+    for year in STS_YEARS:
+        folder = sts_year_dir(root, year)
         pairs = sets[f"STS{year}"]
         write_text(folder / "STS.input.all.txt", "".join(f"{p.sentence1}\t{p.sentence2}\n" for p in pairs))
         write_text(folder / "STS.gs.all.txt", "".join(f"{_score(p.score)}\n" for p in pairs))

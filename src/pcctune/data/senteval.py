@@ -16,8 +16,17 @@ STSB_SPLITS = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test
 SICK_SPLITS = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
 
 
+STS_YEARS = range(12, 17)
+"""The SemEval STS test years, STS12 to STS16."""
+
+
 def sts_dir(senteval_dir: Path) -> Path:
     return senteval_dir / "downstream" / "STS"
+
+
+def sts_year_dir(senteval_dir: Path, year: int) -> Path:
+    """The folder of one year's STS test files (``STS12-en-test``)."""
+    return sts_dir(senteval_dir) / f"STS{year}-en-test"
 
 
 def snli_dir(senteval_dir: Path) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pcctune.data.senteval import load_sick, load_stsb, sts_dir
+from pcctune.data.senteval import STS_YEARS, load_sick, load_stsb, sts_year_dir
 from pcctune.data.sts import STSSubset, STSTask, read_senteval_sts_year
 from pcctune.errors import PcctuneError
 
@@ -35,13 +35,13 @@ class TaskSpec:
 
 def _sts_year(year: int) -> TaskSpec:
     name = f"STS{year}"
-    return TaskSpec(name, name, "all", lambda root: read_senteval_sts_year(sts_dir(root) / f"{name}-en-test", name))
+    return TaskSpec(name, name, "all", lambda root: read_senteval_sts_year(sts_year_dir(root, year), name))
 
 
 STS_TASKS: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
-        *(_sts_year(year) for year in range(12, 17)),
+        *(_sts_year(year) for year in STS_YEARS),
         TaskSpec("STSBenchmark", "STS-B", "test", lambda root: load_stsb(root, "test")),
         TaskSpec("SICKRelatedness", "SICK-R", "test", lambda root: load_sick(root, "test")),
     )

@@ -26,6 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
+PAPER_LIMIT = 0.875
+"""The paper's ceiling as n grows: lim 1 − (n²−4)/(8(n²−1))."""
+EXACT_LIMIT = math.sqrt(3) / 2
+"""The exact ceiling: reached for every odd n, approached from above for even n."""
+
 
 def paper_rho(n: int, k: int) -> float:
     """1 − 6Σd²/(n(n²−1)) for the top-k split of n distinct gold scores (the paper's eq. 2–4)."""

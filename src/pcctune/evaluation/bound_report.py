@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import SHORT_NAMES
-from pcctune.evaluation.bound import best_two_valued_spearman, binary_bound
+from pcctune.evaluation.bound import EXACT_LIMIT, PAPER_LIMIT, best_two_valued_spearman, binary_bound
 from pcctune.plotting import plt, save_figure
 
 
@@ -40,8 +39,8 @@ def plot_bounds(ceilings: dict[str, dict[str, Any]] | None, model_scores: dict[s
     ax = axes[0][0]
     ax.plot(ns, [b.paper for b in bounds], label="paper: 1 − 6Σd²/(n(n²−1))")
     ax.plot(ns, [b.exact for b in bounds], label="exact: Pearson of tie-averaged ranks")
-    ax.axhline(0.875, ls=":", c="gray")
-    ax.axhline(math.sqrt(3) / 2, ls="--", c="gray")
+    ax.axhline(PAPER_LIMIT, ls=":", c="gray")
+    ax.axhline(EXACT_LIMIT, ls="--", c="gray")
     ax.set(
         xscale="log",
         xlabel="n pairs",

@@ -11,7 +11,7 @@ MRPC pairs are represented as [u, v, |u−v|, u·v] (SentEval itself uses [|u−
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from sentence_transformers import SentenceTransformer
@@ -31,7 +31,7 @@ PROBE_SEED = senteval_probe.SEED
 """SentEval's seed, for either probe: the ``sklearn`` probe's cross-validation folds (another seed reads the same
 vectors a little differently: the probe's own noise)."""
 Probe = Literal["sklearn", "senteval"]
-PROBES: tuple[Probe, ...] = ("sklearn", "senteval")
+PROBES: tuple[Probe, ...] = get_args(Probe)
 
 
 def _search(seed: int, folds: int = 5) -> GridSearchCV:

@@ -23,8 +23,10 @@ from torch import Tensor, nn
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32, global_pair_cosines
 
+EPS = 1e-12  # under each square root of r's denominator: r = 0, not NaN, for a constant vector
 
-def pearson_r(x: Tensor, y: Tensor, eps: float = 1e-12) -> Tensor:
+
+def pearson_r(x: Tensor, y: Tensor, eps: float = EPS) -> Tensor:
     """Pearson's r = Σ(x−x̄)(y−ȳ) / (√(Σ(x−x̄)² + ε) · √(Σ(y−ȳ)² + ε)), in fp32 or wider."""
     x = at_least_fp32(x)
     y = at_least_fp32(y).to(x.dtype)
@@ -63,7 +65,7 @@ def scored_pair_columns(columns: list[Tensor], labels: Tensor | None, loss: str)
     return columns[0], columns[1], labels[:, 0] if labels.ndim == 2 else labels
 
 
-def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = 1e-12) -> Tensor:
+def pearson_loss(u: Tensor, v: Tensor, gold: Tensor, eps: float = EPS) -> Tensor:
     """1 − r(cos(u, v), gold) over the pairs of every process (eq. 8)."""
     return 1.0 - pearson_r(*global_scored_cosines(u, v, gold), eps)
 
@@ -88,7 +90,7 @@ class PearsonLoss(EmbeddingLoss):
 
     citation = citations.PCC_TUNING
 
-    def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = 1e-12) -> None:
+    def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = EPS) -> None:
         super().__init__(model, mini_batch_size)
         self.eps = eps
 

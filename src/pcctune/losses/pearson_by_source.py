@@ -20,10 +20,10 @@ from torch import Tensor, nn
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
-from pcctune.losses.pearson import check_gold, pearson_r
+from pcctune.losses.pearson import EPS, check_gold, pearson_r
 
 
-def source_pearson_loss(cos: Tensor, gold: Tensor, sources: Tensor, eps: float = 1e-12) -> Tensor:
+def source_pearson_loss(cos: Tensor, gold: Tensor, sources: Tensor, eps: float = EPS) -> Tensor:
     """1 − Σ_s (n_s / n) r_s over the sources with a defined correlation; 1 when none has one."""
     terms, weights = [], []
     for source in torch.unique(sources):
@@ -43,7 +43,7 @@ class SourcePearsonLoss(EmbeddingLoss):
 
     citation = citations.PCC_TUNING
 
-    def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = 1e-12) -> None:
+    def __init__(self, model: nn.Module, mini_batch_size: int | None = None, eps: float = EPS) -> None:
         super().__init__(model, mini_batch_size)
         self.eps = eps
 

@@ -10,11 +10,16 @@ evaluations, ``export --merge``) asks ``from_pretrained`` for the dtype by name 
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import torch
 
 from pcctune.errors import PcctuneError
 
-DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DtypeName = Literal["fp32", "bf16", "fp16"]
+DTYPES: dict[str, torch.dtype] = dict(
+    zip(get_args(DtypeName), (torch.float32, torch.bfloat16, torch.float16), strict=True)
+)
 
 
 def torch_dtype(name: str) -> torch.dtype:

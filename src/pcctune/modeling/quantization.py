@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from pcctune.errors import PcctuneError
-from pcctune.modeling.dtypes import torch_dtype
+from pcctune.modeling.dtypes import DtypeName, torch_dtype
 
 
 class QuantizationConfig(BaseModel):
@@ -31,7 +31,7 @@ class QuantizationConfig(BaseModel):
 
     quant_type: Literal["nf4", "fp4"] = Field("nf4", description="4-bit data type (NF4, as QLoRA and the papers)")
     double_quant: bool = Field(True, description="quantise the quantisation constants too")
-    compute_dtype: Literal["fp32", "bf16", "fp16"] = Field(
+    compute_dtype: DtypeName = Field(
         "fp32", description="dtype of the 4-bit layers' matrix products (the authors: fp32)"
     )
 

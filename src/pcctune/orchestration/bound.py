@@ -10,7 +10,7 @@ from rich.console import Console
 from pcctune.data.cache import senteval_folder
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.bound import binary_bound
+from pcctune.evaluation.bound import EXACT_LIMIT, PAPER_LIMIT, binary_bound
 from pcctune.evaluation.bound_report import dataset_ceilings, plot_bounds
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_file, write_json
@@ -18,7 +18,7 @@ from pcctune.results import EvalResult
 
 N_TITLE = "Best Spearman of a two-valued scorer over n pairs with distinct gold scores"
 STS_TITLE = "Best Spearman × 100 any two-valued scorer reaches on each test set (real gold ties)"
-LIMITS = "limits: paper → 0.875, exact → √3/2 = 0.866025 (exactly √3/2 for every odd n)"
+LIMITS = f"limits: paper → {PAPER_LIMIT}, exact → √3/2 = {EXACT_LIMIT:.6f} (exactly √3/2 for every odd n)"
 
 
 def bounds_for_n(ns: list[int]) -> dict[str, dict[str, Any]]:

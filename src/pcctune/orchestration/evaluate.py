@@ -35,9 +35,10 @@ from pcctune.modeling.template import model_template
 from pcctune.modeling.vector_store import VectorStore
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
-from pcctune.seeding import seeded
+from pcctune.seeding import DEFAULT_SEED, seeded
 
 TaskGroup = Literal["sts", "transfer", "all"]
+TASK_GROUPS: tuple[str, ...] = get_args(TaskGroup)  # the CLI offers them
 Quantization = Literal["none", "saved", "nf4", "fp4"]
 QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
 POOLINGS: tuple[str, ...] = get_args(PoolingName)  # the CLI offers them
@@ -178,7 +179,7 @@ def run_eval(
     dtype: str = "fp32",
     token_budget: int | None = None,
     max_seq_length: int | None = None,
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
     output: Path | None = None,
     console: Console | None = None,
     protocol: str = DEFAULT_PROTOCOL,

@@ -15,6 +15,7 @@ from pcctune.modeling.build import resolve_source, saved_template
 from pcctune.modeling.export import export_adapter, export_model, merge_adapter
 from pcctune.modeling.template import PRESETS
 from pcctune.orchestration.model_card import carry_section
+from pcctune.orchestration.run_folder import RUN_CONFIG
 from pcctune.training.config import RunConfig
 
 
@@ -48,7 +49,7 @@ def run_export(
 def saved_run_config(model: Path) -> dict[str, Any] | None:
     """The ``config.yaml`` of the run whose stage folder (``RUN/STAGE/final``) ``model`` is, as saved; ``None`` for
     a folder outside a run."""
-    run_config = model.parent.parent / "config.yaml"
+    run_config = model.parent.parent / RUN_CONFIG
     saved = yaml.safe_load(run_config.read_text(encoding="utf-8")) if run_config.is_file() else None
     return saved if isinstance(saved, dict) else None
 

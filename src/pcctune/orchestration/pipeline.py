@@ -54,7 +54,7 @@ from pcctune.orchestration.run_tasks import run_test_tasks
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.training.audit import audit_line, stage_audit
-from pcctune.training.checkpoints import TRAINER_STATE
+from pcctune.training.checkpoints import FINAL, TRAINER_STATE
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import stage2_set, train_dataset
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
@@ -286,8 +286,8 @@ class Pipeline:
         """Train one stage (or find it finished) and return its folder."""
         stage_dir = self.stage_dir(index, stage, suffix)
         from_here = self.resume_from if self.resume_from and Path(self.resume_from).parent.parent == stage_dir else None
-        if self.resume and from_here is None and (stage_dir / "final" / "modules.json").is_file():
-            self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / 'final'}")
+        if self.resume and from_here is None and (stage_dir / FINAL / "modules.json").is_file():
+            self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / FINAL}")
             return stage_dir
         self.forget(stage.name + suffix)
         model = load_for_training(self.config, source)
@@ -351,7 +351,7 @@ class Pipeline:
                 stage_dir = self.train(index, stage.model_copy(update={"loss": loss}), source, suffix)
                 label = f"{stage.name}{suffix}"
                 if (self.config.evaluate_after_each_stage or index == last) and not self.scored(label):
-                    self.evaluate(label, load_for_evaluation(self.config, stage_dir / "final"))
+                    self.evaluate(label, load_for_evaluation(self.config, stage_dir / FINAL))
                 if index < last:
                     source = str(continued_model(stage_dir, self.config.stages[index + 1].init))
         return self.result

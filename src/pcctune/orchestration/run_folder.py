@@ -36,6 +36,8 @@ from pcctune.training.config import RunConfig, config_fingerprint, dump_config, 
 logger = logging.getLogger(__name__)
 
 RUN_MARKER = "run.json"
+RUN_CONFIG = "config.yaml"
+"""The run's config as it ran (``--set`` applied): what ``--resume`` and ``export`` read back."""
 LOCK = ".lock"
 """Held by the process that trains or evaluates into the folder: its pid, host and start time."""
 RESULTS = "results.json"
@@ -68,7 +70,7 @@ def _same_run(saved: dict[str, Any], config: RunConfig) -> bool:
 def _saved_config_fingerprint(out: Path, recovery: bool) -> str | None:
     """The fingerprint of the folder's ``config.yaml`` under today's settings (``None`` if it cannot be read)."""
     try:
-        return config_fingerprint(load_config(out / "config.yaml"), recovery=recovery)
+        return config_fingerprint(load_config(out / RUN_CONFIG), recovery=recovery)
     except PcctuneError:
         return None
 
@@ -143,7 +145,7 @@ def start_run_folder(config: RunConfig, overwrite: bool) -> Path:
     saved = _saved_marker(out)
     if saved is None or saved.get("stopped_nonfinite"):  # a new run, or a recovery under its new settings
         write_json(_marker(config), out / RUN_MARKER)
-        dump_config(config, out / "config.yaml")
+        dump_config(config, out / RUN_CONFIG)
     return out
 
 

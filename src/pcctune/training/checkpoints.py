@@ -14,6 +14,8 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
+FINAL = "final"
+"""The folder of a stage's finished model: the dev-best where dev selection ran, else the last step's."""
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 TRAINER_STATE = "trainer_state.json"
 """The file that makes a folder a trainer checkpoint (its step, its dev scores so far)."""

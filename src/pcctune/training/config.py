@@ -27,7 +27,9 @@ from pcctune.losses.length_chunks import LengthChunks
 from pcctune.losses.registry import loss_spec, resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import AdapterConfig
 from pcctune.modeling.build import PoolingName
+from pcctune.modeling.dtypes import DtypeName
 from pcctune.modeling.template import Template
+from pcctune.seeding import DEFAULT_SEED
 from pcctune.yaml_input import read_yaml
 
 
@@ -314,7 +316,7 @@ class RunConfig(Strict):
     pooling_head: Literal["none", "mlp"] = Field(
         "none", description="mlp: SimCSE's and DCPCSE's dense + tanh over the pooled vector, trained and kept"
     )
-    dtype: Literal["fp32", "bf16", "fp16"] = Field(
+    dtype: DtypeName = Field(
         "fp32", description="weight dtype asked of from_pretrained at every load (docs/fidelity.md)"
     )
     eval_dtype: Literal["fp32", "bf16"] = Field(
@@ -343,7 +345,7 @@ class RunConfig(Strict):
         "measured, benchmarks/results/speed); on routes both, off neither (true and false mean on and off); "
         "the same results up to float rounding",
     )
-    seed: int = Field(42, description="seeds the trainer, the data order and the weights pcctune initialises")
+    seed: int = Field(DEFAULT_SEED, description="seeds the trainer, the data order and the weights pcctune initialises")
     data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
     output_dir: str = Field("runs/run", description="the run folder (stages, checkpoints, results.json)")
     tasks: Literal["sts", "none"] | list[str] = Field(

@@ -44,6 +44,7 @@ from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.losses.registry import LabelScale, loss_spec
 from pcctune.paths import FilesState, files_state
+from pcctune.seeding import DEFAULT_SEED
 from pcctune.training.config import DataConfig, StageConfig
 
 Scored = TypeVar("Scored", STSPair, SourcedPair)
@@ -279,7 +280,11 @@ def _columns(stage: StageConfig, senteval_dir: Path, holdout: bool) -> dict[str,
 
 
 def train_dataset(
-    stage: StageConfig, senteval_dir: Path, stage_dir: Path | None = None, seed: int = 42, holdout: bool = False
+    stage: StageConfig,
+    senteval_dir: Path,
+    stage_dir: Path | None = None,
+    seed: int = DEFAULT_SEED,
+    holdout: bool = False,
 ) -> Dataset:
     """The columns ``stage.loss`` trains on, less the dev set's held-out share when ``holdout`` (for DPO: neither its
     cross-encoder nor its candidates see that share); at least one full batch of them."""

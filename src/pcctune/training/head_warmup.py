@@ -13,6 +13,7 @@ import torch
 
 from pcctune.data.sts import STSPair
 from pcctune.losses.regression import RegressionLoss, penalty
+from pcctune.seeding import DEFAULT_SEED
 
 
 def warm_up_head(
@@ -21,7 +22,7 @@ def warm_up_head(
     epochs: int = 1,
     lr: float = 1e-3,
     batch_size: int = 64,
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
 ) -> float:
     """Train ``loss.head`` on ``pairs`` with the encoder frozen; return the last epoch's mean loss."""
     model = loss.model

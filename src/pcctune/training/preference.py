@@ -27,6 +27,8 @@ from sentence_transformers import CrossEncoder
 from pcctune.data.stage2 import SourcedPair
 from pcctune.data.sts import STSPair
 from pcctune.io import atomic_folder
+from pcctune.seeding import DEFAULT_SEED
+from pcctune.training.checkpoints import FINAL
 from pcctune.training.config import DPOConfig
 
 
@@ -37,7 +39,7 @@ def train_preference_model(
     epochs: float = 1.0,
     batch_size: int = 16,
     learning_rate: float = 2e-5,
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
 ) -> CrossEncoder:
     """A cross-encoder regressor of score / max score, trained with binary cross-entropy."""
     from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
@@ -65,7 +67,7 @@ def train_preference_model(
         dataloader_pin_memory=torch.cuda.is_available(),
     )
     CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=BinaryCrossEntropyLoss(model)).train()
-    with atomic_folder(output_dir / "final") as staging:  # a complete folder or none
+    with atomic_folder(output_dir / FINAL) as staging:  # a complete folder or none
         model.save(str(staging))
     return model
 
@@ -85,7 +87,7 @@ def sample_preferences(
     count: int,
     margin: float = 0.1,
     mode: Literal["anchor", "random"] = "random",
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
     batch_size: int = 64,
 ) -> list[Preference]:
     """``count`` preferences among ``candidates``, ranked by ``scorer`` with at least ``margin`` between them."""

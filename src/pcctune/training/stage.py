@@ -36,7 +36,7 @@ from pcctune.modeling.saving import save_model
 from pcctune.modeling.template import TemplateTransformer
 from pcctune.training.batching import BatchPlan, plan_batches
 from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
-from pcctune.training.checkpoints import last_complete_checkpoint
+from pcctune.training.checkpoints import FINAL, last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
 from pcctune.training.dev import dev_evaluator, dev_metric, holds_out
@@ -73,14 +73,14 @@ def training_lengths(model: SentenceTransformer, stage: StageConfig) -> Iterator
 
 
 LAST = "last"
-"""The folder of a stage's last-step model, kept beside ``final`` (the dev-best) when they differ."""
+"""The folder of a stage's last-step model, kept beside ``FINAL`` (the dev-best) when they differ."""
 
 
 def continued_model(stage_dir: Path, init: str) -> Path:
     """The saved model of a finished stage that the next stage continues: the last step's (``final``) or the
     dev-best (``best``). ``last/`` exists only when dev selection loaded another checkpoint; else they agree."""
     last = stage_dir / LAST
-    return last if init == "final" and (last / "modules.json").is_file() else stage_dir / "final"
+    return last if init == "final" and (last / "modules.json").is_file() else stage_dir / FINAL
 
 
 @contextmanager
@@ -213,7 +213,7 @@ def save_stage(
     model: SentenceTransformer, history: list[dict[str, Any]], stage: StageConfig, run: RunConfig, stage_dir: Path
 ) -> Path:
     """Rank 0 writes the final model (atomically: a complete folder or none), the log and the curves."""
-    final_dir = stage_dir / "final"
+    final_dir = stage_dir / FINAL
     if is_main_process():
         save_model(model, final_dir)
         write_json(finite_history(history), stage_dir / "log_history.json")

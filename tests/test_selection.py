@@ -96,6 +96,20 @@ def test_the_held_out_share_is_about_15_percent_the_same_for_every_loss_and_neve
     assert dev_metric("holdout") == "eval_holdout_spearman_cosine"
 
 
+def test_above_pair_a_built_in_dev_set_that_keeps_too_few_pairs_is_replaced_by_the_held_out_share_and_said(
+    training_file, shared_senteval, caplog
+):
+    at_sentence, at_pair = (_stage(training_file, level, "sick-trial") for level in ("sentence", "pair"))
+    with caplog.at_level("WARNING", logger="pcctune.data.dev"):
+        parts = stage_dev_parts(at_sentence, shared_senteval)
+    assert list(parts) == [HOLDOUT] and parts[HOLDOUT]
+    assert "dev set 'sick-trial' keeps" in caplog.text and "held-out 15 % of the training pairs" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pcctune.data.dev"):
+        assert list(stage_dev_parts(at_pair, shared_senteval)) == ["sick-trial"]  # at pair a small set is kept
+    assert not caplog.text
+
+
 def _pair(sentence1: str, sentence2: str):
     from pcctune.data.sts import STSPair
 

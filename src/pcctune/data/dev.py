@@ -16,6 +16,7 @@ replaced by the held-out share of the training set.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +28,8 @@ from pcctune.data.stage2 import SourcedPair
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
+
+logger = logging.getLogger(__name__)
 
 SINGLE_DEV_SETS: dict[str, Callable[[Path], STSTask]] = {
     "sick-trial": lambda root: load_sick(root, "dev"),  # 491 of 500 pairs are in no test set
@@ -113,8 +116,7 @@ def dev_parts(
             pairs = SINGLE_DEV_SETS[entry](senteval_dir).pairs
             kept = filtered(pairs, index, dev_level)
             if dev_level != LeakageLevel.pair and len(kept) < MIN_FILTERED_DEV_PAIRS:
-                why = f"dev set {entry!r} keeps {len(kept)} pairs at leakage level {dev_level.value!r}"
-                parts[HOLDOUT] = _holdout(training_pairs, index, dev_level, why)
+                parts[HOLDOUT] = _holdout_instead(entry, len(kept), training_pairs, index, dev_level)
             else:
                 parts[entry], read[entry] = kept, (entry, len(pairs))
         else:
@@ -132,6 +134,27 @@ def dev_parts(
                 "or a pair file"
             )
     return parts
+
+
+def _holdout_instead(
+    entry: str,
+    kept: int,
+    training_pairs: Callable[[], Sequence[STSPair | SourcedPair]] | None,
+    index: TestIndex,
+    level: LeakageLevel,
+) -> list[STSPair]:
+    """The held-out share in place of built-in dev set ``entry``, which keeps only ``kept`` pairs above ``pair``
+    (the log says so)."""
+    why = f"dev set {entry!r} keeps {kept} pairs at leakage level {level.value!r}"
+    held = _holdout(training_pairs, index, level, why)
+    logger.warning(
+        "%s (fewer than %d): checkpoints are chosen on the held-out %d %% of the training pairs instead (holdout), "
+        "which training leaves out",
+        why,
+        MIN_FILTERED_DEV_PAIRS,
+        HOLDOUT_PERCENT,
+    )
+    return held
 
 
 def _holdout(

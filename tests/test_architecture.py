@@ -69,6 +69,23 @@ def test_pcctune_imports_no_private_name_of_another_package():
     assert not private, private
 
 
+def test_every_console_is_the_plain_one_that_prints_split_names_as_text(capsys):
+    """rich turns ":train:" into an emoji; pcctune prints "STSBenchmark:train:" in its audit lines and tables, so
+    every console it makes is ``plain_console`` (emoji codes off)."""
+    from pcctune.console import plain_console
+
+    plain_console().print("STSBenchmark:train: 5749 pairs")
+    assert "STSBenchmark:train: 5749 pairs" in capsys.readouterr().out
+    made = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in SRC.rglob("*.py")
+        if path.name != "console.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Console"
+    ]
+    assert not made, made
+
+
 SHIPPED_CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 
 

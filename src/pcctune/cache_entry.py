@@ -31,6 +31,7 @@ from filelock import FileLock, Timeout
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json, written_in_place
 from pcctune.paths import cache_root
+from pcctune.provenance import file_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,6 @@ RESUME = "resume"
 LOCKS = ".locks"
 MANIFEST = "pcctune-entry.json"
 FORMAT = 1
-CHUNK_BYTES = 1 << 20
 
 
 def entry_lock(path: Path) -> FileLock:
@@ -72,14 +72,6 @@ def held(path: Path, busy: str) -> Iterator[None]:
         yield
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
 
@@ -88,7 +80,7 @@ def write_manifest(folder: Path, made_by: str, *, files: bool = True, source: st
     """Write ``folder``'s manifest (last, atomically): ``made_by`` (a line a person reads in ``pcctune cache
     list``), the time, the ``source`` it was made from (a digest), and with ``files`` the size and sha256 of every
     file in the folder."""
-    listed = {str(p.relative_to(folder)): {"size": p.stat().st_size, "sha256": _sha256(p)} for p in _files(folder)}
+    listed = {str(p.relative_to(folder)): {"size": p.stat().st_size, "sha256": file_sha256(p)} for p in _files(folder)}
     record = {
         "format": FORMAT,
         "made_by": made_by,
@@ -130,7 +122,7 @@ def damage(folder: Path, source: str | None = None) -> str | None:
         try:
             if path.stat().st_size != expected["size"]:
                 return f"{name} has {path.stat().st_size} bytes, not {expected['size']}"
-            if _sha256(path) != expected["sha256"]:
+            if file_sha256(path) != expected["sha256"]:
                 return f"{name} does not match its sha256"
         except (OSError, KeyError, TypeError) as error:
             return f"{name}: {error}"

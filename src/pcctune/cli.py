@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from pcctune.console import plain_console
 from pcctune.errors import Interrupted, PcctuneError
 from pcctune.host_settings import command_line, using
 from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PAIR_SPLIT, PROTOCOLS, LeakageLevel
@@ -58,7 +58,7 @@ def _options(
     """Train, evaluate and compare sentence embeddings for STS (Pcc-tuning and its baselines)."""
 
 
-console = Console(width=160, emoji=False)  # ":train:" in "SICK:train:" is text, not an emoji
+console = plain_console()
 DEBUG_ENV = "PCCTUNE_DEBUG"
 
 DataOption = Annotated[
@@ -599,7 +599,7 @@ def cache_clear_command(
 
 
 def _fail(code: int, message: str) -> None:
-    Console(stderr=True, soft_wrap=True, emoji=False).print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    plain_console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(message)}", highlight=False)
     sys.exit(code)
 
 
@@ -713,10 +713,10 @@ def _run_command(args: list[str], debug: bool) -> None:
     except typer.TyperException as error:  # click's usage errors, from typer's own copy of click
         _fail(2, _usage_message(error))
     except Interrupted as stop:
-        Console(stderr=True, soft_wrap=True, emoji=False).print(escape(str(stop)), highlight=False)
+        plain_console(stderr=True, soft_wrap=True).print(escape(str(stop)), highlight=False)
         sys.exit(_interrupt_code())
     except (KeyboardInterrupt, typer.Abort):
-        Console(stderr=True).print("interrupted")
+        plain_console(stderr=True).print("interrupted")
         sys.exit(_interrupt_code())
     except Exception as error:
         if debug:
@@ -728,7 +728,7 @@ def _run_command(args: list[str], debug: bool) -> None:
             "for the traceback, and please report it",
         )
     if code == 130 or _received:  # typer returns 130 for a Ctrl-C outside our handlers; a swallowed signal
-        Console(stderr=True).print("interrupted; what had finished before the signal is kept")
+        plain_console(stderr=True).print("interrupted; what had finished before the signal is kept")
         sys.exit(_interrupt_code())
     sys.exit(code or 0)
 

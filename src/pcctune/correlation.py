@@ -12,8 +12,8 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 MIN_PAIRS = 3
-"""The fewest pairs a test set is scored on and a correlation's bootstrap interval drawn over: two pairs always give
-a Spearman's ρ of ±1 and no resampling spread."""
+"""The fewest pairs a test set, a subsample of one or a dev set is scored on and a correlation's bootstrap interval
+drawn over: two pairs always give a Spearman's ρ of ±1 and no resampling spread."""
 
 
 class ScoredPair(Protocol):

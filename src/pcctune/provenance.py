@@ -26,10 +26,11 @@ LIBRARIES = (
 )
 
 
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in 4 MiB blocks."""
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
-        while block := handle.read(chunk):
+        while block := handle.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
 

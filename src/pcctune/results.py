@@ -242,13 +242,21 @@ class StageRecord(BaseModel):
     )
 
 
+SourceRole = Literal["train", "dev", "dpo"]
+"""What a stage does with a source: trains on it, selects its checkpoints on it, or draws DPO candidates from it."""
+ROLE_LABELS: dict[str, str] = {"train": "", "dev": " (dev)", "dpo": " (DPO candidates)"}
+"""What follows a source's name in the log and the audit table, by its role."""
+AuditRole = Literal["train", "dev"]
+"""What ``pcctune data audit`` checks a source as: training data or a dev set."""
+
+
 class SourceLeakage(BaseModel):
     """One source a stage trains or selects on, checked against the test sets before the run's first step
     (``pcctune.training.audit``): its pairs, those a filter at ``level`` finds in a test set, and those removed."""
 
     source: str = Field(description="the file, folder, Hub dataset or built-in set, as the config names it")
     stage: str = Field(description="the stage that trains or selects on it")
-    role: Literal["train", "dev", "dpo"] = Field(
+    role: SourceRole = Field(
         description="train: the stage's training pairs (a triplet counts as its anchor–positive and anchor–negative "
         "pairs); dev: a part of the dev set that selects its checkpoints; dpo: the candidate pairs its preferences "
         "are drawn from"
@@ -330,7 +338,7 @@ class SourceAudit(BaseModel):
     """One source's leakage at every level (``pcctune.data.leakage``): pair counts, test sets, examples."""
 
     source: str
-    role: Literal["train", "dev"]
+    role: AuditRole
     total: int
     flagged: dict[str, int] = Field(description="level → pairs that level's own check flags")
     removed: dict[str, int] = Field(description="level → pairs a filter at that level removes (it and those below)")

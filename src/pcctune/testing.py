@@ -164,6 +164,7 @@ def _write_sts(root: Path) -> None:
             row.format(id=4, score="1.0", a=s[0], b=s[1]),  # an STS12 test pair: filtered out
             row.format(id=30, score="2.0", a=s[8], b=s[10]),
             row.format(id=31, score="4.0", a=s[9], b=s[11]),
+            row.format(id=32, score="3.0", a=s[11], b=s[8]),  # three kept: a correlation needs three
         ],
     )
     write_lines(stsb / "sts-test.csv", [row.format(id=5 + i, score=f"{i}.5", a=s[i], b=s[i + 3]) for i in range(5)])

@@ -15,16 +15,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal
 
 from pcctune.data.leakage import CLEAN_EXACT, LEVELS, ExactCheck, LeakageLevel, PairCheck, TestIndex
 from pcctune.data.leakage_cache import cached_checks, index_key, read_kept
 from pcctune.data.sts import STSPair, STSTask
-from pcctune.results import SourceAudit
+from pcctune.results import AuditRole, SourceAudit
 
 EXAMPLES_PER_LEVEL = 5
 EDGE_EXAMPLES = 4
-Role = Literal["train", "dev"]
 
 
 @dataclass(frozen=True)
@@ -32,12 +30,12 @@ class CheckedSource:
     """One source's pairs with the check of each pair."""
 
     source: str
-    role: Role
+    role: AuditRole
     pairs: tuple[STSPair, ...]
     checks: tuple[PairCheck, ...]
 
 
-def check_source(index: TestIndex, source: str, pairs: Sequence[STSPair], role: Role = "train") -> CheckedSource:
+def check_source(index: TestIndex, source: str, pairs: Sequence[STSPair], role: AuditRole = "train") -> CheckedSource:
     """Check every pair of one source against the index."""
     return CheckedSource(source, role, tuple(pairs), tuple(index.check_all(pairs)))
 
@@ -76,7 +74,7 @@ def waiting_checks() -> Iterator[WaitingChecks]:
 
 def check_sources(
     test_tasks: Sequence[STSTask],
-    sources: Sequence[tuple[str, Sequence[STSPair], Role]],
+    sources: Sequence[tuple[str, Sequence[STSPair], AuditRole]],
     near_threshold: float,
     keep: bool = True,
 ) -> list[CheckedSource]:
@@ -91,7 +89,7 @@ def check_sources(
     if waiting is None:
         waiting = {}  # outside a scope: remembered by nobody
 
-    def checked(source: str, pairs: Sequence[STSPair], role: Role) -> CheckedSource:
+    def checked(source: str, pairs: Sequence[STSPair], role: AuditRole) -> CheckedSource:
         earlier = waiting.get((key, source))
         known = list(earlier[1]) if earlier is not None and earlier[0] == tuple(pairs) else None
 

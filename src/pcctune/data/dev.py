@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from pcctune.correlation import MIN_PAIRS
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, TestIndex, split_clean
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES, read_pairs_file
 from pcctune.data.senteval import load_sick, load_stsb
@@ -45,7 +46,6 @@ DEV_SETS: dict[str, tuple[str, ...]] = {
     HOLDOUT: (HOLDOUT,),
 }
 """Every named dev set a stage or a search can select on → the single sets it is made of."""
-MIN_DEV_PAIRS = 2
 MIN_FILTERED_DEV_PAIRS = 200
 """Above ``pair``, a built-in part that keeps fewer pairs is replaced by the held-out share of the training set."""
 HOLDOUT_PERCENT = 15
@@ -124,13 +124,13 @@ def dev_parts(
             parts[Path(entry).stem] = filtered(pairs, index, dev_level)
             read[Path(entry).stem] = (entry, len(pairs))
     for part, pairs in parts.items():
-        if len(pairs) < MIN_DEV_PAIRS:
+        if len(pairs) < MIN_PAIRS:
             others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))
             source, total = read.get(part, ("", 0))
             removed = f" (it removed {total - len(pairs)} of the {total} pairs of {source})" if source else ""
             raise PcctuneError(
                 f"dev set {part!r} keeps {len(pairs)} pairs once the leakage filter ({dev_level.value}) has "
-                f"run{removed}, and a correlation needs at least {MIN_DEV_PAIRS}; choose another dev set ({others}) "
+                f"run{removed}, and a correlation needs at least {MIN_PAIRS}; choose another dev set ({others}) "
                 "or a pair file"
             )
     return parts

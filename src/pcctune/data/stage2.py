@@ -18,13 +18,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pcctune.data.audit import Role, check_sources, summarize_source
+from pcctune.data.audit import check_sources, summarize_source
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, leakage_level, split_clean
 from pcctune.data.senteval import borrowed_sick, load_sick, load_stsb
 from pcctune.data.sts import STSPair
 from pcctune.data.tasks import load_test_tasks
 from pcctune.io import write_jsonl
 from pcctune.paths import files_state
+from pcctune.results import AuditRole
 
 TRAIN_SOURCES = {"STSBenchmark:train": "stsb", "SICKRelatedness:train": "sick"}
 DEV_SOURCES = {"sick-trial": "SICKRelatedness:trial", "stsb-dev-filtered": "STSBenchmark:dev"}
@@ -97,7 +98,7 @@ def _build(
     files: tuple[tuple[str, int, int], ...],
 ) -> Stage2Set:
     tests = load_test_tasks(senteval_dir)
-    wanted: list[tuple[str, Sequence[STSPair], Role]] = [
+    wanted: list[tuple[str, Sequence[STSPair], AuditRole]] = [
         (s, source_pairs(senteval_dir, s), "train") for s in TRAIN_SOURCES
     ]
     wanted += [(source, source_pairs(senteval_dir, source), "dev") for source in DEV_SOURCES.values()]

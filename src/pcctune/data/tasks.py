@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pcctune.correlation import MIN_PAIRS
 from pcctune.data.senteval import STS_YEARS, load_sick, load_stsb, sts_year_dir
 from pcctune.data.sts import STSSubset, STSTask, read_senteval_sts_year
 from pcctune.errors import PcctuneError
@@ -71,8 +72,8 @@ def subsample_task(task: STSTask, count: int, seed: int = 0) -> STSTask:
     subsample is a noisy estimate of the protocol's number (the same subsample for every model
     makes the comparison paired).
     """
-    if count < 2:
-        raise PcctuneError(f"a subsample needs at least 2 pairs, got {count}")
+    if count < MIN_PAIRS:
+        raise PcctuneError(f"a subsample needs at least {MIN_PAIRS} pairs, got {count}")
     pairs = task.pairs
     keep = sorted(np.random.default_rng(seed).permutation(len(pairs))[:count].tolist())
     return STSTask(task.name, [STSSubset(f"sample of {len(keep)}", [pairs[i] for i in keep], task.files)])

@@ -63,11 +63,15 @@ def check_finite(values: ArrayLike, what: str) -> np.ndarray:
     return array
 
 
+MIN_PAIRED_SEEDS = 2
+"""The fewest seeds both sides must share for a comparison to pair its runs by seed."""
+
+
 def paired_seeds(a: Iterable[int], b: Iterable[int]) -> list[int]:
     """The seeds a comparison pairs A and B on (given each side's seeds): those both sides ran, where there are at
-    least 2; otherwise none (the comparison is unpaired, over every run)."""
+    least ``MIN_PAIRED_SEEDS``; otherwise none (the comparison is unpaired, over every run)."""
     shared = sorted(set(a) & set(b))
-    return shared if len(shared) >= 2 else []
+    return shared if len(shared) >= MIN_PAIRED_SEEDS else []
 
 
 def seed_difference(a: Mapping[int, float], b: Mapping[int, float], confidence: float = CONFIDENCE) -> Difference:

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.stats import ttest_1samp
 
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.compare import seed_difference
+from pcctune.evaluation.compare import MIN_PAIRED_SEEDS, paired_seeds, seed_difference
 from pcctune.evaluation.interval import CONFIDENCE
 from pcctune.results import Difference
 
@@ -72,9 +72,9 @@ def holm(pvalues: Sequence[float], alpha: float = 1 - CONFIDENCE, family_size: i
 def paired_p(a: Mapping[int, float], b: Mapping[int, float]) -> float:
     """The two-sided p-value of the paired t test of B − A over the seeds both share (at least 2); differences that
     do not spread at all give 1 where they are 0 and 0 otherwise."""
-    shared = sorted(set(a) & set(b))
-    if len(shared) < 2:
-        raise PcctuneError(f"a paired test needs at least 2 shared seeds; got {len(shared)}")
+    shared = paired_seeds(a, b)
+    if not shared:
+        raise PcctuneError(f"a paired test needs at least {MIN_PAIRED_SEEDS} shared seeds; got {len(set(a) & set(b))}")
     differences = np.array([b[seed] - a[seed] for seed in shared], dtype=np.float64)
     if np.ptp(differences) == 0:
         return 1.0 if differences[0] == 0 else 0.0

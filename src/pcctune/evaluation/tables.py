@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
+from pcctune.console import plain_console
 from pcctune.data.tasks import SHORT_NAMES
 from pcctune.evaluation.interval import CONFIDENCE
 from pcctune.results import TaskScore
@@ -78,7 +79,7 @@ class ScoreTable:
         return table
 
     def print(self, console: Console | None = None, deltas: bool = False) -> None:
-        (console or Console(width=160)).print(self.to_rich(deltas))
+        (console or plain_console()).print(self.to_rich(deltas))
 
 
 def interval_cell(ends: tuple[float, float] | None, digits: int = 2) -> str:

@@ -32,6 +32,7 @@ PROBE_SEED = senteval_probe.SEED
 vectors a little differently: the probe's own noise)."""
 Probe = Literal["sklearn", "senteval"]
 PROBES: tuple[Probe, ...] = get_args(Probe)
+DEFAULT_PROBE: Probe = "sklearn"
 
 
 def _search(seed: int, folds: int = 5) -> GridSearchCV:
@@ -63,7 +64,7 @@ def dev_selected_predictions(train, dev, test_x: np.ndarray) -> np.ndarray:
 
 
 def _features(
-    task: TransferTask, split: str, vectors: dict[str, np.ndarray], probe: Probe = "sklearn"
+    task: TransferTask, split: str, vectors: dict[str, np.ndarray], probe: Probe
 ) -> tuple[np.ndarray, np.ndarray]:
     """A split's features and labels; MRPC pairs as [u, v, |u−v|, u·v], or SentEval's [|u−v|, u·v]. The
     senteval probe gets its training rows in SentEval's order (``senteval_probe.senteval_order``); test rows
@@ -104,7 +105,7 @@ def _test_predictions(task: TransferTask, vectors: dict[str, np.ndarray], seed: 
 
 
 def score_transfer_task(
-    task: TransferTask, vectors: dict[str, np.ndarray], seed: int = PROBE_SEED, probe: Probe = "sklearn"
+    task: TransferTask, vectors: dict[str, np.ndarray], seed: int = PROBE_SEED, probe: Probe = DEFAULT_PROBE
 ) -> TransferScore:
     """One task's test accuracy (MRPC: and F1) under ``probe``."""
     if "all" in task.splits:
@@ -127,7 +128,7 @@ def evaluate_transfer(
     token_budget: int | None = None,
     seed: int = PROBE_SEED,
     show_progress: bool = True,
-    probe: Probe = "sklearn",
+    probe: Probe = DEFAULT_PROBE,
     store: VectorStore | None = None,
 ) -> list[TransferScore]:
     """Encode each task's unique sentences once (kept in ``store`` as they are, when given) and probe them with

@@ -15,7 +15,7 @@ use the same NF4 weights and the same kernel.
 from __future__ import annotations
 
 import sys
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
@@ -23,13 +23,16 @@ from torch import nn
 from pcctune.errors import PcctuneError
 from pcctune.modeling.dtypes import DtypeName, torch_dtype
 
+FourBitType = Literal["nf4", "fp4"]
+FOUR_BIT_TYPES: tuple[str, ...] = get_args(FourBitType)
+
 
 class QuantizationConfig(BaseModel):
     """4-bit settings: NF4 with double quantisation and an fp32 compute dtype, as the authors' scripts."""
 
     model_config = ConfigDict(extra="forbid")
 
-    quant_type: Literal["nf4", "fp4"] = Field("nf4", description="4-bit data type (NF4, as QLoRA and the papers)")
+    quant_type: FourBitType = Field("nf4", description="4-bit data type (NF4, as QLoRA and the papers)")
     double_quant: bool = Field(True, description="quantise the quantisation constants too")
     compute_dtype: DtypeName = Field(
         "fp32", description="dtype of the 4-bit layers' matrix products (the authors: fp32)"

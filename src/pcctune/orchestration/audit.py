@@ -24,7 +24,7 @@ from pcctune.data.sts import STSPair, STSSubset, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.io import check_output_file
 from pcctune.provenance import file_hashes
-from pcctune.results import AuditResult
+from pcctune.results import ROLE_LABELS, AuditResult
 
 
 def _config_sources(config: Path, senteval: Path) -> list[tuple[str, list[STSPair]]]:
@@ -100,7 +100,7 @@ def audit_table(record: AuditResult) -> Table:
     for column in ("source", "pairs", *LEVELS, "1 sentence in test", "2 sentences in test"):
         table.add_column(str(column), justify="left" if column == "source" else "right")
     for source in record.sources:
-        label = source.source + (" (dev)" if source.role == "dev" else "")
+        label = source.source + ROLE_LABELS[source.role]
         removed = (
             f"{source.removed[level]} ({100 * source.removed[level] / max(source.total, 1):.1f}%)" for level in LEVELS
         )

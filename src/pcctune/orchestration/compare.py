@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
 
+from pcctune.console import plain_console
 from pcctune.correlation import correlation
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
@@ -394,7 +395,7 @@ def run_compare(
 ) -> CompareResult:
     """``pcctune compare``: ``compare_runs``, or with ``bootstrap`` ``compare_models`` (whose options
     ``data``, ``protocol``, ``seed`` and ``resamples`` are); print it and write it to ``output``."""
-    console = console or Console()
+    console = console or plain_console()
     if output is not None:
         check_output_file(output)
     options = {"--data": data, "--protocol": protocol, "--seed": seed, "--resamples": resamples}

@@ -13,6 +13,7 @@ from rich.console import Console
 from sentence_transformers import SentenceTransformer
 
 from pcctune.cache_entry import remove, resume_folder, writing
+from pcctune.console import plain_console
 from pcctune.data.cache import senteval_folder
 from pcctune.data.pairs import PAIR_SPLIT, Columns, PairSet, load_pair_set
 from pcctune.data.sts import STSTask
@@ -22,7 +23,7 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, protocol_data_dir
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable, interval_table
-from pcctune.evaluation.transfer import PROBE_SEED, Probe, evaluate_transfer
+from pcctune.evaluation.transfer import DEFAULT_PROBE, PROBE_SEED, Probe, evaluate_transfer
 from pcctune.evaluation.transfer import PROBES as PROBES  # the CLI offers them
 from pcctune.host_settings import settings_line
 from pcctune.io import check_output_file
@@ -31,6 +32,7 @@ from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.fingerprint import computation_key
+from pcctune.modeling.quantization import FOUR_BIT_TYPES, FourBitType
 from pcctune.modeling.template import model_template
 from pcctune.modeling.vector_store import VectorStore
 from pcctune.provenance import file_hashes, library_versions
@@ -39,7 +41,7 @@ from pcctune.seeding import DEFAULT_SEED, seeded
 
 TaskGroup = Literal["sts", "transfer", "all"]
 TASK_GROUPS: tuple[str, ...] = get_args(TaskGroup)  # the CLI offers them
-Quantization = Literal["none", "saved", "nf4", "fp4"]
+Quantization = Literal["none", "saved", FourBitType]
 QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
 POOLINGS: tuple[str, ...] = get_args(PoolingName)  # the CLI offers them
 BACKENDS: tuple[str, ...] = get_args(Backend)
@@ -56,7 +58,7 @@ def add_scores(
     result: EvalResult,
     sts: tuple[list[TaskScore], float] | None,
     transfer: list[TransferScore] | None,
-    probe: Probe = "sklearn",
+    probe: Probe = DEFAULT_PROBE,
     own_pairs: bool = False,
 ) -> None:
     """Put the scores (rounded headline numbers and full detail) into ``result`` and print their tables; a user's
@@ -91,7 +93,7 @@ def precision(quantization: Quantization) -> dict[str, Any]:
     """``build_model`` arguments for a backbone precision: ``none`` in the weights' dtype (a model saved in
     4-bit, a QLoRA adapter, on its unquantized base, as the authors' ``--load_kbit 16``); ``saved`` as the
     model was saved; ``nf4`` / ``fp4`` in 4-bit on purpose (bitsandbytes, CPU or GPU)."""
-    four_bit = {"quant_type": quantization} if quantization in ("nf4", "fp4") else None
+    four_bit = {"quant_type": quantization} if quantization in FOUR_BIT_TYPES else None
     return {"quantization": four_bit, "full_precision_base": quantization == "none"}
 
 
@@ -185,7 +187,7 @@ def run_eval(
     protocol: str = DEFAULT_PROTOCOL,
     backend: Backend = "torch",
     quantization: Quantization = "none",
-    probe: Probe = "sklearn",
+    probe: Probe = DEFAULT_PROBE,
     adapter: Path | None = None,
     pairs: Sequence[PairSource] = (),
     probe_seed: int | None = None,
@@ -217,7 +219,7 @@ def run_eval(
             fields |= {"probe_seed": folds} if transfer_tasks else {}
             result = eval_record(model, model_spec, adapter, senteval, data_hashes, started, **fields)
             add_scores(result, sts, transfer, probe, own_pairs=bool(own))
-            save_result(result, output, store, console or Console())
+            save_result(result, output, store, console or plain_console())
     return result
 
 

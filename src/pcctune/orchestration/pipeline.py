@@ -21,6 +21,7 @@ from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 
+from pcctune.console import plain_console
 from pcctune.data.audit import waiting_checks
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
@@ -375,7 +376,7 @@ def run_pipeline(
     reads no test set at all (sweep trials, which select on dev data only).
     A finished run resumed again is returned as it was saved, and nothing is rewritten.
     """
-    console = console or Console(width=160)
+    console = console or plain_console()
     resume = resume or resume_from is not None
     main = is_main_process()
     if resume_from is not None and not (Path(resume_from) / TRAINER_STATE).is_file():

@@ -21,16 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
-from pcctune.data.audit import Role, check_sources, count_leakage
+from pcctune.data.audit import check_sources, count_leakage
 from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries
 from pcctune.data.leakage import LEVELS, ExactCheck, LeakageLevel, PairCheck, TestIndex
 from pcctune.data.pairs import read_pairs_file
 from pcctune.data.stage2 import DEV_SOURCES, TRAIN_SOURCES, source_pairs
 from pcctune.data.sts import STSPair
 from pcctune.losses.registry import loss_spec
-from pcctune.results import SourceLeakage
+from pcctune.results import ROLE_LABELS, AuditRole, SourceLeakage, SourceRole
 from pcctune.training.config import StageConfig
 from pcctune.training.datasets import (
     DPO_SNLI,
@@ -44,9 +43,6 @@ from pcctune.training.dev import stage_dev_parts
 
 EXACT_LEVELS = (LeakageLevel.pair, LeakageLevel.normalized, LeakageLevel.sentence)
 """The levels a triplet source is checked at: those that need no near search."""
-SourceRole = Literal["train", "dev", "dpo"]
-ROLES: dict[str, str] = {"train": "", "dev": " (dev)", "dpo": " (DPO candidates)"}
-"""Each role as the log line names it."""
 
 
 def _entry(
@@ -80,7 +76,7 @@ def _training(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
     data = stage.data
     if data.source != "stage2":
         return [_entry(stage, source_name(data), "train", checked_pairs(data, senteval_dir).checks, data.filter_level)]
-    train: Role = "train"
+    train: AuditRole = "train"
     wanted = [(source, source_pairs(senteval_dir, source), train) for source in TRAIN_SOURCES]
     checked = check_sources(test_tasks_of(data, senteval_dir), wanted, data.near_threshold, keep=False)
     return [_entry(stage, c.source, "train", c.checks, data.filter_level) for c in checked]
@@ -107,7 +103,7 @@ def _dev(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
             sources.append((entry, SINGLE_DEV_SETS[entry](senteval_dir).pairs, data.filter_level or LeakageLevel.pair))
         elif entry not in SINGLE_DEV_SETS and entry != HOLDOUT:
             sources.append((entry, read_pairs_file(entry), data.filter_level or LeakageLevel.pair))
-    dev: Role = "dev"
+    dev: AuditRole = "dev"
     wanted = [(DEV_SOURCES.get(name, name), pairs, dev) for name, pairs, _ in sources]
     checked = check_sources(test_tasks_of(data, senteval_dir), wanted, data.near_threshold, keep=False)
     return [_entry(stage, name, "dev", c.checks, level) for (name, _, level), c in zip(sources, checked, strict=True)]
@@ -131,7 +127,7 @@ def audit_line(entry: SourceLeakage) -> str:
     removed``."""
     tasks = f"{', '.join(entry.by_task)} " if entry.by_task else ""
     line = (
-        f"stage {entry.stage}: {entry.source}{ROLES[entry.role]}: {entry.test_pairs:,} of {entry.pairs:,} pairs "
+        f"stage {entry.stage}: {entry.source}{ROLE_LABELS[entry.role]}: {entry.test_pairs:,} of {entry.pairs:,} pairs "
         f"are {tasks}test pairs ({entry.level} level)"
     )
     if LeakageLevel.near.value not in entry.by_level:  # checked without the near search: triplets

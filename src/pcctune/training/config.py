@@ -154,6 +154,10 @@ class RegressionConfig(Strict):
     )
 
 
+PreferenceMode = Literal["anchor", "random"]
+"""How DPO draws its preferences: among pairs sharing their first sentence, or among all pairs."""
+
+
 class DPOConfig(Strict):
     """Embedding DPO (PromptEOL §3.3): preference model, preference sampling and β."""
 
@@ -164,7 +168,7 @@ class DPOConfig(Strict):
     candidates: Literal["stage2", "snli"] = Field("stage2", description="where the sentence pairs to rank come from")
     count: int = Field(2000, description="how many preference triples are built")
     margin: float = Field(0.1, description="smallest preference-model score gap that makes a preference")
-    mode: Literal["anchor", "random"] = Field(
+    mode: PreferenceMode = Field(
         "random", description="'anchor': both candidates share the anchor sentence; 'random': any two pairs"
     )
 

@@ -18,7 +18,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import torch
 from datasets import Dataset
@@ -29,14 +28,14 @@ from pcctune.data.sts import STSPair
 from pcctune.io import atomic_folder
 from pcctune.seeding import DEFAULT_SEED
 from pcctune.training.checkpoints import FINAL
-from pcctune.training.config import DPOConfig
+from pcctune.training.config import DPOConfig, PreferenceMode
 
 
 def train_preference_model(
     base: str,
     pairs: list[STSPair],
     output_dir: Path,
-    epochs: float = 1.0,
+    epochs: float,
     batch_size: int = 16,
     learning_rate: float = 2e-5,
     seed: int = DEFAULT_SEED,
@@ -85,8 +84,8 @@ def sample_preferences(
     scorer: CrossEncoder,
     candidates: list[tuple[str, str]],
     count: int,
-    margin: float = 0.1,
-    mode: Literal["anchor", "random"] = "random",
+    margin: float,
+    mode: PreferenceMode,
     seed: int = DEFAULT_SEED,
     batch_size: int = 64,
 ) -> list[Preference]:

@@ -1,0 +1,14 @@
+"""The rich console pcctune prints to: the command line's, and the library's where its caller passes none."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+WIDTH = 160
+"""Columns of standard output: wide enough for a score table of the seven tasks and their average."""
+
+
+def plain_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
+    """A console that prints text as written: emoji codes off (``:train:`` in ``STSBenchmark:train:`` is a split's
+    name, not a train emoji) and standard output ``WIDTH`` columns wide (standard error: the terminal's)."""
+    return Console(width=None if stderr else WIDTH, stderr=stderr, soft_wrap=soft_wrap, emoji=False)

@@ -16,6 +16,7 @@ replaced by the held-out share of the training set.
 
 from __future__ import annotations
 
+import functools
 import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -24,8 +25,7 @@ from pathlib import Path
 from pcctune.correlation import MIN_PAIRS
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, TestIndex, split_clean
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES, read_pairs_file
-from pcctune.data.senteval import load_sick, load_stsb
-from pcctune.data.stage2 import SourcedPair
+from pcctune.data.stage2 import DEV_SOURCES, SourcedPair, source_task
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
@@ -33,9 +33,9 @@ from pcctune.errors import PcctuneError
 logger = logging.getLogger(__name__)
 
 SINGLE_DEV_SETS: dict[str, Callable[[Path], STSTask]] = {
-    "sick-trial": lambda root: load_sick(root, "dev"),  # 491 of 500 pairs are in no test set
-    "stsb-dev-filtered": lambda root: load_stsb(root, "dev"),  # 369 of 1,500 pairs are in no test set
+    name: functools.partial(source_task, source=source) for name, source in DEV_SOURCES.items()
 }
+"""Each built-in dev set → its reader, given the SentEval folder (``pcctune.data.stage2.DEV_SOURCES``)."""
 COMBINED_DEV = "sick-trial+stsb-dev"
 """Both filtered dev sets, each scored on its own and averaged weighted by its size."""
 HOLDOUT = "holdout"

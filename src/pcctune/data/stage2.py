@@ -21,16 +21,20 @@ from typing import Any
 from pcctune.data.audit import check_sources, summarize_source
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, leakage_level, split_clean
 from pcctune.data.senteval import borrowed_sick, load_sick, load_stsb
-from pcctune.data.sts import STSPair
+from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.io import write_jsonl
 from pcctune.paths import files_state
 from pcctune.results import AuditRole
 
 TRAIN_SOURCES = {"STSBenchmark:train": "stsb", "SICKRelatedness:train": "sick"}
-DEV_SOURCES = {"sick-trial": "SICKRelatedness:trial", "stsb-dev-filtered": "STSBenchmark:dev"}
-"""Each built-in dev set (``data.dev.SINGLE_DEV_SETS``) → the name the stage-2 set's report checks it by: a stage's
-audit checks it by that name too, so both read one leakage-cache entry."""
+DEV_SOURCES = {
+    "sick-trial": "SICKRelatedness:trial",  # 491 of 500 pairs are in no test set
+    "stsb-dev-filtered": "STSBenchmark:dev",  # 369 of 1,500 pairs are in no test set
+}
+"""Each built-in dev set, by the name a stage's ``dev`` gives it → the SentEval split it is (``source_task``), named as
+the stage-2 set's report checks it: a stage's audit checks it by that name too, so both read one leakage-cache
+entry."""
 
 
 @dataclass(frozen=True)
@@ -82,11 +86,17 @@ def build_stage2_set(
     return _build(folder, leakage_level(level), rescale_sick, near_threshold, files)
 
 
-def source_pairs(senteval_dir: Path, source: str) -> list[STSPair]:
-    """The pairs of one SentEval split named as in reports (``STSBenchmark:train``, ``SICKRelatedness:trial``)."""
+def source_task(senteval_dir: Path, source: str) -> STSTask:
+    """One SentEval split named as in reports (``STSBenchmark:train``, ``SICKRelatedness:trial``): its pairs and
+    files."""
     dataset, split = source.split(":")
     loader = load_stsb if dataset == "STSBenchmark" else load_sick
-    return loader(senteval_dir, {"trial": "dev"}.get(split, split)).pairs
+    return loader(senteval_dir, {"trial": "dev"}.get(split, split))
+
+
+def source_pairs(senteval_dir: Path, source: str) -> list[STSPair]:
+    """The pairs of one SentEval split named as in reports (``source_task``)."""
+    return source_task(senteval_dir, source).pairs
 
 
 @functools.lru_cache(maxsize=8)

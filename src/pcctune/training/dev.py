@@ -19,7 +19,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 
 from pcctune.correlation import score_pairs
 from pcctune.data.cache import senteval_folder
-from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
+from pcctune.data.dev import COMBINED_DEV, HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
 from pcctune.data.leakage import LeakageLevel, leakage_level
 from pcctune.data.sts import STSPair
 from pcctune.losses.registry import loss_spec
@@ -46,7 +46,7 @@ class DevSTSEvaluator(SentenceEvaluator):
     @classmethod
     def named(
         cls,
-        dev_set: str | Sequence[str] = "sick-trial+stsb-dev",
+        dev_set: str | Sequence[str] = COMBINED_DEV,
         data: str | Path | None = None,
         level: LeakageLevel | str = LeakageLevel.pair,
     ) -> DevSTSEvaluator:

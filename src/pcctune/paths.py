@@ -15,6 +15,8 @@ from pathlib import Path
 from pcctune.errors import PcctuneError
 
 DATA_ENV = "PCCTUNE_DATA"
+DOWNSTREAM = "downstream"
+"""The folder of a SentEval copy that holds its tasks' folders (STS, SICK, SNLI, the transfer tasks)."""
 CACHE_ENV = "PCCTUNE_CACHE"
 
 
@@ -57,7 +59,7 @@ def resolve_senteval_dir(path: str | Path | None = None) -> Path:
         candidates = _candidate_roots()
     for candidate in candidates:
         for folder in (candidate, candidate / "senteval"):
-            if (folder / "downstream").is_dir():
+            if (folder / DOWNSTREAM).is_dir():
                 return folder.resolve()
     where = ", ".join(str(c) for c in candidates)
     raise PcctuneError(

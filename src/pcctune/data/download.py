@@ -29,7 +29,16 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from pcctune.data.senteval import SICK_SPLITS, STS_YEARS, STSB_SPLITS, load_sick, load_stsb, sts_dir, sts_year_dir
+from pcctune.data.senteval import (
+    SICK_SPLITS,
+    STS_YEARS,
+    STSB_SPLITS,
+    load_sick,
+    load_stsb,
+    own_sick_dir,
+    sts_dir,
+    sts_year_dir,
+)
 from pcctune.data.sts import STSPair, read_senteval_sts_year
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_text
@@ -175,7 +184,7 @@ def write_senteval(sets: dict[str, list[STSPair]], root: Path) -> None:
             for i, p in enumerate(rows)
         )
         write_text(sts_dir(root) / "STSBenchmark" / filename, "".join(lines))
-    sick = root / "downstream" / "SICK"
+    sick = own_sick_dir(root)
     for split, filename in SICK_SPLITS.items():
         header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
         start = SICK_SLICES[split][0]

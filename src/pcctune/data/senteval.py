@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pcctune.data.sts import STSSubset, STSTask, read_sick_txt, read_stsb_csv
 from pcctune.errors import PcctuneError
+from pcctune.paths import DOWNSTREAM
 
 STSB_SPLITS = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
 SICK_SPLITS = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
@@ -20,8 +21,13 @@ STS_YEARS = range(12, 17)
 """The SemEval STS test years, STS12 to STS16."""
 
 
+def downstream_dir(senteval_dir: Path) -> Path:
+    """The folder of the tasks' folders."""
+    return senteval_dir / DOWNSTREAM
+
+
 def sts_dir(senteval_dir: Path) -> Path:
-    return senteval_dir / "downstream" / "STS"
+    return downstream_dir(senteval_dir) / "STS"
 
 
 def sts_year_dir(senteval_dir: Path, year: int) -> Path:
@@ -31,15 +37,20 @@ def sts_year_dir(senteval_dir: Path, year: int) -> Path:
 
 def snli_dir(senteval_dir: Path) -> Path:
     """SNLI's ``s1/s2/labels`` folder (stage-1 triplets, the regression paper's NLI pairs)."""
-    return senteval_dir / "downstream" / "SNLI"
+    return downstream_dir(senteval_dir) / "SNLI"
+
+
+def own_sick_dir(senteval_dir: Path) -> Path:
+    """The SICK folder of ``senteval_dir`` itself, whether or not it exists."""
+    return downstream_dir(senteval_dir) / "SICK"
 
 
 def sick_dir(senteval_dir: Path) -> Path:
     """SICK's folder; the tokenized SentEval copy has none, so fall back to the raw ``senteval`` beside it."""
-    own = senteval_dir / "downstream" / "SICK"
+    own = own_sick_dir(senteval_dir)
     if own.is_dir():
         return own
-    sibling = senteval_dir.parent / "senteval" / "downstream" / "SICK"
+    sibling = own_sick_dir(senteval_dir.parent / "senteval")
     if sibling.is_dir():
         return sibling
     raise PcctuneError(f"missing folder: {own}")
@@ -66,7 +77,7 @@ def tokenized_dir(senteval_dir: Path) -> Path:
     if senteval_dir.name == TOKENIZED:
         return senteval_dir
     sibling = senteval_dir.parent / TOKENIZED
-    if (sibling / "downstream" / "STS").is_dir():
+    if sts_dir(sibling).is_dir():
         return sibling
     raise PcctuneError(
         f"no {TOKENIZED}/ beside {senteval_dir}: the paper protocol reads the Moses-tokenized STS text "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pcctune.data.senteval import downstream_dir
 from pcctune.errors import PcctuneError
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
@@ -101,7 +102,7 @@ def _mrpc(folder: Path) -> TransferTask:
 
 
 def load_transfer_task(senteval_dir: Path, name: str) -> TransferTask:
-    folder = senteval_dir / "downstream"
+    folder = downstream_dir(senteval_dir)
     if name in BINARY_FILES:
         return _binary(folder / name, name)
     loaders = {"SST2": _sst2, "TREC": _trec, "MRPC": _mrpc}

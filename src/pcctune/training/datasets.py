@@ -37,7 +37,7 @@ from pcctune.data.nli import (
     triplets_from_hf_dataset,
 )
 from pcctune.data.pairs import load_pair_set, pairs_from_hf_dataset, read_pairs_file
-from pcctune.data.senteval import borrowed_sick, load_sick, load_stsb, snli_dir
+from pcctune.data.senteval import borrowed_sick, downstream_dir, load_sick, load_stsb, snli_dir
 from pcctune.data.stage2 import SourcedPair, Stage2Set, build_stage2_set
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
@@ -63,7 +63,7 @@ def source_key(data: DataConfig, senteval_dir: Path) -> tuple[str, Path, FilesSt
     return (
         data.model_dump_json(exclude_unset=True),
         folder,
-        files_state([folder / "downstream", *borrowed_sick(folder), *local]),
+        files_state([downstream_dir(folder), *borrowed_sick(folder), *local]),
     )
 
 

@@ -11,11 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from peft.utils import CONFIG_NAME, SAFETENSORS_WEIGHTS_NAME, WEIGHTS_NAME
 from pydantic import BaseModel, ConfigDict, Field
 from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
 from pcctune.modeling.quantization import QuantizationConfig, bitsandbytes_config
+
+ADAPTER_CONFIG = CONFIG_NAME
+"""peft's config file of a saved LoRA adapter (``adapter_config.json``): its base model, rank, targets."""
+ADAPTER_WEIGHTS = SAFETENSORS_WEIGHTS_NAME
+"""peft's weights file of a saved LoRA adapter (``adapter_model.safetensors``)."""
+ADAPTER_FILES = (ADAPTER_CONFIG, ADAPTER_WEIGHTS, WEIGHTS_NAME)
+"""Every file peft saves for an adapter: its config and its weights (safetensors, or the older ``.bin``)."""
 
 
 class AdapterConfig(BaseModel):
@@ -104,8 +112,8 @@ def trainable_fraction(model: SentenceTransformer) -> float:
 def check_adapter_folder(folder: str | Path) -> Path:
     """``folder`` when it holds a saved LoRA adapter (checked before any weight loads), else one clear error."""
     folder = Path(folder)
-    if not (folder / "adapter_config.json").is_file():
-        raise PcctuneError(f"{folder} holds no LoRA adapter (no adapter_config.json)")
+    if not (folder / ADAPTER_CONFIG).is_file():
+        raise PcctuneError(f"{folder} holds no LoRA adapter (no {ADAPTER_CONFIG})")
     return folder
 
 

@@ -28,6 +28,14 @@ from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.gguf import gguf_to_folder
 from pcctune.modeling.quantization import bitsandbytes_config, linear_4bit_layers
 from pcctune.modeling.registry import PACKAGED_MODELS, locate_packaged, packaged_key
+from pcctune.modeling.saving import (
+    MODULES_FILE,
+    is_native_type,
+    is_pcctune_type,
+    is_saved_model,
+    module_types,
+    saved_modules,
+)
 from pcctune.modeling.template import Template, TemplateTransformer, ensure_pad_token, loading_quantization
 
 PoolingName = Literal["mean", "cls", "lasttoken"]
@@ -54,8 +62,8 @@ def resolve_source(spec: str) -> ModelSource:
     if path.suffix == ".gguf":
         return ModelSource(spec, "gguf", str(gguf_to_folder(path)))
     if path.is_dir():
-        if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
-            raise PcctuneError(f"{path} is a folder but holds no model (no config.json or modules.json)")
+        if not (path / "config.json").is_file() and not is_saved_model(path):
+            raise PcctuneError(f"{path} is a folder but holds no model (no config.json or {MODULES_FILE})")
         return ModelSource(spec, "local", str(path.resolve()))
     if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") > 1:
         raise PcctuneError(f"unknown model {spec!r}: not a model folder, GGUF file or packaged name")
@@ -81,10 +89,9 @@ def is_decoder_only(config) -> bool:
 
 
 def _saved_pooling(folder: Path) -> str | None:
-    modules = folder / "modules.json"
-    if not modules.is_file():
+    if not is_saved_model(folder):
         return None
-    for module in json.loads(modules.read_text()):
+    for module in saved_modules(folder):
         if module["type"].endswith("Pooling"):
             config = json.loads((folder / module["path"] / "config.json").read_text())
             mode = config.get("pooling_mode")
@@ -108,12 +115,11 @@ def _is_pcctune_model(folder: Path) -> bool:
 
     Only then is ``trust_remote_code`` passed: the code it trusts is this installed package.
     """
-    modules = folder / "modules.json"
-    if not modules.is_file():
+    if not is_saved_model(folder):
         return False
-    types = [module["type"] for module in json.loads(modules.read_text())]
-    ours = [t.startswith("pcctune.") for t in types]
-    return any(ours) and all(o or t.startswith("sentence_transformers.") for o, t in zip(ours, types, strict=True))
+    types = module_types(folder)
+    ours = [is_pcctune_type(t) for t in types]
+    return any(ours) and all(o or is_native_type(t) for o, t in zip(ours, types, strict=True))
 
 
 def check_build_arguments(spec: str, pooling: str | None, max_seq_length: int | None) -> None:
@@ -188,7 +194,7 @@ def _load(
     weights: torch.dtype,
 ) -> SentenceTransformer:
     folder = Path(source.path)
-    saved_as_is = (folder / "modules.json").is_file() or source.origin == "hub"
+    saved_as_is = is_saved_model(folder) or source.origin == "hub"
     if pooling is not None and pooling == _saved_pooling(folder):
         pooling = None  # the pooling it was saved with: nothing to assemble anew
     if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt:

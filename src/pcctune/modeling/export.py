@@ -22,11 +22,10 @@ from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json
+from pcctune.modeling.adapters import ADAPTER_CONFIG, ADAPTER_FILES, ADAPTER_WEIGHTS
 from pcctune.modeling.backends import Backend, export_onnx, export_openvino
 from pcctune.modeling.dtypes import torch_dtype
-from pcctune.modeling.saving import nativize, save_native
-
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
+from pcctune.modeling.saving import MODULE_CONFIG_FILE, nativize, save_native
 
 
 def merge_adapter(folder: str | Path, output: str | Path, dtype: str = "fp32") -> Path:
@@ -36,9 +35,9 @@ def merge_adapter(folder: str | Path, output: str | Path, dtype: str = "fp32") -
     from transformers import AutoModel, AutoTokenizer
 
     folder, output = Path(folder), Path(output)
-    adapter_config = folder / "adapter_config.json"
+    adapter_config = folder / ADAPTER_CONFIG
     if not adapter_config.is_file():
-        raise PcctuneError(f"{folder} holds no LoRA adapter (no adapter_config.json): nothing to merge")
+        raise PcctuneError(f"{folder} holds no LoRA adapter (no {ADAPTER_CONFIG}): nothing to merge")
     base = json.loads(adapter_config.read_text(encoding="utf-8"))["base_model_name_or_path"]
     backbone = AutoModel.from_pretrained(base, dtype=torch_dtype(dtype))
     merged: Any = PeftModel.from_pretrained(backbone, str(folder)).merge_and_unload()
@@ -49,10 +48,10 @@ def merge_adapter(folder: str | Path, output: str | Path, dtype: str = "fp32") -
             (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
         merged.save_pretrained(staging)
         AutoTokenizer.from_pretrained(str(folder)).save_pretrained(staging)
-        module_config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        module_config = json.loads((folder / MODULE_CONFIG_FILE).read_text(encoding="utf-8"))
         if module_config.get("quantization"):
             module_config["quantization"] = None
-            write_json(module_config, staging / "sentence_bert_config.json")
+            write_json(module_config, staging / MODULE_CONFIG_FILE)
         nativize(staging)
     return output
 
@@ -64,14 +63,14 @@ def export_adapter(folder: str | Path, output: str | Path, dtype: str = "fp16") 
     from safetensors.torch import load_file, save_file
 
     folder, output = Path(folder), Path(output)
-    weights = folder / "adapter_model.safetensors"
-    if not (folder / "adapter_config.json").is_file() or not weights.is_file():
-        raise PcctuneError(f"{folder} holds no LoRA adapter (adapter_config.json, adapter_model.safetensors)")
+    weights = folder / ADAPTER_WEIGHTS
+    if not (folder / ADAPTER_CONFIG).is_file() or not weights.is_file():
+        raise PcctuneError(f"{folder} holds no LoRA adapter ({ADAPTER_CONFIG}, {ADAPTER_WEIGHTS})")
     target = torch_dtype(dtype)
     tensors = {k: v.to(target) if v.is_floating_point() else v for k, v in load_file(weights).items()}
     with atomic_folder(output) as staging:
         save_file(tensors, staging / weights.name, metadata={"format": "pt"})
-        shutil.copy2(folder / "adapter_config.json", staging / "adapter_config.json")
+        shutil.copy2(folder / ADAPTER_CONFIG, staging / ADAPTER_CONFIG)
     return output
 
 
@@ -81,7 +80,7 @@ def export_model(folder: str | Path, output: str | Path, backend: Backend = "tor
     True when the result loads without pcctune."""
     from pcctune.modeling.build import build_model
 
-    config = Path(folder) / "sentence_bert_config.json"
+    config = Path(folder) / MODULE_CONFIG_FILE
     if config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("quantization"):
         raise PcctuneError(f"{folder} is a 4-bit model: add --merge for a full-precision model that loads anywhere")
     model = build_model(str(folder))

@@ -32,6 +32,7 @@ from pcctune.errors import PcctuneError
 from pcctune.modeling.template import TemplateTransformer
 
 PROMPTS_FILE = "prompts.safetensors"
+"""The file of a saved model's continuous prompts, beside its backbone weights."""
 
 
 class ShallowPrompt(nn.Module):

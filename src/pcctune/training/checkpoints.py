@@ -12,15 +12,28 @@ import logging
 import re
 from pathlib import Path
 
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from pcctune.modeling.adapters import ADAPTER_WEIGHTS
+from pcctune.modeling.prefix import PROMPTS_FILE
+
 logger = logging.getLogger(__name__)
 
 FINAL = "final"
 """The folder of a stage's finished model: the dev-best where dev selection ran, else the last step's."""
-CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+CHECKPOINTS = "checkpoints"
+"""The folder in a stage's folder where the trainer writes its ``checkpoint-N`` folders (its ``output_dir``)."""
+CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+"""A trainer checkpoint's folder name, ``checkpoint-N``; group 1 is its step N."""
 TRAINER_STATE = "trainer_state.json"
 """The file that makes a folder a trainer checkpoint (its step, its dev scores so far)."""
 REQUIRED = (TRAINER_STATE, "optimizer.pt", "scheduler.pt")
-WEIGHTS = ("model.safetensors", "adapter_model.safetensors", "pytorch_model.bin", "prompts.safetensors")
+WEIGHTS = ("model.safetensors", ADAPTER_WEIGHTS, "pytorch_model.bin", PROMPTS_FILE)
+
+
+def checkpoint_name(step: int | str) -> str:
+    """The folder name the trainer gives its checkpoint at ``step`` (``checkpoint-N``; ``"*"``: a glob of them all)."""
+    return f"{PREFIX_CHECKPOINT_DIR}-{step}"
 
 
 def is_complete(folder: Path) -> bool:

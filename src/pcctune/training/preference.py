@@ -27,7 +27,7 @@ from pcctune.data.stage2 import SourcedPair
 from pcctune.data.sts import STSPair
 from pcctune.io import atomic_folder
 from pcctune.seeding import DEFAULT_SEED
-from pcctune.training.checkpoints import FINAL
+from pcctune.training.checkpoints import CHECKPOINTS, FINAL
 from pcctune.training.config import DPOConfig, PreferenceMode
 
 
@@ -54,7 +54,7 @@ def train_preference_model(
     )
     model = CrossEncoder(base, num_labels=1)
     args = CrossEncoderTrainingArguments(
-        output_dir=str(output_dir / "checkpoints"),
+        output_dir=str(output_dir / CHECKPOINTS),
         num_train_epochs=epochs,
         per_device_train_batch_size=batch_size,
         learning_rate=learning_rate,

@@ -32,11 +32,11 @@ from pcctune.io import write_json
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
 from pcctune.modeling.onednn import onednn_linears
-from pcctune.modeling.saving import save_model
+from pcctune.modeling.saving import is_saved_model, save_model
 from pcctune.modeling.template import TemplateTransformer
 from pcctune.training.batching import BatchPlan, plan_batches
 from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
-from pcctune.training.checkpoints import FINAL, last_complete_checkpoint
+from pcctune.training.checkpoints import CHECKPOINTS, FINAL, last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
 from pcctune.training.dev import dev_evaluator, dev_metric, holds_out
@@ -74,13 +74,15 @@ def training_lengths(model: SentenceTransformer, stage: StageConfig) -> Iterator
 
 LAST = "last"
 """The folder of a stage's last-step model, kept beside ``FINAL`` (the dev-best) when they differ."""
+CURVES = "curves.png"
+"""The plot of a stage's training curves (its loss and dev score against steps), in its stage folder."""
 
 
 def continued_model(stage_dir: Path, init: str) -> Path:
     """The saved model of a finished stage that the next stage continues: the last step's (``final``) or the
     dev-best (``best``). ``last/`` exists only when dev selection loaded another checkpoint; else they agree."""
     last = stage_dir / LAST
-    return last if init == "final" and (last / "modules.json").is_file() else stage_dir / FINAL
+    return last if init == "final" and is_saved_model(last) else stage_dir / FINAL
 
 
 @contextmanager
@@ -140,7 +142,7 @@ def training_arguments(
     if stage.group_by_source:
         sampler = SourceBatchSampler
     return SentenceTransformerTrainingArguments(
-        output_dir=str(stage_dir / "checkpoints"),
+        output_dir=str(stage_dir / CHECKPOINTS),
         num_train_epochs=stage.epochs,
         max_steps=stage.max_steps,
         per_device_train_batch_size=plan.per_device_batch_size,
@@ -218,7 +220,7 @@ def save_stage(
         save_model(model, final_dir)
         write_json(finite_history(history), stage_dir / "log_history.json")
         plot_training(
-            history, dev_metric(stage.dev), f"{run.model}: stage {stage.name} ({stage.loss})", stage_dir / "curves.png"
+            history, dev_metric(stage.dev), f"{run.model}: stage {stage.name} ({stage.loss})", stage_dir / CURVES
         )
     barrier()  # the next stage loads final_dir on every process
     return final_dir
@@ -294,7 +296,7 @@ def run_stage(
     from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's model
     in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``)."""
     check_template_budget(model, stage)
-    checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / "checkpoints") if resume else None)
+    checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / CHECKPOINTS) if resume else None)
     memory = PeakMemory()
     clock = StageClock(cost_in(checkpoint), memory)
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed, holds_out(stage, senteval_dir))
@@ -324,5 +326,5 @@ def run_stage(
         trainer.state.best_model_checkpoint,
         trainer.state.best_metric,
         history,
-        stage_dir / "curves.png",
+        stage_dir / CURVES,
     )

@@ -22,6 +22,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from pcctune.io import write_json
+from pcctune.training.checkpoints import checkpoint_name
 from pcctune.training.memory import PeakMemory
 
 COST_FILE = "stage_cost.json"
@@ -65,6 +66,6 @@ class StageClock(TrainerCallback):
         )
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        folder = Path(args.output_dir) / checkpoint_name(state.global_step)
         if state.is_world_process_zero and folder.is_dir():
             write_json(asdict(self.total()), folder / COST_FILE)

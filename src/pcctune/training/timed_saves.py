@@ -25,7 +25,7 @@ import torch.distributed as dist
 from transformers import TrainerCallback
 
 from pcctune.distributed import is_distributed, is_main_process
-from pcctune.training.checkpoints import CHECKPOINT, checkpoints
+from pcctune.training.checkpoints import CHECKPOINT, checkpoint_name, checkpoints
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class SaveEvery(TrainerCallback):
         self.last_save = time.monotonic()
         if not is_main_process():
             return
-        keep = {f"checkpoint-{state.global_step}", Path(state.best_model_checkpoint or "").name}
+        keep = {checkpoint_name(state.global_step), Path(state.best_model_checkpoint or "").name}
         for checkpoint in checkpoints(Path(args.output_dir)):
             if is_off_grid(checkpoint, args.save_steps) and checkpoint.name not in keep:
                 logger.info("removing %s, a resume point that a later checkpoint replaces", checkpoint)

@@ -20,10 +20,9 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 
 from pcctune.io import atomic_folder, write_json
-from pcctune.modeling.template import TemplateTransformer, native_config
+from pcctune.modeling.template import PCCTUNE_KEYS, TemplateTransformer, native_config
 
 NATIVE_TRANSFORMER = f"{Transformer.__module__}.{Transformer.__name__}"
-PCCTUNE_KEYS = ("template", "position_ids_from_mask", "sentence_max_tokens", "quantization")
 
 MODULES_FILE = "modules.json"
 """The file that makes a folder a saved sentence-transformers model: its modules' names, paths and classes."""

@@ -103,6 +103,10 @@ def native_config(config: dict[str, Any]) -> bool:
     return config.get("sentence_max_tokens") is None and not config.get("quantization")
 
 
+PCCTUNE_KEYS = ("template", "position_ids_from_mask", "sentence_max_tokens", "quantization")
+"""The settings ``TemplateTransformer`` saves beyond sentence-transformers' ``Transformer``'s."""
+
+
 class TemplateTransformer(Transformer):
     """sentence-transformers ``Transformer`` that wraps every text input in a saved template.
 
@@ -115,13 +119,7 @@ class TemplateTransformer(Transformer):
         **kwargs: everything ``sentence_transformers.base.modules.Transformer`` accepts.
     """
 
-    config_keys: list[str] = [
-        *Transformer.config_keys,
-        "template",
-        "position_ids_from_mask",
-        "sentence_max_tokens",
-        "quantization",
-    ]
+    config_keys: list[str] = [*Transformer.config_keys, *PCCTUNE_KEYS]
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pcctune.data.dev import COMBINED_DEV, HOLDOUT_PERCENT, dev_entries
+from pcctune.data.dev import COMBINED_DEV, dev_entries
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
 from pcctune.data.local import is_local
 from pcctune.data.nli import SNLI_SPLITS
@@ -238,10 +238,10 @@ class StageConfig(Strict):
     )
     dev: str | list[str] = Field(
         COMBINED_DEV,
-        description="what selects checkpoints: a dev set of pcctune.data.dev.DEV_SETS (holdout: "
-        f"{HOLDOUT_PERCENT} % of the training pairs, left out of training), a list of them and .csv/.tsv/.jsonl "
-        "pair files, or none; every part filtered at data.leakage, at pair at least (docs/leakage.md); default: both "
-        "built-in dev sets, scored each on its own and weighted by size",
+        description="what selects checkpoints: a dev set of pcctune.data.dev.DEV_SETS (holdout: the share "
+        "pcctune.data.dev.HOLDOUT_PERCENT of the training pairs, left out of training), a list of them and "
+        ".csv/.tsv/.jsonl pair files, or none; every part filtered at data.leakage, at pair at least "
+        "(docs/leakage.md); default: both built-in dev sets, scored each on its own and weighted by size",
     )
     eval_steps: int = Field(50, ge=1, description="steps between dev evaluations and checkpoints")
     on_nonfinite: Literal["stop", "skip"] = Field(

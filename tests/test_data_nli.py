@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pcctune.data.nli import Triplet, read_simcse_csv, read_snli_folder, triplets_from_hf_dataset
+from pcctune.data.nli import (
+    Triplet,
+    read_simcse_csv,
+    read_snli_folder,
+    read_snli_regression_pairs,
+    triplets_from_hf_dataset,
+)
 from pcctune.errors import PcctuneError
 from pcctune.testing import write_lines
 
@@ -30,6 +36,8 @@ def test_snli_folder_pairs_entailment_with_contradiction(tmp_path):
     )
     triplets = read_snli_folder(tmp_path, splits=("dev",))
     assert triplets == [Triplet("P1", "e1", "c1")]  # P2 and P3 have no contradiction
+    assert read_snli_folder(tmp_path, splits="dev") == triplets  # one split by name, not its letters
+    assert read_snli_regression_pairs(tmp_path, "dev") == read_snli_regression_pairs(tmp_path, ["dev"])
 
 
 def test_hf_all_nli_format():

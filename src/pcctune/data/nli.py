@@ -46,6 +46,11 @@ SNLI_SPLITS = ("dev", "test")
 candidates, the regression head's warm-up; the 550,000 of ``train`` only when asked (``data.splits``)."""
 
 
+def split_names(splits: str | Sequence[str]) -> tuple[str, ...]:
+    """The SNLI splits a reader reads: a list of names, or one name as a string (``"dev"``, not its letters)."""
+    return (splits,) if isinstance(splits, str) else tuple(splits)
+
+
 def snli_files(folder: Path, splits: Sequence[str]) -> list[Path]:
     """Each SNLI split's three files in turn: ``s1.<split>`` (premises), ``s2.<split>`` (hypotheses),
     ``labels.<split>``."""
@@ -63,7 +68,7 @@ def read_snli_split(folder: Path, split: str) -> list[tuple[str, str, str]]:
     ]
 
 
-def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = SNLI_SPLITS) -> list[Triplet]:
+def read_snli_folder(folder: str | Path, splits: str | Sequence[str] = SNLI_SPLITS) -> list[Triplet]:
     """Build (premise, entailment, contradiction) triplets from SNLI s1/s2/labels files.
 
     For each premise, its entailment and contradiction hypotheses are paired in file order;
@@ -71,7 +76,7 @@ def read_snli_folder(folder: str | Path, splits: tuple[str, ...] = SNLI_SPLITS) 
     """
     folder = Path(folder)
     triplets: list[Triplet] = []
-    for split in splits:
+    for split in split_names(splits):
         by_premise: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         for premise, hypothesis, label in read_snli_split(folder, split):
             by_premise[premise][label].append(hypothesis)
@@ -94,7 +99,7 @@ def triplets_from_hf_dataset(dataset: Any) -> list[Triplet]:
 NLI_REGRESSION_LABELS = {"contradiction": 0.0, "neutral": 1.0, "entailment": 2.0}
 
 
-def read_snli_regression_pairs(folder: str | Path, splits: tuple[str, ...] = SNLI_SPLITS) -> list[STSPair]:
+def read_snli_regression_pairs(folder: str | Path, splits: str | Sequence[str] = SNLI_SPLITS) -> list[STSPair]:
     """SNLI (premise, hypothesis) pairs as floats: contradiction 0, neutral 1, entailment 2.
 
     The regression framework (§4.1) treats the three NLI labels as ordered similarity levels;
@@ -102,7 +107,7 @@ def read_snli_regression_pairs(folder: str | Path, splits: tuple[str, ...] = SNL
     """
     folder = Path(folder)
     pairs = []
-    for split in splits:
+    for split in split_names(splits):
         for premise, hypothesis, label in read_snli_split(folder, split):
             if label in NLI_REGRESSION_LABELS:
                 pairs.append(STSPair(premise, hypothesis, NLI_REGRESSION_LABELS[label]))

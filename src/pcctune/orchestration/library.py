@@ -45,7 +45,7 @@ def stage2_dataset(data: str | Path | None = None, leakage: str = "pair", rescal
     return Dataset.from_dict(columns, info=DatasetInfo(description=json.dumps(built.report_dict())))
 
 
-def nli_triplets(data: str | Path | None = None, splits: tuple[str, ...] = SNLI_SPLITS) -> Dataset:
+def nli_triplets(data: str | Path | None = None, splits: str | Sequence[str] = SNLI_SPLITS) -> Dataset:
     """SNLI (premise, entailment, contradiction) triplets as columns ``anchor, positive, negative``: stage 1's
     InfoNCE with hard negatives (Pcc-tuning eq. 7) in a plain sentence-transformers trainer."""
     rows = read_snli_folder(snli_dir(senteval_folder(data or None)), splits)

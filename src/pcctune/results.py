@@ -35,6 +35,11 @@ SCHEMA_VERSION = 3
 Scores = dict[str, float]
 
 
+def utc_now() -> str:
+    """When a record is made: the UTC time to the second, ISO 8601."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def _finite(scores: Scores | None) -> Scores | None:
     for name, value in (scores or {}).items():
         if not math.isfinite(value):
@@ -175,7 +180,7 @@ class EvalResult(Record):
 
     kind: ClassVar[str] = "eval"
     protocol: str
-    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    created: str = Field(default_factory=utc_now)
     model: str
     adapter: str | None = Field(None, description="the LoRA adapter folder put on the model (pcctune eval --adapter)")
     template: str | None = None
@@ -367,7 +372,7 @@ class CompareResult(Record):
     models (a paired bootstrap over the test pairs)."""
 
     kind: ClassVar[str] = "compare"
-    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    created: str = Field(default_factory=utc_now)
     a: list[str] = Field(description="side A: its run records, or its model")
     b: list[str] = Field(description="side B: its run records, or its model")
     seeds_a: list[int] = Field(default_factory=list, description="the seeds of A's runs (none for a model)")

@@ -33,11 +33,13 @@ vectors a little differently: the probe's own noise)."""
 Probe = Literal["sklearn", "senteval"]
 PROBES: tuple[Probe, ...] = get_args(Probe)
 DEFAULT_PROBE: Probe = "sklearn"
+MAX_ITERATIONS = 2000
+"""The logistic regression's solver iterations, every probe fit alike."""
 
 
 def _search(seed: int, folds: int = 5) -> GridSearchCV:
     return GridSearchCV(
-        LogisticRegression(max_iter=2000),
+        LogisticRegression(max_iter=MAX_ITERATIONS),
         {"C": REGULARIZATION_GRID},
         cv=StratifiedKFold(folds, shuffle=True, random_state=seed),
     )
@@ -57,7 +59,7 @@ def cross_validated_accuracy(
 def dev_selected_predictions(train, dev, test_x: np.ndarray) -> np.ndarray:
     """Fit on train for every C, keep the best on dev, predict test."""
     best = max(
-        (LogisticRegression(C=c, max_iter=2000).fit(*train) for c in REGULARIZATION_GRID),
+        (LogisticRegression(C=c, max_iter=MAX_ITERATIONS).fit(*train) for c in REGULARIZATION_GRID),
         key=lambda clf: clf.score(*dev),
     )
     return best.predict(test_x)

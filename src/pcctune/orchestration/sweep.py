@@ -50,6 +50,9 @@ from pcctune.training.config import RunConfig, config_fingerprint, dump_config, 
 from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
 from pcctune.yaml_input import read_yaml
 
+BEST_CONFIG = "best_config.yaml"
+"""The winner's full config in the sweep's folder, ready to train."""
+
 
 def finished_trials(study: Any) -> list[Any]:
     """The trials that count towards a sweep's number: complete or pruned (a failed or killed one is asked again)."""
@@ -232,8 +235,8 @@ class Sweep:
             f"# Chosen by `pcctune sweep {self.config_path}` over {len(study.trials)} trials on dev data "
             f"({self.metric} = {best.value:.4f}, trial {best.number}); values: {best.params}\n"
         )
-        dump_config(config, self.output / "best_config.yaml")
-        path = self.output / "best_config.yaml"
+        path = self.output / BEST_CONFIG
+        dump_config(config, path)
         write_text(path, header + path.read_text(encoding="utf-8"))
         return dict(best.params)
 
@@ -333,7 +336,7 @@ def run_sweep(
     with optuna_warnings_only():
         study = sweep.search(trials)
     params = sweep.winner(study)
-    console.print(f"winner: {params} (dev {study.best_value:.4f}) -> {output / 'best_config.yaml'}")
+    console.print(f"winner: {params} (dev {study.best_value:.4f}) -> {output / BEST_CONFIG}")
     summary = summarise(sweep.seed_runs(params, seeds), params, study.best_value)
     summary.to_disk(output / "sweep.json")
     columns = list(summary.rows[0].sts)

@@ -29,7 +29,7 @@ from pcctune.data.sts import STSTask
 from pcctune.data.tasks import SHORT_NAMES
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.compare import TestSet, check_finite, paired_bootstrap_mean, paired_seeds, seed_difference
-from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES
+from pcctune.evaluation.interval import BOOTSTRAP_SEED, CONFIDENCE, RESAMPLES
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import task_cosines
 from pcctune.evaluation.tables import Cell, ScoreTable
@@ -278,7 +278,7 @@ def compare_models(
     data: str | Path | None = None,
     protocol: str | None = None,
     task: str | None = None,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
     resamples: int = RESAMPLES,
     variant_a: str | None = None,
     variant_b: str | None = None,
@@ -407,7 +407,7 @@ def run_compare(
             data,
             protocol,
             task,
-            0 if seed is None else seed,
+            BOOTSTRAP_SEED if seed is None else seed,
             resamples or RESAMPLES,
             variant_a,
             variant_b,

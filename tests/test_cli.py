@@ -115,3 +115,20 @@ def test_eval_help_names_exactly_the_choices_each_option_accepts():
     checked = {"tasks": TASK_GROUPS, "pooling": POOLINGS, "backend": BACKENDS, "quantization": QUANTIZATIONS}
     for option, choices in (checked | {"probe": PROBES}).items():
         assert _choices_in_help(helps[option]) == list(choices), (option, helps[option])
+
+
+def test_eval_defaults_are_the_librarys():
+    """An option of ``pcctune eval`` defaults to what ``run_eval`` does when it is not given; ``--pairs`` and
+    ``--split`` default to "not given" (None) and the command then leaves ``run_eval``'s own default in place (the
+    model and the data folder are arguments ``run_eval`` requires)."""
+    import inspect
+
+    from pcctune.cli import eval_command
+    from pcctune.orchestration.evaluate import run_eval
+
+    library = inspect.signature(run_eval).parameters
+    command = inspect.signature(eval_command).parameters
+    defaulted = {name for name, parameter in library.items() if parameter.default is not inspect.Parameter.empty}
+    shared = sorted(defaulted & set(command) - {"pairs", "split"})
+    assert {"tasks", "protocol", "backend", "quantization", "probe", "seed", "dtype"} <= set(shared)
+    assert [(name, command[name].default) for name in shared] == [(name, library[name].default) for name in shared]

@@ -305,3 +305,20 @@ def test_a_stage_whose_data_gives_no_batch_of_distinct_sentences_stops_with_one_
         PcctuneError, match="stage 's' trained no step: 12 examples gave no full batch of 8 of distinct"
     ):
         run_pipeline(config)
+
+
+@pytest.mark.parametrize("kind", ["deep_prompt", "shallow_prompt"])
+def test_a_saved_prompt_module_missing_a_setting_loads_with_the_configs_default(kind):
+    """``PromptedTransformer`` fills a setting a saved folder lacks with its own default; a run's config fills it with
+    ``AdapterConfig``'s. Both must be the same value, or one model would load two ways."""
+    import inspect
+
+    from pcctune.modeling.adapters import AdapterConfig
+    from pcctune.modeling.prefix import PromptedTransformer
+
+    settings = AdapterConfig(kind=kind).prompt_kwargs()
+    assert settings is not None
+    defaults = inspect.signature(PromptedTransformer.__init__).parameters
+    assert {name: defaults[name].default for name in settings if name != "prompt_kind"} == {
+        name: value for name, value in settings.items() if name != "prompt_kind"
+    }

@@ -26,7 +26,7 @@ from pcctune.console import plain_console
 from pcctune.errors import Interrupted, PcctuneError
 from pcctune.host_settings import command_line, using
 from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PAIR_SPLIT, PROTOCOLS, LeakageLevel
-from pcctune.seeding import DEFAULT_SEED
+from pcctune.seeding import BOOTSTRAP_SEED, DEFAULT_SEED
 
 app = typer.Typer(
     add_completion=False,
@@ -449,7 +449,9 @@ def compare_command(
     ] = False,
     data: DataOption = None,
     protocol: Annotated[str | None, typer.Option(help="--bootstrap: " + " | ".join(PROTOCOLS))] = None,
-    seed: Annotated[int | None, typer.Option(help="--bootstrap: seeds the resampling (default 0)")] = None,
+    seed: Annotated[
+        int | None, typer.Option(help=f"--bootstrap: seeds the resampling (default {BOOTSTRAP_SEED})")
+    ] = None,
     resamples: Annotated[
         int | None, typer.Option(min=100, help="--bootstrap: resamples of the test pairs (default: as eval --pairs)")
     ] = None,

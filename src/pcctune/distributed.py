@@ -27,6 +27,7 @@ __all__ = [
     "get_world_size",
     "is_distributed",
     "is_main_process",
+    "launched_world_size",
 ]
 
 
@@ -42,6 +43,12 @@ def gather(tensor: torch.Tensor, with_grad: bool) -> torch.Tensor:
 def is_main_process() -> bool:
     """Rank 0 under torchrun/accelerate (read from ``RANK`` so it works before the trainer starts)."""
     return int(os.environ.get("RANK", "0")) == 0
+
+
+def launched_world_size() -> int:
+    """The number of processes torchrun/accelerate launched (read from ``WORLD_SIZE`` so it works before the trainer
+    starts its process group, as a stage plans its batches)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def barrier() -> None:

@@ -15,6 +15,9 @@ from contextlib import contextmanager
 import numpy as np
 
 DEFAULT_SEED = 42  # a run's seed where its config or command names none (the CLI reads it before torch is imported)
+BOOTSTRAP_SEED = 0
+"""The seed of a bootstrap's resampling where none is given (``pcctune compare --bootstrap``,
+``pcctune.evaluation.compare``)."""
 
 
 @contextmanager

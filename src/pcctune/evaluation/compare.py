@@ -38,6 +38,7 @@ from pcctune.evaluation.interval import (
     paired_resamples,
 )
 from pcctune.results import Difference
+from pcctune.seeding import BOOTSTRAP_SEED
 
 Statistic = Literal["spearman", "pearson"]
 STATISTICS: dict[str, int] = {"spearman": 0, "pearson": 1}  # the rows of correlations_along
@@ -180,7 +181,7 @@ def paired_bootstrap(
     statistic: Statistic = "spearman",
     confidence: float = CONFIDENCE,
     resamples: int = RESAMPLES,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
 ) -> Difference:
     """B − A of two models' correlations with ``gold`` (× 100) on the same test pairs, with its BCa ``confidence``
     interval from ``resamples`` paired resamples of the pairs drawn by a generator seeded with ``seed``.
@@ -201,7 +202,7 @@ def paired_bootstrap_mean(
     statistic: Statistic = "spearman",
     confidence: float = CONFIDENCE,
     resamples: int = RESAMPLES,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
 ) -> tuple[list[Difference], Difference]:
     """``paired_bootstrap`` of every test set (one generator seeded with ``seed``, drawn from in turn), and that of
     the mean of their differences (as ``avg`` is the plain mean of the seven STS tasks).

@@ -21,8 +21,6 @@ from pcctune.results import Interval
 
 CONFIDENCE = 0.95
 RESAMPLES = 9999
-BOOTSTRAP_SEED = 0
-"""The seed of a bootstrap's resampling where none is given."""
 METHOD = "BCa"
 BATCH = 500  # resamples scored at once: bounds memory to a few arrays of BATCH × pairs floats
 

@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from pcctune.cache_entry import cached_folder
 from pcctune.errors import PcctuneError
+from pcctune.modeling.saving import MODULES_FILE
 from pcctune.provenance import code_digest
 
 CHUNK_BYTES = 1 << 20
@@ -76,9 +77,9 @@ def unzip_parts(parts: Sequence[ZipPart], folder: Path) -> Path:
     """
     made_by = f"unzipped {parts[0].distribution} and its parts"
     cached_folder(folder, lambda staging: _unzip(parts, staging), made_by, parts_digest(parts))
-    found = sorted(path.parent for path in folder.rglob("modules.json"))
+    found = sorted(path.parent for path in folder.rglob(MODULES_FILE))
     if not found:
-        raise PcctuneError(f"{folder} holds no sentence-transformers model (no modules.json)")
+        raise PcctuneError(f"{folder} holds no sentence-transformers model (no {MODULES_FILE})")
     return found[0]
 
 

@@ -29,7 +29,7 @@ from pcctune.data.sts import STSTask
 from pcctune.data.tasks import SHORT_NAMES
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.compare import TestSet, check_finite, paired_bootstrap_mean, paired_seeds, seed_difference
-from pcctune.evaluation.interval import BOOTSTRAP_SEED, CONFIDENCE, RESAMPLES
+from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import task_cosines
 from pcctune.evaluation.tables import Cell, ScoreTable
@@ -41,6 +41,7 @@ from pcctune.orchestration.report import result_files
 from pcctune.orchestration.run_folder import RESULTS
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import CompareResult, Difference, RunResult, Scores
+from pcctune.seeding import BOOTSTRAP_SEED
 from pcctune.training.config import RunConfig
 
 Runs = str | Path | Sequence[str | Path]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import math
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from transformers import TrainerCallback
 
 from pcctune.data.nli import read_snli_regression_pairs
 from pcctune.data.senteval import snli_dir
-from pcctune.distributed import barrier, is_main_process
+from pcctune.distributed import barrier, is_main_process, launched_world_size
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
 from pcctune.losses.registry import loss_spec
@@ -122,10 +121,6 @@ class StageResult:
     best_dev: float | None
     log_history: list[dict[str, Any]]
     plot: Path
-
-
-def _world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def in_batch_negatives(stage: StageConfig) -> bool:
@@ -300,7 +295,9 @@ def run_stage(
     memory = PeakMemory()
     clock = StageClock(cost_in(checkpoint), memory)
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed, holds_out(stage, senteval_dir))
-    plan = plan_batches(stage.batch_size, _world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size)
+    plan = plan_batches(
+        stage.batch_size, launched_world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size
+    )
     args = training_arguments(stage, run, stage_dir, plan)
     check_stage_disk(model, stage, len(dataset) // plan.group_size, args, stage_dir, keep_last)
     with pooled_embeddings(model, active=issubclass(loss_spec(stage.loss).cls, RegressionLoss)):

@@ -104,7 +104,7 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     assert code == 0 and not [e for e in events if e.startswith("train")], output
     (folder / "space2.yaml").write_text("stages.0.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-4}\n")
     code, output = run_cli([*args[:3], str(folder / "space2.yaml"), *args[4:]], capsys)
-    assert code == 2 and "holds a sweep of another config, search space or data" in output
+    assert code == 2 and "holds a sweep of another config, search space, data" in output
     # a rerun whose search found another winner trains the seed runs again instead of stopping at the old ones
     from rich.console import Console
 
@@ -174,6 +174,23 @@ def test_the_sweep_identity_follows_the_content_of_its_data_not_the_folder_it_li
     pairs = folder / "pairs.jsonl"
     pairs.write_text(pairs.read_text().replace('"score": 0.0', '"score": 0.5', 1))
     assert sweep_identity(base, space, 0, shared_senteval) != first  # a training file edited in place
+
+
+def test_the_sweep_identity_changes_with_the_code_and_the_libraries_that_run_a_trial(
+    sweep_inputs, shared_senteval, monkeypatch
+):
+    """Trials made by other code or library versions score differently: resuming them as this sweep's is refused."""
+    from pcctune.orchestration import sweep
+    from pcctune.training.config import load_config
+
+    base, space = load_config(sweep_inputs / "run.yaml"), sweep.load_space(sweep_inputs / "space.yaml")
+    first = sweep.sweep_identity(base, space, 0, shared_senteval)
+    assert sweep.sweep_identity(base, space, 0, shared_senteval) == first
+    monkeypatch.setattr(sweep, "library_versions", lambda: {"transformers": "0.0.0"})
+    upgraded = sweep.sweep_identity(base, space, 0, shared_senteval)
+    assert upgraded != first
+    monkeypatch.setattr(sweep, "code_digest", lambda *modules: "another")
+    assert sweep.sweep_identity(base, space, 0, shared_senteval) not in (first, upgraded)
 
 
 @pytest.mark.parametrize(
@@ -247,5 +264,5 @@ def test_a_study_no_trial_finished_in_becomes_the_next_sweeps_and_a_finished_one
     assert fixed.study().user_attrs["sweep"] == fixed.identity
     study = fixed.study()
     study.tell(study.ask(), 0.5)
-    with pytest.raises(PcctuneError, match="holds a sweep of another config, search space or data"):
+    with pytest.raises(PcctuneError, match="holds a sweep of another config, search space, data"):
         sweep([0.0, 0.2]).study()

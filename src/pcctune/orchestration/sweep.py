@@ -12,8 +12,8 @@
 
 Interrupted anywhere, the same command continues: finished trials are in the study, a trial that
 was running when the process died is marked failed and replaced, and finished seed runs are kept. The study
-keeps the identity of its sweep (config with overrides, space, pruning, its data files' content): an output folder
-holding another sweep is refused, so no trial of it counts as this one's.
+keeps the identity of its sweep (config with overrides, space, pruning, its data files' content, the code and library
+versions that run a trial): an output folder holding another sweep is refused, so no trial of it counts as this one's.
 
 The search space is a YAML mapping of dotted keys to distributions:
 
@@ -43,7 +43,7 @@ from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.orchestration.run_folder import holds_a_run, is_run_of
-from pcctune.provenance import file_sha256, library_versions
+from pcctune.provenance import code_digest, file_sha256, library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
 from pcctune.training.checkpoints import CHECKPOINTS
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
@@ -190,8 +190,8 @@ class Sweep:
             )
         if saved not in (None, self.identity) and finished:
             raise PcctuneError(
-                f"{self.output} holds a sweep of another config, search space or data; its trials would "
-                "count as this one's: give another --output"
+                f"{self.output} holds a sweep of another config, search space, data, pcctune code or library "
+                "version; its trials would count as this one's: give another --output"
             )
         study.set_user_attr("sweep", self.identity)  # a study no trial finished in is this sweep's from now on
         for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
@@ -255,9 +255,10 @@ class Sweep:
 
 
 def sweep_identity(base: RunConfig, space: dict[str, Distribution], prune_after: int, senteval: Path) -> str:
-    """sha256 of what decides a sweep's trials: the base config with its overrides, the search space, the pruning
-    and the content of the files its stages train and select on (wherever the data folder lies). A study keeps it,
-    so the trials of another sweep never count as this one's."""
+    """sha256 of what decides a sweep's trials: the base config with its overrides, the search space, the pruning,
+    the content of the files its stages train and select on (wherever the data folder lies), the pcctune code that
+    runs a trial (``pcctune.provenance.code_digest``) and the libraries' versions. A study keeps it, so the trials of
+    another sweep, or of this one before an upgrade, never count as this one's."""
     files = [path for stage in base.stages for path in stage_data_files(stage, senteval)]
     files += [path for task in load_test_tasks(senteval) for path in task.files]  # what the leakage filter reads
     payload = {
@@ -265,6 +266,8 @@ def sweep_identity(base: RunConfig, space: dict[str, Distribution], prune_after:
         "space": {key: spec.model_dump() for key, spec in space.items()},
         "prune_after": prune_after,
         "data": sorted(file_sha256(path) for path in {Path(file).resolve() for file in files}),
+        "code": code_digest(run_pipeline.__module__, __name__),
+        "versions": library_versions(),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -247,6 +247,7 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         lambda c: _train(c, c.file("c.yaml", "model: m\nstages:\n  - name: a\n - name: b\n")),
         "invalid YAML at line 4, column 2",
     ),
+    ("config-octal-number", lambda c: _train(c, c.file("c.yaml", "model: m\nseed: 0123\n")), "line 2, column 7: 0123"),
     ("config-key-twice", lambda c: _train(c, c.file("c.yaml", "model: a\nmodel: b\n")), "'model' appears twice"),
     (
         "stage-names-twice",
@@ -265,6 +266,60 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("unknown-key", lambda c: _train(c, c.config(stage={"epoch": 3})), "Extra inputs"),
     ("config-template-without-slot", lambda c: _train(c, c.config(template="plain")), "exactly one {text}"),
     ("output-dir-is-a-file", lambda c: _train(c, c.config(output_dir=c.file("o.txt", "x"))), "is a file"),
+    # settings refused with the config, before a model loads or an earlier stage trains
+    ("lora-rank-zero", lambda c: _train(c, c.config(adapter={"kind": "lora", "r": 0})), "adapter.r"),
+    ("lora-dropout-one", lambda c: _train(c, c.config(adapter={"kind": "lora", "dropout": 1.0})), "adapter.dropout"),
+    (
+        "mlm-decay-steps-zero",
+        lambda c: _train(c, c.config(stage={"mlm": {"enabled": True, "decay_steps": 0}})),
+        "mlm.decay_steps",
+    ),
+    ("dpo-beta-zero", lambda c: _train(c, c.config(stage={"loss": "dpo", "dpo": {"beta": 0}})), "dpo.beta"),
+    (
+        "dpo-count-below-one-batch",
+        lambda c: _train(c, c.config(stage={"loss": "dpo", "dpo": {"count": 2}})),
+        "dpo.count 2 builds fewer preference triples than one batch",
+    ),
+    (
+        "sentence-cut-without-template",
+        lambda c: _train(c, c.config(stage={"sentence_max_tokens": 8})),
+        "sentence_max_tokens cuts the sentence before it fills the template",
+    ),
+    ("pairs-without-path", lambda c: _train(c, c.config(stage={"data": {"source": "pairs"}})), "give data.path"),
+    ("set-octal-number", lambda c: _train(c, c.config(), "--set", "seed=0123"), "0123 is read as 83"),
+    ("tasks-flag-named", lambda c: _train(c, c.config(), "--tasks", "sts,nonsense"), "error: --tasks: "),
+    ("report-to-not-installed", lambda c: _train(c, c.config(report_to="wandb")), "pip install wandb"),
+    ("compare-loss-twice", lambda c: _train(c, c.config(), "--compare", "pearson,pearson"), "names 'pearson' twice"),
+    (  # the compared loss needs triplets; the stage has scored pairs: refused before the first variant trains
+        "compare-loss-on-other-data",
+        lambda c: _train(c, c.config(), "--compare", "pearson,infonce"),
+        "needs triplets",
+    ),
+    ("dev-file-missing", lambda c: _train(c, c.config(stage={"dev": str(c.inputs / "no.csv")})), "dev reads"),
+    (
+        "leakage-against-missing",
+        lambda c: _train(
+            c,
+            c.config(
+                stage={
+                    "data": {"source": "pairs", "path": c.pairs_file(), "leakage_against": [str(c.inputs / "t.tsv")]}
+                }
+            ),
+        ),
+        "data.leakage_against reads",
+    ),
+    (
+        "snli-folder-missing",
+        lambda c: _train(
+            c, c.config(stage={"loss": "infonce", "data": {"source": "snli", "path": str(c.inputs / "x")}})
+        ),
+        "data reads",
+    ),
+    (
+        "download-sha256-without-nli",
+        lambda c: ["data", "download", "--dest", str(c.inputs / "d"), "--sha256", "0" * 64],
+        "--sha256 checks the NLI triplets' file",
+    ),
     # --- sweeps: a bad search space is refused before its folder is made ------------------------------
     ("sweep-log-from-zero", lambda c: _sweep(c, "{type: float, low: 0, high: 0.1, log: true}"), "needs low > 0"),
     ("sweep-unknown-type", lambda c: _sweep(c, "{type: flot, low: 0.1, high: 0.2}"), "learning_rate: type: "),

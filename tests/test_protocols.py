@@ -150,21 +150,23 @@ def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_
     assert saved.get("sentence_max_tokens") is None  # the saved model and its evaluations keep whole sentences
 
 
-def test_sentence_max_tokens_needs_a_template_model(tiny_bert, shared_senteval, tmp_path):
+def test_sentence_max_tokens_needs_a_template(tiny_bert, shared_senteval, tmp_path):
+    """Refused with the config, before a model loads; a stage given a plain model by a library caller refuses too."""
+    from pydantic import ValidationError
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
-    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.stage import training_lengths
 
+    with pytest.raises(ValidationError, match="sentence_max_tokens cuts the sentence before it fills the template"):
+        _one_step_cut_config(tmp_path, str(tiny_bert), shared_senteval)
+    stage = _one_step_cut_config(tmp_path, str(tiny_bert), shared_senteval, template="eol").stages[0]
     transformer = Transformer(str(tiny_bert))  # a plain sentence-transformers model, without pcctune's module
-    SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension())]).save(
-        str(tmp_path / "plain")
-    )
-    config = _one_step_cut_config(tmp_path, str(tmp_path / "plain"), shared_senteval)
+    plain = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension())])
     with pytest.raises(PcctuneError, match="sentence_max_tokens needs pcctune's input module"):
-        run_pipeline(config)
-    assert not (tmp_path / "run").exists()
+        with training_lengths(plain, stage):
+            pass
 
 
 def test_eval_command_records_the_protocol_it_ran(tiny_bert, tmp_path, capsys):

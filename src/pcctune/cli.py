@@ -214,18 +214,19 @@ def encode_command(
     run_encode(model, sentences, template, _pooling(pooling), dtype, output, console)
 
 
+OVERRIDE_FLAGS = {"output_dir": "--output-dir", "data_dir": "--data", "tasks": "--tasks"}
+"""The config keys ``pcctune train`` also takes as options of their own: an error names the option given."""
+
+
 def _overrides(set_: list[str] | None, output_dir: str | None, data: Path | None) -> dict[str, Any]:
-    import yaml
+    from pcctune.yaml_input import read_yaml_value
 
     overrides: dict[str, Any] = {}
     for item in set_ or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise PcctuneError(f"--set expects key=value, got {item!r}")
-        try:
-            overrides[key] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise PcctuneError(f"--set {key}: {value!r} is not a YAML value") from None
+        overrides[key] = read_yaml_value(value, f"--set {key}")
     if output_dir is not None:
         if not output_dir.strip():
             raise PcctuneError("--output-dir is empty; name the run's folder")
@@ -273,7 +274,11 @@ def train_command(
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
     if tasks is not None and not tasks.replace(",", "").strip():
         raise PcctuneError("--tasks names no test set; give none for no test evaluation, sts for the seven")
-    run = load_config(config, _overrides(set_, output_dir, data) | ({"tasks": tasks} if tasks is not None else {}))
+    overrides = _overrides(set_, output_dir, data) | ({"tasks": tasks} if tasks is not None else {})
+    options = {"output_dir": output_dir, "data_dir": data, "tasks": tasks}
+    run = load_config(
+        config, overrides, flags={key: OVERRIDE_FLAGS[key] for key in options if options[key] is not None}
+    )
 
     try:
         run_pipeline(
@@ -556,6 +561,8 @@ def data_download_command(
     if nli:
         run_nli_download(dest, local_datasets, sha256, console)
         return
+    if sha256 is not None:
+        raise PcctuneError("--sha256 checks the NLI triplets' file (--nli); the STS sets are checked by --verify")
     run_download(dest, local_datasets, verify, overwrite, console)
 
 

@@ -2,7 +2,8 @@
 
 PyYAML's ``safe_load`` keeps the last of two equal keys without a word, so a config with ``model:`` twice trains
 the second; here a repeated key is an error naming both lines. A syntax error names its line and column and what
-is wrong there (PyYAML's first line says only what it was parsing).
+is wrong there (PyYAML's first line says only what it was parsing). An integer that YAML 1.1 reads as another
+number than it shows (``seed: 0123`` is 83) is refused.
 """
 
 from __future__ import annotations
@@ -15,8 +16,22 @@ import yaml
 from pcctune.errors import PcctuneError
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping holding one key twice."""
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a mapping holding one key twice, and an integer YAML 1.1 reads otherwise than
+    it is written: ``0123`` (octal, 83) or ``1:30`` (base 60, 90); ``0x``/``0b`` prefixes and ``1_000`` stay."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        digits = str(node.value).lstrip("+-").replace("_", "")
+        if ":" in digits or (len(digits) > 1 and digits[0] == "0" and digits[1].isdigit()):
+            read = super().construct_yaml_int(node)
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"{node.value} is read as {read} by YAML 1.1 (a leading zero is octal, a colon base 60): "
+                "write the number without it, or quote it for text",
+                node.start_mark,
+            )
+        return super().construct_yaml_int(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -29,6 +44,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
 
 
 def yaml_error_line(error: yaml.YAMLError) -> str:
@@ -46,8 +64,16 @@ def read_yaml(path: Path, what: str) -> Any:
     if not path.is_file():
         raise PcctuneError(f"missing {what}: {path}")
     try:
-        return yaml.load(path.read_bytes().decode("utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+        return yaml.load(path.read_bytes().decode("utf-8"), Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
     except UnicodeDecodeError:
         raise PcctuneError(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as error:
         raise PcctuneError(f"{path}: invalid YAML at {yaml_error_line(error)}") from None
+
+
+def read_yaml_value(text: str, what: str) -> Any:
+    """One value written in YAML on the command line (``--set key=VALUE``), read as a config file's values are."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as error:
+        raise PcctuneError(f"{what}: {text!r} is not a YAML value ({yaml_error_line(error)})") from None

@@ -34,13 +34,13 @@ class AdapterConfig(BaseModel):
     kind: Literal["none", "lora", "qlora", "deep_prompt", "shallow_prompt"] = Field(
         "none", description="none (full fine-tuning), lora, qlora (4-bit base), deep_prompt or shallow_prompt (DCPCSE)"
     )
-    r: int = Field(8, description="LoRA rank (the papers: 64)")
-    alpha: int = Field(16, description="LoRA α; the update is scaled by α / r (the papers: 16)")
-    dropout: float = Field(0.05, description="dropout on the LoRA input (0.05)")
+    r: int = Field(8, ge=1, description="LoRA rank (the papers: 64)")
+    alpha: int = Field(16, gt=0, description="LoRA α; the update is scaled by α / r (the papers: 16)")
+    dropout: float = Field(0.05, ge=0, lt=1, description="dropout on the LoRA input (0.05)")
     targets: list[str] | Literal["all-linear"] = Field(
         "all-linear", description="module names LoRA adapts, or all-linear (every linear layer but the LM head)"
     )
-    prompt_length: int = Field(16, description="continuous prompt tokens per layer (DCPCSE)")
+    prompt_length: int = Field(16, ge=1, description="continuous prompt tokens per layer (DCPCSE)")
     prompt_projection: bool = Field(False, description="reparameterise the prompts through an MLP (P-tuning v2)")
     offset_positions: bool = Field(True, description="shift the sentence's position ids past the prompt")
     prompt_init_text: str = Field(

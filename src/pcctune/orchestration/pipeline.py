@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
 from transformers import set_seed
+from transformers.integrations import get_available_reporting_integrations
 
 from pcctune.console import plain_console
 from pcctune.data.audit import waiting_checks
@@ -110,22 +112,45 @@ def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
     return build_model(str(final), dtype=config.dtype, full_precision_base=eval_precision(config) == "16bit")
 
 
-def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = None) -> None:
-    """Everything that can fail before training, checked before any file is written."""
-    for loss in compare or []:
+def compared_stages(stage: StageConfig, compare: list[str]) -> list[StageConfig]:
+    """``stage`` once per ``--compare`` loss, each checked as a config with that loss would be (its settings, e.g.
+    ``group_by_source``, must suit the loss): one line for an unknown loss, one named twice, or a setting it refuses."""
+    variants: list[StageConfig] = []
+    for loss in compare:
         try:
-            resolve_loss(loss)
+            current = resolve_loss(loss)
         except ValueError as error:
             raise PcctuneError(f"--compare: {error}") from None
+        if current in [variant.loss for variant in variants]:
+            raise PcctuneError(f"--compare names {current!r} twice; each loss trains once")
         warn_if_renamed(loss)
+        try:
+            variants.append(StageConfig.model_validate({**stage.model_dump(), "loss": current}))
+        except ValidationError as error:
+            raise PcctuneError(f"--compare {loss}: {error.errors()[0]['msg']}") from None
+    return variants
+
+
+def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = None) -> None:
+    """Everything that can fail before training, checked before any file is written: with ``compare``, the last
+    stage's data under each loss compared in its place."""
     protocol = get_protocol(config.eval_protocol)
     if resolve_source(config.model).origin != "local":  # a saved folder may carry a template: checked when scored
         protocol.check_model(config.template, config.model)
     quantization_settings(config.adapter)
-    for stage in config.stages:
+    check_report_to(config.report_to)
+    stages = [*config.stages[:-1], *compared_stages(config.stages[-1], compare)] if compare else config.stages
+    for stage in stages:
         if stage.loss != "dpo":  # DPO's data needs a trained cross-encoder; it is built in its stage
             train_dataset(stage, senteval)
     warn_bf16_on_cpu(config)
+
+
+def check_report_to(report_to: str) -> None:
+    """The HF Trainer's logging integration ``report_to`` names is installed (checked before the model loads; the
+    trainer would refuse it only when the first stage starts)."""
+    if report_to != "none" and report_to not in get_available_reporting_integrations():
+        raise PcctuneError(f"report_to: {report_to} logs through its own package: pip install {report_to}")
 
 
 def warn_bf16_on_cpu(config: RunConfig) -> None:

@@ -110,6 +110,14 @@ class DataConfig(Strict):
         return self.filter_level is not None and self.source not in TRIPLET_SOURCES
 
     @model_validator(mode="after")
+    def _names_its_file(self) -> DataConfig:
+        if self.source in ("pairs", "simcse_csv") and not self.path:
+            raise ValueError(f"source {self.source!r} reads the file data.path names: give data.path")
+        if self.source == "hub" and not self.name:
+            raise ValueError("source 'hub' reads the dataset data.name names (a Hub dataset id or folder): give it")
+        return self
+
+    @model_validator(mode="after")
     def _leakage_only_for_scored_pairs(self) -> DataConfig:
         # the default level is what a saved config writes for every source: only another level is refused
         if self.source in TRIPLET_SOURCES and self.leakage != LeakageLevel.pair.value:
@@ -161,13 +169,15 @@ PreferenceMode = Literal["anchor", "random"]
 class DPOConfig(Strict):
     """Embedding DPO (PromptEOL §3.3): preference model, preference sampling and β."""
 
-    beta: float = Field(dpo.BETA, description="β of the DPO objective (PromptEOL §3.3)")
+    beta: float = Field(dpo.BETA, gt=0, description="β of the DPO objective (PromptEOL §3.3)")
     preference_model: str | None = Field(None, description="a trained cross-encoder; None trains one")
     preference_base: str = Field("all-MiniLM-L6-v2", description="backbone of the cross-encoder pcctune trains")
-    preference_epochs: float = Field(1.0, description="epochs of the cross-encoder pcctune trains when none is given")
+    preference_epochs: float = Field(
+        1.0, gt=0, description="epochs of the cross-encoder pcctune trains when none is given"
+    )
     candidates: Literal["stage2", "snli"] = Field("stage2", description="where the sentence pairs to rank come from")
-    count: int = Field(2000, description="how many preference triples are built")
-    margin: float = Field(0.1, description="smallest preference-model score gap that makes a preference")
+    count: int = Field(2000, ge=2, description="how many preference triples are built")
+    margin: float = Field(0.1, ge=0, description="smallest preference-model score gap that makes a preference")
     mode: PreferenceMode = Field(
         "random", description="'anchor': both candidates share the anchor sentence; 'random': any two pairs"
     )
@@ -177,10 +187,12 @@ class MLMConfig(Strict):
     """DCPCSE's auxiliary MLM term, λ = initial_weight · decay_rate^(step / decay_steps)."""
 
     enabled: bool = Field(False, description="add DCPCSE's auxiliary masked-LM term to the stage's loss")
-    initial_weight: float = Field(mlm.INITIAL_WEIGHT, description="λ at step 0 (DCPCSE §2.2)")
-    decay_rate: float = Field(mlm.DECAY_RATE, description="λ's factor every decay_steps")
-    decay_steps: int = Field(mlm.DECAY_STEPS, description="steps between decays")
-    mask_probability: float = Field(mlm.MASK_PROBABILITY, description="share of tokens masked (BERT's 15 %)")
+    initial_weight: float = Field(mlm.INITIAL_WEIGHT, ge=0, description="λ at step 0 (DCPCSE §2.2)")
+    decay_rate: float = Field(mlm.DECAY_RATE, gt=0, description="λ's factor every decay_steps")
+    decay_steps: int = Field(mlm.DECAY_STEPS, ge=1, description="steps between decays")
+    mask_probability: float = Field(
+        mlm.MASK_PROBABILITY, gt=0, lt=1, description="share of tokens masked (BERT's 15 %)"
+    )
     train_head: bool = Field(False, description="train the MLM head too (else frozen)")
 
 
@@ -288,6 +300,15 @@ class StageConfig(Strict):
     def _groups_by_source_only_for_pearson(self) -> StageConfig:
         if self.group_by_source and self.loss not in ("pearson", "pearson_by_source"):
             raise ValueError(f"group_by_source works with the pearson and pearson_by_source losses, not {self.loss!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _dpo_builds_a_batch(self) -> StageConfig:
+        if self.loss == "dpo" and self.dpo.count < self.batch_size:
+            raise ValueError(
+                f"dpo.count {self.dpo.count} builds fewer preference triples than one batch (batch_size "
+                f"{self.batch_size}): raise dpo.count or lower batch_size"
+            )
         return self
 
     @model_validator(mode="after")
@@ -417,6 +438,18 @@ class RunConfig(Strict):
         return value
 
     @model_validator(mode="after")
+    def _sentence_cut_needs_a_template(self) -> RunConfig:
+        """``sentence_max_tokens`` cuts the sentence before it fills the template (the authors' ``cutoff_len``): a
+        run without one is refused here, before its model loads or an earlier stage trains."""
+        cut = [index for index, stage in enumerate(self.stages) if stage.sentence_max_tokens is not None]
+        if cut and self.template is None:
+            raise ValueError(
+                f"stages.{cut[0]}.sentence_max_tokens cuts the sentence before it fills the template, and this run "
+                "has none: give it a template (e.g. eol), or use max_seq_length"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _own_test_sets_stay_out_of_training_and_dev(self) -> RunConfig:
         """A pair file ``tasks`` scores is a test set: no stage chooses its checkpoints on it, and every stage filters
         its dev parts (and its scored training pairs, where it filters them) against it too: it is added to the
@@ -467,9 +500,15 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: Any, given_as: str = "-
             raise PcctuneError(f"{given_as} {dotted}: {where} is inside a value, not a section")
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None, given_as: str = "--set") -> RunConfig:
+def load_config(
+    path: str | Path,
+    overrides: dict[str, Any] | None = None,
+    given_as: str = "--set",
+    flags: dict[str, str] | None = None,
+) -> RunConfig:
     """Read a YAML run config; ``overrides`` (dotted keys) win over the file. An override the config refuses is
-    named as the user gave it (``given_as``: ``--set``, or a search space)."""
+    named as the user gave it: by its own option where ``flags`` maps its key to one (``tasks`` → ``--tasks``), else
+    as ``given_as`` and its key (``--set``, or a search space)."""
     path = Path(path)
     raw = read_yaml(path, "config file") or {}
     if not isinstance(raw, dict):
@@ -483,9 +522,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, given
         where = ".".join(str(p) for p in first["loc"]) or "config"
         more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
         given = next((key for key in overrides or {} if where == key or where.startswith(key + ".")), None)
-        source = (
-            f"{path}: {where}" if given is None else f"{given_as} {given}" + ("" if where == given else f": {where}")
-        )
+        named = None if given is None else (flags or {}).get(given, f"{given_as} {given}")
+        source = f"{path}: {where}" if named is None else named + ("" if where == given else f": {where}")
         raise PcctuneError(f"{source}: {first['msg'].removeprefix('Value error, ')}{more}") from None
 
 

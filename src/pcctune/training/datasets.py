@@ -232,9 +232,8 @@ def triplets(data: DataConfig, senteval_dir: Path) -> list[Triplet]:
 
 
 def hub_dataset(data: DataConfig) -> Any:
-    """A ``hub`` source's split, its columns renamed to pcctune's."""
-    if not data.name:
-        raise PcctuneError("data.name (a Hub dataset id or folder) is required for source 'hub'")
+    """A ``hub`` source's split, its columns renamed to pcctune's (its ``name`` checked with the config)."""
+    assert data.name is not None  # DataConfig refuses a hub source without one
     return load_hub_dataset(data.name, data.columns, data.subset, data.split, data.revision, data.data_files)
 
 

@@ -22,6 +22,7 @@ from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import COMBINED_DEV, HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
 from pcctune.data.leakage import LeakageLevel, leakage_level
 from pcctune.data.sts import STSPair
+from pcctune.errors import PcctuneError
 from pcctune.losses.registry import loss_spec
 from pcctune.modeling.encoding import encode_unique
 from pcctune.paths import FilesState, files_state
@@ -125,14 +126,22 @@ def dev_metric(dev_set: str | Sequence[str]) -> str | None:
 def stage_data_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
     """The files ``stage`` trains and selects on, as far as they are files: its source's (``source_files``), the
     user's test files it is filtered against, the built-in dev sets and the user's dev files (what a run record and
-    a sweep's identity hash beside the test files)."""
-    files = source_files(stage, senteval_dir)
-    files += [Path(file).expanduser() for file in stage.data.leakage_against]
+    a sweep's identity hash beside the test files). A file that is not there is one line naming the stage and the
+    setting that reads it."""
+    files = _present(stage, "data", source_files(stage, senteval_dir))
+    files += _present(stage, "data.leakage_against", [Path(file).expanduser() for file in stage.data.leakage_against])
     for entry in dev_entries(stage.dev) if stage.dev != "none" else []:
         if entry in SINGLE_DEV_SETS:
-            files += SINGLE_DEV_SETS[entry](senteval_dir).files
+            files += _present(stage, "dev", SINGLE_DEV_SETS[entry](senteval_dir).files)
         elif entry != HOLDOUT:
-            files.append(Path(entry))
+            files += _present(stage, "dev", [Path(entry)])
+    return files
+
+
+def _present(stage: StageConfig, setting: str, files: list[Path]) -> list[Path]:
+    missing = next((file for file in files if not Path(file).is_file()), None)
+    if missing is not None:
+        raise PcctuneError(f"stage {stage.name!r}: {setting} reads {missing}, which is not a file")
     return files
 
 

@@ -280,6 +280,19 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         lambda c: _train(c, c.config(stage={"loss": "dpo", "dpo": {"count": 2}})),
         "dpo.count 2 builds fewer preference triples than one batch",
     ),
+    (  # DPO's cross-encoder trains in its stage; its data is read before any stage trains
+        "dpo-on-triplets",
+        lambda c: _train(
+            c,
+            c.config(
+                stage={
+                    "loss": "dpo",
+                    "data": {"source": "simcse_csv", "path": c.file("t.csv", "sent0,sent1,hard_neg\na,b,c\n")},
+                }
+            ),
+        ),
+        "source 'simcse_csv' has no scores",
+    ),
     (
         "sentence-cut-without-template",
         lambda c: _train(c, c.config(stage={"sentence_max_tokens": 8})),

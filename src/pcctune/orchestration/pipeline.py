@@ -60,7 +60,7 @@ from pcctune.results import RunResult, StageRecord
 from pcctune.training.audit import audit_line, stage_audit
 from pcctune.training.checkpoints import FINAL, TRAINER_STATE
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
-from pcctune.training.datasets import stage2_set, train_dataset
+from pcctune.training.datasets import check_stage_data, stage2_set
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
@@ -141,8 +141,7 @@ def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = 
     check_report_to(config.report_to)
     stages = [*config.stages[:-1], *compared_stages(config.stages[-1], compare)] if compare else config.stages
     for stage in stages:
-        if stage.loss != "dpo":  # DPO's data needs a trained cross-encoder; it is built in its stage
-            train_dataset(stage, senteval)
+        check_stage_data(stage, senteval)
     warn_bf16_on_cpu(config)
 
 

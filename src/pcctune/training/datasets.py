@@ -208,9 +208,7 @@ def read_scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]
     if data.source == "stage2":
         return list(stage2_set(data, senteval_dir).pairs)
     if data.source == "pairs":
-        if not data.path:
-            raise PcctuneError("data.path is required for source 'pairs'")
-        return [SourcedPair(p.sentence1, p.sentence2, p.score, "pairs") for p in read_pairs_file(data.path)]
+        return [SourcedPair(p.sentence1, p.sentence2, p.score, "pairs") for p in read_pairs_file(data.path or "")]
     if data.source == "snli_regression":
         pairs = read_snli_regression_pairs(data.path or snli_dir(senteval_dir), tuple(data.splits))
         return [SourcedPair(p.sentence1, p.sentence2, p.score, "snli") for p in pairs]
@@ -278,6 +276,16 @@ def _columns(stage: StageConfig, senteval_dir: Path, holdout: bool) -> dict[str,
     return {"sentence1": [p.sentence1 for p in pairs], "sentence2": [p.sentence2 for p in pairs], "score": scores}
 
 
+def check_stage_data(stage: StageConfig, senteval_dir: Path) -> None:
+    """Read ``stage``'s data as its training will, before anything trains: a source the loss cannot train on, a
+    file that does not parse or a set smaller than a batch is one line now. DPO's preferences need a trained
+    cross-encoder, built in its stage: here its scored pairs and candidates are read."""
+    if loss_spec(stage.loss).data == "preferences":
+        dpo_candidates(stage, scored_pairs(stage.data, senteval_dir), senteval_dir)
+    else:
+        train_dataset(stage, senteval_dir)
+
+
 def train_dataset(
     stage: StageConfig,
     senteval_dir: Path,
@@ -286,9 +294,15 @@ def train_dataset(
     holdout: bool = False,
 ) -> Dataset:
     """The columns ``stage.loss`` trains on, less the dev set's held-out share when ``holdout`` (for DPO: neither its
-    cross-encoder nor its candidates see that share); at least one full batch of them."""
+    cross-encoder nor its candidates see that share); at least one full batch of them. DPO's preferences are ranked
+    by a cross-encoder trained into ``stage_dir`` (which it then needs)."""
     if loss_spec(stage.loss).data == "preferences":
         from pcctune.training.preference import dpo_dataset
+
+        if stage_dir is None:
+            raise PcctuneError(
+                f"stage {stage.name!r}: DPO trains its preference model into the stage's folder: give one"
+            )
 
         scored = scored_pairs(stage.data, senteval_dir)
         if holdout:
@@ -296,7 +310,7 @@ def train_dataset(
         candidates = dpo_candidates(stage, scored, senteval_dir)
         if holdout:
             candidates = [(a, b) for a, b in candidates if not in_holdout(STSPair(a, b, 0.0))]
-        dataset = dpo_dataset(stage.dpo, scored, candidates, stage_dir or Path("runs/dpo"), seed)
+        dataset = dpo_dataset(stage.dpo, scored, candidates, stage_dir, seed)
     else:
         dataset = Dataset.from_dict(_columns(stage, senteval_dir, holdout))
     if len(dataset) < stage.batch_size:

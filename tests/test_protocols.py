@@ -215,3 +215,11 @@ def test_a_template_only_protocol_refuses_a_model_without_a_template(tiny_bert, 
     write_tokenized_copy(root)
     code, output = run_cli(["eval", str(tiny_bert), "--data", str(root), "--protocol", "paper-prompt"], capsys)
     assert_one_line_error(code, output, "has no template")
+
+
+def test_a_run_config_defaults_to_the_protocol_pcctune_eval_defaults_to():
+    """Training cannot import the evaluation layer, so the config names the default protocol itself: the same one."""
+    from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
+    from pcctune.training.config import RunConfig
+
+    assert RunConfig.model_fields["eval_protocol"].default == DEFAULT_PROTOCOL in PROTOCOLS

@@ -139,12 +139,45 @@ def test_seeded_work_leaves_the_callers_random_streams_as_they_were():
     assert _draw() == expected  # after: the caller's streams go on as if nothing had drawn
 
 
-def test_training_through_the_api_leaves_the_callers_random_streams_as_they_were(tiny_bert, shared_senteval, tmp_path):
+@pytest.mark.parametrize("entry", ["pcctune.train", "run_pipeline"])
+def test_training_through_the_api_leaves_the_callers_random_streams_as_they_were(
+    entry, tiny_bert, shared_senteval, tmp_path
+):
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.config import load_config
     from tests.conftest import write_run_config
 
     config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
     _seed_all(11)
     expected = _draw()
     _seed_all(11)
-    pcctune.train(config)  # seeds every generator with its own seed while it runs
+    if entry == "pcctune.train":
+        pcctune.train(config)  # seeds every generator with its own seed while it runs
+    else:
+        run_pipeline(load_config(config))
     assert _draw() == expected
+
+
+def test_training_a_preference_model_leaves_the_callers_random_streams_as_they_were(tiny_bert, tmp_path):
+    from pcctune.data.sts import STSPair
+    from pcctune.training.preference import train_preference_model
+    from tests.conftest import SENTENCES
+
+    pairs = [STSPair(SENTENCES[i], SENTENCES[(i + 1) % 12], float(i % 5)) for i in range(8)]
+    _seed_all(5)
+    expected = _draw()
+    _seed_all(5)
+    train_preference_model(str(tiny_bert), pairs, tmp_path / "scorer", epochs=1, batch_size=4, seed=0)
+    assert _draw() == expected
+
+
+def test_a_stage_puts_transformers_log_level_back():
+    """A trainer sets transformers' log level on every process but the first; the stage puts the caller's back."""
+    import transformers
+
+    from pcctune.training.stage import log_level_kept
+
+    before = transformers.logging.get_verbosity()
+    with log_level_kept():
+        transformers.logging.set_verbosity(transformers.logging.ERROR if before != transformers.logging.ERROR else 10)
+    assert transformers.logging.get_verbosity() == before

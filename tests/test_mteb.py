@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
+import torch
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
@@ -55,6 +58,7 @@ def test_mteb_command_runs_offline_on_local_datasets_and_writes_results_mteb_rea
             "score": [float(i % 5) for i in range(8)],
         }
         DatasetDict({"test": Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "local" / name))
+    streams = (random.getstate(), np.random.get_state()[1].tolist(), torch.random.get_rng_state())
     code, output = run_cli(
         [
             "mteb",
@@ -71,6 +75,9 @@ def test_mteb_command_runs_offline_on_local_datasets_and_writes_results_mteb_rea
         capsys,
     )
     assert code == 0, output
+    # mteb seeds the global generators (for each task); the command puts the caller's states back
+    assert random.getstate() == streams[0] and np.random.get_state()[1].tolist() == streams[1]
+    assert torch.equal(torch.random.get_rng_state(), streams[2])
     files = sorted(p.name for p in (tmp_path / "results").rglob("*.json"))
     assert "STS12.json" in files and "STSBenchmark.json" in files
     loaded = ResultCache(tmp_path / "results").load_results(

@@ -41,7 +41,7 @@ from pcctune.orchestration.report import result_files
 from pcctune.orchestration.run_folder import RESULTS
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import CompareResult, Difference, RunResult, Scores
-from pcctune.seeding import BOOTSTRAP_SEED
+from pcctune.seeding import BOOTSTRAP_SEED, DEFAULT_SEED, seeded
 from pcctune.training.config import RunConfig
 
 Runs = str | Path | Sequence[str | Path]
@@ -231,7 +231,8 @@ def side_model(
     if run is None:
         if variant is not None:
             raise PcctuneError(f"--variant names a run's final stage; {spec} is a model, not a run")
-        return str(spec), build_model(str(spec))
+        with seeded(DEFAULT_SEED):  # a layer the saved model lacks is drawn the same way each time, as pcctune eval
+            return str(spec), build_model(str(spec))
     file, record = run
     label = chosen_variant(record, file, variant)
     stage = next((stage for stage in record.stages if stage.stage == label), None)

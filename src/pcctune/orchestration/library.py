@@ -27,7 +27,7 @@ from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hash
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, RunResult
-from pcctune.seeding import DEFAULT_SEED, random_state_kept
+from pcctune.seeding import DEFAULT_SEED
 from pcctune.training.config import RunConfig, load_config
 
 
@@ -108,5 +108,4 @@ def train(config: RunConfig | str | Path, **options: Any) -> RunResult:
     """Run every stage of ``config`` (a ``RunConfig`` or a YAML path) as ``pcctune train`` does; ``options``
     are ``run_pipeline``'s (``resume``, ``compare``, ``overwrite`` …). The run seeds the global random generators
     with its ``seed``; the caller's states are put back when it returns."""
-    with random_state_kept():
-        return run_pipeline(config if isinstance(config, RunConfig) else load_config(config), **options)
+    return run_pipeline(config if isinstance(config, RunConfig) else load_config(config), **options)

@@ -22,6 +22,7 @@ from pcctune.evaluation.mteb_bridge import use_local_data
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_folder
 from pcctune.modeling.build import build_model
+from pcctune.seeding import random_state_kept
 
 TASK_GROUPS = {
     "sts": ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R"],
@@ -64,10 +65,12 @@ def load_mteb_task(name: str, local_data: Path | None) -> Any:
     return task
 
 
+@random_state_kept()
 def run_mteb(
     model_spec: str, tasks: str, output: Path, local_data: Path | None, template: str | None, console: Console
 ) -> dict[str, float]:
-    """Evaluate with ``mteb.evaluate`` into ``output`` (MTEB's result cache); return each task's main score."""
+    """Evaluate with ``mteb.evaluate`` into ``output`` (MTEB's result cache); return each task's main score. mteb
+    seeds the global random generators (at import, and for each task); the caller's states are put back."""
     import mteb
     from mteb.cache import ResultCache
 

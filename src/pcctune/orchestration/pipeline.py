@@ -57,6 +57,7 @@ from pcctune.orchestration.run_folder import (
 from pcctune.orchestration.run_tasks import run_test_tasks
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
+from pcctune.seeding import random_state_kept
 from pcctune.training.audit import audit_line, stage_audit
 from pcctune.training.checkpoints import FINAL, TRAINER_STATE
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
@@ -383,6 +384,7 @@ class Pipeline:
         return self.result
 
 
+@random_state_kept()
 def run_pipeline(
     config: RunConfig,
     resume: bool = False,
@@ -399,7 +401,8 @@ def run_pipeline(
     stages are taken as finished, and that stage continues from that step. ``tasks`` replaces
     the seven STS test tasks of the evaluations (e.g. subsamples for a quick benchmark); ``tasks=[]``
     reads no test set at all (sweep trials, which select on dev data only).
-    A finished run resumed again is returned as it was saved, and nothing is rewritten.
+    A finished run resumed again is returned as it was saved, and nothing is rewritten. The run seeds the global
+    random generators with its ``seed``; the caller's states are put back when it returns.
     """
     console = console or plain_console()
     resume = resume or resume_from is not None

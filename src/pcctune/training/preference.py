@@ -26,11 +26,12 @@ from sentence_transformers import CrossEncoder
 from pcctune.data.stage2 import SourcedPair
 from pcctune.data.sts import STSPair
 from pcctune.io import atomic_folder
-from pcctune.seeding import DEFAULT_SEED
+from pcctune.seeding import DEFAULT_SEED, random_state_kept
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL
 from pcctune.training.config import DPOConfig, PreferenceMode
 
 
+@random_state_kept()
 def train_preference_model(
     base: str,
     pairs: list[STSPair],
@@ -40,7 +41,8 @@ def train_preference_model(
     learning_rate: float = 2e-5,
     seed: int = DEFAULT_SEED,
 ) -> CrossEncoder:
-    """A cross-encoder regressor of score / max score, trained with binary cross-entropy."""
+    """A cross-encoder regressor of score / max score, trained with binary cross-entropy (its trainer seeds the
+    global random generators with ``seed``; the caller's states are put back)."""
     from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 

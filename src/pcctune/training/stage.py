@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import transformers
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.sampler import BatchSamplers
@@ -33,6 +34,7 @@ from pcctune.losses.regression import RegressionLoss
 from pcctune.modeling.onednn import onednn_linears
 from pcctune.modeling.saving import is_saved_model, save_model
 from pcctune.modeling.template import TemplateTransformer
+from pcctune.seeding import random_state_kept
 from pcctune.training.batching import BatchPlan, plan_batches
 from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL, last_complete_checkpoint
@@ -51,6 +53,17 @@ from pcctune.training.sampling import SourceBatchSampler
 from pcctune.training.stage_cost import StageClock, StageCost, cost_in
 from pcctune.training.timed_saves import SaveEvery
 from pcctune.training.trainer import PcctuneTrainer
+
+
+@contextmanager
+def log_level_kept() -> Iterator[None]:
+    """transformers' log level as the caller had it: a trainer sets it on every process but the first
+    (``TrainingArguments.log_level_replica``)."""
+    level = transformers.logging.get_verbosity()
+    try:
+        yield
+    finally:
+        transformers.logging.set_verbosity(level)
 
 
 @contextmanager
@@ -276,6 +289,8 @@ def class_count(stage: StageConfig, dataset: Dataset) -> int | None:
     return max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
 
 
+@random_state_kept()
+@log_level_kept()
 def run_stage(
     model: SentenceTransformer,
     stage: StageConfig,
@@ -289,7 +304,9 @@ def run_stage(
 ) -> StageResult:
     """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end. ``resume`` continues
     from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's model
-    in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``)."""
+    in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``). The trainer seeds the global random
+    generators and sets transformers' log level on every process but the first: both are put back when it returns.
+    The process's peak-memory counter is reset to measure the stage's own peak (``pcctune.training.memory``)."""
     check_template_budget(model, stage)
     checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / CHECKPOINTS) if resume else None)
     memory = PeakMemory()

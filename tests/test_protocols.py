@@ -150,17 +150,21 @@ def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_
     assert saved.get("sentence_max_tokens") is None  # the saved model and its evaluations keep whole sentences
 
 
-def test_sentence_max_tokens_needs_a_template(tiny_bert, shared_senteval, tmp_path):
-    """Refused with the config, before a model loads; a stage given a plain model by a library caller refuses too."""
-    from pydantic import ValidationError
+def test_sentence_max_tokens_needs_a_template(tiny_bert, tiny_llama, shared_senteval, tmp_path):
+    """Refused before a model loads where neither the run nor the model's folder has a template; a folder saved with
+    one is enough; a stage given a plain model by a library caller refuses too."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
+    from pcctune.orchestration.pipeline import run_pipeline, validate_run
     from pcctune.training.stage import training_lengths
 
-    with pytest.raises(ValidationError, match="sentence_max_tokens cuts the sentence before it fills the template"):
-        _one_step_cut_config(tmp_path, str(tiny_bert), shared_senteval)
+    with pytest.raises(PcctuneError, match="sentence_max_tokens cuts the sentence before it fills the template"):
+        run_pipeline(_one_step_cut_config(tmp_path, str(tiny_bert), shared_senteval))
+    assert not (tmp_path / "run").exists()
+    build_model(str(tiny_llama), template="eol").save(str(tmp_path / "templated"))
+    validate_run(_one_step_cut_config(tmp_path, str(tmp_path / "templated"), shared_senteval), shared_senteval)
     stage = _one_step_cut_config(tmp_path, str(tiny_bert), shared_senteval, template="eol").stages[0]
     transformer = Transformer(str(tiny_bert))  # a plain sentence-transformers model, without pcctune's module
     plain = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension())])

@@ -218,6 +218,20 @@ OVERRIDE_FLAGS = {"output_dir": "--output-dir", "data_dir": "--data", "tasks": "
 """The config keys ``pcctune train`` also takes as options of their own: an error names the option given."""
 
 
+def _train_config(
+    config: Path, set_: list[str] | None, output_dir: str | None, data: Path | None, tasks: str | None
+) -> Any:
+    """``pcctune train``'s run config: the file with ``--set`` and the options that override its keys (an error
+    names the option given)."""
+    from pcctune.orchestration.library import load_config
+
+    if tasks is not None and not tasks.replace(",", "").strip():
+        raise PcctuneError("--tasks names no test set; give none for no test evaluation, sts for the seven")
+    overrides = _overrides(set_, output_dir, data) | ({"tasks": tasks} if tasks is not None else {})
+    given = {"output_dir": output_dir, "data_dir": data, "tasks": tasks}
+    return load_config(config, overrides, flags={key: OVERRIDE_FLAGS[key] for key in given if given[key] is not None})
+
+
 def _overrides(set_: list[str] | None, output_dir: str | None, data: Path | None) -> dict[str, Any]:
     from pcctune.yaml_input import read_yaml_value
 
@@ -266,20 +280,12 @@ def train_command(
 ) -> None:
     """Run the stages of CONFIG (stage 1 contrastive, stage 2 Pearson), evaluating after each."""
     from pcctune.distributed import finish
-    from pcctune.orchestration.library import load_config
     from pcctune.orchestration.pipeline import run_pipeline
 
     if resume and overwrite:
         raise PcctuneError("--resume continues a run and --overwrite replaces it; pass one of them")
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
-    if tasks is not None and not tasks.replace(",", "").strip():
-        raise PcctuneError("--tasks names no test set; give none for no test evaluation, sts for the seven")
-    overrides = _overrides(set_, output_dir, data) | ({"tasks": tasks} if tasks is not None else {})
-    options = {"output_dir": output_dir, "data_dir": data, "tasks": tasks}
-    run = load_config(
-        config, overrides, flags={key: OVERRIDE_FLAGS[key] for key in options if options[key] is not None}
-    )
-
+    run = _train_config(config, set_, output_dir, data, tasks)
     try:
         run_pipeline(
             run,

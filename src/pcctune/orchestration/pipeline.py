@@ -35,7 +35,7 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.host_settings import settings_line
 from pcctune.losses.registry import resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
-from pcctune.modeling.build import build_model, resolve_source
+from pcctune.modeling.build import ModelSource, build_model, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.pooler_head import add_mlp_head
@@ -136,14 +136,29 @@ def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = 
     """Everything that can fail before training, checked before any file is written: with ``compare``, the last
     stage's data under each loss compared in its place."""
     protocol = get_protocol(config.eval_protocol)
-    if resolve_source(config.model).origin != "local":  # a saved folder may carry a template: checked when scored
+    source = resolve_source(config.model)
+    if source.origin != "local":  # a saved folder may carry a template: checked when scored
         protocol.check_model(config.template, config.model)
+    check_sentence_cut(config, source)
     quantization_settings(config.adapter)
     check_report_to(config.report_to)
     stages = [*config.stages[:-1], *compared_stages(config.stages[-1], compare)] if compare else config.stages
     for stage in stages:
         check_stage_data(stage, senteval)
     warn_bf16_on_cpu(config)
+
+
+def check_sentence_cut(config: RunConfig, source: ModelSource) -> None:
+    """``sentence_max_tokens`` cuts the sentence before it fills a template (the authors' ``cutoff_len``): refused
+    before the model loads or an earlier stage trains when neither the run nor the model's folder has one (a Hub
+    model's template is known once it loads: its stage checks it then)."""
+    cut = next((stage for stage in config.stages if stage.sentence_max_tokens is not None), None)
+    if cut is None or config.template is not None or source.origin == "hub" or saved_template(source) is not None:
+        return
+    raise PcctuneError(
+        f"stage {cut.name!r}: sentence_max_tokens cuts the sentence before it fills the template, and "
+        f"{config.model} has none: give the run a template (e.g. eol), or use max_seq_length"
+    )
 
 
 def check_report_to(report_to: str) -> None:

@@ -438,18 +438,6 @@ class RunConfig(Strict):
         return value
 
     @model_validator(mode="after")
-    def _sentence_cut_needs_a_template(self) -> RunConfig:
-        """``sentence_max_tokens`` cuts the sentence before it fills the template (the authors' ``cutoff_len``): a
-        run without one is refused here, before its model loads or an earlier stage trains."""
-        cut = [index for index, stage in enumerate(self.stages) if stage.sentence_max_tokens is not None]
-        if cut and self.template is None:
-            raise ValueError(
-                f"stages.{cut[0]}.sentence_max_tokens cuts the sentence before it fills the template, and this run "
-                "has none: give it a template (e.g. eol), or use max_seq_length"
-            )
-        return self
-
-    @model_validator(mode="after")
     def _own_test_sets_stay_out_of_training_and_dev(self) -> RunConfig:
         """A pair file ``tasks`` scores is a test set: no stage chooses its checkpoints on it, and every stage filters
         its dev parts (and its scored training pairs, where it filters them) against it too: it is added to the

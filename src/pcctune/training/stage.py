@@ -304,9 +304,8 @@ def run_stage(
 ) -> StageResult:
     """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end. ``resume`` continues
     from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's model
-    in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``). The trainer seeds the global random
-    generators and sets transformers' log level on every process but the first: both are put back when it returns.
-    The process's peak-memory counter is reset to measure the stage's own peak (``pcctune.training.memory``)."""
+    in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``). The global random generators and
+    transformers' log level, which the trainer sets, are put back; the peak-memory counter is reset (``memory``)."""
     check_template_budget(model, stage)
     checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / CHECKPOINTS) if resume else None)
     memory = PeakMemory()

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, field_validator
 
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_text
 
 SCHEMA_VERSION = 3
@@ -450,9 +450,8 @@ def parse_result(payload: Any, source: str = "result") -> AnyResult:
             raise ValueError(f"schema version {payload['schema_version']} is newer than this pcctune reads")
         record = RECORDS[kind].model_validate(payload)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise PcctuneError(f"{source}: not a pcctune result ({where}: {first['msg']})") from None
+        where, message = first_refusal(error)
+        raise PcctuneError(f"{source}: not a pcctune result ({where}: {message})") from None
     except ValueError as error:
         raise PcctuneError(f"{source}: not a pcctune result ({error})") from None
     assert isinstance(record, EvalResult | RunResult | BenchmarkResult | AuditResult | CompareResult)

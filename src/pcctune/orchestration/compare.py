@@ -27,7 +27,7 @@ from pcctune.correlation import correlation
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import SHORT_NAMES
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_refusal
 from pcctune.evaluation.compare import TestSet, check_finite, paired_bootstrap_mean, paired_seeds, seed_difference
 from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
@@ -75,11 +75,10 @@ def run_config(record: RunResult, file: Path) -> RunConfig:
     try:
         return RunConfig.model_validate(record.config)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "config"
+        where, message = first_refusal(error)
         raise PcctuneError(
-            f"{file}: its config does not read as a run config ({where}: {first['msg']}), so how the run scored its "
-            "model is unknown; give its model folder instead to score it as pcctune eval does"
+            f"{file}: its config does not read as a run config ({where or 'config'}: {message}), so how the run "
+            "scored its model is unknown; give its model folder instead to score it as pcctune eval does"
         ) from None
 
 

@@ -28,7 +28,7 @@ from pcctune.data.audit import waiting_checks
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.distributed import barrier, is_distributed, is_main_process
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_refusal
 from pcctune.evaluation.protocols import get_protocol
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
@@ -128,7 +128,8 @@ def compared_stages(stage: StageConfig, compare: list[str]) -> list[StageConfig]
         try:
             variants.append(StageConfig.model_validate({**stage.model_dump(), "loss": current}))
         except ValidationError as error:
-            raise PcctuneError(f"--compare {loss}: {error.errors()[0]['msg']}") from None
+            where, message = first_refusal(error)
+            raise PcctuneError(f"--compare {loss}: {where + ': ' if where else ''}{message}") from None
     return variants
 
 

@@ -38,7 +38,7 @@ from transformers import TrainerCallback
 
 from pcctune.data.cache import senteval_folder
 from pcctune.data.tasks import load_test_tasks
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_refusal
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.pipeline import run_pipeline
@@ -81,9 +81,8 @@ def load_space(path: Path) -> dict[str, Distribution]:
         try:
             space[key] = spec = Distribution.model_validate(value)
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise PcctuneError(f"{path}: {key}: {where + ': ' if where else ''}{first['msg']}") from None
+            where, message = first_refusal(error)
+            raise PcctuneError(f"{path}: {key}: {where + ': ' if where else ''}{message}") from None
         if spec.type == "categorical" and not spec.choices:
             raise PcctuneError(f"{path}: {key}: a categorical distribution needs choices")
         if spec.type != "categorical" and (spec.low is None or spec.high is None or spec.low >= spec.high):

@@ -19,7 +19,7 @@ from pcctune.data.local import is_local
 from pcctune.data.nli import SNLI_SPLITS
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES
 from pcctune.data.tasks import SEVEN_TASKS
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_yaml
 from pcctune.losses import dpo, infonce, mlm, pearson_plus, regression, soft_spearman
 from pcctune.losses.base import EmbeddingLoss
@@ -506,13 +506,13 @@ def load_config(
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "config"
+        where, message = first_refusal(error)
+        where = where or "config"
         more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
         given = next((key for key in overrides or {} if where == key or where.startswith(key + ".")), None)
         named = None if given is None else (flags or {}).get(given, f"{given_as} {given}")
         source = f"{path}: {where}" if named is None else named + ("" if where == given else f": {where}")
-        raise PcctuneError(f"{source}: {first['msg'].removeprefix('Value error, ')}{more}") from None
+        raise PcctuneError(f"{source}: {message}{more}") from None
 
 
 # Settings that change what a run computes; the others (where it writes, how often it logs) may

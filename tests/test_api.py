@@ -49,6 +49,21 @@ def test_datasets_and_evaluation_for_a_plain_st_script(tiny_bert, tiny_llama, sh
     assert pcctune.evaluate(decoder, data=shared_senteval).template == 'This sentence : "{text}" means in one word:"'
 
 
+@pytest.mark.parametrize(
+    ("terminal", "option", "shown"),
+    [(True, None, True), (False, None, False), (False, True, True), (True, False, False)],
+    ids=["terminal", "redirected", "asked-for", "turned-off"],
+)
+def test_evaluate_shows_its_progress_bar_on_a_terminal_unless_told(
+    tiny_bert, shared_senteval, capsys, monkeypatch, terminal, option, shown
+):
+    model = pcctune.build_model(str(tiny_bert))
+    capsys.readouterr()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    pcctune.evaluate(model, data=shared_senteval, show_progress_bar=option)
+    assert ("Encoding" in capsys.readouterr().err) == shown
+
+
 @pytest.mark.parametrize("script", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
 def test_example_runs_on_tiny_models(script, tiny_bert, tiny_llama, mini_senteval, tmp_path):
     write_tokenized_copy(mini_senteval)  # the paper protocol's text form

@@ -12,6 +12,7 @@ from typing import Any
 from datasets import Dataset, DatasetInfo
 from sentence_transformers import SentenceTransformer
 
+from pcctune.console import progress_by_default
 from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import leakage_level
 from pcctune.data.nli import SNLI_SPLITS, read_snli_folder
@@ -67,6 +68,7 @@ def evaluate(
     split: str = PAIR_SPLIT,
     seed: int = DEFAULT_SEED,
     workers: int | None = None,
+    show_progress_bar: bool | None = None,
 ) -> EvalResult:
     """Score any loaded model on the seven STS tasks under ``protocol``, or on your own test sets; the same record
     ``pcctune eval`` (``--pairs``) writes.
@@ -77,7 +79,9 @@ def evaluate(
     with a 95 % paired bootstrap interval drawn with ``seed``; the record's ``sts`` then holds one number per set
     and no average. ``data``: the SentEval folder of the seven tasks. ``workers``: encode on a CPU in that many
     threads of one core each (default: the caller's thread alone, unless ``pcctune.cpu_speedups`` or
-    ``PCCTUNE_CPU_SPEEDUPS=1`` says otherwise; docs/speed-settings.md)."""
+    ``PCCTUNE_CPU_SPEEDUPS=1`` says otherwise; docs/speed-settings.md). ``show_progress_bar``: the encoding's
+    progress bar on standard error, as ``pcctune eval`` shows it (default: shown when standard error is a terminal or
+    sentence-transformers' logger is at INFO; pass ``True`` in a notebook, ``False`` to keep quiet)."""
     started = time.perf_counter()
     check_loaded_model(model, "evaluate")  # before any data is read
     if isinstance(pairs, Sequence) and not isinstance(pairs, str) and not pairs:
@@ -88,7 +92,8 @@ def evaluate(
     tasks = [s.task() for s in own] if senteval is None else load_protocol_tasks(senteval, protocol)
     interval_seed = seed if own else None
     with with_workers(workers):
-        scores, avg = evaluate_sts(model, tasks, protocol=protocol, interval_seed=interval_seed, show_progress=False)
+        show = progress_by_default() if show_progress_bar is None else show_progress_bar
+        scores, avg = evaluate_sts(model, tasks, protocol=protocol, interval_seed=interval_seed, show_progress=show)
     return EvalResult(
         protocol=protocol,
         model=str(getattr(getattr(model[0], "model", None), "name_or_path", "") or type(model).__name__),

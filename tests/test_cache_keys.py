@@ -228,3 +228,27 @@ def test_one_hub_id_held_by_two_caches_is_two_models(case, tiny_bert, tiny_mpnet
     from_hub_cache = key_of("scores", hub)
     monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(sentence_transformers_home))
     assert key_of("scores", hub) != from_hub_cache
+
+
+def test_adapters_that_differ_only_in_lora_alpha_get_other_keys(case):
+    """LoRA scales its update by ``lora_alpha / r``: two adapters with the same tensors and another alpha give other
+    embeddings, so their keys differ (``peft_config`` is part of the model's digest)."""
+    config: RunConfig = case["config"]
+    keys = []
+    for alpha in (8, 64):
+        model = load_base(config, quantized=False, head=False)
+        attach_adapter(model, AdapterConfig(kind="lora", r=4, alpha=alpha))
+        torch.manual_seed(0)
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                torch.nn.init.normal_(parameter)  # the same tensors under either alpha, none of them zero
+        keys.append(fingerprint.model_digest(model))
+    assert None not in keys and keys[0] != keys[1]
+
+
+def test_a_model_has_the_same_digest_before_and_after_it_encodes(case):
+    """Encoding sets the tokenizer's truncation and padding for the batch: runtime state, not the model."""
+    model = load_base(case["config"], quantized=False, head=False)
+    before = fingerprint.model_digest(model)
+    model.encode(["A man plays a guitar.", "A dog runs."])
+    assert before is not None and fingerprint.model_digest(model) == before

@@ -45,7 +45,15 @@ KERNEL_ENVIRONMENT = (
 )
 """Environment variables that change which kernels torch runs or the precision they keep, so the float rounding of
 a result."""
-PATH_KEYS = ("name_or_path", "_name_or_path", "tokenizer_file", "vocab_file", "merges_file", "cache_dir")
+PATH_KEYS = (
+    "name_or_path",
+    "_name_or_path",
+    "tokenizer_file",
+    "vocab_file",
+    "merges_file",
+    "cache_dir",
+    "base_model_name_or_path",
+)
 """Settings that name where a model or tokenizer was read from, not what it holds: left out of its digest."""
 
 
@@ -92,6 +100,7 @@ def describe_modules(model: SentenceTransformer) -> list[Any] | None:
                 "config": _without_paths(config),
                 "backbone": _without_paths(backbone.to_dict()) if backbone is not None else None,
                 "attention": getattr(backbone, "_attn_implementation", None),
+                "adapters": adapter_settings(getattr(module, "auto_model", None)),
             }
         )
     model_settings = {
@@ -103,13 +112,41 @@ def describe_modules(model: SentenceTransformer) -> list[Any] | None:
     return [modules, model_settings, tokenizer_state(tokenizer)]
 
 
+def adapter_settings(backbone: Any) -> dict[str, Any] | None:
+    """Each PEFT adapter's settings (its kind, rank, ``lora_alpha``, target modules, dropout…) on ``backbone``: LoRA
+    adds ``B A x`` scaled by ``lora_alpha / r`` to a layer's output (Hu et al. 2021, eq. 3 and §4.1), so two adapters
+    with the same tensors and another alpha are two models. ``None`` without adapters."""
+    configs = getattr(backbone, "peft_config", None)
+    if not configs:
+        return None
+    return {name: _without_paths(_plain(config.to_dict())) for name, config in sorted(configs.items())}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with its sets sorted into lists (PEFT keeps ``target_modules`` as a set): the same settings dump to
+    the same text."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, set | frozenset):
+        return sorted(_plain(item) for item in value)
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+RUNTIME_STATE = ("truncation", "padding")
+"""The parts of a fast tokenizer's serialized pipeline that each call sets for its batch (``tokenizer(...,
+truncation=True, padding=True)``): the state of the last call, not the tokenizer."""
+
+
 def tokenizer_state(tokenizer: Any) -> dict[str, Any]:
-    """What decides a tokenizer's output: a fast tokenizer's whole pipeline (``tokenizer.json``'s content), else its
-    vocabulary; its special tokens, padding and truncation sides, maximum length and chat template."""
+    """What decides a tokenizer's output: a fast tokenizer's whole pipeline (``tokenizer.json``'s content without
+    ``RUNTIME_STATE``), else its vocabulary; its special tokens, padding and truncation sides, maximum length and chat
+    template."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     return {
         "class": type(tokenizer).__qualname__,
-        "pipeline": backend.to_str() if backend is not None else sorted(tokenizer.get_vocab().items()),
+        "pipeline": pipeline_state(backend) if backend is not None else sorted(tokenizer.get_vocab().items()),
         "special": tokenizer.special_tokens_map,
         "padding_side": tokenizer.padding_side,
         "truncation_side": tokenizer.truncation_side,
@@ -117,6 +154,13 @@ def tokenizer_state(tokenizer: Any) -> dict[str, Any]:
         "chat_template": getattr(tokenizer, "chat_template", None),
         "init": _without_paths(dict(tokenizer.init_kwargs)),
     }
+
+
+def pipeline_state(backend: Any) -> dict[str, Any]:
+    """A fast tokenizer's serialized pipeline without ``RUNTIME_STATE``: the same before and after the model
+    encodes."""
+    pipeline = json.loads(backend.to_str())
+    return {key: value for key, value in pipeline.items() if key not in RUNTIME_STATE}
 
 
 def _without_paths(settings: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from reproductions._common import kept, run_jobs, train_once
+from reproductions.leakage import growth
 from reproductions.leakage.cells import (
     EVALUATIONS_PER_EPOCH,
     LOSSES,
@@ -44,6 +45,7 @@ from reproductions.leakage.cells import (
     say_left_out,
 )
 from reproductions.leakage.design import DESIGN
+from reproductions.leakage.growth import GrownPoint, Point
 
 from pcctune.data.leakage import LeakageLevel
 from pcctune.training.config import RunConfig
@@ -60,6 +62,12 @@ CONTROL_FILE = "control_pairs.jsonl"
 CONTROL_DEV = ["holdout", "stsb-dev-filtered"]
 """The control's dev set: its own held-out 15 % and STS-B dev, as ``sentence``'s is once SICK trial keeps too few."""
 WIDE = "wide"
+GROWN = "grown"
+"""The folder of the test runs of a winner the grown search changed."""
+HALF_RATE_BLOCKS = ("sentence", "control")
+"""The blocks whose growth also tries half the winner's learning rate: the ``sentence``-sized training sets."""
+GROWTH_ORDER = ("pearson", "cosent", "angle", "cosine_mse", "contrastive")
+"""The order the losses of a block grow in: the front page's first comparisons first."""
 
 
 @dataclass(frozen=True)
@@ -97,11 +105,11 @@ BY_NAME = {block.name: block for block in BLOCKS}
 
 @dataclass(frozen=True)
 class Run:
-    """One planned run: its cell, the design point it trains, its seed and whether it is scored on the test sets
-    (a search run is not)."""
+    """One planned run: its cell, the point it trains (a design point, or a grown one), its seed and whether it is
+    scored on the test sets (a search run is not)."""
 
     cell: Cell
-    point: int
+    point: Point
     seed: int
     scored: bool
 
@@ -130,27 +138,72 @@ def scored_seeds(args: argparse.Namespace, block: Block) -> tuple[int, ...]:
 
 def record_path(args: argparse.Namespace, run: Run) -> Path:
     if run.scored:
-        return folder(args) / f"{run.cell.name}-seed{run.seed}.json"
+        grown = folder(args) / GROWN if isinstance(run.point, str) else folder(args)
+        return grown / f"{run.cell.name}-seed{run.seed}.json"
     return folder(args) / "search" / f"{run.cell.name}-point{run.point}-seed{run.seed}.json"
 
 
+def point_score(args: argparse.Namespace, cell: Cell, point: Point) -> float | None:
+    """A point's score: the mean best dev score of its search seeds, ``None`` until all have run."""
+    found = [kept(record_path(args, Run(cell, point, seed, False))) for seed in search_seeds(args, cell)]
+    results = [result for result in found if result is not None]
+    return statistics.mean(map(best_dev, results)) if len(results) == len(found) else None
+
+
 def point_scores(args: argparse.Namespace, cell: Cell) -> list[float | None]:
-    """Each design point's score: the mean best dev score of its search seeds, ``None`` until all have run."""
-    scores: list[float | None] = []
-    for point in range(len(design(args))):
-        found = [kept(record_path(args, Run(cell, point, seed, False))) for seed in search_seeds(args, cell)]
-        results = [result for result in found if result is not None]
-        scores.append(statistics.mean(map(best_dev, results)) if len(results) == len(found) else None)
-    return scores
+    """Each design point's score (:func:`point_score`)."""
+    return [point_score(args, cell, point) for point in range(len(design(args)))]
+
+
+def best_of(args: argparse.Namespace, cell: Cell, points: list[Point]) -> Point | None:
+    """The point of ``points`` with the best score once every one has run (the first of equals)."""
+    scores = [point_score(args, cell, point) for point in points]
+    if any(score is None for score in scores):
+        return None
+    found = [score for score in scores if score is not None]
+    return points[found.index(max(found))]
 
 
 def winner(args: argparse.Namespace, cell: Cell) -> int | None:
     """The design point with the best score, once every point of the cell has run (the first of equals)."""
-    scores = point_scores(args, cell)
-    if any(score is None for score in scores):
-        return None
-    found = [score for score in scores if score is not None]
-    return found.index(max(found))
+    chosen = best_of(args, cell, list(range(len(design(args)))))
+    return None if chosen is None else int(chosen)
+
+
+def level_binds(args: argparse.Namespace, block: Block) -> bool:
+    """Whether any cell of ``block`` binds (:func:`reproductions.leakage.growth.binds`), read once every cell's
+    winner has run on all its test seeds."""
+    verdicts = []
+    for cell in block.cells(args.losses):
+        chosen, found = winner(args, cell), scored_results(args, block, cell)
+        if chosen is None or len(found) < len(scored_seeds(args, block)):
+            return False
+        last_steps = [last_step(result) for result in found.values()]
+        verdicts.append(growth.binds(design(args)[chosen], last_steps, design(args)))
+    return any(verdicts)
+
+
+def grown_points(args: argparse.Namespace, block: Block, cell: Cell) -> list[str]:
+    """The grown points of ``cell``'s search as far as its records decide them: none unless its level binds; its
+    winner's first growth; a winner at 4× grown to 8× once every point before has run."""
+    if not block.searched:
+        return []
+    chosen = winner(args, cell)
+    if chosen is None or not level_binds(args, block):
+        return []
+    points = growth.first_growth(chosen, half_rate=block.name in HALF_RATE_BLOCKS)
+    while True:
+        labels = [point.label for point in points]
+        best = best_of(args, cell, [*range(len(design(args))), *labels])
+        further = GrownPoint.parse(best).grows_further if isinstance(best, str) else None
+        if further is None or further in points:
+            return labels
+        points.append(further)
+
+
+def final_point(args: argparse.Namespace, block: Block, cell: Cell) -> Point | None:
+    """``cell``'s winner among all its points, design and grown, once every one has run."""
+    return best_of(args, cell, [*range(len(design(args))), *grown_points(args, block, cell)])
 
 
 def searched_cell(block: Block, cell: Cell) -> Cell:
@@ -173,6 +226,22 @@ def plan(args: argparse.Namespace, blocks: list[Block] | None = None) -> Iterato
             if chosen is not None:
                 for seed in scored_seeds(args, block):
                     yield Run(cell, chosen, seed, True)
+        yield from grown_runs(args, block, cells)
+
+
+def grown_runs(args: argparse.Namespace, block: Block, cells: list[Cell]) -> Iterator[Run]:
+    """The grown search's runs of ``block`` (:mod:`reproductions.leakage.growth`), loss by loss in
+    :data:`GROWTH_ORDER`: each grown point on the block's search seeds, then a changed winner on the test seeds."""
+    if not block.searched:
+        return
+    for cell in sorted(cells, key=lambda cell: GROWTH_ORDER.index(cell.loss)):
+        for label in grown_points(args, block, cell):
+            for seed in search_seeds(args, cell):
+                yield Run(cell, label, seed, False)
+        final = final_point(args, block, cell)
+        if isinstance(final, str):
+            for seed in scored_seeds(args, block):
+                yield Run(cell, final, seed, True)
 
 
 def chosen_blocks(args: argparse.Namespace) -> list[Block]:
@@ -192,7 +261,7 @@ def config(args: argparse.Namespace, run: Run) -> RunConfig:
         data = {"data": {"source": "pairs", "path": str(path)}, "dev": CONTROL_DEV}
     cell, quick, model = Cell(run.cell.model, run.cell.level, run.cell.loss), bool(args.model), args.model or ""
     sizing = config_of(cell, design(args)[0] | data, 1, args.runs / "size", args.data, quick, model)  # any point's
-    settings = design(args)[run.point] | data
+    settings = growth.setting_of(run.point, design(args)) | data
     per_epoch = max(1, pairs_trained(sizing.stages[0].model_dump_json(), args.data) // settings["batch_size"])
     settings["eval_steps"] = max(1, per_epoch // EVALUATIONS_PER_EPOCH)
     output = args.runs / WIDE / record_path(args, run).stem
@@ -321,39 +390,77 @@ def last_step(result: Any) -> bool:
     return step >= steps
 
 
-def details(args: argparse.Namespace) -> dict[str, Any]:
-    """What the wide search's tables read: its design and seeds, every search run, every test run's row, the
-    transfer scores (the noise floor's first)."""
-    from pcctune.results import EvalResult, RunResult
+SETTING_KEYS = ("learning_rate", "batch_size", "warmup_ratio", "epochs")
+
+
+def test_rows(args: argparse.Namespace, found: Path, points: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """The rows of the test runs in ``found``, each with the point whose settings it trained (``points``: each
+    cell's candidates by label, design points by index)."""
+    from pcctune.results import RunResult
 
     rows = []
-    for path in sorted(folder(args).glob("*-seed*.json")):
+    for path in sorted(found.glob("*-seed*.json")):
         result = RunResult.from_disk(path)
         stage = result.config["stages"][0]
-        settings = {key: stage[key] for key in ("learning_rate", "batch_size", "warmup_ratio", "epochs")}
-        chosen = design(args).index(settings) if settings in design(args) else None
-        rows.append(row_of(path.stem, result, settings) | {"point": chosen, "last_step": last_step(result)})
+        settings = {key: stage[key] for key in SETTING_KEYS}
+        row = row_of(path.stem, result, settings)
+        candidates = [*enumerate(design(args)), *points.get(row["cell"], [])]
+        chosen = next((point for point, setting in candidates if setting == settings), None)
+        rows.append(row | {"point": chosen, "last_step": last_step(result)})
+    return rows
+
+
+def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every search run's row: its cell, point (a design point's index, or a grown point's label), seed, best dev
+    score, whether that was its last step, its settings and training time."""
+    from pcctune.results import RunResult
+
     search = []
     for path in sorted((folder(args) / "search").glob("*.json")):
         cell, rest = path.stem.rsplit("-point", 1)
-        point, seed = rest.split("-seed")
+        label, seed = rest.split("-seed")
+        point: Point = int(label) if label.isdigit() else label
         result = RunResult.from_disk(path)
         search.append(
-            {"cell": cell, "point": int(point), "seed": int(seed), "best_dev": best_dev(result)}
+            {"cell": cell, "point": point, "seed": int(seed), "best_dev": best_dev(result)}
             | {"last_step": last_step(result), "train_seconds": result.stages[0].wall_time_s}
+            | {"settings": growth.setting_of(point, design(args))}
         )
+    return search
+
+
+def details(args: argparse.Namespace) -> dict[str, Any]:
+    """What the wide search's tables read: its design and seeds, every search run (``search``: the design points';
+    ``growth``: the grown points'), every test run's row (``rows``: each cell's winner, the grown search's once all
+    its test seeds have run; ``first_rows``: the first winners these replaced), the transfer scores (the noise
+    floor's first)."""
+    from pcctune.results import EvalResult
+
+    every = search_rows(args)
+    grown_search = [row for row in every if isinstance(row["point"], str)]
+    points: dict[str, list[Any]] = {}
+    for row in grown_search:
+        points.setdefault(row["cell"], []).append((row["point"], row["settings"]))
+    rows, grown = test_rows(args, folder(args), points), test_rows(args, folder(args) / GROWN, points)
+    seeds_of = lambda cell: {row["seed"] for row in grown if row["cell"] == cell}  # noqa: E731
+    replaced = {row["cell"] for row in grown if seeds_of(row["cell"]) >= set(TEST_SEEDS)}
+    first_rows = [row for row in rows if row["cell"] in replaced]
+    rows = [row for row in rows if row["cell"] not in replaced] + [row for row in grown if row["cell"] in replaced]
     paths = sorted((folder(args) / "transfer").glob("*.json"), key=lambda p: (not p.stem.startswith("base"), p.stem))
     transfer = {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
     searched = {b.name: list(SEARCH_SEEDS[:1] if args.model else b.search_seeds) for b in BLOCKS if b.searched}
     seeds = {"search": searched, "test": list(TEST_SEEDS), "mpnet": list(MPNET_SEEDS)}
-    found = {"design": list(design(args)), "seeds": seeds, "rows": rows, "search": search, "transfer": transfer}
+    search = [row for row in every if isinstance(row["point"], int)]
+    found = {"design": list(design(args)), "seeds": seeds, "rows": rows, "first_rows": first_rows}
+    found |= {"search": search, "growth": grown_search, "transfer": transfer}
     return found | {"progress": progress(args)}
 
 
 def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Each block's runs with a record against its planned runs: the search (every loss × design point × search
-    seed), the test seeds (every loss × test seed) and, where the block has them, the transfer evaluations (the
-    base model under each probe seed, each loss's best model)."""
+    seed), the test seeds (every loss × test seed), the grown search as far as its records decide it (each grown
+    point on the search seeds, each changed winner on the test seeds) and, where the block has them, the transfer
+    evaluations (the base model under each probe seed, each loss's best model)."""
     found = []
     for block in BLOCKS:
         cells = block.cells(args.losses)
@@ -374,7 +481,8 @@ def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
             transfer = folder(args) / "transfer"
             transfers = [(transfer / f"base-probe{seed}.json").is_file() for seed in PROBE_SEEDS]
             transfers += [any(transfer.glob(f"{cell.name}-seed*.json")) for cell in cells]
-        counts = {"search": searches, "test": tests, "transfer": transfers}
+        grown = [record_path(args, run).is_file() for run in grown_runs(args, block, cells)]
+        counts = {"search": searches, "test": tests, "growth": grown, "transfer": transfers}
         found.append({"block": block.name} | {part: [sum(done), len(done)] for part, done in counts.items()})
     return found
 

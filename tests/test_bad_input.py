@@ -222,6 +222,34 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("tsv-field-count", lambda c: _pairs_config(c, "p.tsv", "sentence1\tsentence2\tscore\na\tb\n"), "2 fields"),
     (
         "jsonl-missing-key",
+    (
+        "pairs-columns-unmapped",
+        lambda c: _pairs_config(c, "p.csv", "sentence_1,sentence_2,gold\n" + ROWS),
+        "map them with data.columns: {sentence1: sentence_1, sentence2: sentence_2, score: gold}",
+    ),
+    (
+        "pairs-columns-mapped-to-a-missing-column",
+        lambda c: _train(
+            c,
+            c.config(
+                stage={
+                    "data": {
+                        "source": "pairs",
+                        "path": c.file("p.csv", "sentence_1,sentence_2,gold\n" + ROWS),
+                        "columns": {"sentence1": "sentence_1", "sentence2": "sentence_2", "score": "label"},
+                    }
+                }
+            ),
+        ),
+        "no column 'label' for score (found: sentence_1, sentence_2, gold)",
+    ),
+    (
+        "columns-for-a-source-without-them",
+        lambda c: _train(c, c.config(stage={"data": {"source": "stage2", "columns": {"score": "gold"}}})),
+        "data.columns names the columns of a hub or pairs source",
+    ),
+    ("stage2-smaller-than-a-batch", _fresh_stage2_run, "fewer than batch_size 8"),
+    ("config-field-typo", lambda c: _train(c, c.config(stage={"learning_rte": 1e-5})), "did you mean `learning_rate`?"),
         lambda c: _pairs_config(
             c, "p.jsonl", '{"sentence1": "a", "sentence2": "b", "score": 1}\n{"sentence1": "a", "score": 2}\n'
         ),
@@ -348,7 +376,12 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         "search space stages.0.batch_size: ",
     ),
     # --- models ----------------------------------------------------------------------------------
-    ("unknown-model", lambda c: ["eval", "./no/such/model", "--data", str(c.senteval)], "unknown model"),
+    ("unknown-model", lambda c: ["eval", "./no/such/model", "--data", str(c.senteval)], "no such folder"),
+    (
+        "run-path-mistyped",
+        lambda c: ["eval", str(c.finished_config.parent / "out" / "stage2-pcc" / "final"), "--data", str(c.senteval)],
+        "out holds stage1-pcc/final",
+    ),
     ("folder-without-model", lambda c: ["eval", str(c.inputs), "--data", str(c.senteval)], "holds no model"),
     (
         "weights-empty",

@@ -35,7 +35,7 @@ def test_template_without_slot(capsys, tiny_bert):
 
 def test_unknown_model(capsys, mini_senteval):
     code, out = run_cli(["eval", "./no/such/model", "--data", str(mini_senteval)], capsys)
-    assert_one_line_error(code, out, "unknown model")
+    assert_one_line_error(code, out, "no such folder: ./no/such/model")
 
 
 def test_an_unreachable_hub_id_names_the_models_that_work_offline(capsys, mini_senteval):

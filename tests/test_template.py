@@ -120,7 +120,7 @@ def test_template_changes_the_embedding(tiny_llama):
 
 
 def test_unknown_model_and_bad_options(tmp_path):
-    with pytest.raises(PcctuneError, match="unknown model"):
+    with pytest.raises(PcctuneError, match="no such folder"):
         build_model("./no/such/folder")
     (tmp_path / "empty").mkdir()
     with pytest.raises(PcctuneError, match="holds no model"):

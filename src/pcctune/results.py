@@ -450,7 +450,7 @@ def parse_result(payload: Any, source: str = "result") -> AnyResult:
             raise ValueError(f"schema version {payload['schema_version']} is newer than this pcctune reads")
         record = RECORDS[kind].model_validate(payload)
     except ValidationError as error:
-        where, message = first_refusal(error)
+        where, message = first_refusal(error, RECORDS[kind])
         raise PcctuneError(f"{source}: not a pcctune result ({where}: {message})") from None
     except ValueError as error:
         raise PcctuneError(f"{source}: not a pcctune result ({error})") from None

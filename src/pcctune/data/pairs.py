@@ -42,18 +42,29 @@ Columns = Mapping[str, str]
 """pcctune's column (``sentence1``, ``sentence2``, ``score``) → the name it has in a file or dataset."""
 
 
-def _pick(columns: Sequence[str], options: Sequence[str], source: str) -> str:
+def _pick(columns: Sequence[str], options: Sequence[str], source: str, map_with: str | None = None) -> str:
     for option in options:
         if option in columns:
             return option
-    raise PcctuneError(f"{source}: no column among {', '.join(options)} (found: {', '.join(columns)})")
+    found = f"{source}: no column among {', '.join(options)} (found: {', '.join(columns)})"
+    raise PcctuneError(found + mapping_hint(columns, map_with))
 
 
-def _column(columns: Sequence[str], role: str, names: Columns | None, source: str) -> str:
+def mapping_hint(columns: Sequence[str], map_with: str | None) -> str:
+    """How to name a file's columns where none has a usual name: ``; map them with data.columns: {sentence1:
+    sentence_1, …}`` (``map_with``: the setting that maps them), the file's columns in order where it has three."""
+    if map_with is None:
+        return ""
+    shown = list(columns) if len(columns) == len(COLUMN_KEYS) else ["COLUMN"] * len(COLUMN_KEYS)
+    mapping = ", ".join(f"{role}: {name}" for role, name in zip(COLUMN_KEYS, shown, strict=True))
+    return f"; map them with {map_with}: {{{mapping}}}"
+
+
+def _column(columns: Sequence[str], role: str, names: Columns | None, source: str, map_with: str | None = None) -> str:
     """The column holding ``role``: the one ``names`` gives (which must exist), else the first of its usual names."""
     name = (names or {}).get(role)
     if name is None:
-        return _pick(columns, COLUMN_KEYS[role], source)
+        return _pick(columns, COLUMN_KEYS[role], source, map_with)
     if name not in columns:
         raise PcctuneError(f"{source}: no column {name!r} for {role} (found: {', '.join(columns)})")
     return name
@@ -67,12 +78,16 @@ def check_columns(names: Columns | None) -> None:
 
 
 def pairs_from_records(
-    records: Iterable[dict[str, Any]], columns: Sequence[str], source: str, names: Columns | None = None
+    records: Iterable[dict[str, Any]],
+    columns: Sequence[str],
+    source: str,
+    names: Columns | None = None,
+    map_with: str | None = None,
 ) -> list[STSPair]:
     """Turn dict rows into pairs: the columns ``names`` gives (pcctune's column → the rows' key), else
-    sentence1/sentence2/score or their usual aliases."""
+    sentence1/sentence2/score or their usual aliases (an error then names the setting ``map_with`` that maps them)."""
     check_columns(names)
-    keys = tuple(_column(columns, role, names, source) for role in COLUMN_KEYS)
+    keys = tuple(_column(columns, role, names, source, map_with) for role in COLUMN_KEYS)
     pairs = []
     for number, row in enumerate(records, start=1):
         missing = [key for key in keys if row.get(key) is None]
@@ -161,9 +176,10 @@ def check_not_tab_separated(path: Path, text: str) -> None:
         raise PcctuneError(f"{path}: its columns are separated by tabs, not commas: name it {path.stem}.tsv")
 
 
-def read_pairs_file(path: str | Path, names: Columns | None = None) -> list[STSPair]:
+def read_pairs_file(path: str | Path, names: Columns | None = None, map_with: str | None = None) -> list[STSPair]:
     """Read a user's ``.csv`` (quoted), ``.tsv`` (plain tabs) or ``.jsonl`` file of scored pairs (its columns:
-    those ``names`` gives, else sentence1/sentence2/score or their usual aliases)."""
+    those ``names`` gives, else sentence1/sentence2/score or their usual aliases; ``map_with``: the setting that
+    names them, for the error)."""
     path = Path(path)
     if not path.is_file():
         raise PcctuneError(f"missing file: {path}")
@@ -177,7 +193,7 @@ def read_pairs_file(path: str | Path, names: Columns | None = None) -> list[STSP
         raise PcctuneError(f"{path}: unsupported pair file type {suffix!r} (use .csv, .tsv or .jsonl)")
     if not rows:
         raise PcctuneError(f"{path}: no pairs in it")
-    return pairs_from_records(rows, columns, str(path), names)
+    return pairs_from_records(rows, columns, str(path), names, map_with)
 
 
 @dataclass

@@ -65,7 +65,7 @@ def resolve_source(spec: str) -> ModelSource:
         if not (path / "config.json").is_file() and not is_saved_model(path):
             raise PcctuneError(f"{path} is a folder but holds no model (no config.json or {MODULES_FILE})")
         return ModelSource(spec, "local", str(path.resolve()))
-    if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+    if path.exists():
         raise PcctuneError(f"unknown model {spec!r}: not a model folder, GGUF file or packaged name")
     return ModelSource(spec, "hub", spec)
 
@@ -77,9 +77,21 @@ def saved_template(source: ModelSource) -> str | None:
     from transformers import AutoTokenizer
 
     try:
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise PcctuneError(f"no such folder: {spec} ({path.absolute()}){models_near(path)}")
         return chat_template.template_in(AutoTokenizer.from_pretrained(source.path))
     except (OSError, ValueError):  # no tokenizer here: the model's load will say what is wrong
         return None
+def models_near(path: Path) -> str:
+    """What a mistyped model path's nearest existing folder holds, where it looks like a run folder (saved models
+    one folder down, as a run's ``stage1-pcc/final``): ``; runs/my_run holds stage1-pcc/final``; else nothing."""
+    folder = next((parent for parent in path.parents if parent.is_dir()), None)
+    if folder is None or folder.resolve() in (Path.cwd().resolve(), Path(folder.anchor)):
+        return ""
+    models = sorted(p.relative_to(folder).as_posix() for p in folder.glob("*/*") if is_saved_model(p))
+    return f"; {folder} holds {', '.join(models)}" if models else ""
+
+
 
 
 def is_decoder_only(config) -> bool:

@@ -128,7 +128,7 @@ def compared_stages(stage: StageConfig, compare: list[str]) -> list[StageConfig]
         try:
             variants.append(StageConfig.model_validate({**stage.model_dump(), "loss": current}))
         except ValidationError as error:
-            where, message = first_refusal(error)
+            where, message = first_refusal(error, StageConfig)
             raise PcctuneError(f"--compare {loss}: {where + ': ' if where else ''}{message}") from None
     return variants
 

@@ -79,7 +79,8 @@ class DataConfig(Strict):
     data_files: str | None = Field(None, description="hub: one file of the repository (e.g. nli_for_simcse.csv)")
     columns: dict[str, str] = Field(
         default_factory=dict,
-        description="hub: pcctune's column → the dataset's (anchor/positive/negative or sentence1/sentence2/score)",
+        description="hub and pairs: pcctune's column → the dataset's or file's (anchor/positive/negative, or "
+        "sentence1/sentence2/score: e.g. {sentence1: sentence_1, sentence2: sentence_2, score: gold})",
     )
     limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
     leakage_against: list[str] = Field(
@@ -124,6 +125,8 @@ class DataConfig(Strict):
             raise ValueError(
                 f"data.leakage filters scored pairs (stage2, pairs, hub, snli_regression), not {self.source!r} "
                 "triplets, which the run counts against the test sets and trains on as they are; remove it (the "
+        if self.columns and self.source not in ("hub", "pairs"):
+            raise ValueError(f"data.columns names the columns of a hub or pairs source; {self.source!r} has its own")
                 "stage's dev set is filtered at the default level, pair)"
             )
         if self.leakage == "none" and self.source == "stage2":
@@ -506,7 +509,7 @@ def load_config(
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as error:
-        where, message = first_refusal(error)
+        where, message = first_refusal(error, RunConfig)
         where = where or "config"
         more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
         given = next((key for key in overrides or {} if where == key or where.startswith(key + ".")), None)

@@ -208,7 +208,8 @@ def read_scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]
     if data.source == "stage2":
         return list(stage2_set(data, senteval_dir).pairs)
     if data.source == "pairs":
-        return [SourcedPair(p.sentence1, p.sentence2, p.score, "pairs") for p in read_pairs_file(data.path or "")]
+        read = read_pairs_file(data.path or "", data.columns or None, map_with="data.columns")
+        return [SourcedPair(p.sentence1, p.sentence2, p.score, "pairs") for p in read]
     if data.source == "snli_regression":
         pairs = read_snli_regression_pairs(data.path or snli_dir(senteval_dir), tuple(data.splits))
         return [SourcedPair(p.sentence1, p.sentence2, p.score, "snli") for p in pairs]

@@ -211,17 +211,6 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         "runs over several lines",
     ),
     ("csv-missing-score", lambda c: _pairs_config(c, "p.csv", "sentence1,sentence2\na,b\n"), "no column among score"),
-    ("csv-score-not-number", lambda c: _pairs_config(c, "p.csv", HEADER + "a,b,high\n" + ROWS), "not a number"),
-    ("csv-score-infinite", lambda c: _pairs_config(c, "p.csv", HEADER + "a,b,inf\n" + ROWS), "not a finite"),
-    (
-        "csv-huge-field",
-        lambda c: _pairs_config(c, "p.csv", HEADER + "a" * 1_000_000 + ",b,1\n" + ROWS),
-        "unreadable csv",
-    ),
-    ("csv-not-utf8", lambda c: _pairs_config(c, "p.csv", HEADER.encode() + b"\xff,b,1\n"), "not UTF-8"),
-    ("tsv-field-count", lambda c: _pairs_config(c, "p.tsv", "sentence1\tsentence2\tscore\na\tb\n"), "2 fields"),
-    (
-        "jsonl-missing-key",
     (
         "pairs-columns-unmapped",
         lambda c: _pairs_config(c, "p.csv", "sentence_1,sentence_2,gold\n" + ROWS),
@@ -248,8 +237,18 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         lambda c: _train(c, c.config(stage={"data": {"source": "stage2", "columns": {"score": "gold"}}})),
         "data.columns names the columns of a hub or pairs source",
     ),
-    ("stage2-smaller-than-a-batch", _fresh_stage2_run, "fewer than batch_size 8"),
     ("config-field-typo", lambda c: _train(c, c.config(stage={"learning_rte": 1e-5})), "did you mean `learning_rate`?"),
+    ("csv-score-not-number", lambda c: _pairs_config(c, "p.csv", HEADER + "a,b,high\n" + ROWS), "not a number"),
+    ("csv-score-infinite", lambda c: _pairs_config(c, "p.csv", HEADER + "a,b,inf\n" + ROWS), "not a finite"),
+    (
+        "csv-huge-field",
+        lambda c: _pairs_config(c, "p.csv", HEADER + "a" * 1_000_000 + ",b,1\n" + ROWS),
+        "unreadable csv",
+    ),
+    ("csv-not-utf8", lambda c: _pairs_config(c, "p.csv", HEADER.encode() + b"\xff,b,1\n"), "not UTF-8"),
+    ("tsv-field-count", lambda c: _pairs_config(c, "p.tsv", "sentence1\tsentence2\tscore\na\tb\n"), "2 fields"),
+    (
+        "jsonl-missing-key",
         lambda c: _pairs_config(
             c, "p.jsonl", '{"sentence1": "a", "sentence2": "b", "score": 1}\n{"sentence1": "a", "score": 2}\n'
         ),

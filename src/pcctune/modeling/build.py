@@ -67,21 +67,11 @@ def resolve_source(spec: str) -> ModelSource:
         return ModelSource(spec, "local", str(path.resolve()))
     if path.exists():
         raise PcctuneError(f"unknown model {spec!r}: not a model folder, GGUF file or packaged name")
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise PcctuneError(f"no such folder: {spec} ({path.absolute()}){models_near(path)}")
     return ModelSource(spec, "hub", spec)
 
 
-def saved_template(source: ModelSource) -> str | None:
-    """The template a local model folder applies, read from its tokenizer alone (no weights loaded)."""
-    if source.origin not in ("local", "gguf", "packaged"):
-        raise PcctuneError(f"{source.spec}: its template is known only once it is loaded")
-    from transformers import AutoTokenizer
-
-    try:
-    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
-        raise PcctuneError(f"no such folder: {spec} ({path.absolute()}){models_near(path)}")
-        return chat_template.template_in(AutoTokenizer.from_pretrained(source.path))
-    except (OSError, ValueError):  # no tokenizer here: the model's load will say what is wrong
-        return None
 def models_near(path: Path) -> str:
     """What a mistyped model path's nearest existing folder holds, where it looks like a run folder (saved models
     one folder down, as a run's ``stage1-pcc/final``): ``; runs/my_run holds stage1-pcc/final``; else nothing."""
@@ -92,6 +82,16 @@ def models_near(path: Path) -> str:
     return f"; {folder} holds {', '.join(models)}" if models else ""
 
 
+def saved_template(source: ModelSource) -> str | None:
+    """The template a local model folder applies, read from its tokenizer alone (no weights loaded)."""
+    if source.origin not in ("local", "gguf", "packaged"):
+        raise PcctuneError(f"{source.spec}: its template is known only once it is loaded")
+    from transformers import AutoTokenizer
+
+    try:
+        return chat_template.template_in(AutoTokenizer.from_pretrained(source.path))
+    except (OSError, ValueError):  # no tokenizer here: the model's load will say what is wrong
+        return None
 
 
 def is_decoder_only(config) -> bool:

@@ -116,6 +116,8 @@ class DataConfig(Strict):
             raise ValueError(f"source {self.source!r} reads the file data.path names: give data.path")
         if self.source == "hub" and not self.name:
             raise ValueError("source 'hub' reads the dataset data.name names (a Hub dataset id or folder): give it")
+        if self.columns and self.source not in ("hub", "pairs"):
+            raise ValueError(f"data.columns names the columns of a hub or pairs source; {self.source!r} has its own")
         return self
 
     @model_validator(mode="after")
@@ -125,8 +127,6 @@ class DataConfig(Strict):
             raise ValueError(
                 f"data.leakage filters scored pairs (stage2, pairs, hub, snli_regression), not {self.source!r} "
                 "triplets, which the run counts against the test sets and trains on as they are; remove it (the "
-        if self.columns and self.source not in ("hub", "pairs"):
-            raise ValueError(f"data.columns names the columns of a hub or pairs source; {self.source!r} has its own")
                 "stage's dev set is filtered at the default level, pair)"
             )
         if self.leakage == "none" and self.source == "stage2":

@@ -252,3 +252,42 @@ def test_a_model_has_the_same_digest_before_and_after_it_encodes(case):
     before = fingerprint.model_digest(model)
     model.encode(["A man plays a guitar.", "A dog runs."])
     assert before is not None and fingerprint.model_digest(model) == before
+
+
+def test_two_seeds_of_one_grid_share_one_base_score(case):
+    """Scoring a base model draws nothing at random: a second seed of a grid reads the first one's base score."""
+    first = key_of("scores", case)
+    set_config(seed=case["config"].seed + 1)(case)
+    assert first is not None and key_of("scores", case) == first
+
+
+def test_a_model_on_the_cpu_of_a_gpu_host_keys_as_the_cpu_it_runs_on(case, monkeypatch):
+    """The device in a key is the one the model computes on: a CPU computation on a host with a GPU shares its key
+    with the same CPU computation elsewhere, not with the GPU's."""
+    config: RunConfig = case["config"]
+    tasks = load_protocol_tasks(case["senteval"], config.eval_protocol)
+    model = load_base(config, quantized=False, head=False)
+    on_cpu = before_key(config, tasks, None, model)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    assert before_key(config, tasks, None, model) == on_cpu
+    assert fingerprint.computation_identity(torch.device("cuda"))["versions"]["device"] == "cuda: NVIDIA H100 80GB HBM3"
+
+
+def test_an_edit_to_a_loss_leaves_the_base_scores_valid(case, monkeypatch):
+    """A base score's key holds the code that scores (encoding, protocols, loading), not the whole package."""
+    before = key_of("scores", case)
+    copy = case["tmp"] / "pcctune-src"
+    shutil.copytree(provenance.PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    loss = copy / "losses" / "pearson.py"
+    loss.write_text(loss.read_text() + "\n# a change to a loss\n")
+    monkeypatch.setattr(provenance, "PACKAGE_ROOT", copy)
+    assert key_of("scores", case) == before
+
+
+def test_a_folder_named_with_or_without_dot_slash_keys_alike(case, monkeypatch):
+    monkeypatch.chdir(case["tmp"])
+    set_config(model="./base")(case)
+    dotted = key_of("scores", case)
+    set_config(model="base")(case)
+    assert dotted is not None and key_of("scores", case) == dotted

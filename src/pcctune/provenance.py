@@ -9,6 +9,7 @@ import os
 import platform
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pcctune.cpu_kind import this_cpu
 
@@ -71,9 +72,20 @@ def compute_device() -> str:
     kernels made its numbers: the model name alone says "AMD EPYC" for two kinds with different kernels."""
     import torch
 
-    if torch.cuda.is_available():
-        return f"cuda: {torch.cuda.get_device_name(0)}"
-    return f"cpu: {this_cpu().identity}"
+    return device_name(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+
+
+def device_name(device: Any) -> str:
+    """The kind of device ``device`` (a ``torch.device``) is: ``cuda: <the GPU's name>``, ``cpu: <vendor, family,
+    model, name and kernel flags>``, else its type (``mps``…). A model on the CPU of a GPU host computes on the CPU's
+    kernels: its cache key names the device it runs on, not the host's first GPU."""
+    import torch
+
+    if device.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    if device.type == "cpu":
+        return f"cpu: {this_cpu().identity}"
+    return str(device.type)
 
 
 PACKAGE_ROOT = Path(__file__).resolve().parent

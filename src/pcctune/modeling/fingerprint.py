@@ -8,9 +8,10 @@ back only what computing again would give. Its key therefore holds everything th
   module's settings and the backbone's config. Reading the loaded tensors answers what names and folders cannot: an
   adapter folder whose base was overwritten in place, a Hub id that two caches (``HF_HUB_CACHE``,
   ``SENTENCE_TRANSFORMERS_HOME``) hold at different commits, a Hub model updated during the load.
-- ``computation_identity``: the library versions that touch the numbers, the device (a CPU by vendor, family,
-  model and kernel flags), the CPU speed settings and thread count in force, the kernel limits set in the
-  environment, and a digest of the pcctune code that computes (`pcctune.provenance.code_digest`).
+- ``computation_identity``: the library versions that touch the numbers, the device the model runs on (a CPU by
+  vendor, family, model and kernel flags, a GPU by name), the CPU speed settings and thread count in force, the
+  kernel limits set in the environment, and a digest of the pcctune code that computes
+  (`pcctune.provenance.code_digest`).
 
 Where a part cannot be read (a tensor on the ``meta`` device, no tokenizer, weights in an exported ONNX or OpenVINO
 graph), ``model_digest`` is ``None`` and the caller keeps no cache. The cost, one sha256 pass over the weights as
@@ -31,7 +32,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.host_settings import host_settings
 from pcctune.modeling.backends import RuntimeBackbone
-from pcctune.provenance import code_digest, library_versions
+from pcctune.provenance import code_digest, device_name, library_versions
 
 KERNEL_ENVIRONMENT = (
     "ONEDNN_MAX_CPU_ISA",
@@ -167,10 +168,11 @@ def _without_paths(settings: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in settings.items() if key not in PATH_KEYS}
 
 
-def computation_identity(*modules: str) -> dict[str, Any]:
-    """The code, libraries and machine settings a result computed by ``modules`` (pcctune's, dotted) depends on."""
+def computation_identity(device: torch.device, *modules: str) -> dict[str, Any]:
+    """The code, libraries and machine settings a result computed by ``modules`` (pcctune's, dotted) on ``device``
+    (where the model runs: `pcctune.provenance.device_name`) depends on."""
     return {
-        "versions": library_versions(),
+        "versions": library_versions() | {"device": device_name(device)},
         "host_settings": asdict(host_settings()),
         "threads": torch.get_num_threads(),
         "float32_matmul": float32_matmul_settings(),
@@ -195,5 +197,5 @@ def computation_key(settings: dict[str, Any], model: SentenceTransformer, *modul
     weights = model_digest(model)
     if weights is None:
         return None
-    payload = {"settings": settings, "model": weights, "identity": computation_identity(*modules)}
+    payload = {"settings": settings, "model": weights, "identity": computation_identity(model.device, *modules)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

@@ -27,8 +27,9 @@ from pcctune.training.config import RunConfig
 
 KIND = "scores"
 SCORES = "scores.json"
-COMPUTED_BY = "pcctune.orchestration.pipeline"
-"""The module whose code (with all it imports) scores a base model: part of every key."""
+COMPUTED_BY = "pcctune.evaluation.sts"
+"""The module whose code (with all it imports: the encoding, the protocols, the model's loading) scores a base model:
+part of every key. A change elsewhere (a loss, the training loop) leaves the kept scores valid."""
 
 
 def tasks_digest(tasks: list[STSTask]) -> str:
@@ -45,15 +46,15 @@ def before_key(
     config: RunConfig, tasks: list[STSTask], precision: str | None, model: SentenceTransformer
 ) -> str | None:
     """sha256 of everything the base model's scores depend on: ``model`` as loaded for scoring, the settings that
-    act after loading (the evaluation's dtype and protocol, the seed), the test pairs, and the code and machine
-    (`pcctune.modeling.fingerprint.computation_key`); ``None`` where the model cannot be digested.
+    act after loading (the evaluation's dtype and protocol), the test pairs, and the code and device
+    (`pcctune.modeling.fingerprint.computation_key`); ``None`` where the model cannot be digested. The run's seed
+    is not in it: scoring draws nothing at random, so every seed of a grid reads one base score.
     ``precision``: a QLoRA run's evaluation base (``16bit`` / ``4bit``)."""
     settings = {
         "scored": "the base model, no MLP head, before training",
         "eval_dtype": config.eval_dtype,
         "protocol": config.eval_protocol,
         "precision": precision,
-        "seed": config.seed,
         "tasks": tasks_digest(tasks),
     }
     return computation_key(settings, model, COMPUTED_BY)

@@ -71,6 +71,12 @@ ModelArgument = Annotated[str, typer.Argument(help="packaged short name, local f
 TemplateOption = Annotated[str | None, typer.Option(help="eol | sth | sum | a string with one {text}")]
 SplitOption = Annotated[str | None, typer.Option(help=f"--pairs: the split of a Hub dataset [default: {PAIR_SPLIT}]")]
 PoolingOption = Annotated[str | None, typer.Option(help="mean | cls | lasttoken (default: saved, else by model kind)")]
+PromptOption = Annotated[
+    str | None, typer.Option(help='prompt text before every sentence, as model.encode(prompt=...); "" for none')
+]
+PromptNameOption = Annotated[
+    str | None, typer.Option(help="one of the model's saved prompts (default: its default_prompt_name)")
+]
 
 
 def _pooling(value: str | None) -> Any:
@@ -169,6 +175,8 @@ def eval_command(
     sentence2_column: Annotated[str | None, typer.Option(help="--pairs: the second sentence's column")] = None,
     score_column: Annotated[str | None, typer.Option(help="--pairs: the gold score's column")] = None,
     split: SplitOption = None,
+    prompt: PromptOption = None,
+    prompt_name: PromptNameOption = None,
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
     from pcctune.orchestration.evaluate import Probe, Quantization, TaskGroup, run_eval
@@ -193,6 +201,8 @@ def eval_command(
             probe=cast(Probe, probe),  # checked above
             adapter=adapter,
             probe_seed=probe_seed,
+            prompt=prompt,
+            prompt_name=prompt_name,
             **_own_pairs(pairs, split, sentence1=sentence1_column, sentence2=sentence2_column, score=score_column),
         )
     except KeyboardInterrupt:
@@ -207,11 +217,13 @@ def encode_command(
     pooling: PoolingOption = None,
     dtype: Annotated[str, typer.Option(help="fp32 | bf16 | fp16")] = "fp32",
     output: Annotated[Path | None, typer.Option(help="save the embeddings as .npy")] = None,
+    prompt: PromptOption = None,
+    prompt_name: PromptNameOption = None,
 ) -> None:
     """Embed sentences; print their shape and cosine similarity matrix (or save them)."""
     from pcctune.orchestration.encode import run_encode
 
-    run_encode(model, sentences, template, _pooling(pooling), dtype, output, console)
+    run_encode(model, sentences, template, _pooling(pooling), dtype, output, console, prompt, prompt_name)
 
 
 OVERRIDE_FLAGS = {"output_dir": "--output-dir", "data_dir": "--data", "tasks": "--tasks"}

@@ -184,6 +184,9 @@ class EvalResult(Record):
     model: str
     adapter: str | None = Field(None, description="the LoRA adapter folder put on the model (pcctune eval --adapter)")
     template: str | None = None
+    prompt: str | None = Field(
+        None, description="the prompt every sentence was encoded under, as model.encode applies it (None: none)"
+    )
     pooling: str | None = None
     dtype: str = "fp32"
     quantization: str = Field("none", description="backbone precision: none (in dtype), saved, nf4 or fp4")

@@ -1,8 +1,11 @@
 """Build a SentenceTransformer from a Hub id, a local folder, a GGUF file or a packaged short name.
 
-The result is always a plain ``SentenceTransformer``: a ``TemplateTransformer`` input
-module (template saved in its config) followed by sentence-transformers' ``Pooling``. A
-sentence-transformers folder loaded with no overrides is returned exactly as saved.
+The result is always a plain ``SentenceTransformer``: an input module followed by sentence-transformers'
+``Pooling``. The input module is sentence-transformers' own ``Transformer`` where pcctune adds nothing (no template,
+no 4-bit backbone, no continuous prompts), so ``model.save`` writes a folder plain sentence-transformers loads;
+else pcctune's ``TemplateTransformer`` (``pcctune.modeling.template``), which ``pcctune.modeling.saving.save_model``
+writes as plain sentence-transformers wherever its settings allow. A sentence-transformers folder loaded with no
+overrides is returned exactly as saved.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any, Literal, get_args
 
 import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from transformers import AutoConfig
 from transformers.models.auto.modeling_auto import (
@@ -36,7 +40,13 @@ from pcctune.modeling.saving import (
     module_types,
     saved_modules,
 )
-from pcctune.modeling.template import Template, TemplateTransformer, ensure_pad_token, loading_quantization
+from pcctune.modeling.template import (
+    Template,
+    TemplateTransformer,
+    ensure_pad_token,
+    loading_quantization,
+    text_tokenizer,
+)
 
 PoolingName = Literal["mean", "cls", "lasttoken"]
 
@@ -258,13 +268,17 @@ def _assemble(
         "model_kwargs": model_kwargs,
         "quantization": quantization,
     }
-    module: TemplateTransformer
+    module: Transformer
     if prompt:
         from pcctune.modeling.prefix import PromptedTransformer
 
         module = PromptedTransformer(source.path, **prompt, **kwargs)
-    else:
+    elif template is not None or quantization:
         module = TemplateTransformer(source.path, **kwargs)
-    ensure_pad_token(module.text_tokenizer)
+    else:  # nothing of pcctune's to apply: sentence-transformers' own module, which `model.save` writes as such
+        module = Transformer(source.path, model_kwargs=model_kwargs)
+        if decoder:  # a row's positions count from its first token, as with pcctune's module; saved with it
+            text_tokenizer(module).padding_side = text_tokenizer(module).init_kwargs["padding_side"] = "right"
+    ensure_pad_token(text_tokenizer(module))
     pool = Pooling(module.get_embedding_dimension(), pooling or ("lasttoken" if decoder else "mean"))
     return SentenceTransformer(modules=[module, pool], device=device)

@@ -214,7 +214,8 @@ def tokenizer_lock(model: Any) -> RLock:
         return lock
 
 
-def tokenized(model: Any, texts: list[str]) -> dict[str, Any]:
-    """The model's input features of ``texts`` (``SentenceTransformer.preprocess``), under ``tokenizer_lock``."""
+def tokenized(model: Any, texts: list[str], prompt: str | None = None) -> dict[str, Any]:
+    """The model's input features of ``texts`` under ``prompt`` (``SentenceTransformer.preprocess``, which applies it
+    as ``encode`` does), under ``tokenizer_lock``."""
     with tokenizer_lock(model):
-        return model.preprocess(texts)
+        return model.preprocess(texts, prompt=prompt)

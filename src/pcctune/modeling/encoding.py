@@ -50,8 +50,8 @@ from pcctune.modeling.cpu_memory import keep_freed_memory, release_freed_memory
 from pcctune.modeling.cpu_workers import cpu_workers, map_in_workers, tokenized, tokenizer_lock
 from pcctune.modeling.onednn import frozen_weights, onednn_linears
 from pcctune.modeling.prefix_cache import CachedPrefix, cached_prefix
+from pcctune.modeling.prompts import prompt_in_force
 from pcctune.modeling.shared_changes import Undo, shared_changes
-from pcctune.modeling.template import Template, model_template
 from pcctune.modeling.vector_store import VectorStore
 
 # all-MiniLM-L6-v2: best of 512–8,192 on the earlier records' AMD EPYC; 1,024–4,096 within noise on an AVX2-only one
@@ -68,17 +68,13 @@ def default_token_budget(model: SentenceTransformer) -> int:
     return DECODER_TOKEN_BUDGET if config is not None and is_decoder_only(config) else ENCODER_TOKEN_BUDGET
 
 
-def token_lengths(model: SentenceTransformer, texts: Sequence[str]) -> list[int]:
-    """The number of tokens the model's input module will give each text (its template included), capped."""
+def token_lengths(model: SentenceTransformer, texts: Sequence[str], prompt: str | None = None) -> list[int]:
+    """The number of tokens the model's input module will give each text (its template and ``prompt`` included),
+    capped: the module's own ``preprocess``, unpadded."""
+    unpadded = {"text": {"padding": False}, "common": {"return_tensors": None}}
     module: Any = model[0]
-    template = model_template(model)
-    if template:
-        filler = Template(template)
-        filled = [filler.fill(t) for t in texts]
-    else:
-        filled = list(texts)
     with tokenizer_lock(model):
-        ids = module.tokenizer(filled, add_special_tokens=True, verbose=False)["input_ids"]
+        ids = module.preprocess(list(texts), prompt=prompt, processing_kwargs=unpadded)["input_ids"]
     cap = model.max_seq_length or max((len(row) for row in ids), default=1)
     return [min(len(row), cap) for row in ids]
 
@@ -107,13 +103,15 @@ def encode_texts(
     reuse_prefix: bool = True,
     onednn: bool | None = None,
     store: VectorStore | None = None,
+    prompt: str | None = None,
+    prompt_name: str | None = None,
 ) -> np.ndarray:
-    """Sentence embeddings of ``texts`` (float32, in input order), batched by token length and budget (default:
-    ``default_token_budget``); a decoder runs its template's prefix once (``reuse_prefix``,
-    ``prefix_cache``); float32 linear layers on CPU run through oneDNN where ``onednn`` says so
-    (``onednn``; default: where the ``host_settings`` in force say
-    so, as they also give the number of worker threads); batches that ``store`` holds are taken from it, and the
-    others added to it.
+    """Sentence embeddings of ``texts`` (float32, in input order) under the prompt ``model.encode`` would apply
+    with the same ``prompt`` / ``prompt_name`` (default: the model's default prompt; ``pcctune.modeling.prompts``),
+    batched by token length and budget (default: ``default_token_budget``); a decoder runs its template's prefix
+    once (``reuse_prefix``, ``prefix_cache``); float32 linear layers on CPU run through oneDNN where ``onednn`` says
+    so (default: where the ``host_settings`` in force say so, as they also give the number of worker threads);
+    batches that ``store`` holds are taken from it, and the others added to it.
 
     The model is in eval mode for the call; calls on one model may overlap, in several threads: the last to end
     gives every module its own mode back (``shared_changes``)."""
@@ -123,20 +121,21 @@ def encode_texts(
     if settings.keep_freed_memory and model.device.type == "cpu":
         keep_freed_memory()
     out: list[np.ndarray | None] = [None] * len(texts)
+    prompt = prompt_in_force(model, prompt, prompt_name)
     try:
-        batches = length_batches(token_lengths(model, texts), token_budget or default_token_budget(model))
+        batches = length_batches(token_lengths(model, texts, prompt), token_budget or default_token_budget(model))
         with (
             evaluating(model),
             torch.inference_mode(),
             onednn_linears(model, active=settings.onednn if onednn is None else onednn),
             frozen_weights(),
         ):
-            prefix = cached_prefix(model) if reuse_prefix else None
+            prefix = cached_prefix(model, prompt) if reuse_prefix else None
             stored = [store is not None and all(texts[i] in store for i in batch) for batch in batches]
             todo = [[texts[i] for i in batch] for batch, done in zip(batches, stored, strict=True) if not done]
             workers = cpu_workers(model, settings.workers)
             keep = store.add if store is not None else None  # every batch finished before a Ctrl-C
-            work = map_in_workers(lambda b: _encode_batch(model, b, prefix), todo, workers, model, keep)
+            work = map_in_workers(lambda b: _encode_batch(model, b, prompt, prefix), todo, workers, model, keep)
             progress = tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress)
             with closing(work) as computed:
                 _gather(texts, zip(progress, stored, strict=True), computed, store, out)
@@ -188,9 +187,11 @@ def evaluating(model: nn.Module) -> AbstractContextManager[int]:
     return shared_changes([model], "eval mode", _to_eval_mode)
 
 
-def _encode_batch(model: SentenceTransformer, texts: list[str], prefix: CachedPrefix | None) -> np.ndarray:
-    """One batch's embeddings, over the template prefix's cached key/values where they apply."""
-    features = batch_to_device(tokenized(model, texts), model.device)
+def _encode_batch(
+    model: SentenceTransformer, texts: list[str], prompt: str | None, prefix: CachedPrefix | None
+) -> np.ndarray:
+    """One batch's embeddings under ``prompt``, over the template prefix's cached key/values where they apply."""
+    features = batch_to_device(tokenized(model, texts, prompt), model.device)
     if prefix is not None and prefix.covers(features["input_ids"]):
         embeddings = prefix.embed(model, features)
     else:
@@ -206,6 +207,8 @@ class EncodeOptions(TypedDict, total=False):
     reuse_prefix: bool
     onednn: bool | None
     store: VectorStore | None
+    prompt: str | None
+    prompt_name: str | None
 
 
 def encode_unique(

@@ -59,10 +59,10 @@ class CachedPrefix:
         return pooled["sentence_embedding"]
 
 
-def prefix_ids(model: SentenceTransformer) -> list[int]:
-    """The token ids every templated input starts with (the longest common start of a few probes)."""
-    module: Any = model[0]  # its preprocess renders the template
-    rows = [module.preprocess([probe])["input_ids"][0].tolist() for probe in PROBE_SENTENCES]
+def prefix_ids(model: SentenceTransformer, prompt: str | None = None) -> list[int]:
+    """The token ids every templated input under ``prompt`` starts with (the longest common start of a few probes)."""
+    module: Any = model[0]  # its preprocess renders the template and applies the prompt
+    rows = [module.preprocess([probe], prompt=prompt)["input_ids"][0].tolist() for probe in PROBE_SENTENCES]
     common: list[int] = []
     for column in zip(*rows, strict=False):
         if len(set(column)) > 1:
@@ -71,8 +71,9 @@ def prefix_ids(model: SentenceTransformer) -> list[int]:
     return common
 
 
-def cached_prefix(model: SentenceTransformer) -> CachedPrefix | None:
-    """The prefix cache of a decoder under a template of at least two prefix tokens; ``None`` for anything else.
+def cached_prefix(model: SentenceTransformer, prompt: str | None = None) -> CachedPrefix | None:
+    """The prefix cache of a decoder under a template of at least two prefix tokens (the prompt's included: a
+    chat template renders it as a system message before the template's head); ``None`` for anything else.
 
     The input module is pcctune's (position ids from the mask) or a plain sentence-transformers ``Transformer``
     that pads on the right (a model saved natively, as ``pcctune icl`` saves one): either way a row's positions
@@ -86,7 +87,7 @@ def cached_prefix(model: SentenceTransformer) -> CachedPrefix | None:
     tokenizer = getattr(module, "tokenizer", None)
     if not getattr(module, "position_ids_from_mask", False) and getattr(tokenizer, "padding_side", "") != "right":
         return None
-    ids = prefix_ids(model)
+    ids = prefix_ids(model, prompt)
     if len(ids) < 2:
         return None
     input_ids = torch.tensor([ids], device=model.device)

@@ -26,6 +26,8 @@ NATIVE_TRANSFORMER = f"{Transformer.__module__}.{Transformer.__name__}"
 
 MODULES_FILE = "modules.json"
 """The file that makes a folder a saved sentence-transformers model: its modules' names, paths and classes."""
+SENTENCE_TRANSFORMERS_CONFIG = "config_sentence_transformers.json"
+"""A saved model's own settings (its ``prompts``, ``default_prompt_name``, similarity function)."""
 MODULE_CONFIG_FILE = Transformer.config_file_name
 """The config file of a saved input module, in its module folder (``sentence_bert_config.json``)."""
 

@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
+from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from pcctune.errors import PcctuneError
@@ -89,6 +90,14 @@ def loading_quantization(settings: dict[str, Any] | None) -> Iterator[None]:
         yield
     finally:
         _quantization_override.reset(token)
+
+
+def text_tokenizer(module: Transformer) -> PreTrainedTokenizerBase:
+    """An input module's tokenizer (a text model always has one; sentence-transformers types it as optional)."""
+    tokenizer = module.tokenizer
+    if tokenizer is None:
+        raise PcctuneError("this model has no tokenizer; pcctune encodes text only")
+    return tokenizer
 
 
 def ensure_pad_token(tokenizer: PreTrainedTokenizerBase) -> None:
@@ -170,11 +179,8 @@ class TemplateTransformer(Transformer):
 
     @property
     def text_tokenizer(self) -> PreTrainedTokenizerBase:
-        """The tokenizer (a text model always has one; sentence-transformers types it as optional)."""
-        tokenizer = self.tokenizer
-        if tokenizer is None:
-            raise PcctuneError("this model has no tokenizer; pcctune encodes text only")
-        return tokenizer
+        """The tokenizer (``text_tokenizer``)."""
+        return text_tokenizer(self)
 
     def _ids(self, text: str) -> list[int]:
         return list(self.text_tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
@@ -208,8 +214,8 @@ class TemplateTransformer(Transformer):
         if self._template_tokens:
             self.check_budget(kwargs.get("max_length") or self.max_seq_length)
         features = super().preprocess(inputs, prompt=prompt, processing_kwargs=processing_kwargs, **kwargs)
-        if self.position_ids_from_mask and "attention_mask" in features:
-            mask = features["attention_mask"]
+        mask = features.get("attention_mask")
+        if self.position_ids_from_mask and isinstance(mask, Tensor):  # not for unpadded lists (token counts)
             features["position_ids"] = (mask.long().cumsum(dim=-1) - 1).clamp(min=0)
         return features
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from pcctune.io import check_output_file, write_with
 from pcctune.modeling.build import PoolingName, build_model
 from pcctune.modeling.encoding import encode_texts
+from pcctune.modeling.prompts import check_prompt_choice
 
 
 def run_encode(
@@ -20,11 +21,16 @@ def run_encode(
     dtype: str,
     output: Path | None,
     console: Console,
+    prompt: str | None = None,
+    prompt_name: str | None = None,
 ) -> np.ndarray:
-    """The sentences' embeddings (float32), saved to ``output`` or shown as their cosine matrix."""
+    """The sentences' embeddings (float32) under the model's default prompt, or ``prompt`` / ``prompt_name``
+    (``pcctune.modeling.prompts``), saved to ``output`` or shown as their cosine matrix."""
+    check_prompt_choice(prompt, prompt_name)
     if output is not None:
         check_output_file(output)
-    vectors = encode_texts(build_model(model, template=template, pooling=pooling, dtype=dtype), sentences)
+    built = build_model(model, template=template, pooling=pooling, dtype=dtype)
+    vectors = encode_texts(built, sentences, prompt=prompt, prompt_name=prompt_name)
     if output is not None:
         write_with(output, lambda handle: np.save(handle, vectors))
         console.print(f"saved {vectors.shape} to {output}")

@@ -32,6 +32,7 @@ from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.fingerprint import computation_key
+from pcctune.modeling.prompts import check_prompt_choice, prompt_in_force, use_prompt
 from pcctune.modeling.quantization import FOUR_BIT_TYPES, FourBitType
 from pcctune.modeling.template import model_template
 from pcctune.modeling.vector_store import VectorStore
@@ -193,23 +194,30 @@ def run_eval(
     probe_seed: int | None = None,
     columns: Columns | None = None,
     split: str = PAIR_SPLIT,
+    prompt: str | None = None,
+    prompt_name: str | None = None,
 ) -> EvalResult:
     """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
     backbone precision ``quantization`` (``precision``), with ``adapter`` (a LoRA folder) on it. ``pairs``
     (files, Hub dataset ids with their ``split``, named ``columns``) replace the seven STS tasks: each is scored as
     STS-B is, with a bootstrap interval seeded by ``seed``; ``probe_seed`` seeds the ``sklearn`` transfer probe's
-    folds (default SentEval's). Output, data and model are checked before any encoding; the result is written
+    folds (default SentEval's). Every sentence is encoded under the model's default prompt, or ``prompt`` /
+    ``prompt_name`` (``pcctune.modeling.prompts``), as ``model.encode`` would. Output, data and model are checked
+    before any encoding; the result is written
     atomically, when complete, by this command alone."""
     started = time.perf_counter()
+    check_prompt_choice(prompt, prompt_name)
     with writing_output(output):
         own = load_pair_sets(pairs, columns, split) if pairs else []
         senteval, sts_tasks, transfer_tasks = eval_tasks(data, tasks, protocol, own)
         check_template_for(protocol, model_spec, template)
         with seeded(seed):  # a layer the saved model lacks is drawn the same way each time
             model = eval_model(model_spec, template, pooling, max_seq_length, dtype, quantization, backend, adapter)
+        use_prompt(model, prompt, prompt_name)  # the model's own default from here on: encoding, key and record
         settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
         data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks), senteval) | pair_hashes(own)
         evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}
+        evaluation["prompt"] = prompt_in_force(model)
         with kept_vectors(output, evaluation, model) as store:
             folds = PROBE_SEED if probe_seed is None else probe_seed
             sts, transfer = score_tasks(
@@ -238,6 +246,7 @@ def eval_record(
         model=model_spec,
         adapter=str(adapter) if adapter is not None else None,
         template=model_template(model),
+        prompt=prompt_in_force(model),
         pooling=getattr(model[1], "pooling_mode", None),
         data_dir=str(senteval) if senteval else None,
         data_files_sha256=data_hashes,

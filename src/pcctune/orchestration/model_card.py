@@ -15,6 +15,7 @@ as their last part).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from pcctune.data.leakage import LEVELS
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import write_text, write_yaml
 from pcctune.modeling.registry import PACKAGED_MODELS, packaged_key
-from pcctune.modeling.saving import is_native_type, module_types
+from pcctune.modeling.saving import SENTENCE_TRANSFORMERS_CONFIG, is_native_type, module_types
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig
 
@@ -235,6 +236,18 @@ def _loading(folder: Path, model_id: str | None = None) -> list[str]:
     ]
 
 
+def _prompt_line(folder: Path) -> str:
+    """What every sentence was encoded under, in training and evaluation: the saved model's default prompt
+    (``config_sentence_transformers.json``), which ``model.encode`` applies too."""
+    saved = folder / SENTENCE_TRANSFORMERS_CONFIG
+    config = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else {}
+    name = config.get("default_prompt_name")
+    prompt = (config.get("prompts") or {}).get(name) if name else None
+    if not prompt:
+        return "Sentences were encoded without a prompt."
+    return f"Every sentence was encoded, in training and evaluation, under the prompt `{name}`: {json.dumps(prompt)}."
+
+
 def _pairs(result: RunResult) -> str:
     if not result.pairs_by_task:
         return ""
@@ -256,7 +269,7 @@ def pcctune_section(
         "### STS evaluation",
         "",
         f"Spearman × 100 of cosine similarity, protocol `{result.protocol}` (pcctune's evaluation protocols: "
-        f"`docs/evaluation.md`){_pairs(result)}.",
+        f"`docs/evaluation.md`){_pairs(result)}. {_prompt_line(folder)}",
         "",
         ScoreTable.from_rows(sts).to_markdown(deltas=True) if sts else "Not evaluated.",
         "",

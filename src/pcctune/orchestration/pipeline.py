@@ -39,6 +39,7 @@ from pcctune.modeling.build import ModelSource, build_model, resolve_source, sav
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.pooler_head import add_mlp_head
+from pcctune.modeling.prompts import use_prompt
 from pcctune.modeling.saving import is_saved_model
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore
@@ -79,12 +80,16 @@ def load_base(config: RunConfig, quantized: bool = True, head: bool = True) -> S
         quantization=quantization_settings(config.adapter) if quantized else {},
         prompt=config.adapter.prompt_kwargs(),
     )
+    use_prompt(model, config.prompt, config.prompt_name)
     return add_mlp_head(model) if head and config.pooling_head == "mlp" else model
 
 
 def load_for_training(config: RunConfig, source: str | None) -> SentenceTransformer:
     """The base model (``source=None``) or a finished stage's saved model, ready to train, in the run's dtype."""
-    model = load_base(config) if source is None else build_model(source, dtype=config.dtype)
+    if source is None:
+        model = load_base(config)
+    else:  # a finished stage's model carries the run's prompt; a config that names one gives it to any
+        model = use_prompt(build_model(source, dtype=config.dtype), config.prompt, config.prompt_name)
     attach_adapter(model, config.adapter)
     name_base_model(model, config.model)  # the card every saved stage gets names the run's base model
     return model

@@ -337,6 +337,14 @@ class RunConfig(Strict):
     template: str | None = Field(
         None, description="prompt template: eol, sth, sum or a string with one {text}; none for plain text"
     )
+    prompt: str | None = Field(
+        None,
+        description="sentence-transformers prompt before every sentence, in training and evaluation, as "
+        'model.encode(prompt=...) applies it; "" for none; default: the model\'s default_prompt_name (docs/prompts.md)',
+    )
+    prompt_name: str | None = Field(
+        None, description="one of the model's saved prompts to use instead of its default (docs/prompts.md)"
+    )
     pooling: PoolingName | None = Field(
         None,
         description="mean, cls or lasttoken; default: the saved one, else lasttoken for decoders, mean for encoders",
@@ -439,6 +447,12 @@ class RunConfig(Strict):
         if isinstance(value, bool):
             return "on" if value else "off"
         return value
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> RunConfig:
+        if self.prompt is not None and self.prompt_name is not None:
+            raise ValueError("give prompt or prompt_name, not both")
+        return self
 
     @model_validator(mode="after")
     def _own_test_sets_stay_out_of_training_and_dev(self) -> RunConfig:

@@ -32,6 +32,7 @@ from pcctune.io import write_json
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
 from pcctune.modeling.onednn import onednn_linears
+from pcctune.modeling.prompts import prompt_in_force
 from pcctune.modeling.saving import is_saved_model, save_model
 from pcctune.modeling.template import TemplateTransformer
 from pcctune.seeding import random_state_kept
@@ -142,9 +143,11 @@ def in_batch_negatives(stage: StageConfig) -> bool:
 
 
 def training_arguments(
-    stage: StageConfig, run: RunConfig, stage_dir: Path, plan: BatchPlan
+    stage: StageConfig, run: RunConfig, stage_dir: Path, plan: BatchPlan, prompt: str | None = None
 ) -> SentenceTransformerTrainingArguments:
-    """The trainer's arguments for ``stage``: no accumulation (see ``batching``), dev selection when set."""
+    """The trainer's arguments for ``stage``: no accumulation (see ``batching``), dev selection when set, and the
+    ``prompt`` the model's evaluations encode under (``pcctune.modeling.prompts``) before every training sentence:
+    the trainer applies only its ``prompts`` argument, never the model's default prompt."""
     metric = dev_metric(stage.dev)
     sampler: Any = BatchSamplers.NO_DUPLICATES if in_batch_negatives(stage) else BatchSamplers.BATCH_SAMPLER
     if stage.group_by_source:
@@ -180,6 +183,7 @@ def training_arguments(
         # In-batch negatives must not repeat a sentence; Pearson groups are plain random batches.
         batch_sampler=sampler,
         activation_checkpointing=stage.gradient_checkpointing,
+        prompts=prompt or None,
     )
 
 
@@ -314,7 +318,7 @@ def run_stage(
     plan = plan_batches(
         stage.batch_size, launched_world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size
     )
-    args = training_arguments(stage, run, stage_dir, plan)
+    args = training_arguments(stage, run, stage_dir, plan, prompt_in_force(model))
     check_stage_disk(model, stage, len(dataset) // plan.group_size, args, stage_dir, keep_last)
     with pooled_embeddings(model, active=issubclass(loss_spec(stage.loss).cls, RegressionLoss)):
         loss = stage_loss(stage, model, plan, class_count(stage, dataset), senteval_dir, run.seed)

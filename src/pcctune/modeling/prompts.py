@@ -1,0 +1,61 @@
+"""The prompt a model reads before each sentence: sentence-transformers' ``prompts`` and ``default_prompt_name``.
+
+Most current embedding models (E5, BGE, GTE) ship an instruction in their ``config_sentence_transformers.json``
+(``"prompts": {"query": "query: "}, "default_prompt_name": "query"``), and ``SentenceTransformer.encode`` applies
+it to every input unless told otherwise. pcctune resolves the prompt with the model's own ``_resolve_prompt`` (an
+explicit ``prompt``, else ``prompt_name``, else the default; ``""`` is no prompt) and hands it to the model's own
+``preprocess``, which applies it as ``encode`` does: prepended to the text, or, for an input module that reads
+messages (a chat template, a pcctune template), as a system message. Every pcctune encoding path (evaluations, dev
+evaluations during training, ``pcctune encode``) and the trainer's ``prompts`` read the same prompt, so a model is
+trained and scored on the text ``encode`` gives it.
+
+``use_prompt`` makes a prompt the model's default, the way a run config or ``pcctune eval --prompt`` asks for one:
+the model then carries it into ``encode``, a save and the cache keys, which hash ``prompts`` and
+``default_prompt_name`` (``pcctune.modeling.fingerprint``).
+"""
+
+from __future__ import annotations
+
+from sentence_transformers import SentenceTransformer
+
+from pcctune.errors import PcctuneError
+
+GIVEN_PROMPT_NAME = "sts"
+"""The name under which a prompt text given to ``use_prompt`` joins the model's ``prompts``, unless it already holds
+that text under a name of its own."""
+
+
+def prompt_in_force(
+    model: SentenceTransformer, prompt: str | None = None, prompt_name: str | None = None
+) -> str | None:
+    """The prompt ``model.encode(..., prompt=prompt, prompt_name=prompt_name)`` applies (``None`` or ``""``: none),
+    resolved by sentence-transformers itself; a name the model lacks is refused in one line."""
+    try:
+        return model._resolve_prompt(prompt, prompt_name)
+    except ValueError as error:
+        raise PcctuneError(f"{error} (prompt_name names one of the model's prompts)") from None
+
+
+def check_prompt_choice(prompt: str | None, prompt_name: str | None) -> None:
+    """Refuse a prompt text and a prompt name together (before any model loads)."""
+    if prompt is not None and prompt_name is not None:
+        raise PcctuneError("give a prompt or a prompt_name, not both")
+
+
+def use_prompt(
+    model: SentenceTransformer, prompt: str | None = None, prompt_name: str | None = None
+) -> SentenceTransformer:
+    """Make ``prompt_name`` (one of ``model.prompts``) or the text ``prompt`` (``""``: no prompt) the prompt ``model``
+    applies by default; with neither, leave it as it is. A text the model does not hold yet joins its ``prompts``
+    as ``GIVEN_PROMPT_NAME``. Returns the model."""
+    check_prompt_choice(prompt, prompt_name)
+    if prompt_name is not None:
+        prompt_in_force(model, prompt_name=prompt_name)  # a name the model lacks is refused here
+        model.default_prompt_name = prompt_name
+    elif prompt == "":
+        model.default_prompt_name = None
+    elif prompt is not None:
+        name = next((name for name, text in model.prompts.items() if text == prompt), GIVEN_PROMPT_NAME)
+        model.prompts[name] = prompt
+        model.default_prompt_name = name
+    return model

@@ -1,0 +1,208 @@
+"""pcctune encodes what ``model.encode`` encodes: a model's sentence-transformers prompt (``prompts`` with a
+``default_prompt_name``, or one given by name or text) in every encoding path; and a model ``build_model`` makes
+from a plain Hugging Face folder saves, through ``model.save`` and a trainer's checkpoints, as a folder plain
+sentence-transformers loads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+from sentence_transformers import SentenceTransformer
+
+import pcctune.evaluation.sts as sts_module
+from pcctune.data.sts import STSPair
+from pcctune.modeling.build import build_model
+from pcctune.modeling.encoding import encode_texts, encode_unique
+from pcctune.orchestration.encode import run_encode
+from pcctune.orchestration.evaluate import run_eval
+from pcctune.testing import SENTENCES
+from pcctune.training.batching import plan_batches
+from pcctune.training.config import RunConfig, StageConfig
+from pcctune.training.dev import DevSTSEvaluator
+from pcctune.training.stage import training_arguments
+from tests.conftest import assert_one_line_error, run_cli, write_csv
+from tests.test_native_save import NO_PCCTUNE
+
+PROMPTS = {"query": "query: ", "other": "a different instruction: "}
+
+
+def sentence_pairs(count: int) -> list[tuple[str, str]]:
+    """``count`` distinct pairs of the test sentences (each with the one ``step`` after it)."""
+    n = len(SENTENCES)
+    return [(SENTENCES[i % n], SENTENCES[(i + 1 + i // n) % n]) for i in range(count)]
+
+
+TEXTS = ["a man is playing a guitar", "two dogs run in the park", "a woman slices an onion", "a man"]
+
+
+def with_prompts(folder: Path, out: Path, template: str | None = None) -> Path:
+    """``folder`` saved as a sentence-transformers model whose default prompt is ``query: ``."""
+    model = build_model(str(folder), template=template)
+    model.prompts, model.default_prompt_name = dict(PROMPTS), "query"
+    model.save(str(out))
+    return out
+
+
+@pytest.fixture(scope="module")
+def prompted_bert(tiny_bert, tmp_path_factory) -> Path:
+    return with_prompts(tiny_bert, tmp_path_factory.mktemp("prompted-bert"))
+
+
+@pytest.fixture(scope="module")
+def prompted_llama(tiny_llama, tmp_path_factory) -> Path:
+    """A decoder with pcctune's template (a chat template): sentence-transformers applies a prompt as a system
+    message there."""
+    return with_prompts(tiny_llama, tmp_path_factory.mktemp("prompted-llama"), template="eol")
+
+
+def loaded(folder: Path) -> SentenceTransformer:
+    return build_model(str(folder))
+
+
+@pytest.mark.parametrize("fixture", ["prompted_bert", "prompted_llama"])
+def test_encode_texts_applies_the_default_prompt_as_encode_does(fixture, request):
+    model = loaded(request.getfixturevalue(fixture))
+    expected = model.encode(TEXTS, convert_to_numpy=True)
+    bare = model.encode(TEXTS, prompt="", convert_to_numpy=True)
+    assert np.abs(expected - bare).max() > 1e-3  # the prompt changes the vectors: the comparison below means something
+    np.testing.assert_allclose(encode_texts(model, TEXTS), expected, atol=1e-5)
+    unique = encode_unique(model, TEXTS, show_progress=False)
+    np.testing.assert_allclose(np.stack([unique[t] for t in TEXTS]), expected, atol=1e-5)
+
+
+def test_a_decoder_template_reads_the_prompt_through_its_cached_prefix(prompted_llama):
+    model = loaded(prompted_llama)
+    expected = model.encode(TEXTS, convert_to_numpy=True)
+    np.testing.assert_allclose(encode_texts(model, TEXTS, reuse_prefix=True), expected, atol=1e-5)
+    np.testing.assert_allclose(encode_texts(model, TEXTS, reuse_prefix=False), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("asked", [{"prompt_name": "other"}, {"prompt": ""}, {"prompt": "note: "}])
+def test_a_prompt_given_by_name_or_text_is_applied_as_encode_applies_it(prompted_bert, asked):
+    model = loaded(prompted_bert)
+    np.testing.assert_allclose(
+        encode_texts(model, TEXTS, **asked), model.encode(TEXTS, convert_to_numpy=True, **asked), atol=1e-5
+    )
+
+
+def test_a_model_without_a_prompt_encodes_as_before(tiny_bert):
+    model = build_model(str(tiny_bert))
+    assert model.default_prompt_name is None
+    np.testing.assert_allclose(encode_texts(model, TEXTS), model.encode(TEXTS, convert_to_numpy=True), atol=1e-5)
+
+
+def test_the_dev_evaluator_scores_the_vectors_encode_gives(prompted_bert):
+    model = loaded(prompted_bert)
+    pairs = [STSPair(a, b, float(i % 5)) for i, (a, b) in enumerate(sentence_pairs(12))]
+    evaluator = DevSTSEvaluator({"dev": pairs}, "dev")
+    ours = evaluator(model)
+    texts = sorted({s for p in pairs for s in (p.sentence1, p.sentence2)})
+    vectors = model.encode(texts, convert_to_numpy=True)
+    by_text = dict(zip(texts, vectors, strict=True))
+    cosines = [
+        float(by_text[p.sentence1] @ by_text[p.sentence2])
+        / float(np.linalg.norm(by_text[p.sentence1]) * np.linalg.norm(by_text[p.sentence2]))
+        for p in pairs
+    ]
+    from scipy.stats import spearmanr
+
+    expected = spearmanr(cosines, [p.score for p in pairs]).statistic
+    assert ours["dev_spearman_cosine"] == pytest.approx(expected, abs=1e-6)
+
+
+def encode_by_st(model, sentences, **options):
+    """``encode_unique`` done by ``model.encode`` itself: what the scoring after it would see from plain ST."""
+    unique = sorted(set(sentences))
+    return dict(zip(unique, model.encode(unique, convert_to_numpy=True), strict=True))
+
+
+def test_pcctune_eval_equals_encode_followed_by_the_same_scoring(prompted_bert, tmp_path, monkeypatch):
+    rows = [(a, b, i % 5) for i, (a, b) in enumerate(sentence_pairs(16))]
+    pairs = write_csv(tmp_path / "mine.csv", rows)
+    ours = run_eval(str(prompted_bert), None, pairs=[pairs], console=Console(quiet=True))
+    assert ours.prompt == "query: "
+    monkeypatch.setattr(sts_module, "encode_unique", encode_by_st)
+    theirs = run_eval(str(prompted_bert), None, pairs=[pairs], console=Console(quiet=True))
+    assert ours.sts == pytest.approx(theirs.sts, abs=1e-3)
+    assert ours.sts_detail[0].pearson == pytest.approx(theirs.sts_detail[0].pearson, abs=1e-5)
+    bare = run_eval(str(prompted_bert), None, pairs=[pairs], prompt="", console=Console(quiet=True))
+    assert bare.prompt is None
+    assert bare.sts_detail[0].pearson != pytest.approx(ours.sts_detail[0].pearson, abs=1e-5)
+
+
+def test_pcctune_encode_applies_the_prompt(prompted_bert):
+    model = loaded(prompted_bert)
+    quiet = Console(quiet=True)
+    ours = run_encode(str(prompted_bert), TEXTS, None, None, "fp32", None, quiet)
+    np.testing.assert_allclose(ours, model.encode(TEXTS, convert_to_numpy=True), atol=1e-5)
+    named = run_encode(str(prompted_bert), TEXTS, None, None, "fp32", None, quiet, prompt_name="other")
+    np.testing.assert_allclose(named, model.encode(TEXTS, prompt_name="other", convert_to_numpy=True), atol=1e-5)
+
+
+def test_an_unknown_prompt_name_is_one_line_and_writes_nothing(prompted_bert, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    pairs = write_csv(tmp_path / "p.csv", [(a, b, i % 5) for i, (a, b) in enumerate(sentence_pairs(8))])
+    args = ["eval", str(prompted_bert), "--pairs", str(pairs), "--prompt-name", "passage", "--output", str(out)]
+    code, output = run_cli(args, capsys)
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "'passage' not found" in errors[0], output  # after the model loaded
+    assert not out.exists()
+    code, output = run_cli(["encode", str(prompted_bert), "a", "--prompt", "x", "--prompt-name", "query"], capsys)
+    assert_one_line_error(code, output, "not both")
+
+
+def test_training_passes_the_prompt_in_force_to_the_trainer():
+    stage = StageConfig.model_validate({"name": "s", "loss": "pearson", "data": {"source": "stage2"}, "dev": "none"})
+    run = RunConfig(model="m", stages=[stage])
+    arguments = training_arguments(stage, run, Path("unused"), plan_batches(16), "query: ")
+    assert arguments.prompts == "query: "
+    assert training_arguments(stage, run, Path("unused"), plan_batches(16), None).prompts is None
+
+
+PLAIN_LOAD = (
+    NO_PCCTUNE
+    + """
+import json, sys
+from sentence_transformers import SentenceTransformer
+print(json.dumps([SentenceTransformer(f, device="cpu").encode([sys.argv[1]]).tolist() for f in sys.argv[2:]]))
+"""
+)
+
+
+def test_the_readme_python_example_saves_folders_plain_sentence_transformers_loads(tiny_bert, tmp_path):
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+
+    import pcctune
+
+    model = pcctune.build_model(str(tiny_bert))
+    rows = sentence_pairs(16)
+    train = Dataset.from_dict(
+        {"sentence1": [a for a, _ in rows], "sentence2": [b for _, b in rows], "score": [i % 5 / 5 for i in range(16)]}
+    )
+    dev = DevSTSEvaluator({"dev": [STSPair(a, b, float(i % 5)) for i, (a, b) in enumerate(rows)]}, "dev")
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "run"), per_device_train_batch_size=8, max_steps=2, learning_rate=1e-3,
+        eval_strategy="steps", eval_steps=1, save_steps=1, load_best_model_at_end=True,
+        metric_for_best_model=f"eval_{dev.primary_metric}", dataloader_drop_last=True, use_cpu=True, report_to="none",
+    )  # fmt: skip
+    loss = pcctune.PearsonLoss(model)
+    SentenceTransformerTrainer(model=model, args=args, train_dataset=train, loss=loss, evaluator=dev).train()
+    model.save(str(tmp_path / "final"))
+    folders = [tmp_path / "final", *sorted((tmp_path / "run").glob("checkpoint-*"))]
+    assert len(folders) == 3
+    for folder in folders:
+        types = [m["type"] for m in json.loads((folder / "modules.json").read_text())]
+        assert all(t.startswith("sentence_transformers.") for t in types), types
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_LOAD, TEXTS[0], *map(str, folders)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    vectors = json.loads(done.stdout.strip().splitlines()[-1])
+    np.testing.assert_allclose(np.array(vectors[0]), model.encode([TEXTS[0]], convert_to_numpy=True), atol=1e-5)

@@ -13,11 +13,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pcctune.cli import quiet_known_noise
+from pcctune.known_noise import known_noise_dropped
 
-quiet_known_noise()  # before pcctune.losses imports bitsandbytes (through peft): its notice says nothing to the build
-
-from pcctune.losses.registry import losses_markdown, renamed_markdown  # noqa: E402
+with known_noise_dropped():  # pcctune.losses imports bitsandbytes (through peft): its notice says nothing here
+    from pcctune.losses.registry import losses_markdown, renamed_markdown
 
 PAGE = Path(__file__).resolve().parent / "losses.md"
 TABLES: dict[str, Callable[[], str]] = {"losses": losses_markdown, "renamed": renamed_markdown}

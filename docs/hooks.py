@@ -23,14 +23,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from pcctune.cli import quiet_known_noise
+from pcctune.known_noise import known_noise_dropped
 
 # Before pcctune.losses imports torch and bitsandbytes (through peft): bitsandbytes' notice, and the deprecation
 # warnings torch raises about its own internals (which mkdocs shows, to warn plugin authors), say nothing here.
-quiet_known_noise()
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
-
-from pcctune.losses import citations  # noqa: E402
+with known_noise_dropped():
+    from pcctune.losses import citations
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

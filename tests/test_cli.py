@@ -76,19 +76,6 @@ def test_encode(capsys, tiny_llama):
     assert code == 0 and "(2, 32)" in out
 
 
-def test_only_bitsandbytes_kernel_notice_is_dropped(caplog):
-    import logging
-
-    from pcctune.cli import BITSANDBYTES_KERNEL_NOTICE, quiet_known_noise
-
-    logger = logging.getLogger("bitsandbytes.backends.cpu.ops")
-    quiet_known_noise()
-    with caplog.at_level(logging.WARNING):
-        logger.warning("%s from kernels-community: No module named 'kernels'.", BITSANDBYTES_KERNEL_NOTICE)
-        logger.warning("a real bitsandbytes problem")
-    assert [record.getMessage() for record in caplog.records] == ["a real bitsandbytes problem"]
-
-
 def test_version_and_help_without_type_noise(capsys):
     from pcctune import __version__
 

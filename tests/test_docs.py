@@ -21,7 +21,8 @@ import typer
 from pydantic import BaseModel
 
 import pcctune
-from pcctune.cli import BITSANDBYTES_KERNEL_NOTICE, app
+from pcctune.cli import app
+from pcctune.known_noise import BITSANDBYTES_KERNEL_NOTICE
 from pcctune.losses import citations
 from pcctune.orchestration.model_card import LOADING
 from pcctune.training.config import RunConfig

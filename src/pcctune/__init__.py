@@ -34,6 +34,7 @@ import importlib.metadata
 from typing import Any
 
 from pcctune.errors import PcctuneError
+from pcctune.known_noise import known_noise_dropped
 
 __version__ = importlib.metadata.version("pcctune")  # the one copy lives in pyproject.toml
 
@@ -82,7 +83,8 @@ __all__ = ["PcctuneError", "__version__", *_EXPORTS]
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'pcctune' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    with known_noise_dropped():  # the layers import bitsandbytes (through peft), which speaks once, at import
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value
 

@@ -25,6 +25,7 @@ from rich.markup import escape
 from pcctune.console import plain_console
 from pcctune.errors import Interrupted, PcctuneError
 from pcctune.host_settings import command_line, using
+from pcctune.known_noise import known_noise_dropped
 from pcctune.orchestration.data import DEFAULT_PROTOCOL, NEAR_THRESHOLD, PAIR_SPLIT, PROTOCOLS, LeakageLevel
 from pcctune.seeding import BOOTSTRAP_SEED, DEFAULT_SEED
 
@@ -639,22 +640,6 @@ def _usage_message(error: typer.TyperException) -> str:
     return message
 
 
-BITSANDBYTES_KERNEL_NOTICE = "Failed to load CPU gemm_4bit_forward"
-
-
-def quiet_known_noise() -> None:
-    """Drop bitsandbytes' import-time notice that an optional Hub kernel is missing.
-
-    On CPUs with AVX512-BF16, bitsandbytes 0.50 tries to fetch a fused 4-bit kernel from the Hub
-    (``kernels`` package) whenever it is imported, which transformers and peft do for every
-    command, and logs a warning when it cannot. It then uses its own CPU kernel (the one the
-    QLoRA tests run), so the line says nothing to a pcctune user. Only that message is dropped.
-    """
-    logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(
-        lambda record: not record.getMessage().startswith(BITSANDBYTES_KERNEL_NOTICE)
-    )
-
-
 SIGNAL_EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 _received: list[int] = []
 
@@ -725,9 +710,8 @@ def _log_shown(debug: bool) -> Iterator[None]:
 
 
 def _run(argv: list[str]) -> None:
-    quiet_known_noise()
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    with _log_shown(debug):
+    with known_noise_dropped(), _log_shown(debug):
         _run_command([arg for arg in argv if arg != "--debug"], debug)
 
 

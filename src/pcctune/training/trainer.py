@@ -15,6 +15,7 @@
   written at its last step; Pcc-tuning ``tune.py``), when a stage's ``init`` is ``final``.
 - With ``own_lengths`` set, every save (checkpoints, ``last``) keeps the model's own input lengths, not the
   stage's training cut (``pcctune.training.lengths``).
+- The model card's widget examples are drawn without a progress bar (``pcctune.training.card_widget``).
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ from pcctune.distributed import is_main_process
 from pcctune.errors import PcctuneError
 from pcctune.modeling.quantization import linear_4bit_layers
 from pcctune.modeling.saving import save_model
+from pcctune.training.card_widget import QuietWidgetCallback
 from pcctune.training.lengths import InputLengths, input_lengths
 
 
 class PcctuneTrainer(SentenceTransformerTrainer):
+    model_card_callback_class = QuietWidgetCallback
     last_dir: Path | None = None
     """Where the last step's model is saved before the best checkpoint is loaded (None: not kept)."""
     own_lengths: InputLengths | None = None

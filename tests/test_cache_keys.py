@@ -291,3 +291,16 @@ def test_a_folder_named_with_or_without_dot_slash_keys_alike(case, monkeypatch):
     dotted = key_of("scores", case)
     set_config(model="base")(case)
     assert dotted is not None and key_of("scores", case) == dotted
+
+
+def test_pairs_that_differ_only_in_where_a_tab_falls_hash_apart():
+    """Pairs are hashed one way, as JSON: a tab or line break inside a sentence cannot make two sets read alike."""
+    from pcctune.data.pairs import pairs_sha256
+    from pcctune.data.sts import STSPair, STSSubset, STSTask
+
+    first, second = [STSPair("a\tb", "c", 1.0)], [STSPair("a", "b\tc", 1.0)]
+    assert pairs_sha256(first) != pairs_sha256(second)
+    assert pairs_sha256([STSPair("a", "b\n", 1.0)]) != pairs_sha256([STSPair("a", "b", 1.0), STSPair("", "", 1.0)])
+    as_task = lambda pairs: [STSTask("mine", [STSSubset("mine", pairs)])]  # noqa: E731
+    assert tasks_digest(as_task(first)) != tasks_digest(as_task(second))
+    assert pairs_sha256(first, scores=False) == pairs_sha256([STSPair("a\tb", "c", 4.0)], scores=False)

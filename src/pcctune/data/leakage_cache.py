@@ -34,6 +34,7 @@ from typing import Any
 from pcctune.cache_entry import cached_folder, damage
 from pcctune.data import leakage
 from pcctune.data.leakage import PairCheck
+from pcctune.data.pairs import pairs_sha256
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.io import write_json
 from pcctune.paths import cache_root
@@ -47,10 +48,6 @@ CHECKS_FILE = "checks.json"
 
 def _digest(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
-
-
-def _pairs(pairs: Sequence[STSPair]) -> list[list[str]]:
-    return [[p.sentence1, p.sentence2] for p in pairs]
 
 
 def index_key(test_tasks: Sequence[STSTask], near_threshold: float) -> str:
@@ -67,7 +64,9 @@ def index_key(test_tasks: Sequence[STSTask], near_threshold: float) -> str:
         "datasketch": version("datasketch"),
         "unicode": unicodedata.unidata_version,
     }
-    return _digest({"settings": settings, "tests": [[task.name, _pairs(task.pairs)] for task in test_tasks]})
+    return _digest(
+        {"settings": settings, "tests": [[task.name, pairs_sha256(task.pairs, scores=False)] for task in test_tasks]}
+    )
 
 
 def _to_json(check: PairCheck) -> dict[str, Any]:
@@ -89,7 +88,7 @@ def _from_json(row: dict[str, Any]) -> PairCheck:
 
 def entry_folder(key: str, source: str, pairs: Sequence[STSPair]) -> tuple[Path, str]:
     """The cache folder of ``source``'s checks against the index ``key``, and the digest it is verified against."""
-    digest = _digest({"index": key, "pairs": _pairs(pairs)})
+    digest = _digest({"index": key, "pairs": pairs_sha256(pairs, scores=False)})
     name = re.sub(r"[^\w.-]+", "_", Path(source).name).strip("_") or "pairs"
     return cache_root() / KIND / f"{name}-{digest[:16]}", digest
 

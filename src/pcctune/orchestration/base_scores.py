@@ -19,6 +19,7 @@ from pathlib import Path
 from sentence_transformers import SentenceTransformer
 
 from pcctune.cache_entry import cached_folder
+from pcctune.data.pairs import pairs_sha256
 from pcctune.data.sts import STSTask
 from pcctune.io import write_json
 from pcctune.modeling.fingerprint import computation_key
@@ -33,12 +34,9 @@ part of every key. A change elsewhere (a loss, the training loop) leaves the kep
 
 
 def tasks_digest(tasks: list[STSTask]) -> str:
-    """sha256 of the test pairs themselves (names, sentences, gold scores): a subsample is another set."""
-    payload = [
-        (task.name, [(p.sentence1, p.sentence2, p.score) for p in subset.pairs], subset.name)
-        for task in tasks
-        for subset in task.subsets
-    ]
+    """sha256 of the test pairs themselves (each subset's task and name, and its pairs'
+    `pcctune.data.pairs.pairs_sha256`): a subsample is another set."""
+    payload = [(task.name, subset.name, pairs_sha256(subset.pairs)) for task in tasks for subset in task.subsets]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 

@@ -6,6 +6,7 @@ test scores (``scores/before-KEY``), a run's kept test vectors (in its folder), 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from pcctune.orchestration.base_scores import before_key, tasks_digest
 from pcctune.orchestration.evaluate import kept_vectors
 from pcctune.orchestration.icl import kept_scores
 from pcctune.orchestration.pipeline import Pipeline, load_base
+from pcctune.paths import files_state
 from pcctune.testing import write_tokenized_copy
 from pcctune.training.config import AdapterConfig, RunConfig
 from tests.conftest import one_step_stage2
@@ -304,3 +306,29 @@ def test_pairs_that_differ_only_in_where_a_tab_falls_hash_apart():
     as_task = lambda pairs: [STSTask("mine", [STSSubset("mine", pairs)])]  # noqa: E731
     assert tasks_digest(as_task(first)) != tasks_digest(as_task(second))
     assert pairs_sha256(first, scores=False) == pairs_sha256([STSPair("a\tb", "c", 4.0)], scores=False)
+
+
+def same_size_edit_with_its_time_restored(path: Path, old: str, new: str) -> None:
+    """``path`` edited in place to text of the same size, its modification time set back as ``cp -p`` or ``tar``
+    would: only its bytes and its change time tell."""
+    assert len(old) == len(new)
+    before = path.stat()
+    path.write_text(path.read_text().replace(old, new, 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_the_in_process_keys_see_a_same_size_edit_whose_time_was_set_back(tmp_path):
+    pairs = tmp_path / "mine.csv"
+    pairs.write_text("sentence1,sentence2,score\nA man plays.,A man sings.,4.0\n")
+    state = files_state([tmp_path])
+    same_size_edit_with_its_time_restored(pairs, "4.0", "1.0")
+    assert files_state([tmp_path]) != state
+
+
+def test_the_code_digest_sees_a_same_size_edit_whose_time_was_set_back(tmp_path):
+    copy = tmp_path / "pcctune-src"
+    shutil.copytree(provenance.PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = provenance.code_digest("pcctune.data.leakage", package_root=copy)
+    same_size_edit_with_its_time_restored(copy / "data" / "leakage.py", "\n\n", "#\n")
+    assert provenance.code_digest("pcctune.data.leakage", package_root=copy) != before

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pcctune.errors import PcctuneError
+from pcctune.provenance import FileState, file_state
 
 DATA_ENV = "PCCTUNE_DATA"
 DOWNSTREAM = "downstream"
@@ -68,16 +69,17 @@ def resolve_senteval_dir(path: str | Path | None = None) -> Path:
     )
 
 
-FilesState = tuple[tuple[str, int, int], ...]
+FilesState = tuple[tuple[str, FileState | None], ...]
 
 
 def files_state(paths: Iterable[Path]) -> FilesState:
-    """Each file's path, size and modification time (every file under a folder; nothing for a path that does not
-    exist): a key that changes when a file a cached result was read from changes."""
+    """Each file's path and state (`pcctune.provenance.file_state`: inode, size, modification and change times, a
+    small file's sha256), every file under a folder, nothing for a path that does not exist: a key that changes when
+    a file a cached result was read from changes."""
     files: set[Path] = set()
     for path in paths:
         if path.is_dir():
             files.update(f for f in path.rglob("*") if f.is_file())
         elif path.is_file():
             files.add(path)
-    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(files))
+    return tuple((str(f), file_state(f)) for f in sorted(files))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.metadata
-import os
 import platform
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,6 +33,26 @@ def file_sha256(path: Path) -> str:
         while block := handle.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
+
+
+SMALL_FILE = 1 << 20
+"""Files up to this size (1 MiB: pair files, configs, source code) are read in full by ``file_state``."""
+FileState = tuple[int, int, int, int, str | None]
+"""A file's inode, size, modification and change times (ns), and its sha256 when it is small (``file_state``)."""
+
+
+def file_state(path: Path) -> FileState | None:
+    """What tells that a file changed, cheaply: its inode, size, modification and change times, and the sha256 of a
+    small file's bytes (``SMALL_FILE``); ``None`` where it cannot be read. ``cp -p``, ``rsync -a`` and ``tar`` give a
+    file back its old modification time, but a copy is another inode and any write moves the change time, which no
+    tool sets; a small file's own bytes answer even a coarse clock. The one change detector of pcctune's
+    in-process keys (``pcctune.paths.files_state``, ``code_digest``) and of the remembered hashes of model files."""
+    try:
+        stat = path.stat()
+        content = file_sha256(path) if stat.st_size <= SMALL_FILE else None
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, content)
 
 
 def file_hashes(paths: Iterable[Path], root: Path | None = None) -> dict[str, str]:
@@ -98,29 +117,18 @@ def code_digest(*modules: str, package_root: Path | None = None) -> str:
     that holds this digest is made by this very code, so a change to any of it, a fix in evaluation say, is a miss.
     ``pcctune``'s version string cannot say this: it stays the same through every change between releases.
     ``package_root``: another copy of the package's sources (default: this one's, ``PACKAGE_ROOT``). Kept per process
-    while the files it read keep their sizes and modification times (a reloaded, edited module is read again)."""
+    while the files it read are unchanged (``file_state``: a reloaded, edited module is read again)."""
     key = (tuple(sorted(modules)), package_root or PACKAGE_ROOT)
     kept = _DIGESTS.get(key)
-    if kept is not None and _stats(kept[0]) == kept[1]:
+    if kept is not None and [file_state(f) for f in kept[0]] == kept[1]:
         return kept[2]
     files, digest = _code_digest(*key)
-    _DIGESTS[key] = (files, _stats(files), digest)
+    _DIGESTS[key] = (files, [file_state(f) for f in files], digest)
     return digest
 
 
-_DIGESTS: dict[tuple[tuple[str, ...], Path], tuple[list[Path], list[tuple[int, int] | None], str]] = {}
-"""``code_digest``'s answers in this process: the files read, their sizes and modification times, the digest."""
-
-
-def _stats(files: list[Path]) -> list[tuple[int, int] | None]:
-    return [(s.st_size, s.st_mtime_ns) if (s := _stat(f)) is not None else None for f in files]
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    try:
-        return path.stat()
-    except OSError:
-        return None
+_DIGESTS: dict[tuple[tuple[str, ...], Path], tuple[list[Path], list[FileState | None], str]] = {}
+"""``code_digest``'s answers in this process: the files read, their states (``file_state``), the digest."""
 
 
 def _code_digest(modules: tuple[str, ...], package_root: Path) -> tuple[list[Path], str]:

@@ -6,6 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 UV := $(PY) -m uv pip install -q --python $(PY)
+HF_HUB_OFFLINE_GIVEN := $(HF_HUB_OFFLINE)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 
@@ -39,9 +40,11 @@ install-mpnet: install
 
 # Pcc-tuning stage 2 of all-MiniLM-L6-v2, then the before/after table and bar plot (runs/demo/report.md,
 # runs/demo/sts_bars.png); run again, it continues an interrupted demo or shows the finished one. The first line
-# finds the STS data, or fetches it from the Hub on first use (the one download; everything else runs offline).
+# finds the STS data, or fetches it from the Hub on first use (the one download; everything else runs offline): the
+# Hub is on for that line unless the caller turned it off (HF_HUB_OFFLINE=1 make demo), and an unreachable Hub is one
+# error line at once.
 demo: install
-	HF_HUB_OFFLINE=0 $(VENV)/bin/pcctune data tasks
+	HF_HUB_OFFLINE=$(or $(HF_HUB_OFFLINE_GIVEN),0) $(VENV)/bin/pcctune data tasks
 	$(VENV)/bin/pcctune train configs/demo_minilm.yaml $(if $(wildcard runs/demo/run.json),--resume)
 	$(VENV)/bin/pcctune report runs/demo --output runs/demo
 

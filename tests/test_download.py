@@ -166,3 +166,17 @@ def test_no_data_folder_and_no_hub_is_one_error_line_and_nothing_written(no_data
     assert_one_line_error(code, output, "pcctune data download --dest DIR")
     assert "--data DIR" in output
     assert not no_data_folder.exists()
+
+
+def test_an_unreachable_hub_is_one_error_line_at_once(no_data_folder, monkeypatch, capsys):
+    import time
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: a refused connection
+    started = time.perf_counter()
+    code, output = run_cli(["data", "tasks"], capsys)
+    assert_one_line_error(code, output, "could not reach the Hugging Face Hub at http://127.0.0.1:9")
+    assert time.perf_counter() - started < 15  # one request, not huggingface_hub's five retries of a file
+    assert not no_data_folder.exists()

@@ -84,15 +84,38 @@ Loader = Callable[[HubSource], Any]
 """Returns the dataset (a ``DatasetDict``: split → rows of sentence1, sentence2, score) of a source."""
 
 
+HUB_PROBE_TIMEOUT_S = 5.0
+"""How long the one request that checks the Hub can be reached may take."""
+
+
+def reach_hub() -> None:
+    """One request to the Hub's address, not retried: an error now where it cannot be reached (``HF_HUB_OFFLINE``
+    set, no network), instead of after ``huggingface_hub``'s five retries of each file (half a minute)."""
+    from huggingface_hub import constants, get_session
+
+    try:
+        get_session().head(constants.ENDPOINT, timeout=HUB_PROBE_TIMEOUT_S)  # any answer: the Hub is there
+    except Exception as error:  # offline mode, no network, no name resolution, a timeout
+        raise PcctuneError(
+            f"could not reach the Hugging Face Hub at {constants.ENDPOINT}: {_first_line(error)}"
+        ) from None
+
+
 def hub_loader(source: HubSource) -> Any:
-    """The real loader: ``datasets.load_dataset`` at the pinned revision; an unreachable Hub is one clear error."""
+    """The real loader: ``datasets.load_dataset`` at the pinned revision; an unreachable Hub is one clear error,
+    at once (``reach_hub``)."""
+    reach_hub()
     from datasets import load_dataset
 
     try:
         return load_dataset(source.path, revision=source.revision)
-    except Exception as error:  # offline, no network, a missing revision: one line for the user
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PcctuneError(f"could not load {source.path} from the Hugging Face Hub: {detail}") from None
+    except Exception as error:  # a missing revision, a connection lost: one line for the user
+        raise PcctuneError(f"could not load {source.path} from the Hugging Face Hub: {_first_line(error)}") from None
+
+
+def _first_line(error: Exception) -> str:
+    """The first line of ``error``'s message (its type's name where it has none)."""
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def local_loader(folder: Path) -> Loader:

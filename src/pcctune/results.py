@@ -8,7 +8,8 @@ Every result pcctune writes is one of five records, each tagged with ``kind`` an
 - ``RunResult``: one training run (``pcctune train``): the STS scores after each stage,
   one ``StageRecord`` per trained stage, the config, and the pairs and data hashes of the test sets
   (schema 3; a record written before has neither, and loads with both empty), and one ``SourceLeakage`` per
-  source a stage trains or selects on (``leakage_audit``; empty in a record written before it);
+  source a stage trains or selects on (``leakage_audit``; empty in a record written before it); schema 4 adds
+  each stage's starting dev score (``StageRecord.start_dev_spearman``; ``None`` in a record written before);
 - ``BenchmarkResult``: rows of a benchmark script, each a label, STS scores and details;
 - ``AuditResult``: training pairs checked against the test sets at every leakage level;
 - ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict.
@@ -31,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 Scores = dict[str, float]
 
 
@@ -228,6 +229,12 @@ class StageRecord(BaseModel):
         None,
         description="Spearman's ρ on the dev set at the selected checkpoint, as a fraction in [−1, 1]: the scale of "
         "the dev evaluator and of sentence-transformers' (test scores are × 100)",
+    )
+    start_dev_spearman: float | None = Field(
+        None,
+        description="Spearman's ρ on the same dev set of the model the stage started from (the base model, or the "
+        "previous stage's), scored before its first step, as best_dev_spearman; a best_dev_spearman at or below it "
+        "means no checkpoint improved on the start (None before schema 4, or without a dev set)",
     )
     final_dir: str
     plot: str

@@ -31,6 +31,7 @@ from pcctune.modeling.registry import PACKAGED_MODELS, packaged_key
 from pcctune.modeling.saving import SENTENCE_TRANSFORMERS_CONFIG, is_native_type, module_types
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig
+from pcctune.training.start import start_beaten
 
 CARD_MARKER = "<!-- pcctune -->"
 LOADING = "### Loading"
@@ -145,6 +146,8 @@ def _selection_lines(result: RunResult) -> list[str]:
     for stage in result.stages:
         dev = ", ".join(f"`{part}` ({pairs} pairs)" for part, pairs in stage.dev_pairs.items()) or "none"
         line = f"- `{stage.stage}`: checkpoint chosen on {dev}"
+        if start_beaten(stage.start_dev_spearman, stage.best_dev_spearman) is False:
+            line += "; no checkpoint scored above the model it started from there, so training did not help on dev"
         filter_ = stage.leakage_filter
         if filter_ and filter_["level"] == "none":
             line += "; training pairs kept whole (`leakage: none`)"
@@ -176,16 +179,18 @@ def _config_lines(config: RunConfig) -> list[str]:
 def _stages_table(result: RunResult) -> str:
     if not result.stages:
         return "Every stage finished in an earlier run."
-    dev = "best dev (Spearman × 100)"
-    table = ScoreTable("stages", ["loss", "train examples", dev, "wall s"], first_column="stage")
+    start, dev = "start dev (Spearman × 100)", "best dev (Spearman × 100)"
+    table = ScoreTable("stages", ["loss", "train examples", start, dev, "wall s"], first_column="stage")
     for stage in result.stages:
-        best = stage.best_dev_spearman  # the dev evaluator's fraction in [−1, 1], shown on the test scores' scale
+        # the dev evaluator's fractions in [−1, 1], shown on the test scores' scale
+        best, begun = stage.best_dev_spearman, stage.start_dev_spearman
         table.rows.append(
             (
                 stage.stage,
                 {
                     "loss": stage.loss,
                     "train examples": stage.train_examples,
+                    start: None if begun is None else begun * 100,
                     dev: None if best is None else best * 100,
                     "wall s": stage.wall_time_s,
                 },

@@ -66,6 +66,7 @@ from pcctune.training.datasets import check_stage_data, stage2_set
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
 from pcctune.training.health import NonFiniteTraining
 from pcctune.training.stage import continued_model, run_stage
+from pcctune.training.start import start_beaten
 
 
 def load_base(config: RunConfig, quantized: bool = True, head: bool = True) -> SentenceTransformer:
@@ -107,9 +108,24 @@ def prepare_for_eval(model: SentenceTransformer, config: RunConfig) -> SentenceT
     return model
 
 
-def dev_line(best_dev: float | None) -> str:
-    """The best dev score on the test scores' scale (× 100; the dev evaluator and the record keep its fraction)."""
-    return "no dev score" if best_dev is None else f"best dev {best_dev * 100:.2f} (Spearman × 100)"
+def dev_line(best: float | None, checkpoint: str | None, start: float | None, keep_start: bool) -> str:
+    """The best dev score and its checkpoint, with the starting model's score, on the test scores' scale (× 100;
+    the dev evaluator and the record keep fractions); where no checkpoint beat the start, it says so plainly and
+    what the stage saved as ``final`` (``keep_start_if_best``)."""
+    if best is None:
+        return "no dev score"
+    line = f"best dev {best * 100:.2f} (Spearman × 100) at {checkpoint}"
+    if start is None:
+        return line
+    line += f" (start {start * 100:.2f})"
+    if start_beaten(start, best) is False:
+        final = (
+            "the starting model (keep_start_if_best)"
+            if keep_start
+            else "that checkpoint all the same (keep_start_if_best: true saves the starting model instead)"
+        )
+        line += f"; no checkpoint beat the starting model on dev, so training did not help there: final is {final}"
+    return line
 
 
 def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
@@ -360,6 +376,7 @@ class Pipeline:
                 trainable_fraction=round(trainable_fraction(model), 6),
                 best_checkpoint=result.best_checkpoint,
                 best_dev_spearman=result.best_dev,
+                start_dev_spearman=result.start_dev,
                 final_dir=str(result.final_dir),
                 plot=str(result.plot),
                 wall_time_s=result.cost.seconds,
@@ -374,7 +391,7 @@ class Pipeline:
         self.record()
         self.console.print(
             f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
-            f"{dev_line(result.best_dev)} at {result.best_checkpoint}"
+            f"{dev_line(result.best_dev, result.best_checkpoint, result.start_dev, stage.keep_start_if_best)}"
         )
         return stage_dir
 

@@ -251,6 +251,12 @@ class StageConfig(Strict):
         description="what this stage continues from the previous one: its last step ('final', as the authors' "
         "stage 2 continues stage 1's output adapter) or its dev-best checkpoint ('best')",
     )
+    keep_start_if_best: bool = Field(
+        False,
+        description="save the model the stage started from as its final model where no checkpoint scored above it "
+        "on dev (the starting model is always scored before the first step; false keeps the best checkpoint, which "
+        "the run's line then says is below the start); holds a copy of the trainable weights in memory meanwhile",
+    )
     dev: str | list[str] = Field(
         COMBINED_DEV,
         description="what selects checkpoints: a dev set of pcctune.data.dev.DEV_SETS (holdout: the share "

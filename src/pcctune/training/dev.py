@@ -58,6 +58,12 @@ class DevSTSEvaluator(SentenceEvaluator):
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
     ) -> dict[str, float]:
+        metrics = self.metrics(model)
+        self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
+        return metrics
+
+    def metrics(self, model: Any) -> dict[str, float]:
+        """``model``'s scores on the dev set (fractions), as the trainer receives them; nothing is stored."""
         texts = [s for pairs in self.parts.values() for p in pairs for s in (p.sentence1, p.sentence2)]
         vectors = encode_unique(model, texts, show_progress=False, shard=False)  # only rank 0 runs an evaluator
         scores = {part: score_pairs(vectors, pairs) for part, pairs in self.parts.items()}
@@ -69,7 +75,6 @@ class DevSTSEvaluator(SentenceEvaluator):
             for statistic in ("pearson", "spearman"):
                 weighted = size_weighted({part: getattr(r, statistic) for part, r in scores.items()}, self.parts)
                 metrics[f"{self.name}_{statistic}_cosine"] = weighted
-        self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
         return metrics
 
     def store_metrics_in_model_card_data(

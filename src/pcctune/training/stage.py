@@ -41,7 +41,7 @@ from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owne
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL, last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
-from pcctune.training.dev import dev_evaluator, dev_metric, holds_out
+from pcctune.training.dev import DevSTSEvaluator, dev_evaluator, dev_metric, holds_out
 from pcctune.training.disk import check_disk, checkpoints_kept
 from pcctune.training.head_warmup import warm_up_head
 from pcctune.training.health import NonFiniteGuard
@@ -52,6 +52,7 @@ from pcctune.training.plots import plot_training
 from pcctune.training.pooled import pooled_embeddings
 from pcctune.training.sampling import SourceBatchSampler
 from pcctune.training.stage_cost import StageClock, StageCost, cost_in
+from pcctune.training.start import start_beaten, start_key, start_score, start_weights
 from pcctune.training.timed_saves import SaveEvery
 from pcctune.training.trainer import PcctuneTrainer
 
@@ -135,6 +136,8 @@ class StageResult:
     best_dev: float | None
     log_history: list[dict[str, Any]]
     plot: Path
+    start_dev: float | None = None
+    """The starting model's dev score, before the first step (``pcctune.training.start``); rank 0 only."""
 
 
 def in_batch_negatives(stage: StageConfig) -> bool:
@@ -293,6 +296,22 @@ def class_count(stage: StageConfig, dataset: Dataset) -> int | None:
     return max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
 
 
+def train_from_start(
+    trainer: PcctuneTrainer, model: SentenceTransformer, stage: StageConfig, run: RunConfig, checkpoint: str | None
+) -> float | None:
+    """Score the starting model on the dev set (rank 0, ``pcctune.training.start``), train from ``checkpoint``, and
+    with ``keep_start_if_best`` put the starting weights back where no checkpoint beat them; the start's score."""
+    evaluator = trainer.evaluator
+    start = None
+    if isinstance(evaluator, DevSTSEvaluator) and is_main_process():
+        start = start_score(model, evaluator, start_key(model, stage, run, evaluator))
+    kept = start_weights(model) if stage.keep_start_if_best else {}
+    trainer.train(resume_from_checkpoint=checkpoint)
+    if kept and start_beaten(start, trainer.state.best_metric) is False:
+        model.load_state_dict(kept, strict=False)
+    return start
+
+
 @random_state_kept()
 @log_level_kept()
 def run_stage(
@@ -306,9 +325,10 @@ def run_stage(
     checkpoint: str | None = None,
     keep_last: bool = False,
 ) -> StageResult:
-    """Train ``model`` in place for one stage; the best dev checkpoint is loaded at the end. ``resume`` continues
-    from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's model
-    in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``). The global random generators and
+    """Train ``model`` in place for one stage, its starting model scored on dev first; the best dev checkpoint is
+    loaded at the end (the starting weights instead, with ``keep_start_if_best``, where none beat them). ``resume``
+    continues from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's
+    model in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``). The global random generators and
     transformers' log level, which the trainer sets, are put back; the peak-memory counter is reset (``memory``)."""
     check_template_budget(model, stage)
     checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / CHECKPOINTS) if resume else None)
@@ -331,7 +351,7 @@ def run_stage(
             onednn_linears(model, active=run.onednn != "off", only_4bit=run.onednn == "auto"),
         ):
             trainer.own_lengths = own_lengths
-            trainer.train(resume_from_checkpoint=checkpoint)
+            start = train_from_start(trainer, model, stage, run, checkpoint)
     history = trained_history(trainer, stage, len(dataset))
     final_dir = save_stage(model, history, stage, run, stage_dir)
     return StageResult(
@@ -344,4 +364,5 @@ def run_stage(
         trainer.state.best_metric,
         history,
         stage_dir / CURVES,
+        start,
     )

@@ -1,0 +1,147 @@
+"""The wide search's growth (``reproductions/leakage/growth.py``, planned by ``wide.py``): a cell binds at the
+space's edge or when best at its last step; a level that binds grows every loss's own winner alike, on search seeds;
+a winner at 4× grows to 8×, no further; a changed winner runs on the test seeds and replaces the first in the
+tables once all have run."""
+
+from __future__ import annotations
+
+import pytest
+from reproductions.leakage import growth, wide
+from reproductions.leakage.cells import HERE, MINILM, PAIR, SENTENCE, Cell
+from reproductions.leakage.design import DESIGN
+from reproductions.leakage.growth import GrownPoint
+
+from pcctune.results import RunResult
+from tests.test_leakage_wide import arguments, fake_record
+
+PEARSON, COSENT = Cell(MINILM, SENTENCE, "pearson"), Cell(MINILM, SENTENCE, "cosent")
+SCORED = HERE / "records" / "wide" / "minilm-sentence-pearson-seed1.json"
+"""A committed test-seed record (4 epochs of 640 pairs in batches of 64: 40 steps): the fake test records' template."""
+
+
+def fake_scored(path, best_dev: float, last: bool) -> None:
+    """A test-seed record whose only difference from the committed one is its best dev score and checkpoint."""
+    result = RunResult.from_disk(SCORED)
+    checkpoint = f"runs/x/checkpoints/checkpoint-{40 if last else 20}"
+    stage = result.stages[0].model_copy(update={"best_dev_spearman": best_dev, "best_checkpoint": checkpoint})
+    result.model_copy(update={"stages": [stage]}).to_disk(path)
+
+
+def search(args, cell: Cell, scores: dict[growth.Point, float]) -> None:
+    """Search records of ``cell`` on every search seed: ``scores`` where given, 0.5 for the other design points."""
+    for point in [*range(len(DESIGN)), *(p for p in scores if isinstance(p, str))]:
+        for seed in wide.search_seeds(args, cell):
+            fake_record(wide.record_path(args, wide.Run(cell, point, seed, False)), scores.get(point, 0.5))
+
+
+def test_runs(args, cell: Cell, point: growth.Point, last_steps: int) -> None:
+    """Test-seed records of ``cell``'s winner ``point``, the first ``last_steps`` of them best at their last step."""
+    for k, seed in enumerate(wide.TEST_SEEDS):
+        fake_scored(wide.record_path(args, wide.Run(cell, point, seed, True)), 0.8, last=k < last_steps)
+
+
+test_runs.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+def grown(args, block: str = "sentence") -> dict[str, list[tuple[growth.Point, int, bool]]]:
+    """The planned runs of ``block`` beyond its first search and test seeds: cell → (point, seed, scored)."""
+    found: dict[str, list[tuple[growth.Point, int, bool]]] = {}
+    block_of = wide.BY_NAME[block]
+    for run in wide.grown_runs(args, block_of, block_of.cells(args.losses)):
+        found.setdefault(run.cell.loss, []).append((run.point, run.seed, run.scored))
+    return found
+
+
+def test_a_grown_point_keeps_batch_and_warm_up_and_grows_epochs_or_halves_the_rate():
+    point = GrownPoint.parse("3x4h")
+    assert (point.base, point.factor, point.half_rate, point.label) == (3, 4, True, "3x4h")
+    setting = point.setting(DESIGN)
+    assert setting == DESIGN[3] | {"epochs": 4 * DESIGN[3]["epochs"], "learning_rate": DESIGN[3]["learning_rate"] / 2}
+    assert growth.setting_of("7x2", DESIGN) == DESIGN[7] | {"epochs": 2 * DESIGN[7]["epochs"]}
+    assert growth.setting_of(5, DESIGN) == DESIGN[5]
+    assert GrownPoint(3, 4).grows_further == GrownPoint(3, 8) and GrownPoint(3, 8).grows_further is None
+    assert GrownPoint(3, 2).grows_further is None
+    with pytest.raises(ValueError, match="not a grown point"):
+        GrownPoint.parse("3")
+
+
+def test_the_edge_is_the_most_epochs_the_most_steps_or_the_smallest_rate():
+    edge = {k for k, setting in enumerate(DESIGN) if growth.at_the_edge(setting, DESIGN)}
+    assert edge == {3, 5, 6, 7}  # 4 epochs (3, 5), 3 epochs at batch 32 (7), learning rate 1.1e-5 (6)
+    assert growth.binds(DESIGN[2], [True, True, True, False, False], DESIGN)
+    assert not growth.binds(DESIGN[2], [True, True, False, False, False], DESIGN)
+
+
+def test_a_level_that_does_not_bind_does_not_grow(tmp_path):
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson", "cosent"])
+    for cell in (PEARSON, COSENT):
+        search(args, cell, {2: 0.9})
+        test_runs(args, cell, 2, last_steps=2)
+    assert not wide.level_binds(args, wide.BY_NAME["sentence"]) and grown(args) == {}
+
+
+def test_one_binding_cell_grows_every_loss_of_its_level_from_its_own_winner_on_search_seeds(tmp_path):
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson", "cosent"])
+    search(args, PEARSON, {2: 0.9})
+    test_runs(args, PEARSON, 2, last_steps=0)
+    search(args, COSENT, {4: 0.9})
+    assert grown(args) == {}  # the rule is read once every cell's test seeds have run
+    test_runs(args, COSENT, 4, last_steps=3)  # CoSENT's winner binds: best at its last step in 3 of 5 seeds
+    plan = grown(args)
+    seeds = wide.SEARCH_SEEDS
+    assert plan["pearson"] == [(label, seed, False) for label in ("2x2", "2x4", "2x4h") for seed in seeds]
+    assert plan["cosent"] == [(label, seed, False) for label in ("4x2", "4x4", "4x4h") for seed in seeds]
+    assert not {seed for runs in plan.values() for _, seed, _ in runs} & set(wide.TEST_SEEDS)
+
+
+def test_a_pair_sized_level_grows_without_the_half_rate_point(tmp_path):
+    args = arguments(tmp_path, cells=["pair"], losses=["pearson"])
+    cell = Cell(MINILM, PAIR, "pearson")
+    search(args, cell, {3: 0.9})  # point 3: the most epochs, at the edge
+    test_runs(args, cell, 3, last_steps=0)
+    assert grown(args, "pair") == {"pearson": [("3x2", 101, False), ("3x4", 101, False)]}
+
+
+def test_a_winner_at_4x_grows_to_8x_and_a_changed_winner_runs_on_the_test_seeds(tmp_path, monkeypatch):
+    monkeypatch.setattr(wide, "pairs_trained", lambda stage, data: 640)  # the training set is not read here
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
+    block = wide.BY_NAME["sentence"]
+    search(args, PEARSON, {3: 0.8})
+    test_runs(args, PEARSON, 3, last_steps=0)
+    search(args, PEARSON, {3: 0.8, "3x2": 0.81, "3x4": 0.7, "3x4h": 0.85})
+    assert wide.grown_points(args, block, PEARSON) == ["3x2", "3x4", "3x4h", "3x8h"]
+    assert wide.final_point(args, block, PEARSON) is None  # 3x8h has not run
+    assert [run for run in grown(args)["pearson"] if run[0] == "3x8h"] == [("3x8h", 101, False), ("3x8h", 102, False)]
+    search(args, PEARSON, {3: 0.8, "3x2": 0.81, "3x4": 0.7, "3x4h": 0.85, "3x8h": 0.9})
+    assert wide.grown_points(args, block, PEARSON) == ["3x2", "3x4", "3x4h", "3x8h"]  # 8× is the limit
+    assert wide.final_point(args, block, PEARSON) == "3x8h"
+    scored = [run for run in grown(args)["pearson"] if run[2]]
+    assert scored == [("3x8h", seed, True) for seed in wide.TEST_SEEDS]
+    record = wide.record_path(args, wide.Run(PEARSON, "3x8h", 1, True))
+    assert record.parent.name == wide.GROWN and record.name == "minilm-sentence-pearson-seed1.json"
+    config = wide.config(args, wide.Run(PEARSON, "3x8h", 1, True)).stages[0]
+    assert (config.epochs, config.learning_rate) == (8 * DESIGN[3]["epochs"], DESIGN[3]["learning_rate"] / 2)
+
+
+def test_a_winner_kept_by_the_grown_search_runs_no_test_seed_again(tmp_path):
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
+    search(args, PEARSON, {3: 0.9, "3x2": 0.8, "3x4": 0.7, "3x4h": 0.6})
+    test_runs(args, PEARSON, 3, last_steps=0)
+    assert wide.final_point(args, wide.BY_NAME["sentence"], PEARSON) == 3
+    assert not any(scored for *_, scored in grown(args)["pearson"])
+
+
+def test_the_tables_read_a_changed_winner_once_all_its_test_seeds_have_run(tmp_path):
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
+    search(args, PEARSON, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6})
+    test_runs(args, PEARSON, 3, last_steps=0)
+    for seed in wide.TEST_SEEDS[:4]:
+        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, last=False)
+    found = wide.details(args)
+    assert {row["point"] for row in found["rows"]} == {3} and found["first_rows"] == []
+    assert {row["point"] for row in found["growth"]} == {"3x2", "3x4", "3x4h"}
+    fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", 5, True)), 0.85, last=False)
+    found = wide.details(args)
+    assert len(found["first_rows"]) == 5 and {row["best_dev"] for row in found["rows"]} == {0.85}
+    progress = {block["block"]: block for block in found["progress"]}["sentence"]
+    assert progress["growth"] == [11, 11]  # 3 grown points × 2 search seeds, 5 test seeds

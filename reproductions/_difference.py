@@ -1,13 +1,13 @@
 """Comparisons over seeds as table cells, for the claims whose tables set settings side by side: each one's 95 %
-interval (:func:`difference_cell`) and, where a column reads several at once, the interval Holm's correction over
-the column gives each (:func:`holm_cells`)."""
+interval (:func:`difference_cell`) and, where a column reads several at once, Holm's decision over the column with
+Bonferroni's simultaneous interval beside it (:func:`holm_cells`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from pcctune.evaluation.compare import seed_difference
-from pcctune.evaluation.multiple import holm_differences
+from pcctune.evaluation.multiple import holm_differences, simultaneous_label
 
 DIFFERENCE_NOTE = "mean over paired seeds with its 95 % t interval; a tie where the interval holds 0"
 """What a :func:`difference_cell` shows, for the note under a table."""
@@ -27,14 +27,18 @@ def holm_note(count: int) -> str:
     """What a :func:`holm_cells` column of ``count`` comparisons shows, for the note under a table."""
     comparisons = "comparison" if count == 1 else "comparisons"
     return (
-        f"Holm: the same difference's interval at the level Holm's step-down correction over the column's {count} "
-        f"{comparisons} gives it (95 % for the whole column); a difference holds only where this interval excludes 0"
+        f"Holm: Holm's step-down decision over the column's {count} {comparisons} (family-wise 5 %), then the "
+        f"difference's simultaneous interval ({simultaneous_label(count)}: together they cover at least 95 %); a "
+        "difference holds only where Holm rejects, its size only where that interval excludes 0 too"
     )
 
 
 def holm_cells(family: Mapping[str, tuple[Mapping[int, float], Mapping[int, float]]]) -> dict[str, str]:
-    """Each named comparison B − A (``{seed: score}`` a side) of those sharing two or more seeds, as its interval at
-    the level Holm's correction over all of them gives it (:func:`pcctune.evaluation.multiple.holm_differences`)."""
+    """Each named comparison B − A (``{seed: score}`` a side) of those sharing two or more seeds, as Holm's decision
+    over all of them and Bonferroni's simultaneous interval (:func:`pcctune.evaluation.multiple.holm_differences`)."""
     paired = {name: sides for name, sides in family.items() if len(sides[0].keys() & sides[1].keys()) >= 2}
-    corrected = holm_differences(paired) if paired else {}
-    return {name: f"[{found.corrected.low:+.2f}, {found.corrected.high:+.2f}]" for name, found in corrected.items()}
+    return {
+        name: f"{'rejected' if found.holm.rejected else 'not rejected'}; "
+        f"[{found.simultaneous.low:+.2f}, {found.simultaneous.high:+.2f}]"
+        for name, found in holm_differences(paired).items()
+    }

@@ -385,3 +385,22 @@ def test_nan_is_refused_not_called_a_tie(tiny_bert, shared_senteval, tmp_path, c
 
 def test_difference_is_in_the_api():
     assert pcctune.Difference is Difference and pcctune.seed_difference is seed_difference
+
+
+def test_every_corrected_interval_of_a_family_is_no_narrower_than_bonferronis_simultaneous_interval():
+    """Each interval ``holm_differences`` gives beside the uncorrected one covers at least Bonferroni's paired t
+    interval at 1 − α/m over the planned family (m = 8, four run so far): the k-th of several rejected comparisons
+    gets no narrower interval than the first, and the interval is named by its method, level and family."""
+    a = runs(80.0, 0.5)
+    family = {f"gain {gain}": (a, plus(a, gain, 0.3, seed=k)) for k, gain in enumerate((3.0, 2.0, 1.2, 0.1))}
+    found = pcctune.holm_differences(family, family_size=8)
+    assert sum(result.holm.rejected for result in found.values()) >= 3  # several decided at Holm's later steps
+    for name, result in found.items():
+        b = family[name][1]
+        low, high = stats.ttest_rel([b[s] for s in SEEDS], [a[s] for s in SEEDS]).confidence_interval(1 - 0.05 / 8)
+        corrected = [value for key, value in vars(result).items() if isinstance(value, Difference) and key != "plain"]
+        assert corrected, "a corrected interval beside the uncorrected one"
+        for interval in corrected:
+            assert interval.low <= low + 1e-9 and interval.high >= high - 1e-9, (name, interval, (low, high))
+    assert {result.method for result in found.values()} == {"Bonferroni 99.375 % simultaneous, family of 8"}
+    assert found["gain 0.1"].simultaneous.low < 0 < found["gain 0.1"].simultaneous.high

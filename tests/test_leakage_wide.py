@@ -230,8 +230,7 @@ def test_holms_correction_matches_a_hand_computed_example():
     steps = holm([0.01, 0.04, 0.03, 0.005])
     assert [step.rejected for step in steps] == [True, False, False, True]
     assert [step.adjusted for step in steps] == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert [step.confidence for step in steps] == pytest.approx([1 - 0.05 / 3, 0.975, 0.975, 0.9875])
-    assert holm([0.2])[0].confidence == pytest.approx(0.95) and holm([]) == []
+    assert holm([0.2])[0].adjusted == pytest.approx(0.2) and holm([]) == []
     a = {1: 80.0, 2: 80.2, 3: 80.1, 4: 79.9, 5: 80.0}
     family = {
         "clear": (a, {s: v + 1.0 + 0.05 * s for s, v in a.items()}),
@@ -240,8 +239,9 @@ def test_holms_correction_matches_a_hand_computed_example():
     found = holm_differences(family)
     assert found["clear"].holm.rejected and not found["close"].holm.rejected
     for result in found.values():
-        assert result.corrected.low <= result.plain.low and result.corrected.high >= result.plain.high
-        assert (result.corrected.low > 0 or result.corrected.high < 0) == result.holm.rejected
+        assert result.simultaneous.low <= result.plain.low and result.simultaneous.high >= result.plain.high
+        assert result.simultaneous.confidence == pytest.approx(1 - 0.05 / 2)
+        assert result.holm.rejected or not (result.simultaneous.low > 0 or result.simultaneous.high < 0)
 
 
 def test_a_family_read_early_is_corrected_for_every_planned_comparison_and_its_wins_stay():
@@ -250,7 +250,7 @@ def test_a_family_read_early_is_corrected_for_every_planned_comparison_and_its_w
     # two of four planned comparisons run: 0.02 is rejected over two (≤ .05/2) but not over four (> .05/4)
     assert holm([0.02, 0.001])[0].rejected and not holm([0.02, 0.001], family_size=4)[0].rejected
     early = holm([0.02, 0.001], family_size=4)
-    assert early[1].rejected and early[1].adjusted == pytest.approx(0.004) and early[1].confidence == 1 - 0.05 / 4
+    assert early[1].rejected and early[1].adjusted == pytest.approx(0.004)
     with pytest.raises(PcctuneError, match="cannot hold"):
         holm([0.1, 0.2, 0.3], family_size=2)
     rng = np.random.default_rng(0)
@@ -278,8 +278,9 @@ def test_the_front_pages_family_counts_every_planned_comparison_and_reads_a_leve
     assert sorted(loss for _, loss in found) == sorted(set(shifts) - {"pearson"})
     assert not found[("sentence", "cosine_mse")].holm.rejected
     assert found[("sentence", "cosent")].holm.rejected and found[("sentence", "cosent")].plain.mean > 2.5
-    # the first rejection is corrected for all eight planned comparisons, not for the four that have run
-    assert max(result.holm.confidence for result in found.values()) == pytest.approx(1 - 0.05 / 8)
+    # the simultaneous intervals cover all eight planned comparisons, not only the four that have run
+    assert all(result.simultaneous.confidence == pytest.approx(1 - 0.05 / 8) for result in found.values())
+    assert {result.method for result in found.values()} == {"Bonferroni 99.375 % simultaneous, family of 8"}
 
 
 def test_the_transfer_tasks_read_each_model_against_the_base_models_noise_floor():
@@ -329,18 +330,17 @@ def test_the_front_page_takes_a_level_from_the_wide_search_once_it_is_complete(m
     ]
     complete = [{"block": "sentence", "search": [80, 80], "test": [25, 25]}, running[1]]
     monkeypatch.setattr(wide, "details", lambda args: {"rows": rows, "progress": running})
-    narrow = report.readme_rows()
+    assert report.readme_rows()["loss"] == []  # a level is shown once complete, never on the seeds run so far
     monkeypatch.setattr(wide, "details", lambda args: {"rows": rows, "progress": complete})
     found = report.readme_rows()
-    assert (
-        found["loss"][1:] == ["`sentence` avg (wide search)", "Pearson − loss [95 %], Holm over 8"] + narrow["loss"][3:]
-    )
-    assert narrow["loss"][1] == "`sentence` avg (narrow search)"
-    cosent = found["CoSENT"]
-    assert cosent[0] == f"5 / {narrow['CoSENT'][0]}" and cosent[3:] == narrow["CoSENT"][3:]  # pair stays narrow
-    assert not any("] [" in cell for cell in found["loss"] + cosent)  # markdown would read "[a] [b]" as a link
-    plain, holm = re.findall(r"\[([-+.\d]+), ([-+.\d]+)\]", cosent[2])
-    assert float(holm[0]) < float(plain[0]) < float(plain[1]) < float(holm[1])  # Holm's is the wider one
+    assert found["loss"] == ["`sentence`: avg, Pearson − loss [Bonferroni 99.375 % simultaneous, family of 8]"]
+    [cosent] = found["CoSENT"]
+    from pcctune.evaluation.compare import seed_difference
+
+    assert "] [" not in cosent  # markdown would read "[a] [b]" as a link
+    by_seed = {loss: {r["seed"]: r["sts"]["avg"] for r in rows if r["cell"].endswith(loss)} for loss in shifts}
+    joint = seed_difference(by_seed["cosent"], by_seed["pearson"], confidence=1 - 0.05 / 8)
+    assert cosent.endswith(f"; {joint.mean:+.2f} [{joint.low:+.2f}, {joint.high:+.2f}]")
 
 
 def test_the_family_plot_draws_each_comparisons_interval_and_holms_around_it(tmp_path, monkeypatch):

@@ -326,8 +326,10 @@ def test_the_leakage_table_shows_each_trained_model_before_training():
     assert both[1].endswith(f"| {base_scores(MPNET)['avg']:.2f} | — |") and base_scores(MPNET) != base_scores()
 
 
-def test_holm_cells_widen_each_interval_to_its_step_and_leave_out_what_cannot_pair():
+def test_holm_cells_give_holms_decision_and_the_simultaneous_interval_and_leave_out_what_cannot_pair():
     from reproductions._difference import difference_cell, holm_cells, holm_note
+
+    from pcctune.evaluation.compare import seed_difference
 
     def ends(cell: str) -> tuple[float, float]:
         low, high = cell.split("[")[-1].rstrip("]").split(", ")
@@ -338,8 +340,11 @@ def test_holm_cells_widen_each_interval_to_its_step_and_leave_out_what_cannot_pa
     weak = {seed: score + (0.3 if seed != 2 else -0.2) for seed, score in base.items()}
     cells = holm_cells({"strong": (base, strong), "weak": (base, weak), "one seed": (base, {1: 81.0})})
     assert set(cells) == {"strong", "weak"}  # one shared seed gives no paired interval: not in the family
-    (plain_low, plain_high), (holm_low, holm_high) = ends(difference_cell(base, strong)), ends(cells["strong"])
-    assert holm_low < plain_low and holm_high > plain_high  # the smallest p is tested at α/2: a wider interval
-    assert ends(cells["weak"]) == ends(difference_cell(base, weak))  # Holm's last step is at α itself
+    assert cells["strong"].startswith("rejected; ") and cells["weak"].startswith("not rejected; ")
+    for name, b in (("strong", strong), ("weak", weak)):
+        plain, joint = ends(difference_cell(base, b)), ends(cells[name])
+        assert joint[0] < plain[0] and joint[1] > plain[1]  # every interval at 1 − α/2, Holm's last step too
+        simultaneous = seed_difference(base, b, confidence=1 - 0.05 / 2)
+        assert joint == (round(simultaneous.low, 2), round(simultaneous.high, 2))
     assert ends(cells["strong"])[0] > 0 > ends(cells["weak"])[0]
-    assert "2 comparisons" in holm_note(2) and "1 comparison gives" in holm_note(1)
+    assert "Bonferroni 97.5 % simultaneous, family of 2" in holm_note(2) and "1 comparison (" in holm_note(1)

@@ -1,7 +1,8 @@
 """The leakage grid's comparisons, read from its records: Pearson against each other loss in the front page's blocks
-as one planned family under Holm's correction (:func:`family`), the blocks off the front page and the contrasts
-between training sets uncorrected (:func:`outside_family`, :func:`level_contrasts`), and the trained models'
-transfer scores against the base model's noise floor (:func:`transfer_floor`). ``report`` writes them out."""
+as one planned family, read with Holm's decisions and Bonferroni's simultaneous intervals (:func:`family`,
+:func:`decision`), the blocks off the front page and the contrasts between training sets uncorrected
+(:func:`outside_family`, :func:`level_contrasts`), and the trained models' transfer scores against the base model's
+noise floor (:func:`transfer_floor`). ``report`` writes them out."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pcctune.evaluation.multiple import Corrected
 from pcctune.results import Difference
 
 FRONT_PAGE = ("sentence", "pair")
-"""The blocks whose comparisons the front page shows: Holm's family is Pearson against each other loss in them."""
+"""The blocks whose comparisons the front page shows: the planned family is Pearson against each other loss in them."""
 LEVEL_CONTRASTS = (
     ("control", "sentence", "reading the test sentences, at equal size"),
     ("pair", "control", "the rest of the pair-level set"),
@@ -34,15 +35,15 @@ def interval(difference: Difference) -> str:
 
 
 def planned_comparisons() -> int:
-    """How many comparisons Holm's family holds: Pearson against each other loss in each front-page block, fixed
+    """How many comparisons the planned family holds: Pearson against each other loss in each front-page block, fixed
     before any test seed runs."""
     return sum(len(wide.BY_NAME[name].losses) - 1 for name in FRONT_PAGE)
 
 
 def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corrected]:
     """(block, loss) → Pearson − the loss on the seven-task average, paired by test seed, in each front-page block
-    that is ``complete``: its uncorrected 95 % interval and the interval at the level Holm's correction over the
-    whole planned family gives it, the comparisons of blocks not complete yet counted as untested
+    that is ``complete``: its uncorrected 95 % interval, Holm's decision and Bonferroni's simultaneous interval over
+    the whole planned family, the comparisons of blocks not complete yet counted as untested
     (:mod:`pcctune.evaluation.multiple`)."""
     from pcctune.evaluation.multiple import holm_differences
 
@@ -57,6 +58,20 @@ def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corre
         {f"{name}/{loss}": pair for (name, loss), pair in comparisons.items()}, family_size=planned_comparisons()
     )
     return dict(zip(comparisons, corrected.values(), strict=True))
+
+
+def decision(loss: str, result: Corrected) -> str:
+    """What the family says of Pearson − ``loss``: a win only where Holm's decision rejects, with its size where the
+    simultaneous interval excludes 0 too and its sign alone where that interval still holds 0 (the most a bound
+    compatible with Holm's decisions gives it); otherwise a tie, with the bound the simultaneous interval sets, which
+    is not an equivalence."""
+    low, high = result.simultaneous.low, result.simultaneous.high
+    if not result.holm.rejected:
+        return f"a tie (the simultaneous interval holds 0: the difference lies within [{low:+.2f}, {high:+.2f}])"
+    winner = "Pearson wins" if result.plain.mean > 0 else f"{loss} wins"
+    if result.simultaneous.verdict == "tie":
+        return f"{winner} by Holm's decision, its sign only (the simultaneous interval holds 0)"
+    return f"{winner} by Holm's decision, the simultaneous interval excluding 0"
 
 
 def against_pearson(found: dict[str, Rows], block: wide.Block) -> dict[str, tuple[dict[int, float], dict[int, float]]]:

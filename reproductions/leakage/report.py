@@ -26,6 +26,7 @@ from reproductions.leakage.cells import (
 )
 from reproductions.leakage.comparisons import (
     FRONT_PAGE,
+    decision,
     interval,
     level_contrasts,
     outside_family,
@@ -36,7 +37,7 @@ from reproductions.leakage.comparisons import (
 
 from pcctune.data.leakage import LeakageLevel
 from pcctune.data.transfer import TRANSFER_TASKS
-from pcctune.evaluation.multiple import Corrected
+from pcctune.evaluation.multiple import Corrected, simultaneous_label
 from pcctune.io import write_text
 
 
@@ -157,49 +158,123 @@ LABELS = {
     "contrastive": "contrastive stage 2 (§4.3)",
 }
 """Each loss's row label in the front page's table."""
+NAMES = {"cosine_mse": "cosine-MSE", "cosent": "CoSENT", "angle": "AnglE", "contrastive": "the contrastive stage 2"}
+"""Each other loss's name in the front page's verdict."""
+
+
+def front_page(levels: tuple[str, ...] = FRONT_PAGE) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The wide search's records as :func:`reproductions.leakage.wide.details` finds them, and those of ``levels``
+    that are complete: the front page reads a level only then."""
+    found = wide.details(argparse.Namespace(output=HERE, model=None, losses=list(LOSSES)))
+    complete = wide.complete_blocks(found["progress"])
+    return found, tuple(level for level in levels if level in complete)
 
 
 def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
-    """The front page's table, from the records: its header (``loss``: which search each level comes from), then per
-    loss its seeds (``a / b`` where the levels differ) and at each level the seven-task average (mean ± std) and
-    Pearson − the loss with its 95 % interval over paired seeds. A level comes from the wide search once that block
-    is complete, with Holm's interval over the planned family beside the uncorrected one; until then from the
-    narrow search."""
-
-    from pcctune.evaluation.compare import seed_difference
-
-    args = argparse.Namespace(output=HERE, model=None, losses=list(LOSSES))
-    found = wide.details(args)
-    complete = wide.complete_blocks(found["progress"])
-    corrected = wide_family(found)
-    narrow_rows, wide_rows = groups(narrow.collect(args)), groups(found["rows"])
-    header = ["seeds"]
-    for level in levels:
-        holm = f", Holm over {planned_comparisons()}" if level in complete else ""
-        search = "wide" if level in complete else "narrow"
-        header += [f"`{level}` avg ({search} search)", f"Pearson − loss [95 %]{holm}"]
-    rows = {"loss": header}
-    averages = {
-        loss: [
-            seed_averages((wide_rows if level in complete else narrow_rows).get(f"minilm-{level}-{loss}", []))
-            for level in levels
-        ]
-        for loss in LOSSES
-    }
-    for loss, by_level in averages.items():
-        if not all(by_level):
-            continue
-        cells = [" / ".join(dict.fromkeys(str(len(runs)) for runs in by_level))]
-        for level, runs, pearson in zip(levels, by_level, averages["pearson"], strict=True):
-            difference = "—"
+    """The front page's table, from the wide search's records: its header (``loss``), then per loss at each complete
+    level the seven-task average over the test seeds (mean ± std) and Pearson − the loss with Bonferroni's
+    simultaneous interval over the planned family, named in the header."""
+    found, levels = front_page(levels)
+    corrected, by_cell = wide_family(found), groups(found["rows"])
+    label = simultaneous_label(planned_comparisons())
+    rows = {"loss": [f"`{level}`: avg, Pearson − loss [{label}]" for level in levels]}
+    for loss in LOSSES:
+        cells = []
+        for level in levels:
+            text = cell_text([r["sts"]["avg"] for r in by_cell[f"minilm-{level}-{loss}"]])
             if (level, loss) in corrected:
-                read = corrected[(level, loss)]
-                difference = f"{interval(read.plain)}, Holm [{read.corrected.low:+.2f}, {read.corrected.high:+.2f}]"
-            elif loss != "pearson" and pearson:
-                difference = interval(seed_difference(runs, pearson))
-            cells += [cell_text(list(runs.values())), difference]
+                text += f"; {interval(corrected[(level, loss)].simultaneous)}"
+            cells.append(text)
         rows[LABELS[loss]] = cells
     return rows
+
+
+def readme_verdict(levels: tuple[str, ...] = FRONT_PAGE) -> str:
+    """The front page's verdict, from the wide search's records: the search it reads, then Pearson against each
+    other loss (:func:`loss_verdict`), then what grows before it is read again."""
+    found, levels = front_page(levels)
+    corrected, by_cell = wide_family(found), groups(found["rows"])
+    searched = ", ".join(f"{seed_span(found['seeds']['search'][level])} at `{level}`" for level in levels)
+    test = seed_span(found["seeds"]["test"])
+    clauses = [
+        loss_verdict(loss, {level: corrected[(level, loss)] for level in levels}, found, by_cell, levels)
+        for loss in LOSSES
+        if loss != "pearson"
+    ]
+    return (
+        f"**Verdict on the encoder** (all-MiniLM-L6-v2, the wide search: {len(found['design'])} settings per loss, "
+        f"search seeds {searched}, test seeds {test}; a win only where Holm's decision over the "
+        f"{planned_comparisons()} planned comparisons rejects): " + "; ".join(clauses) + ". The wide search is being "
+        "grown for every loss, as its README's rule says, because winners bind (best at their last step); this "
+        "verdict is rewritten from the records once the grown search lands."
+    )
+
+
+def seed_span(seeds: list[int]) -> str:
+    """``101`` or ``101–102``: a run of consecutive seeds."""
+    return f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+
+
+def loss_verdict(
+    loss: str, results: dict[str, Corrected], found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, ...]
+) -> str:
+    """Pearson − ``loss`` at each level (:func:`reproductions.leakage.comparisons.decision`), then what the loss's
+    test runs show besides: a level where its average falls below the base model's, where its best checkpoint was
+    its last step in most seeds, and where it was its first dev evaluation (:func:`first_evaluations`)."""
+    base = base_scores()["avg"]
+    name = NAMES[loss]
+    if not any(result.holm.rejected for result in results.values()):
+        widest = max(results.items(), key=lambda item: item[1].simultaneous.high - item[1].simultaneous.low)
+        low, high = widest[1].simultaneous.low, widest[1].simultaneous.high
+        where = " and ".join(f"`{level}`" for level in levels)
+        return (
+            f"Pearson ties {name} at {where} (each simultaneous interval holds 0, the widest [{low:+.2f}, "
+            f"{high:+.2f}] at `{widest[0]}`: a bound on the difference, not an equivalence)"
+        )
+    parts = [
+        f"`{level}` {interval(result.simultaneous)}, {short_decision(result)}" for level, result in results.items()
+    ]
+    text = f"Pearson − {name}: " + ", ".join(parts)
+    for level in levels:
+        runs = by_cell[f"minilm-{level}-{loss}"]
+        mean = statistics.mean(r["sts"]["avg"] for r in runs)
+        notes = [f"below the base model's {base:.2f} ({mean:.2f})"] if mean < base else []
+        last = sum(r["last_step"] for r in runs)
+        if 2 * last > len(runs):
+            notes.append(f"best at its last step in {last} of {len(runs)} test seeds")
+        first = first_evaluations(f"minilm-{level}-{loss}")
+        if first:
+            values = [f"{avg:.2f}" for avg in sorted(avg for _, avg in first)]
+            reading = values[0] if values[0] == values[-1] else f"{values[0]} to {values[-1]}"
+            steps = ", ".join(sorted({f"step {step}" for step, _ in first}))
+            notes.append(
+                f"best at its first dev evaluation ({steps}) in {len(first)} of {len(runs)} test seeds, those runs "
+                f"reading {reading} against the base model's {base:.2f}"
+            )
+        if notes:
+            text += f"; at `{level}` {name} " + " and ".join(notes)
+    return text
+
+
+def short_decision(result: Corrected) -> str:
+    """Holm's decision in a few words: a win with its size, a win by its sign only, or a tie."""
+    if not result.holm.rejected:
+        return "a tie"
+    return "a win" if result.simultaneous.verdict != "tie" else "a win by its sign only"
+
+
+def first_evaluations(cell: str) -> list[tuple[int, float]]:
+    """(best step, seven-task average) of each test run of ``cell`` whose best checkpoint is its first dev evaluation
+    (its ``eval_steps``): a run that kept what it had before training, or barely more."""
+    from pcctune.results import RunResult
+
+    found = []
+    for path in sorted((HERE / "records" / "wide").glob(f"{cell}-seed*.json")):
+        result = RunResult.from_disk(path)
+        checkpoint, every = result.stages[0].best_checkpoint, result.config["stages"][0]["eval_steps"]
+        if checkpoint and int(checkpoint.rsplit("-", 1)[1]) == every:
+            found.append((every, next(iter(result.sts_by_stage.values()))["avg"]))
+    return found
 
 
 def write_summary(args: argparse.Namespace) -> None:
@@ -246,16 +321,17 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
 
 def family_plot(corrected: dict[tuple[str, str], Corrected], path: Path) -> None:
     """The wide search's family as a forest: Pearson − each loss on the seven-task average, each comparison's mean
-    with its uncorrected 95 % interval (thick) and Holm's (thin, capped); a win only where the thin line clears 0."""
+    with its uncorrected 95 % interval (thick) and Bonferroni's simultaneous interval over the planned family (thin,
+    capped): a win with its size where the thin line clears 0."""
     from pcctune.plotting import plt, save_figure
 
     figure, ax = plt.subplots(figsize=(7, 0.5 * len(corrected) + 1.4))
     for y, found in enumerate(reversed(corrected.values())):
-        plain, holm = found.plain, found.corrected
+        plain, joint = found.plain, found.simultaneous
         ax.errorbar(
             plain.mean,
             y,
-            xerr=[[plain.mean - holm.low], [holm.high - plain.mean]],
+            xerr=[[plain.mean - joint.low], [joint.high - plain.mean]],
             fmt="none",
             ecolor="gray",
             elinewidth=1,
@@ -267,7 +343,7 @@ def family_plot(corrected: dict[tuple[str, str], Corrected], path: Path) -> None
     ax.set_yticks(range(len(corrected)), [f"{block}: Pearson − {loss}" for block, loss in reversed(list(corrected))])
     ax.set(
         xlabel="difference of avg Spearman × 100 over paired test seeds",
-        title=f"wide search: 95 % (thick) and Holm over {planned_comparisons()} (thin)",
+        title=f"wide search: 95 % (thick), {simultaneous_label(planned_comparisons())} (thin)",
     )
     save_figure(figure, path)
 
@@ -350,11 +426,12 @@ def with_base_mean(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, f
 def search_table(search: list[dict[str, Any]], points: int, seeds: dict[str, int]) -> str:
     """Each cell's score per design point (mean best dev × 100 over the search seeds that have run), the winner in
     bold once every point has run with all of its cell's ``seeds`` (cell → how many search seeds its block plans),
-    † where a search seed of the winner kept its last step."""
+    † where a search seed of the winner kept its last step; then the selection's own noise: the winner's dev margin
+    over the runner-up, and where the cell has two or more search seeds, the point each seed alone would choose."""
     by_cell: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for row in search:
         by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
-    header = ["cell", *(f"point {k}" for k in range(points))]
+    header = ["cell", *(f"point {k}" for k in range(points)), "winner − runner-up", "each search seed's winner"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for cell, found in by_cell.items():
         means = {k: 100 * statistics.mean(r["best_dev"] for r in runs) for k, runs in found.items()}
@@ -366,39 +443,50 @@ def search_table(search: list[dict[str, Any]], points: int, seeds: dict[str, int
             if k == best:
                 text = f"**{text}**" + "†" * any(r["last_step"] for r in found[k])
             texts.append(text)
-        lines.append(f"| {cell} | " + " | ".join(texts) + " |")
+        margin, agreement = "—", "—"
+        if best is not None:
+            runner_up = max((k for k in means if k != best), key=means.__getitem__)
+            margin = f"{means[best] - means[runner_up]:+.2f} (point {runner_up})"
+            if seeds[cell] > 1:
+                agreement = ", ".join(f"{seed}: point {k}" for seed, k in seed_winners(found).items())
+        lines.append(f"| {cell} | " + " | ".join(texts) + f" | {margin} | {agreement} |")
     return "\n".join(lines)
 
 
+def seed_winners(found: dict[int, list[dict[str, Any]]]) -> dict[int, int]:
+    """Search seed → the design point that seed's best dev score alone would choose (``found``: point → its runs)."""
+    by_seed: dict[int, dict[int, float]] = {}
+    for point, runs in found.items():
+        for run in runs:
+            by_seed.setdefault(run["seed"], {})[point] = run["best_dev"]
+    return {seed: max(scores, key=scores.__getitem__) for seed, scores in sorted(by_seed.items())}
+
+
 def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
-    """Pearson − each other loss at each front-page level: the uncorrected 95 % interval beside Holm's over the
-    planned family."""
-    m = planned_comparisons()
-    header = ["level", "Pearson − loss", "seeds", "95 % (uncorrected)", f"Holm over {m}", "p", "Holm p"]
+    """Pearson − each other loss at each front-page level: the uncorrected 95 % interval, Bonferroni's simultaneous
+    interval over the planned family, and Holm's decision with its adjusted p-value."""
+    label = simultaneous_label(planned_comparisons())
+    header = ["level", "Pearson − loss", "seeds", "95 % (uncorrected)", label, "p", "Holm p", "Holm rejects"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for (block, loss), found in corrected.items():
         lines.append(
-            f"| {block} | {loss} | {found.plain.n_a} | {interval(found.plain)} | {interval(found.corrected)} "
-            f"({100 * found.holm.confidence:.2f} %) | {found.holm.p:.4f} | {found.holm.adjusted:.4f} |"
+            f"| {block} | {loss} | {found.plain.n_a} | {interval(found.plain)} | {interval(found.simultaneous)} "
+            f"| {found.holm.p:.4f} | {found.holm.adjusted:.4f} | {'yes' if found.holm.rejected else 'no'} |"
         )
     return "\n".join(lines)
 
 
 def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> list[str]:
     """The wide search's verdict lines: each comparison of the ``corrected`` family (``comparisons.wide_family``),
-    called a win only where Holm's interval excludes 0; then the complete blocks off the front page
+    called as :func:`reproductions.leakage.comparisons.decision` reads it; then the complete blocks off the front page
     (``comparisons.outside_family``) and the level contrasts (``comparisons.level_contrasts``), uncorrected; then,
     for each block whose transfer evaluations have all run, its models against the base model's noise floor."""
     lines = []
     for (block, loss), result in corrected.items():
-        call = (
-            "Pearson wins"
-            if result.holm.rejected and result.plain.mean > 0
-            else (f"{loss} wins" if result.holm.rejected else "a tie")
-        )
         lines.append(
             f"- **wide, {block}**, Pearson − {loss} over {result.plain.n_a} paired seeds: {interval(result.plain)} "
-            f"(95 %), {interval(result.corrected)} with Holm's correction over {planned_comparisons()}: {call}"
+            f"(95 %, uncorrected), {interval(result.simultaneous)} ({result.method}), Holm's adjusted p "
+            f"{result.holm.adjusted:.4f}: {decision(loss, result)}"
         )
     transferred = [block["block"] for block in found["progress"] if 0 < block["transfer"][0] == block["transfer"][1]]
     complete = wide.complete_blocks(found["progress"])

@@ -1,21 +1,32 @@
-"""Many comparisons read together: Holm's step-down correction of paired t tests over seeds, with intervals that
-agree with its decisions.
+"""Many comparisons read together: Holm's step-down decisions over paired t tests over seeds, and Bonferroni's
+simultaneous intervals beside them.
 
-Read at 95 % each, a family of m comparisons calls some win by chance far more often than 5 % of the time. Holm
-(1979, "A simple sequentially rejective multiple test procedure") keeps the chance of any false call at α: sort
-the m p-values, p(1) ≤ … ≤ p(m); reject while p(k) ≤ α / (m − k + 1), and stop at the first that is not. Its
-adjusted p-value is max over j ≤ k of min(1, (m − j + 1) · p(j)), compared with α directly.
+Read at 95 % each, a family of m comparisons calls some win by chance far more often than 5 % of the time. What each
+reading here guarantees, for a family of m comparisons at family-wise level α (each a paired t test over seeds, so
+each guarantee holds as far as the t model does):
 
-Holm gives decisions, not intervals. Each comparison here gets the paired t interval at the level of the step that
-decided it: the k-th rejected comparison at 1 − α / (m − k + 1), and every comparison not rejected (r rejected
-before the stop) at 1 − α / (m − r), the level at which Holm stopped. An interval then excludes 0 exactly where
-Holm rejects (a t interval excludes 0 exactly where its test's p-value is below 1 − its level); the first rejected
-comparison's is Bonferroni's, and none is narrower than the uncorrected interval.
+- **the uncorrected interval** (``Corrected.plain``): the paired t interval at 1 − α. Each covers its own
+  difference 95 % of the time; nothing is said of the family.
+- **Holm's decisions** (:func:`holm`, ``Corrected.holm``): Holm (1979, "A simple sequentially rejective multiple
+  test procedure") sorts the m p-values, p(1) ≤ … ≤ p(m), and rejects while p(k) ≤ α / (m − k + 1), stopping at the
+  first that is not; its adjusted p-value is max over j ≤ k of min(1, (m − j + 1) · p(j)), compared with α directly.
+  The chance of any false rejection in the family is at most α. A decision is a sign, not an interval: the
+  intervals compatible with Holm's decisions (Strassburger and Bretz 2008, "Compatible simultaneous lower
+  confidence bounds for the Holm procedure and other Bonferroni-based closed tests", Statistics in Medicine 27)
+  give a rejected comparison only its sign (its bound is 0) unless every hypothesis of the family is rejected. The
+  t interval at the level of the step that rejected a comparison, 1 − α / (m − k + 1), is no such interval: read
+  together, those intervals have no coverage guarantee, and none is given here.
+- **Bonferroni's simultaneous interval** (:func:`bonferroni_confidence`, ``Corrected.simultaneous``): every
+  comparison's paired t interval at 1 − α / m. By Bonferroni's inequality all m intervals cover their differences
+  together with probability at least 1 − α, so an interval that excludes 0 is a win the whole family vouches for,
+  with its size. It is never narrower than the uncorrected interval; where it excludes 0, Holm rejects too (p ≤
+  α / m), while Holm may reject a comparison whose simultaneous interval still holds 0.
 
 A family fixed in advance may be read before all of it has run. ``family_size`` then counts every planned
-comparison: those not run yet stand in with p = 1 (never rejected, sorted last), so each comparison read early is
-corrected for the whole family, not only for the part that has run, and a comparison rejected early stays rejected
-once the rest has run (a later p-value below it would have passed the threshold it passed).
+comparison: for Holm, those not run yet stand in with p = 1 (never rejected, sorted last), so each comparison read
+early is corrected for the whole family, not only for the part that has run, and a comparison rejected early stays
+rejected once the rest has run (a later p-value below it would have passed the threshold it passed); for
+Bonferroni, m is the planned family's size, so the intervals read early keep their joint coverage.
 """
 
 from __future__ import annotations
@@ -34,13 +45,12 @@ from pcctune.results import Difference
 
 @dataclass(frozen=True)
 class HolmStep:
-    """One hypothesis of the family: its p-value, Holm's adjusted p-value, whether it is rejected, and the level
-    of its interval (``1 − α / (m − k + 1)``, see the module)."""
+    """Holm's decision on one hypothesis of the family: its p-value, Holm's adjusted p-value and whether it is
+    rejected (a sign, not an interval: see the module)."""
 
     p: float
     adjusted: float
     rejected: bool
-    confidence: float
 
 
 def holm(pvalues: Sequence[float], alpha: float = 1 - CONFIDENCE, family_size: int | None = None) -> list[HolmStep]:
@@ -64,9 +74,8 @@ def holm(pvalues: Sequence[float], alpha: float = 1 - CONFIDENCE, family_size: i
     rejected = 0
     while rejected < m and pvalues[order[rejected]] <= alpha / (m - rejected):
         rejected += 1
-    levels = {i: 1 - alpha / (m - min(k, rejected)) for k, i in enumerate(order)}
     rank = {i: k for k, i in enumerate(order)}
-    return [HolmStep(pvalues[i], adjusted[i], rank[i] < rejected, levels[i]) for i in range(m)]
+    return [HolmStep(pvalues[i], adjusted[i], rank[i] < rejected) for i in range(m)]
 
 
 def paired_p(a: Mapping[int, float], b: Mapping[int, float]) -> float:
@@ -81,13 +90,35 @@ def paired_p(a: Mapping[int, float], b: Mapping[int, float]) -> float:
     return float(ttest_1samp(differences, 0.0).pvalue)
 
 
+def bonferroni_confidence(family_size: int, alpha: float = 1 - CONFIDENCE) -> float:
+    """The level of each of Bonferroni's simultaneous intervals over ``family_size`` comparisons, ``1 − alpha / m``:
+    together they cover every difference of the family with probability at least ``1 − alpha``."""
+    if family_size < 1 or not 0 < alpha < 1:
+        raise PcctuneError(f"Bonferroni's intervals need a family of 1 or more and 0 < alpha < 1; got {family_size}")
+    return 1 - alpha / family_size
+
+
+def simultaneous_label(family_size: int, alpha: float = 1 - CONFIDENCE) -> str:
+    """Bonferroni's simultaneous intervals named as they are printed: method, level and family, e.g.
+    ``Bonferroni 99.375 % simultaneous, family of 8``."""
+    level = 100 * bonferroni_confidence(family_size, alpha)
+    return f"Bonferroni {level:.5g} % simultaneous, family of {family_size}"
+
+
 @dataclass(frozen=True)
 class Corrected:
-    """One comparison of a family: the uncorrected paired interval, Holm's step and the interval at its level."""
+    """One comparison of a family: its uncorrected paired interval, Holm's decision, and Bonferroni's simultaneous
+    interval over the whole family (what each guarantees: the module)."""
 
     plain: Difference
     holm: HolmStep
-    corrected: Difference
+    simultaneous: Difference
+    family_size: int
+
+    @property
+    def method(self) -> str:
+        """The simultaneous interval's method, level and family, as printed beside it."""
+        return simultaneous_label(self.family_size, 1 - self.plain.confidence)
 
 
 def holm_differences(
@@ -96,16 +127,17 @@ def holm_differences(
     family_size: int | None = None,
 ) -> dict[str, Corrected]:
     """Each named comparison ``(a, b)`` (``{seed: score}`` each, paired by seed) as B − A: its paired t interval at
-    ``1 − alpha`` and the same interval at the level Holm's correction of the whole family gives it (of
-    ``family_size`` planned comparisons, where only some have run)."""
+    ``1 − alpha``, Holm's decision over the whole family, and Bonferroni's simultaneous interval at ``1 − alpha / m``
+    (:func:`simultaneous_label` names it), ``m`` the family's size: ``family_size`` planned comparisons where only
+    some have run, else those given."""
     names = list(family)
+    if not names:
+        return {}
     plain = {name: seed_difference(*family[name], confidence=1 - alpha) for name in names}  # checks the scores first
     steps = holm([paired_p(*family[name]) for name in names], alpha, family_size)
+    size = family_size or len(names)
+    level = bonferroni_confidence(size, alpha)
     return {
-        name: Corrected(
-            plain=plain[name],
-            holm=step,
-            corrected=seed_difference(*family[name], confidence=step.confidence),
-        )
+        name: Corrected(plain[name], step, seed_difference(*family[name], confidence=level), size)
         for name, step in zip(names, steps, strict=True)
     }

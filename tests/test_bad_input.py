@@ -109,6 +109,17 @@ def _train(c: Context, config: str, *extra: str) -> list[str]:
     return ["train", config, *extra]
 
 
+def _fresh_stage2_run(c: Context) -> list[str]:
+    """A run on a stage-2 set smaller than its batch, the set built anew (none kept in this process): refused after
+    the set's leakage checks, which must then leave no cache entry."""
+    from pcctune.data import stage2
+    from pcctune.training import datasets
+
+    stage2._build.cache_clear()
+    datasets._scored_and_removed.cache_clear()
+    return _train(c, c.config(stage={"data": {"source": "stage2"}, "batch_size": 8}))
+
+
 def _sweep(c: Context, distribution: str, key: str = "stages.0.learning_rate") -> list[str]:
     space = c.file("space.yaml", f"{key}: {distribution}\n")
     config = c.config(stage={"dev": "sick-trial"})
@@ -237,6 +248,7 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         lambda c: _train(c, c.config(stage={"data": {"source": "stage2", "columns": {"score": "gold"}}})),
         "data.columns names the columns of a hub or pairs source",
     ),
+    ("stage2-smaller-than-a-batch", _fresh_stage2_run, "fewer than batch_size 8"),
     ("config-field-typo", lambda c: _train(c, c.config(stage={"learning_rte": 1e-5})), "did you mean `learning_rate`?"),
     ("csv-score-not-number", lambda c: _pairs_config(c, "p.csv", HEADER + "a,b,high\n" + ROWS), "not a number"),
     ("csv-score-infinite", lambda c: _pairs_config(c, "p.csv", HEADER + "a,b,inf\n" + ROWS), "not a finite"),

@@ -248,3 +248,88 @@ def test_the_leakage_page_quotes_the_committed_audit_record():
     assert f"{kept[0]} pairs at `pair`, {kept[1]} at `normalized`, {kept[2]} at `near` and {kept[3]} at" in page
     left = [s.total - s.removed["sentence"] for s in train]
     assert f"only {left[0]} STS-B and {left[1]} SICK pairs are left" in page
+
+
+def _respelled_test_pairs(senteval, count: int = 8) -> list[tuple[str, str, float]]:
+    """``count`` distinct test pairs of the mini SentEval data, each as the model reads it but not letter for letter:
+    its first sentence with doubled spaces, in another case, or with another stop, in turn."""
+    from pcctune.data.tasks import load_test_tasks
+
+    seen: dict[tuple[str, str], float] = {}
+    for task in load_test_tasks(senteval):
+        for pair in task.pairs:
+            seen.setdefault((pair.sentence1, pair.sentence2), pair.score)
+    respell = (lambda s: s.replace(" ", "  "), str.upper, lambda s: s.rstrip(".") + "!")
+    chosen = list(seen.items())[:count]
+    return [(respell[i % 3](a), b, score) for i, ((a, b), score) in enumerate(chosen)]
+
+
+def test_a_users_test_pairs_respaced_recased_or_restopped_are_removed_by_default_and_the_line_says_so(
+    shared_senteval, tmp_path
+):
+    from pcctune.training.audit import audit_line, stage_audit
+    from pcctune.training.config import StageConfig
+    from pcctune.training.datasets import scored_pairs
+    from tests.conftest import write_csv
+
+    mine = write_csv(tmp_path / "mine.csv", _respelled_test_pairs(shared_senteval))
+    stage = {"name": "pcc", "loss": "pearson", "data": {"source": "pairs", "path": str(mine)}, "dev": "none"}
+    default = StageConfig.model_validate(stage)
+    assert default.data.leakage == LeakageLevel.normalized
+    (entry,) = stage_audit(default, shared_senteval)
+    assert (entry.filter, entry.pairs, entry.test_pairs, entry.removed, entry.by_level["pair"]) == (
+        "normalized",
+        8,
+        8,
+        8,
+        0,
+    )
+    line = audit_line(entry)
+    assert "8 of 8 pairs are test pairs at normalized (" in line and "; 0 at pair, 8 at near" in line, line
+    assert line.endswith("; 8 removed") and scored_pairs(default.data, shared_senteval) == []
+    # at the paper's level they are kept, and the line still says what the stricter levels find
+    paper = StageConfig.model_validate(stage | {"data": stage["data"] | {"leakage": "pair"}})
+    line = audit_line(stage_audit(paper, shared_senteval)[0])
+    assert ": 0 of 8 pairs are test pairs at pair; 8 at normalized, 8 at near, 8 at sentence" in line, line
+    assert len(scored_pairs(paper.data, shared_senteval)) == 8
+
+
+def test_the_built_in_stage2_set_keeps_the_papers_filter_by_default():
+    """A stage on ``stage2`` with no level is filtered at ``pair``: the paper's 991 + 4,407 = 5,398 pairs."""
+    from pcctune.paths import resolve_senteval_dir
+    from pcctune.training.config import DataConfig
+    from pcctune.training.datasets import stage2_set
+
+    data = DataConfig(source="stage2")
+    assert data.leakage == LeakageLevel.pair and DataConfig(source="snli").leakage == LeakageLevel.pair
+    report = stage2_set(data, resolve_senteval_dir(None)).report_dict()
+    assert report["level"] == "pair" and report["total_kept"] == 5398
+    assert report["kept_by_source"] == {"STSBenchmark:train": 991, "SICKRelatedness:train": 4407}
+
+
+def test_a_hub_layout_test_folder_in_tasks_is_filtered_against_in_training_and_dev(shared_senteval, tmp_path):
+    from pcctune.data.pairs import load_pair_set
+    from pcctune.training.audit import stage_audit
+    from pcctune.training.config import RunConfig
+    from pcctune.training.datasets import scored_pairs
+    from pcctune.training.dev import stage_dev_parts
+    from tests.conftest import SENTENCES, write_csv
+
+    theirs = [(f"{SENTENCES[i]} Take {i}.", f"{SENTENCES[(i + 5) % 12]} Take {i}.", i % 5) for i in range(10)]
+    clean = [(f"{SENTENCES[i]} Other {i}.", f"{SENTENCES[(i + 3) % 12]} Other {i}.", i % 4) for i in range(6)]
+    folder = tmp_path / "my_set"
+    folder.mkdir()
+    write_csv(folder / "test.csv", theirs)
+    train, dev = write_csv(tmp_path / "train.csv", theirs + clean), write_csv(tmp_path / "dev.csv", clean + theirs)
+    stage = {"name": "pcc", "loss": "pearson", "data": {"source": "pairs", "path": str(train)}, "dev": [str(dev)]}
+    config = RunConfig.model_validate({"model": "m", "tasks": [str(folder), "owner/their-set"], "stages": [stage]})
+    (stage,) = config.stages
+    assert stage.data.leakage_against == [str(folder), "owner/their-set"]  # a Hub id too (not read here)
+    only_folder = stage.model_copy(update={"data": stage.data.model_copy(update={"leakage_against": [str(folder)]})})
+    entries = {entry.source: entry for entry in stage_audit(only_folder, shared_senteval)}
+    for source in (train, dev):
+        assert (entries[str(source)].test_pairs, entries[str(source)].removed) == (10, 10)
+        assert entries[str(source)].by_task == {str(folder): 10}
+    assert len(scored_pairs(only_folder.data, shared_senteval)) == 6
+    assert len(stage_dev_parts(only_folder, shared_senteval)["dev"]) == 6
+    assert load_pair_set(folder / "test.csv").name == "my_set"  # a test.csv is named by its folder, not "test"

@@ -85,3 +85,19 @@ def test_every_built_in_dev_set_is_checked_under_the_name_the_stage2_report_uses
     assert set(stage2.DEV_SOURCES) == set(SINGLE_DEV_SETS)
     for name, source in stage2.DEV_SOURCES.items():
         assert stage2.source_pairs(mini_senteval, source) == SINGLE_DEV_SETS[name](mini_senteval).pairs
+
+
+def test_a_build_in_a_run_that_stops_keeps_nothing_and_a_build_on_its_own_keeps_its_checks(
+    mini_senteval, counted, tmp_path
+):
+    """Inside a run (a ``waiting_checks`` scope) the set's checks wait for the run to end well: a run refused on bad
+    input after building the set leaves no cache entry. Built on its own, the set keeps them at once."""
+    from pcctune.data.audit import waiting_checks
+
+    entries = tmp_path / "cache" / KIND
+    with waiting_checks():  # left without keep(): the run was refused
+        stage2.build_stage2_set(mini_senteval)
+    assert not list(entries.glob(f"*/{CHECKS_FILE}"))
+    _report(mini_senteval)
+    assert len(list(entries.glob(f"*/{CHECKS_FILE}"))) == len(stage2.TRAIN_SOURCES) + len(stage2.DEV_SOURCES)
+    assert len(counted) == 2

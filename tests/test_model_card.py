@@ -143,31 +143,40 @@ def test_the_card_of_a_tiny_run_loads_its_folder_shows_one_scale_and_only_change
 
 
 def test_the_card_says_how_many_pairs_of_each_audited_source_are_test_pairs(tmp_path):
-    """A record's ``leakage_audit`` (here written by hand, read as a plain list of dicts, one without ``filter``)
-    gives one line per source: its test pairs, the test sets they are in, and whether the filter removed them."""
+    """A record's ``leakage_audit`` gives one line per source, as the log says it: its test pairs at every level, the
+    test sets they are in, and whether the filter removed them; a count above 0 at a level the run does not filter at
+    is shown too."""
+    from pcctune.results import SourceLeakage
+    from pcctune.training.audit import leakage_summary
+
     (tmp_path / "modules.json").write_text(json.dumps([{"type": "sentence_transformers.models.Transformer"}]))
     stage = {"name": "pcc", "loss": "pearson", "data": {"source": "pairs", "path": "my.csv"}}
     config = RunConfig.model_validate({"model": "all-MiniLM-L6-v2", "stages": [stage]})
+
+    def at(*counts: int) -> dict[str, int]:
+        return dict(zip(("pair", "normalized", "near", "sentence"), counts, strict=True))
+
     audit = [
-        {"source": "my.csv", "stage": "pcc", "role": "train", "level": "pair", "filter": "none", "pairs": 200,
-         "test_pairs": 200, "removed": 0, "by_task": {"STS12": 200, "STS13": 0}},
-        {"source": "dev.csv", "stage": "pcc", "role": "dev", "level": "pair", "pairs": 100, "test_pairs": 8,
-         "removed": 8, "by_task": {"STS14": 8}},
-        {"source": "sick-trial", "stage": "pcc", "role": "dev", "level": "pair", "pairs": 500, "test_pairs": 0,
-         "removed": 0, "by_task": {}},
+        SourceLeakage(source="my.csv", stage="pcc", role="train", level="pair", filter="none", pairs=200,
+                      test_pairs=200, removed=0, by_task={"STS12": 200, "STS13": 0}, by_level=at(200, 200, 200, 200)),
+        SourceLeakage(source="dev.csv", stage="pcc", role="dev", level="normalized", filter="normalized", pairs=100,
+                      test_pairs=8, removed=8, by_task={"STS14": 8}, by_level=at(1, 8, 9, 20)),
+        SourceLeakage(source="sick-trial", stage="pcc", role="dev", level="pair", filter="pair", pairs=500,
+                      test_pairs=0, removed=0, by_task={}, by_level=at(0, 7, 90, 480)),
     ]  # fmt: skip
     record = RunResult(protocol="simcse-senteval", data_dir="data", seed=1, config=config.model_dump(mode="json"))
     section = pcctune_section(config, record.model_copy(update={"leakage_audit": audit}), "pcc", None, tmp_path)
     assert (
-        "- `my.csv`, which stage `pcc` trained on: 200 of 200 pairs are test pairs at level `pair` (STS12 200); "
-        "kept (`leakage: none`)." in section
+        "- `my.csv`, which stage `pcc` trained on: 200 of 200 pairs are test pairs at pair (STS12 200); 200 at "
+        "normalized, 200 at near, 200 at sentence; kept (leakage: none)." in section
     )
     assert (
-        "- `dev.csv`, which stage `pcc` selects checkpoints on: 8 of 100 pairs are test pairs at level `pair` "
-        "(STS14 8); 8 removed." in section
+        "- `dev.csv`, which stage `pcc` selects checkpoints on: 8 of 100 pairs are test pairs at normalized (STS14 8); "
+        "1 at pair, 9 at near, 20 at sentence; 8 removed." in section
     )
     assert (
-        "- `sick-trial`, which stage `pcc` selects checkpoints on: 0 of 500 pairs are test pairs at level `pair`."
-        in section
+        "- `sick-trial`, which stage `pcc` selects checkpoints on: 0 of 500 pairs are test pairs at pair; 7 at "
+        "normalized, 90 at near, 480 at sentence." in section
     )
+    assert all(leakage_summary(entry) in section for entry in audit)  # the log's words
     assert "checked against the test sets" not in pcctune_section(config, record, "pcc", None, tmp_path)

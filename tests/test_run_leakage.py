@@ -58,7 +58,7 @@ def test_a_file_of_test_pairs_is_removed_by_default_and_the_error_says_which_fil
     )
     code, output = run_cli(["train", config], capsys)
     assert_one_line_error(code, output, "0 examples, fewer than batch_size 8")
-    assert f"the leakage filter (pair) removed 200 of the 200 pairs of {mine}" in output
+    assert f"the leakage filter (normalized) removed 200 of the 200 pairs of {mine}" in output
 
 
 def test_the_default_run_removes_the_test_pairs_and_says_so_in_one_line(tiny_bert, shared_senteval, tmp_path, capsys):
@@ -69,14 +69,15 @@ def test_the_default_run_removes_the_test_pairs_and_says_so_in_one_line(tiny_ber
     code, output = run_cli(["train", config], capsys)
     assert code == 0, output
     (line,) = [line for line in output.splitlines() if str(mine) in line]
-    assert "200 of 216 pairs are STS12" in line and line.endswith("test pairs (pair level); removed")
+    assert "200 of 216 pairs are test pairs at normalized (STS12 200, STS13 200" in line, line
+    assert line.endswith("; 200 at pair, 210 at near, 210 at sentence; 200 removed")  # every level's count
     record = json.loads((tmp_path / "run" / "results.json").read_text())
     assert record["stages"][0]["train_examples"] == 16
     (audit,) = record["leakage_audit"]
     assert audit["source"] == str(mine) and audit["stage"] == "pcc" and audit["role"] == "train"
     assert (audit["level"], audit["filter"], audit["pairs"], audit["test_pairs"], audit["removed"]) == (
-        "pair",
-        "pair",
+        "normalized",
+        "normalized",
         216,
         200,
         200,
@@ -92,7 +93,8 @@ def test_leakage_none_trains_on_them_and_the_log_and_the_record_say_so(tiny_bert
         ["train", _config_file(tmp_path, _config(tmp_path, tiny_bert, shared_senteval, data))], capsys
     )
     assert code == 0, output
-    assert "my.csv: 200 of 200 pairs are STS12" in output and "(pair level); kept (leakage: none)" in output
+    assert "my.csv: 200 of 200 pairs are test pairs at pair (STS12 200" in output
+    assert "; kept (leakage: none)" in output
     record = json.loads((tmp_path / "run" / "results.json").read_text())
     assert record["stages"][0]["train_examples"] == 200
     assert record["stages"][0]["leakage_filter"] == {"level": "none", "against": [], "removed": 0}
@@ -159,7 +161,7 @@ def test_leakage_none_is_refused_where_it_means_nothing():
 def test_every_dev_part_is_counted_and_a_dev_file_emptied_by_the_filter_names_its_file(shared_senteval, tmp_path):
     pairs = pairs_jsonl(tmp_path / "p.jsonl", distinct=True)
     dev = _sts12_pairs(shared_senteval, tmp_path / "my_dev.csv", count=24, clean=8)
-    data = {"source": "pairs", "path": str(pairs)}
+    data = {"source": "pairs", "path": str(pairs), "leakage": "pair"}  # above it the mini SICK trial gives way
     stage = StageConfig.model_validate(
         {"name": "pcc", "loss": "pearson", "data": data, "dev": ["sick-trial", str(dev)]}
     )
@@ -167,6 +169,7 @@ def test_every_dev_part_is_counted_and_a_dev_file_emptied_by_the_filter_names_it
     assert entries[str(pairs)].test_pairs == 0 and entries[str(pairs)].role == "train"
     assert (entries[str(dev)].role, entries[str(dev)].pairs, entries[str(dev)].removed) == ("dev", 32, 24)
     assert entries["sick-trial"].role == "dev" and entries["sick-trial"].filter == "pair"
+    assert entries[str(dev)].filter == "normalized"  # a dev file is the user's own: normalized at least
     only_test = _sts12_pairs(shared_senteval, tmp_path / "leaky_dev.csv", count=24)
     emptied = stage.model_copy(update={"dev": [str(only_test)]})
     from pcctune.training.dev import stage_dev_parts

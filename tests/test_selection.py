@@ -176,7 +176,7 @@ def test_a_run_selects_on_your_dev_file_filtered_against_your_test_file_and_its_
     result = pcctune.train(pcctune.RunConfig.model_validate(config | {"evaluate_before": False, "stages": [stage]}))
     (record,) = result.stages
     assert record.train_examples == 27 and record.dev_pairs == {"my_dev": 4}
-    assert record.leakage_filter == {"level": "pair", "against": ["my_test.csv"], "removed": 5}
+    assert record.leakage_filter == {"level": "normalized", "against": ["my_test.csv"], "removed": 5}
     assert record.best_dev_spearman is not None and record.best_checkpoint
     assert {"my_dev.csv", "my_test.csv", "my_train.csv"} <= set(result.data_files_sha256)
     card = (tmp_path / "run" / "stage1-pcc" / "final" / "README.md").read_text()

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from pcctune.data.leakage import CLEAN_EXACT, LEVELS, ExactCheck, LeakageLevel, PairCheck, TestIndex
+from pcctune.data.leakage import CLEAN_EXACT, LEVELS, LeakageLevel, LevelHits, PairCheck, TestIndex
 from pcctune.data.leakage_cache import cached_checks, index_key, read_kept
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.results import AuditRole, SourceAudit
@@ -72,6 +72,18 @@ def waiting_checks() -> Iterator[WaitingChecks]:
         _WAITING.reset(token)
 
 
+@contextmanager
+def kept_when_done() -> Iterator[None]:
+    """Checks computed with ``keep=False`` in the block: inside a ``waiting_checks`` scope they wait for it (a run
+    keeps them once it has trained); outside one, they are kept when the block ends without an error."""
+    if _WAITING.get() is not None:
+        yield
+        return
+    with waiting_checks() as waiting:
+        yield
+        waiting.keep()
+
+
 def check_sources(
     test_tasks: Sequence[STSTask],
     sources: Sequence[tuple[str, Sequence[STSPair], AuditRole]],
@@ -123,7 +135,7 @@ class LeakageCount:
 
 
 def count_leakage(
-    checks: Sequence[PairCheck | ExactCheck], level: LeakageLevel, levels: Sequence[LeakageLevel] = LEVELS
+    checks: Sequence[LevelHits], level: LeakageLevel, levels: Sequence[LeakageLevel] = LEVELS
 ) -> LeakageCount:
     """Count the checks of one source at ``level`` and at each of ``levels`` (``ExactCheck``s: pair, normalized and
     sentence, the levels checked without a near search)."""

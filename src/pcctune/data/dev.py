@@ -4,9 +4,10 @@ A dev set is a list of parts, each scored on its own: the built-in ``sick-trial`
 user's pair file (``.csv``, ``.tsv``, ``.jsonl``: ``pcctune.data.pairs.read_pairs_file``), or ``holdout``: a
 fixed 15 % of the stage's own scored training pairs, which training then leaves out. Every part goes through the
 same filter as the training data (``pcctune.data.leakage.split_clean``, the audit's code) at the stage's
-``leakage`` level, so nothing that level removes from training is used to choose a checkpoint either. Where a stage
-keeps its test pairs (``leakage: none``), every part is still filtered at ``pair``: no checkpoint is chosen on
-test pairs.
+``leakage`` level, so nothing that level removes from training is used to choose a checkpoint either; a user's pair
+file, the user's own data, at ``normalized`` at least (``dev_file_level``). Where a stage keeps its test pairs
+(``leakage: none``), every part is still filtered, a built-in one at ``pair``: no checkpoint is chosen on test
+pairs.
 
 At ``pair`` (the paper's filter) nine of SICK's 500 trial pairs are SICK-R test pairs, and 1,131 of STS-B dev's
 1,500 pairs are in STS12–16. At a stricter level a built-in set can shrink to a handful (at ``sentence`` SICK
@@ -23,7 +24,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pcctune.correlation import MIN_PAIRS
-from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, TestIndex, split_clean
+from pcctune.data.leakage import (
+    LEVELS,
+    NEAR_THRESHOLD,
+    OWN_DATA_LEVEL,
+    PAPER_LEVEL,
+    LeakageLevel,
+    TestIndex,
+    split_clean,
+)
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES, read_pairs_file
 from pcctune.data.stage2 import DEV_SOURCES, SourcedPair, source_task
 from pcctune.data.sts import STSPair, STSTask
@@ -85,6 +94,12 @@ def dev_name(dev: str | Sequence[str]) -> str:
     return "+".join(Path(entry).stem if Path(entry).suffix else entry for entry in dev)
 
 
+def dev_file_level(level: LeakageLevel | None) -> LeakageLevel:
+    """The level a user's dev file is filtered at, given the stage's (``None``: ``leakage: none``): the stricter of
+    it and ``OWN_DATA_LEVEL``, the default of a user's own pairs."""
+    return max(level or PAPER_LEVEL, OWN_DATA_LEVEL, key=LEVELS.index)
+
+
 def filtered(pairs: Sequence[STSPair], index: TestIndex, level: LeakageLevel) -> list[STSPair]:
     """The pairs a filter at ``level`` keeps (the training data's filter; at ``pair`` without building the index)."""
     if level == LeakageLevel.pair:
@@ -101,14 +116,15 @@ def dev_parts(
     test_tasks: Sequence[STSTask] | None = None,
 ) -> dict[str, list[STSPair]]:
     """Each part of dev set ``dev`` → its pairs that a leakage filter at ``level`` keeps against ``test_tasks``
-    (default: the seven STS test sets). ``level=None`` (a stage whose training keeps its test pairs) still filters
-    every part at ``pair``: a checkpoint is never chosen on test pairs. ``training_pairs`` gives the stage's scored
+    (default: the seven STS test sets), a pair file at ``dev_file_level(level)``. ``level=None`` (a stage whose
+    training keeps its test pairs) still filters every built-in part at ``pair``: a checkpoint is never chosen on
+    test pairs. ``training_pairs`` gives the stage's scored
     training pairs, already filtered, for the ``holdout`` part and for replacing a built-in part that keeps too few
     above ``pair``."""
     index = TestIndex(list(test_tasks) if test_tasks is not None else load_test_tasks(senteval_dir), near_threshold)
     parts: dict[str, list[STSPair]] = {}
-    read: dict[str, tuple[str, int]] = {}  # part → what it was read from and its pairs before the filter
-    dev_level = level or LeakageLevel.pair
+    read: dict[str, tuple[str, int, LeakageLevel]] = {}  # part → what it was read from, its pairs, the filter's level
+    dev_level = level or PAPER_LEVEL
     for entry in dev_entries(dev):
         if entry == HOLDOUT:
             parts[HOLDOUT] = _holdout(training_pairs, index, dev_level, "dev: holdout")
@@ -118,18 +134,18 @@ def dev_parts(
             if dev_level != LeakageLevel.pair and len(kept) < MIN_FILTERED_DEV_PAIRS:
                 parts[HOLDOUT] = _holdout_instead(entry, len(kept), training_pairs, index, dev_level)
             else:
-                parts[entry], read[entry] = kept, (entry, len(pairs))
+                parts[entry], read[entry] = kept, (entry, len(pairs), dev_level)
         else:
             pairs = read_pairs_file(entry)
-            parts[Path(entry).stem] = filtered(pairs, index, dev_level)
-            read[Path(entry).stem] = (entry, len(pairs))
+            parts[Path(entry).stem] = filtered(pairs, index, dev_file_level(level))
+            read[Path(entry).stem] = (entry, len(pairs), dev_file_level(level))
     for part, pairs in parts.items():
         if len(pairs) < MIN_PAIRS:
             others = ", ".join(name for name in [*DEV_SETS, "none"] if part not in DEV_SETS.get(name, ()))
-            source, total = read.get(part, ("", 0))
+            source, total, part_level = read.get(part, ("", 0, dev_level))
             removed = f" (it removed {total - len(pairs)} of the {total} pairs of {source})" if source else ""
             raise PcctuneError(
-                f"dev set {part!r} keeps {len(pairs)} pairs once the leakage filter ({dev_level.value}) has "
+                f"dev set {part!r} keeps {len(pairs)} pairs once the leakage filter ({part_level.value}) has "
                 f"run{removed}, and a correlation needs at least {MIN_PAIRS}; choose another dev set ({others}) "
                 "or a pair file"
             )

@@ -14,6 +14,9 @@ level above it catches more:
 
 Filtering at a level removes every pair flagged at that level or any level below it, so the sets
 shrink as the level rises and ``sentence`` leaves no test sentence in the training data.
+
+Where a run names no level, the built-in stage-2 set is filtered at ``PAPER_LEVEL`` (so its counts are the paper's)
+and a user's own scored pairs at ``OWN_DATA_LEVEL``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import random
 import re
 import unicodedata
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -80,6 +84,12 @@ class LeakageLevel(StrEnum):
 
 
 LEVELS: tuple[LeakageLevel, ...] = tuple(LeakageLevel)
+PAPER_LEVEL = LeakageLevel.pair
+"""Pcc-tuning's filter (Appendix B), the default of the built-in stage-2 set: its 991 + 4,407 = 5,398 pairs."""
+OWN_DATA_LEVEL = LeakageLevel.normalized
+"""The default of a user's own scored pairs (pair files, Hub datasets): a test pair that differs only in case,
+punctuation or spacing is the test pair as the model reads it (SimCSE's evaluation folds whitespace; an uncased
+tokenizer folds case), so the exact ``pair`` filter would let it through."""
 
 
 def leakage_level(value: str | LeakageLevel) -> LeakageLevel:
@@ -107,8 +117,20 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
+class LevelHits(ABC):
+    """What a check of one pair finds at each level (``hits``), and what a filter at a level makes of it."""
+
+    @abstractmethod
+    def hits(self, level: LeakageLevel) -> tuple[str, ...]:
+        """Test sets this pair leaks into at exactly ``level``."""
+
+    def flagged(self, level: LeakageLevel) -> bool:
+        """Whether a filter at ``level`` removes this pair (it is flagged at that level or one below)."""
+        return any(self.hits(lower) for lower in LEVELS if level.includes(lower))
+
+
 @dataclass(frozen=True)
-class PairCheck:
+class PairCheck(LevelHits):
     """What each level finds for one training pair: the test sets it leaks into at that level.
 
     ``near_similarity`` is the smaller of the two sentence similarities of the closest test pair (1.0 for
@@ -128,17 +150,13 @@ class PairCheck:
         """Test sets this pair leaks into at exactly ``level``."""
         return getattr(self, level.value)
 
-    def flagged(self, level: LeakageLevel) -> bool:
-        """Whether a filter at ``level`` removes this pair (it is flagged at that level or one below)."""
-        return any(self.hits(lower) for lower in LEVELS if level.includes(lower))
-
     def first_level(self) -> LeakageLevel | None:
         """The lowest level that flags this pair (``None``: clean at every level)."""
         return next((level for level in LEVELS if self.hits(level)), None)
 
 
 @dataclass(frozen=True)
-class ExactCheck:
+class ExactCheck(LevelHits):
     """The test sets one pair leaks into at the levels found without a near search: the pair itself (``pair``),
     the pair normalized (``normalized``), and a sentence of it found normalized in a test set (``sentence``)."""
 
@@ -149,10 +167,6 @@ class ExactCheck:
     def hits(self, level: LeakageLevel) -> tuple[str, ...]:
         """Test sets this pair leaks into at exactly ``level`` (``near`` is not checked: always empty)."""
         return () if level == LeakageLevel.near else getattr(self, level.value)
-
-    def flagged(self, level: LeakageLevel) -> bool:
-        """Whether a filter at ``level`` removes this pair, as far as the levels checked tell."""
-        return any(self.hits(lower) for lower in LEVELS if level.includes(lower))
 
 
 CLEAN_EXACT = ExactCheck((), (), ())

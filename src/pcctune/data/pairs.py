@@ -249,18 +249,31 @@ def check_dataset(source: Any) -> None:
         )
 
 
+SPLIT_NAMES = ("train", "dev", "validation", "test")
+"""File names that say which split a file holds, not what the set is (the Hub's layout: ``my_set/test.csv``)."""
+
+
+def pair_file_name(path: Path) -> str:
+    """A pair file's name as a test set: its stem, or its folder's name where the stem only names a split
+    (``my_set/test.csv`` is ``my_set``)."""
+    if path.stem.lower() in SPLIT_NAMES:
+        return path.resolve().parent.name or path.stem
+    return path.stem
+
+
 def load_pair_set(source: str | Path | Any, names: Columns | None = None, split: str = PAIR_SPLIT) -> PairSet:
-    """A test set of scored pairs from ``source``: a ``.csv`` / ``.tsv`` / ``.jsonl`` file (named by its stem), a
-    ``datasets.Dataset``, a folder in the Hub's file layout or a Hub dataset id (its ``split``, through
-    ``datasets.load_dataset``); ``names``: the columns' names (see ``Columns``). One clear error for a missing
-    column, a score that is not a number, or a set that no correlation can be computed on."""
+    """A test set of scored pairs from ``source``: a ``.csv`` / ``.tsv`` / ``.jsonl`` file (named by its stem, or by
+    its folder where the stem names a split: ``pair_file_name``), a ``datasets.Dataset``, a folder in the Hub's file
+    layout or a Hub dataset id (its ``split``, through ``datasets.load_dataset``); ``names``: the columns' names (see
+    ``Columns``). One clear error for a missing column, a score that is not a number, or a set that no correlation
+    can be computed on."""
     if not isinstance(source, str | Path):  # a datasets.Dataset
         check_dataset(source)
         name = str(getattr(getattr(source, "info", None), "dataset_name", None) or "dataset")
         pairs = pairs_from_hf_dataset(source, name, names)
         pair_set = PairSet(name, pairs, content_sha256=pairs_sha256(pairs))
     elif (path := local_path(source)) is not None and path.is_file():
-        pair_set = PairSet(path.stem, read_pairs_file(path, names), [path])
+        pair_set = PairSet(pair_file_name(path), read_pairs_file(path, names), [path])
     else:  # a Hub dataset id, or a folder in the Hub's layout
         dataset = load_hub_dataset(str(source), split=split)
         pairs = pairs_from_hf_dataset(dataset, f"Hub dataset {source}", names)

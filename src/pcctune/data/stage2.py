@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pcctune.data.audit import check_sources, summarize_source
+from pcctune.data.audit import check_sources, kept_when_done, summarize_source
 from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, leakage_level, split_clean
 from pcctune.data.senteval import borrowed_sick, load_sick, load_stsb, own_sick_dir, sts_dir
 from pcctune.data.sts import STSPair, STSTask
@@ -80,10 +80,13 @@ def build_stage2_set(
     level would remove, and checks the dev sets (SICK trial, STS-B dev) against the test sets too.
     Built once per data state: each later call with the same files (same sizes and modification times)
     and settings returns the same immutable set. The leakage checks behind it are kept in pcctune's cache
-    (``pcctune.data.leakage_cache``), so a later command on the same data reads them instead of checking again."""
+    (``pcctune.data.leakage_cache``), so a later command on the same data reads them instead of checking again:
+    at once where the set is built on its own, once the run has trained where a run builds it (a run refused on
+    bad input writes nothing: ``pcctune.data.audit.kept_when_done``)."""
     folder = senteval_dir.resolve()
     files = files_state([sts_dir(folder), own_sick_dir(folder), *borrowed_sick(folder)])
-    return _build(folder, leakage_level(level), rescale_sick, near_threshold, files)
+    with kept_when_done():
+        return _build(folder, leakage_level(level), rescale_sick, near_threshold, files)
 
 
 def source_task(senteval_dir: Path, source: str) -> STSTask:
@@ -112,7 +115,7 @@ def _build(
         (s, source_pairs(senteval_dir, s), "train") for s in TRAIN_SOURCES
     ]
     wanted += [(source, source_pairs(senteval_dir, source), "dev") for source in DEV_SOURCES.values()]
-    every = check_sources(tests, wanted, near_threshold)
+    every = check_sources(tests, wanted, near_threshold, keep=False)
     train, dev = every[: len(TRAIN_SOURCES)], every[len(TRAIN_SOURCES) :]
     pairs: list[SourcedPair] = []
     kept_by_source = {}

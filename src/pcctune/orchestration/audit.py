@@ -18,9 +18,9 @@ from rich.table import Table
 from pcctune.data.audit import CheckedSource, check_source, near_edge, summarize_source
 from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import LEVELS, NEAR_THRESHOLD, NGRAM, TestIndex
-from pcctune.data.pairs import read_pairs_file
+from pcctune.data.pairs import PairSet, pair_file_name, read_pairs_file
 from pcctune.data.stage2 import DEV_SOURCES, TRAIN_SOURCES, source_pairs
-from pcctune.data.sts import STSPair, STSSubset, STSTask
+from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.io import check_output_file
 from pcctune.provenance import file_hashes
@@ -51,7 +51,7 @@ def _config_sources(config: Path, senteval: Path) -> list[tuple[str, list[STSPai
 
 def _test_sets(senteval: Path | None, against: Sequence[Path]) -> list[STSTask]:
     if against:
-        return [STSTask(path.stem, [STSSubset(path.stem, read_pairs_file(path), [path])]) for path in against]
+        return [PairSet(pair_file_name(path), read_pairs_file(path), [path]).task() for path in against]
     assert senteval is not None
     return load_test_tasks(senteval)
 

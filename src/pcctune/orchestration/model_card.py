@@ -30,6 +30,7 @@ from pcctune.io import write_text, write_yaml
 from pcctune.modeling.registry import PACKAGED_MODELS, packaged_key
 from pcctune.modeling.saving import SENTENCE_TRANSFORMERS_CONFIG, is_native_type, module_types
 from pcctune.results import RunResult
+from pcctune.training.audit import leakage_summary
 from pcctune.training.config import RunConfig
 from pcctune.training.start import start_beaten
 
@@ -116,27 +117,14 @@ def _leakage_lines(report: dict[str, Any] | None) -> list[str]:
 ROLES = {"train": "trained on", "dev": "selects checkpoints on", "dpo": "draws preferences from"}
 
 
-def _entry(entry: Any, name: str, default: Any = None) -> Any:
-    """A field of one entry of a record's ``leakage_audit``, read from a model or a plain dict alike."""
-    return entry.get(name, default) if isinstance(entry, dict) else getattr(entry, name, default)
-
-
 def _audit_lines(result: RunResult) -> list[str]:
     """One line per source the run's ``leakage_audit`` checked before its first step (none in a record from before
-    that audit): how many of its pairs are test pairs, in which test sets, and whether the filter removed them."""
-    lines = []
-    for entry in getattr(result, "leakage_audit", None) or []:
-        pairs, found, removed = (_entry(entry, key, 0) for key in ("pairs", "test_pairs", "removed"))
-        tasks = ", ".join(f"{task} {count}" for task, count in (_entry(entry, "by_task") or {}).items() if count)
-        kept = _entry(entry, "filter") == "none" or (found and not removed)
-        outcome = "" if not found else "; kept (`leakage: none`)" if kept else f"; {removed} removed"
-        role = ROLES.get(str(_entry(entry, "role")), str(_entry(entry, "role")))
-        lines.append(
-            f"- `{portable(_entry(entry, 'source'))}`, which stage `{_entry(entry, 'stage')}` {role}: {found} of "
-            f"{pairs} pairs are test pairs at level `{_entry(entry, 'level')}`"
-            + (f" ({tasks})" if tasks else "")
-            + f"{outcome}."
-        )
+    that audit), as the log says it (``leakage_summary``): its test pairs at every level, in which test sets, and
+    whether the filter removed them."""
+    lines = [
+        f"- `{portable(entry.source)}`, which stage `{entry.stage}` {ROLES[entry.role]}: {leakage_summary(entry)}."
+        for entry in result.leakage_audit
+    ]
     return ["Every source checked against the test sets before the first step:", "", *lines, ""] if lines else []
 
 

@@ -7,12 +7,14 @@ test sets and the user's own test files, ``leakage_against``):
 
 - scored pairs (``stage2``'s STS-B and SICK-R train, ``pairs``, ``hub``, ``snli_regression``, dev sets and files,
   DPO's ``snli`` candidates) at every level, counted at the level of the stage's filter (``pair`` where it keeps
-  them: ``leakage: none``), and filtered there by the same checks (``pcctune.training.datasets``);
+  them: ``leakage: none``; a dev file at ``normalized`` at least: ``pcctune.data.dev.dev_file_level``), and
+  filtered there by the same checks (``pcctune.training.datasets``);
 - NLI triplets (``simcse_csv``, ``snli``, a Hub triplet set) as their anchor–positive and anchor–negative pairs, at
   the levels that need no near search (``TestIndex.check_exact``: dictionary look-ups, so SimCSE's 275,601
   triplets are checked in seconds), counted and never filtered.
 
-Each source becomes one ``SourceLeakage`` in the run's record and one line in its log (``audit_line``). Checks
+Each source becomes one ``SourceLeakage`` in the run's record, one line in its log (``audit_line``) and one in the
+model card, both saying every level's count (``leakage_summary``). Checks
 made here are kept in the cache once the run has trained (``pcctune.data.audit.waiting_checks``), so that a command
 that fails on bad input writes nothing.
 """
@@ -23,8 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pcctune.data.audit import check_sources, count_leakage
-from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries
-from pcctune.data.leakage import LEVELS, ExactCheck, LeakageLevel, PairCheck, TestIndex
+from pcctune.data.dev import HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_file_level
+from pcctune.data.leakage import LEVELS, PAPER_LEVEL, LeakageLevel, LevelHits, TestIndex
 from pcctune.data.pairs import read_pairs_file
 from pcctune.data.stage2 import DEV_SOURCES, TRAIN_SOURCES, source_pairs
 from pcctune.data.sts import STSPair
@@ -49,13 +51,13 @@ def _entry(
     stage: StageConfig,
     source: str,
     role: SourceRole,
-    checks: Sequence[PairCheck | ExactCheck],
+    checks: Sequence[LevelHits],
     level: LeakageLevel | None,
     levels: Sequence[LeakageLevel] = LEVELS,
 ) -> SourceLeakage:
     """One source's record: counted at the filter's ``level`` (``pair`` where none runs: ``None``) and at each of
     ``levels``."""
-    count = count_leakage(checks, level or LeakageLevel.pair, levels)
+    count = count_leakage(checks, level or PAPER_LEVEL, levels)
     return SourceLeakage(
         source=source,
         stage=stage.name,
@@ -100,9 +102,9 @@ def _dev(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
     sources: list[tuple[str, list[STSPair], LeakageLevel | None]] = []
     for entry in dev_entries(stage.dev):
         if entry in SINGLE_DEV_SETS and entry in used:  # the built-in sets promise no test pair: at least `pair`
-            sources.append((entry, SINGLE_DEV_SETS[entry](senteval_dir).pairs, data.filter_level or LeakageLevel.pair))
+            sources.append((entry, SINGLE_DEV_SETS[entry](senteval_dir).pairs, data.filter_level or PAPER_LEVEL))
         elif entry not in SINGLE_DEV_SETS and entry != HOLDOUT:
-            sources.append((entry, read_pairs_file(entry), data.filter_level or LeakageLevel.pair))
+            sources.append((entry, read_pairs_file(entry), dev_file_level(data.filter_level)))
     dev: AuditRole = "dev"
     wanted = [(DEV_SOURCES.get(name, name), pairs, dev) for name, pairs, _ in sources]
     checked = check_sources(test_tasks_of(data, senteval_dir), wanted, data.near_threshold, keep=False)
@@ -122,17 +124,24 @@ def stage_audit(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
     return entries + _dev(stage, senteval_dir)
 
 
-def audit_line(entry: SourceLeakage) -> str:
-    """The log's line of one source, e.g. ``stage pcc: my.csv: 200 of 200 pairs are STS12 test pairs (pair level);
-    removed``."""
-    tasks = f"{', '.join(entry.by_task)} " if entry.by_task else ""
-    line = (
-        f"stage {entry.stage}: {entry.source}{ROLE_LABELS[entry.role]}: {entry.test_pairs:,} of {entry.pairs:,} pairs "
-        f"are {tasks}test pairs ({entry.level} level)"
-    )
+def leakage_summary(entry: SourceLeakage) -> str:
+    """What the checks found in one source, said alike in the log and the model card: its test pairs at the level
+    counted and the test sets they are in, then every other level's count, so that test pairs the filter's level
+    lets through are never hidden, and what became of them; e.g. ``0 of 8 pairs are test pairs at pair; 7 at
+    normalized, 7 at near, 8 at sentence``."""
+    tasks = ", ".join(f"{task} {count:,}" for task, count in entry.by_task.items() if count)
+    line = f"{entry.test_pairs:,} of {entry.pairs:,} pairs are test pairs at {entry.level}"
+    line += f" ({tasks})" if tasks else ""
+    others = [f"{count:,} at {level}" for level, count in entry.by_level.items() if level != entry.level]
+    line += f"; {', '.join(others)}" if others else ""
     if LeakageLevel.near.value not in entry.by_level:  # checked without the near search: triplets
-        held = entry.by_level[LeakageLevel.sentence.value]
-        return f"{line}, {held:,} hold a test sentence (sentence level); triplets are trained on as they are"
+        return f"{line}; triplets are trained on as they are"
     if entry.filter == "none":
         return f"{line}; kept (leakage: none)" if entry.test_pairs else line
-    return f"{line}; removed" if entry.removed else line
+    return f"{line}; {entry.removed:,} removed" if entry.removed else line
+
+
+def audit_line(entry: SourceLeakage) -> str:
+    """The log's line of one source, e.g. ``stage pcc: my.csv: 200 of 216 pairs are test pairs at normalized
+    (STS12 200); 200 at pair, 200 at near, 216 at sentence; 200 removed``."""
+    return f"stage {entry.stage}: {entry.source}{ROLE_LABELS[entry.role]}: {leakage_summary(entry)}"

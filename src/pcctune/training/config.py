@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pcctune.data.dev import COMBINED_DEV, dev_entries
-from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
-from pcctune.data.local import is_local
+from pcctune.data.leakage import NEAR_THRESHOLD, OWN_DATA_LEVEL, PAPER_LEVEL, LeakageLevel
+from pcctune.data.local import PATH_PREFIXES, is_local
 from pcctune.data.nli import SNLI_SPLITS
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES
 from pcctune.data.tasks import SEVEN_TASKS
@@ -29,6 +29,7 @@ from pcctune.modeling.adapters import AdapterConfig
 from pcctune.modeling.build import PoolingName
 from pcctune.modeling.dtypes import DtypeName
 from pcctune.modeling.template import Template
+from pcctune.paths import config_path
 from pcctune.seeding import DEFAULT_SEED
 from pcctune.yaml_input import read_yaml
 
@@ -62,12 +63,14 @@ class DataConfig(Strict):
     )
     splits: list[str] = Field(list(SNLI_SPLITS), description="SNLI splits read by `snli` and `snli_regression`")
     rescale_sick: bool = Field(False, description="map SICK-R scores 1–5 to 0–5 by 5·(x−1)/4 (Pcc-tuning, Limitations)")
-    leakage: LeakageLevel | Literal["none"] = Field(
-        LeakageLevel.pair,
+    leakage: LeakageLevel | Literal["none"] | None = Field(
+        None,
         description="what the leakage filter removes from scored training pairs (every source but the triplets of "
-        "simcse_csv and snli, which are counted, not filtered) and from the stage's dev files: `pair` (test pairs in "
+        "simcse_csv and snli, which are counted, not filtered) and from the stage's dev set: `pair` (test pairs in "
         "either order, the paper's filter), `normalized`, `near` or `sentence` (no test sentence left); each level "
-        "includes those below it (docs/leakage.md); `none` keeps them (not for stage2), and the run still counts them",
+        "includes those below it (docs/leakage.md); `none` keeps them (not for stage2), and the run still counts them; "
+        "default: `pair` for stage2 (the paper's 5,398 pairs) and triplets, `normalized` for your own scored pairs "
+        "(pairs, hub, snli_regression), which a saved config then names",
     )
     near_threshold: float = Field(
         NEAR_THRESHOLD, gt=0, le=1, description="the `near` level's Jaccard similarity of character 3-grams"
@@ -85,24 +88,31 @@ class DataConfig(Strict):
     limit: int | None = Field(default=None, ge=1, description="use only the first N examples (quick runs)")
     leakage_against: list[str] = Field(
         default_factory=list,
-        description="your own test pair files (.csv/.tsv/.jsonl): every dev part is also filtered against them, and "
-        "the training pairs at `leakage` where the stage filters them; the run's record and model card say what "
-        "was removed (a pair file the run's `tasks` scores is added by itself)",
+        description="your own test sets (.csv/.tsv/.jsonl pair files, folders in the Hub's file layout or Hub dataset "
+        "ids, their test split): every dev part is also filtered against them, and the training pairs at `leakage` "
+        "where the stage filters them; the run's record and model card say what was removed (a test set the run's "
+        "`tasks` scores is added by itself)",
     )
 
     @field_validator("leakage_against")
     @classmethod
-    def _pair_files(cls, files: list[str]) -> list[str]:
-        for file in files:
-            if Path(file).suffix.lower() not in PAIR_FILE_SUFFIXES:
-                raise ValueError(f"leakage_against: {file!r} is not a .csv, .tsv or .jsonl pair file")
-        return files
+    def _test_sets(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            if not is_test_set(entry):
+                raise ValueError(
+                    f"leakage_against: {entry!r} is not a .csv, .tsv or .jsonl pair file, a folder in the Hub's file "
+                    "layout or a Hub dataset id (owner/name)"
+                )
+        return entries
 
     @property
     def filter_level(self) -> LeakageLevel | None:
         """The level the leakage filter runs at, or ``None`` where the stage keeps its test pairs (``leakage:
         none``)."""
-        return None if self.leakage == "none" else LeakageLevel(self.leakage)
+        if self.leakage == "none":
+            return None
+        assert self.leakage is not None  # validation sets the source's default
+        return LeakageLevel(self.leakage)
 
     @property
     def filters_training(self) -> bool:
@@ -122,18 +132,23 @@ class DataConfig(Strict):
 
     @model_validator(mode="after")
     def _leakage_only_for_scored_pairs(self) -> DataConfig:
+        """The source's default level where none is given: the paper's for the built-in stage-2 set (and triplets,
+        whose stage filters its built-in dev sets there), the stricter ``OWN_DATA_LEVEL`` for a user's own pairs."""
+        default = PAPER_LEVEL if self.source in ("stage2", *TRIPLET_SOURCES) else OWN_DATA_LEVEL
         # the default level is what a saved config writes for every source: only another level is refused
-        if self.source in TRIPLET_SOURCES and self.leakage != LeakageLevel.pair.value:
+        if self.source in TRIPLET_SOURCES and self.leakage not in (None, default):
             raise ValueError(
                 f"data.leakage filters scored pairs (stage2, pairs, hub, snli_regression), not {self.source!r} "
                 "triplets, which the run counts against the test sets and trains on as they are; remove it (the "
-                "stage's dev set is filtered at the default level, pair)"
+                f"stage's built-in dev sets are filtered at {default.value}, its dev files at {OWN_DATA_LEVEL.value})"
             )
         if self.leakage == "none" and self.source == "stage2":
             raise ValueError(
                 "stage2 is STS-B and SICK-R train less their test pairs: it has no `leakage: none`; to train on the "
                 "files as they are, name them as source: pairs"
             )
+        if self.leakage is None:
+            self.leakage = default
         return self
 
     @model_validator(mode="before")
@@ -421,10 +436,7 @@ class RunConfig(Strict):
     @field_validator("tasks", mode="before")
     @classmethod
     def _task_list(cls, value: Any) -> Any:
-        """``"STS12,my_test.csv"`` is the list it names (``sts`` and ``none`` stay as they are)."""
-        if isinstance(value, str) and value not in ("sts", "none"):
-            return [entry.strip() for entry in value.split(",") if entry.strip()]
-        return value
+        return task_list(value)
 
     @field_validator("tasks")
     @classmethod
@@ -462,12 +474,11 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _own_test_sets_stay_out_of_training_and_dev(self) -> RunConfig:
-        """A pair file ``tasks`` scores is a test set: no stage chooses its checkpoints on it, and every stage filters
-        its dev parts (and its scored training pairs, where it filters them) against it too: it is added to the
-        stage's ``leakage_against`` where missing, so the saved config and the record say so."""
-        own = {
-            _resolved(entry): entry for entry in self.task_entries if Path(entry).suffix.lower() in PAIR_FILE_SUFFIXES
-        }
+        """A test set of the user's that ``tasks`` scores (a pair file, a folder in the Hub's layout, a Hub dataset
+        id): no stage chooses its checkpoints on it, and every stage filters its dev parts (and its scored training
+        pairs, where it filters them) against it too: it is added to the stage's ``leakage_against`` where missing,
+        so the saved config and the record say so."""
+        own = {_resolved(entry): entry for entry in self.task_entries if entry != "sts" and entry not in SEVEN_TASKS}
         if not own:
             return self
         for index, stage in enumerate(self.stages):
@@ -485,8 +496,17 @@ class RunConfig(Strict):
         return self
 
 
-def _resolved(path: str) -> Path:
-    return Path(path).expanduser().resolve()
+def _resolved(entry: str) -> Path | str:
+    """A test set as one key, however it is written: a local path resolved, a Hub dataset id as it is."""
+    return config_path(entry) if is_local(entry) else entry
+
+
+def is_test_set(entry: str) -> bool:
+    """Whether ``entry`` names a test set of the user's: a pair file, a folder in the Hub's file layout, or a Hub
+    dataset id (owner/name)."""
+    if Path(entry).suffix.lower() in PAIR_FILE_SUFFIXES:
+        return True
+    return Path(entry).expanduser().is_dir() if is_local(entry) else "/" in entry
 
 
 def _set_dotted(raw: dict[str, Any], dotted: str, value: Any, given_as: str = "--set") -> None:
@@ -511,19 +531,64 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: Any, given_as: str = "-
             raise PcctuneError(f"{given_as} {dotted}: {where} is inside a value, not a section")
 
 
+def task_list(value: Any) -> Any:
+    """``tasks: "STS12,my_test.csv"`` is the list it names (``sts`` and ``none`` stay as they are)."""
+    if isinstance(value, str) and value not in ("sts", "none"):
+        return [entry.strip() for entry in value.split(",") if entry.strip()]
+    return value
+
+
+def _is_path(entry: Any, folder: Path) -> bool:
+    """Whether a config's entry names a local file or folder (a pair file, ``./…``, ``~/…``, or a path that exists
+    under ``folder``) rather than a built-in set, a task name or a Hub dataset id."""
+    if not isinstance(entry, str) or entry in ("sts", "none") or entry in SEVEN_TASKS:
+        return False
+    named = Path(entry).suffix.lower() in PAIR_FILE_SUFFIXES or entry.startswith(PATH_PREFIXES)
+    return named or (folder / entry).exists()
+
+
+def _paths_from(raw: dict[str, Any], folder: Path) -> None:
+    """Write the data files ``raw`` names, where relative, as taken from ``folder`` (``pcctune.paths.config_path``):
+    each stage's ``data.path``, ``data.leakage_against`` and ``dev`` files, and the pair files of ``tasks``. The
+    model and ``output_dir`` stay as written, relative to the working folder."""
+
+    def resolved(entries: Any) -> Any:
+        if isinstance(entries, list):
+            return [resolved(entry) for entry in entries]
+        return str(config_path(entries, folder)) if _is_path(entries, folder) else entries
+
+    if "tasks" in raw:
+        raw["tasks"] = resolved(task_list(raw["tasks"]))
+    stages = raw.get("stages")
+    for stage in [stage for stage in stages if isinstance(stage, dict)] if isinstance(stages, list) else []:
+        if "dev" in stage:
+            stage["dev"] = resolved(stage["dev"])
+        data = stage.get("data")
+        if isinstance(data, dict):
+            if isinstance(data.get("path"), str):
+                data["path"] = str(config_path(data["path"], folder))
+            if "leakage_against" in data:
+                data["leakage_against"] = resolved(data["leakage_against"])
+
+
 def load_config(
     path: str | Path,
     overrides: dict[str, Any] | None = None,
     given_as: str = "--set",
     flags: dict[str, str] | None = None,
+    in_place: bool = True,
 ) -> RunConfig:
-    """Read a YAML run config; ``overrides`` (dotted keys) win over the file. An override the config refuses is
-    named as the user gave it: by its own option where ``flags`` maps its key to one (``tasks`` → ``--tasks``), else
-    as ``given_as`` and its key (``--set``, or a search space)."""
+    """Read a YAML run config; ``overrides`` (dotted keys) win over the file. The data files it names are read
+    where the file stands (``in_place``; false: from the working folder, as for a run folder's own ``config.yaml``).
+    An override the config refuses is named as the user gave it: by its own option where ``flags`` maps its key to
+    one (``tasks`` → ``--tasks``), else as ``given_as`` and its key (``--set``, or a search space); an override's
+    relative path is read from the working folder."""
     path = Path(path)
     raw = read_yaml(path, "config file") or {}
     if not isinstance(raw, dict):
         raise PcctuneError(f"{path}: a run config is a YAML mapping (model:, stages:, …), found {type(raw).__name__}")
+    if in_place:
+        _paths_from(raw, path.parent)
     for dotted, value in (overrides or {}).items():
         _set_dotted(raw, dotted, value, given_as)
     try:

@@ -9,8 +9,9 @@ labels are scaled; this module reads that data and shapes it:
 - ``triplets``: (anchor, positive[, negative]) from SimCSE's csv or SNLI;
 - ``preferences``: (x1, x2, x3, x4) ranked by a cross-encoder (``pcctune.training.preference``).
 
-Scored pairs go through the stage's leakage filter (``data.leakage``, ``pair`` unless set: the stage-2 set's filter),
-by the same checks the run's audit counts (``pcctune.training.audit``); triplets are taken as given.
+Scored pairs go through the stage's leakage filter (``data.leakage``; unless set, ``pair`` for the stage-2 set, the
+paper's filter, and ``normalized`` for a user's own pairs), by the same checks the run's audit counts
+(``pcctune.training.audit``); triplets are taken as given.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.losses.registry import LabelScale, loss_spec
-from pcctune.paths import FilesState, files_state
+from pcctune.paths import FilesState, config_path, files_state
 from pcctune.seeding import DEFAULT_SEED
 from pcctune.training.config import DataConfig, StageConfig
 
@@ -57,7 +58,7 @@ def source_key(data: DataConfig, senteval_dir: Path) -> tuple[str, Path, FilesSt
     SentEval data and SICK where the tokenized copy borrows it), so that a file changed between two runs in one
     process is read again."""
     folder = senteval_dir.resolve()
-    local = [Path(file).expanduser() for file in (data.path, *data.leakage_against) if file]
+    local = [config_path(file) for file in (data.path, *data.leakage_against) if file]
     if data.name and is_local(data.name):
         local += [Path(data.name).expanduser(), *pair_files_named(data.name)]
     return (
@@ -76,12 +77,12 @@ def source_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
     if data.source == "stage2":
         files += [*load_stsb(senteval_dir, "train").files, *load_sick(senteval_dir, "train").files]
     elif data.source in ("snli", "snli_regression"):
-        folder = Path(data.path).expanduser() if data.path else snli_dir(senteval_dir)
+        folder = config_path(data.path) if data.path else snli_dir(senteval_dir)
         files += snli_files(folder, data.splits)
     elif data.source == "hub" and data.name and is_local(data.name):
         files += local_data_files(Path(data.name).expanduser(), data.data_files)
-    elif data.path and Path(data.path).expanduser().is_file():
-        files.append(Path(data.path).expanduser())
+    elif data.path and config_path(data.path).is_file():
+        files.append(config_path(data.path))
     dpo_candidates = stage.loss == "dpo" and stage.dpo.candidates == "snli"
     if dpo_candidates or stage.regression.head_warmup == "nli":  # the head's warm-up reads SNLI as DPO does
         files += snli_files(snli_dir(senteval_dir), SNLI_SPLITS)
@@ -98,6 +99,17 @@ def scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:
 def removed_by_filter(data: DataConfig, senteval_dir: Path) -> int:
     """How many of the source's pairs the leakage filter removed, beyond a ``stage2`` set's own report."""
     return _scored_and_removed(*source_key(data, senteval_dir))[1]
+
+
+def own_test_files(data: DataConfig) -> list[Path]:
+    """The local files of the user's own test sets (``data.leakage_against``): each pair file, and the data files of
+    each folder in the Hub's layout (none for a Hub dataset id)."""
+    files: list[Path] = []
+    for entry in data.leakage_against:
+        path = Path(entry).expanduser()
+        if is_local(entry):
+            files += local_data_files(path) if path.is_dir() else [path]
+    return files
 
 
 def test_tasks_of(data: DataConfig, senteval_dir: Path) -> list[STSTask]:

@@ -25,9 +25,16 @@ from pcctune.data.sts import STSPair
 from pcctune.errors import PcctuneError
 from pcctune.losses.registry import loss_spec
 from pcctune.modeling.encoding import encode_unique
-from pcctune.paths import FilesState, files_state
+from pcctune.paths import FilesState, config_path, files_state
 from pcctune.training.config import StageConfig
-from pcctune.training.datasets import removed_by_filter, scored_pairs, source_files, source_key, test_tasks_of
+from pcctune.training.datasets import (
+    own_test_files,
+    removed_by_filter,
+    scored_pairs,
+    source_files,
+    source_key,
+    test_tasks_of,
+)
 
 
 class DevSTSEvaluator(SentenceEvaluator):
@@ -134,7 +141,7 @@ def stage_data_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
     a sweep's identity hash beside the test files). A file that is not there is one line naming the stage and the
     setting that reads it."""
     files = _present(stage, "data", source_files(stage, senteval_dir))
-    files += _present(stage, "data.leakage_against", [Path(file).expanduser() for file in stage.data.leakage_against])
+    files += _present(stage, "data.leakage_against", own_test_files(stage.data))
     for entry in dev_entries(stage.dev) if stage.dev != "none" else []:
         if entry in SINGLE_DEV_SETS:
             files += _present(stage, "dev", SINGLE_DEV_SETS[entry](senteval_dir).files)
@@ -146,7 +153,7 @@ def stage_data_files(stage: StageConfig, senteval_dir: Path) -> list[Path]:
 def _present(stage: StageConfig, setting: str, files: list[Path]) -> list[Path]:
     missing = next((file for file in files if not Path(file).is_file()), None)
     if missing is not None:
-        raise PcctuneError(f"stage {stage.name!r}: {setting} reads {missing}, which is not a file")
+        raise PcctuneError(f"stage {stage.name!r}: {setting} reads {config_path(missing)}, which is not a file")
     return files
 
 

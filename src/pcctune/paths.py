@@ -83,3 +83,12 @@ def files_state(paths: Iterable[Path]) -> FilesState:
         elif path.is_file():
             files.add(path)
     return tuple((str(f), file_state(f)) for f in sorted(files))
+
+
+def config_path(name: str | Path, base: Path | None = None) -> Path:
+    """A data file or folder a run config names, as pcctune reads it: ``~`` expanded, a relative path taken from
+    ``base`` (the config file's folder; the working folder without one: a config given as a mapping, or read back
+    from a run folder), made absolute. Reading a config (``pcctune.training.config.load_config``) and the cache keys
+    over the files it names both resolve through here."""
+    path = Path(name).expanduser()
+    return (path if path.is_absolute() else (base or Path.cwd()) / path).resolve()

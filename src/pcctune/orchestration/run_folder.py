@@ -71,7 +71,7 @@ def _same_run(saved: dict[str, Any], config: RunConfig) -> bool:
 def _saved_config_fingerprint(out: Path, recovery: bool) -> str | None:
     """The fingerprint of the folder's ``config.yaml`` under today's settings (``None`` if it cannot be read)."""
     try:
-        return config_fingerprint(load_config(out / RUN_CONFIG), recovery=recovery)
+        return config_fingerprint(load_config(out / RUN_CONFIG, in_place=False), recovery=recovery)
     except PcctuneError:
         return None
 

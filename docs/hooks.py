@@ -10,6 +10,10 @@
   file's path from the repository root, as code (`` `tests/test_docs.py` ``), after the link's text where that
   says something else. A link into an included file that names a page of the site is made relative to the page
   showing it; a link to nothing is left as it is, for the build's link check to report.
+- ``<!-- cli-reference -->`` becomes the reference of every command of ``pcctune``, typer's own (what ``typer
+  pcctune.cli utils docs`` writes) with each command's summary whole (typer cuts it at 45 characters) and each usage
+  line in words, as the commands' help texts name their arguments (``pcctune eval [OPTIONS] MODEL``, where typer
+  writes ``$ pcctune eval [OPTIONS] {model}``).
 - The docs build imports pcctune, and with it libraries that speak at import time: bitsandbytes logs that an
   optional kernel package is missing, torch warns about its own deprecated internals. Both are quietened for the
   build alone.
@@ -31,7 +35,15 @@ warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\."
 with known_noise_dropped():
     from pcctune.losses import citations
 
+import typer  # noqa: E402
+from typer.cli import get_docs_for_click  # noqa: E402
+
+from pcctune.cli import app  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
+CLI_MARKER = "<!-- cli-reference -->"
+USAGE = re.compile(r"^\$ (pcctune.*)$", re.MULTILINE)
+REQUIRED = re.compile(r"\{(\w+)\}")
 DOCS = ROOT / "docs"
 LINK = re.compile(r"(?<!\!)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 INCLUDE = re.compile(r"^<!-- include: (?P<path>[^\s#]+)(?:#(?P<section>\S+))? -->$", re.MULTILINE)
@@ -46,6 +58,28 @@ def bibtex_blocks() -> str:
             title = " ".join(entry.split("title={", 1)[1].split("}", 1)[0].split())
             blocks.append(f"**{title}**\n\n```bibtex\n{entry}\n```")
     return "\n\n".join(blocks)
+
+
+def whole_summaries(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:
+    """Give ``command`` and every command under it its help's first paragraph, whole, as its summary."""
+    command.short_help = " ".join((command.help or "").strip().split("\n\n")[0].split())
+    for sub in getattr(command, "commands", {}).values():
+        whole_summaries(sub)
+
+
+def usage_line(match: re.Match[str]) -> str:
+    """A usage line of typer's docs (``$ pcctune eval [OPTIONS] {model}``) as plain words: ``pcctune eval [OPTIONS]
+    MODEL``."""
+    return REQUIRED.sub(lambda name: name[1].upper(), match[1])
+
+
+def cli_reference() -> str:
+    """The reference of every command, from the command-line app itself (``typer.cli.get_docs_for_click``)."""
+    command = typer.main.get_command(app)
+    whole_summaries(command)
+    with typer.Context(command, info_name="pcctune") as context:
+        docs = get_docs_for_click(obj=command, ctx=context, name="pcctune", indent=1)
+    return USAGE.sub(usage_line, docs.replace("```console\n", "```text\n"))
 
 
 def site_target(target: str, folder: Path, page: Path) -> str | None:
@@ -113,4 +147,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     source = DOCS / page.file.src_path
     markdown = rewrite_links(markdown, source.parent, source)
     markdown = INCLUDE.sub(lambda m: include(m, source), markdown)
+    if CLI_MARKER in markdown:
+        markdown = markdown.replace(CLI_MARKER, cli_reference())
     return markdown.replace("<!-- citations -->", bibtex_blocks())

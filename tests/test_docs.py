@@ -33,8 +33,7 @@ MARKDOWN_LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 
 def build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
     """``mkdocs build --strict`` of ``config``, as ``make docs`` runs it."""
-    bin_dir = str(Path(sys.executable).parent)  # the CLI reference runs the venv's `typer`
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "NO_MKDOCS_2_WARNING": "1"}
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "--site-dir", str(site_dir)]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
@@ -106,6 +105,16 @@ def test_every_command_is_in_the_cli_reference(site):
     commands = cli_commands()
     assert "pcctune data download" in commands and len(commands) >= 15
     assert [c for c in commands if c not in text] == []
+
+
+def test_the_cli_reference_has_whole_summaries_and_usage_lines(site):
+    text = " ".join(page_text(site, "reference/cli").split())
+    command = typer.main.get_command(app)
+    for name, sub in command.commands.items():
+        summary = " ".join((sub.help or "").strip().split("\n\n")[0].split())
+        assert summary in text, name
+    assert "pcctune eval [OPTIONS] MODEL" in text and "pcctune compare [OPTIONS] RUNS_A RUNS_B" in text
+    assert "{model}" not in text and "console $" not in text
 
 
 def test_every_config_field_and_its_description_is_in_the_config_reference(site):

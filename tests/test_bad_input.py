@@ -361,6 +361,18 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         "data.leakage_against reads",
     ),
     (
+        "leakage-against-not-a-test-set",
+        lambda c: _train(
+            c,
+            c.config(
+                stage={
+                    "data": {"source": "pairs", "path": c.pairs_file(), "leakage_against": [c.file("t.txt", "a b 1\n")]}
+                }
+            ),
+        ),
+        "a folder in the Hub's file layout or a Hub dataset id",
+    ),
+    (
         "snli-folder-missing",
         lambda c: _train(
             c, c.config(stage={"loss": "infonce", "data": {"source": "snli", "path": str(c.inputs / "x")}})

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pcctune.data.audit import check_sources, kept_when_done, summarize_source
-from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel, leakage_level, split_clean
+from pcctune.data.leakage import NEAR_THRESHOLD, PAPER_LEVEL, LeakageLevel, leakage_level, split_clean
 from pcctune.data.senteval import borrowed_sick, load_sick, load_stsb, own_sick_dir, sts_dir
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
@@ -70,7 +70,7 @@ def rescale_sick_score(score: float) -> float:
 
 def build_stage2_set(
     senteval_dir: Path,
-    level: LeakageLevel = LeakageLevel.pair,
+    level: LeakageLevel = PAPER_LEVEL,
     rescale_sick: bool = False,
     near_threshold: float = NEAR_THRESHOLD,
 ) -> Stage2Set:

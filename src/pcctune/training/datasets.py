@@ -26,7 +26,7 @@ from datasets import Dataset
 from pcctune.data.audit import CheckedSource, check_sources
 from pcctune.data.dev import in_holdout
 from pcctune.data.hub import load_hub_dataset
-from pcctune.data.leakage import LeakageLevel
+from pcctune.data.leakage import PAPER_LEVEL
 from pcctune.data.local import is_local, local_data_files, pair_files_named
 from pcctune.data.nli import (
     SNLI_SPLITS,
@@ -210,9 +210,7 @@ def too_few_examples(stage: StageConfig, examples: int, senteval_dir: Path) -> P
 def stage2_set(data: DataConfig, senteval_dir: Path) -> Stage2Set:
     """The stage-2 set (STS-B train + SICK-R train) as a stage's ``data`` filters and scales it, with its leakage
     report."""
-    return build_stage2_set(
-        senteval_dir, data.filter_level or LeakageLevel.pair, data.rescale_sick, data.near_threshold
-    )
+    return build_stage2_set(senteval_dir, data.filter_level or PAPER_LEVEL, data.rescale_sick, data.near_threshold)
 
 
 def read_scored_pairs(data: DataConfig, senteval_dir: Path) -> list[SourcedPair]:

@@ -140,8 +140,15 @@ def test_the_same_model_and_settings_give_the_same_key(kind, case):
     assert first is not None and key_of(kind, case) == first
 
 
-@pytest.mark.parametrize("change", sorted(CHANGES))
-@pytest.mark.parametrize("kind", KINDS)
+MODEL_CONTENT = ("weights changed in place", "tokenizer file")
+"""Changes to a model's files. A run's own stage model is saved in the run folder, which keys its kept vectors by its
+fingerprint: those vectors are removed whenever the stage trains again (tested below), not keyed by the weights."""
+
+
+@pytest.mark.parametrize(
+    ("kind", "change"),
+    [(k, c) for k in KINDS for c in sorted(CHANGES) if not (k == "run-vectors" and c in MODEL_CONTENT)],
+)
 def test_any_input_that_changes_the_result_changes_the_key(kind, change, case, monkeypatch):
     before = key_of(kind, case)
     CHANGES[change](case, monkeypatch)
@@ -332,3 +339,79 @@ def test_the_code_digest_sees_a_same_size_edit_whose_time_was_set_back(tmp_path)
     before = provenance.code_digest("pcctune.data.leakage", package_root=copy)
     same_size_edit_with_its_time_restored(copy / "data" / "leakage.py", "\n\n", "#\n")
     assert provenance.code_digest("pcctune.data.leakage", package_root=copy) != before
+
+
+@pytest.fixture
+def remembered(case, monkeypatch) -> list[Path]:
+    """Every file's hash remembered (none counts as small), and the weight files read in full, in order."""
+    from pcctune.modeling import weight_files
+
+    monkeypatch.setattr(provenance, "SMALL_FILE", 0)
+    reads: list[Path] = []
+
+    def counted(path: Path) -> str:
+        reads.append(Path(path))
+        return provenance.file_sha256(path)
+
+    monkeypatch.setattr(weight_files, "file_sha256", counted)
+    return reads
+
+
+def test_a_model_read_from_its_folder_is_keyed_by_its_files_hashes_remembered(case, remembered):
+    first = key_of("scores", case)
+    assert any(path.name == "model.safetensors" for path in remembered)
+    remembered.clear()
+    assert key_of("scores", case) == first and remembered == []  # warm: no file read again
+    weights = Path(case["config"].model) / "model.safetensors"
+    overwrite_weights(case)
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns - 10**9))
+    assert key_of("scores", case) != first and weights.resolve() in remembered
+
+
+def test_a_same_size_rewrite_of_the_weights_with_their_time_set_back_is_a_miss(case, remembered):
+    weights = Path(case["config"].model) / "model.safetensors"
+    first = key_of("scores", case)
+    before = weights.stat()
+    with weights.open("r+b") as handle:  # the last tensor's last bytes changed in place: same inode, same size
+        handle.seek(-8, os.SEEK_END)
+        changed = bytes(255 - byte for byte in handle.read(8))
+        handle.seek(-8, os.SEEK_END)
+        handle.write(changed)
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    now = weights.stat()
+    assert (now.st_ino, now.st_size, now.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert key_of("scores", case) != first
+
+
+def test_what_no_file_holds_is_read_from_the_model(case):
+    """A new head's weights are in no file of the folder: two heads keep two keys though the files are the same."""
+    from pcctune.modeling.pooler_head import add_mlp_head
+    from pcctune.modeling.weight_files import model_folders
+
+    folders = model_folders(case["config"].model)
+    digests = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = add_mlp_head(load_base(case["config"], quantized=False, head=False))
+        digests.append(fingerprint.model_digest(model, folders))
+    assert None not in digests and digests[0] != digests[1]
+
+
+def test_a_stage_evaluation_key_reads_no_weights_and_a_stage_trained_again_drops_its_vectors(case, monkeypatch):
+    """A stage's test vectors wait in its run folder, keyed by the run's fingerprint: the key reads none of the
+    stage model's weights, and training the stage again removes the vectors of the model it replaces."""
+    config: RunConfig = case["config"]
+    tasks = load_protocol_tasks(case["senteval"], config.eval_protocol)
+    pipeline = Pipeline(config, case["senteval"], Console(quiet=True), tasks=tasks)
+    model = load_base(config, quantized=False, head=False)
+
+    def unread(*args, **kwargs):
+        raise AssertionError("the stage's weights were read for its key")
+
+    monkeypatch.setattr(fingerprint, "model_digest", unread)
+    assert pipeline.eval_key("stage1", model) == pipeline.eval_key("stage1", model)
+    kept = pipeline.store_path("stage1")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(b"vectors of the model before")
+    pipeline.forget("stage1")
+    assert not kept.exists()

@@ -23,8 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,6 +34,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.host_settings import host_settings
 from pcctune.modeling.backends import RuntimeBackbone
+from pcctune.modeling.weight_files import content_hashes, folder_files, held_by_files, safetensors_shapes
 from pcctune.provenance import code_digest, device_name, library_versions
 
 KERNEL_ENVIRONMENT = (
@@ -58,30 +61,57 @@ PATH_KEYS = (
 """Settings that name where a model or tokenizer was read from, not what it holds: left out of its digest."""
 
 
-def model_digest(model: SentenceTransformer) -> str | None:
-    """sha256 of ``model`` as loaded (module docstring); ``None`` when a part of it cannot be read."""
+def model_digest(model: SentenceTransformer, read_from: Sequence[Path] = ()) -> str | None:
+    """sha256 of ``model`` as loaded (module docstring); ``None`` when a part of it cannot be read.
+
+    ``read_from``: the folders ``model`` was just read from (`pcctune.modeling.weight_files.model_folders`), by a
+    caller that has changed none of its tensors since. The content hashes of their files then stand for the tensors
+    they hold (each tensor's name, dtype and shape still in the digest), and only what no file holds (a new head,
+    continuous prompts) is read: a key of a 7B model in about a second once its files' hashes are remembered."""
     if any(getattr(module, "backend", "torch") != "torch" for module in model) or any(
         isinstance(module, RuntimeBackbone) for module in model.modules()
     ):
         return None  # the weights live in an exported graph (ONNX, OpenVINO), not in tensors: not digested here
-    digest = hashlib.sha256()
     described = describe_modules(model)
-    if described is None or not add_tensors(digest, model.state_dict(keep_vars=False)):
+    if described is None:
         return None
-    digest.update(json.dumps(described, sort_keys=True, default=str).encode())
+    files = folder_files(read_from)
+    shapes = safetensors_shapes(path for _, path in files)
+    prefixes = [
+        prefix for module in model if (prefix := getattr(getattr(module, "auto_model", None), "base_model_prefix", ""))
+    ]
+    tensors = model.state_dict(keep_vars=False)
+    held = {
+        name
+        for name, tensor in tensors.items()
+        if isinstance(tensor, torch.Tensor) and held_by_files(name, tuple(tensor.shape), shapes, prefixes)
+    }
+    digest = hashlib.sha256()
+    if not add_tensors(digest, tensors, held):
+        return None
+    digest.update(json.dumps([described, content_hashes(files)], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
-def add_tensors(digest: Any, tensors: Mapping[str, Any]) -> bool:
-    """Feed each tensor's name, dtype, shape and bytes to ``digest``; false (and the digest unfinished) where one is
-    not a tensor or has no data (``meta``)."""
+def add_tensors(digest: Any, tensors: Mapping[str, Any], held: Collection[str] = ()) -> bool:
+    """Feed each tensor's name, dtype, shape and the sha256 of its bytes (hashed in threads) to ``digest``, or
+    ``file`` for a tensor a file of the model's folders holds (``held``); false (and the digest unfinished) where one
+    is not a tensor or has no data (``meta``)."""
+    if any(not isinstance(tensor, torch.Tensor) or tensor.is_meta for tensor in tensors.values()):
+        return False
+    read = [name for name in tensors if name not in held]
+    workers = max(1, min(len(read), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pcctune-hash") as pool:
+        hashes = dict(zip(read, pool.map(lambda name: tensor_sha256(tensors[name]), read), strict=True))
     for name, tensor in tensors.items():
-        if not isinstance(tensor, torch.Tensor) or tensor.is_meta:
-            return False
-        data = tensor.detach().to("cpu").contiguous().reshape(-1)
-        digest.update(f"{name}|{data.dtype}|{tuple(tensor.shape)}\0".encode())
-        digest.update(data.view(torch.uint8).numpy().data)
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|{hashes.get(name, 'file')}\0".encode())
     return True
+
+
+def tensor_sha256(tensor: torch.Tensor) -> str:
+    """The sha256 of a tensor's bytes (copied to the CPU where it lives elsewhere)."""
+    data = tensor.detach().to("cpu").contiguous().reshape(-1)
+    return hashlib.sha256(data.view(torch.uint8).numpy().data).hexdigest()
 
 
 def describe_modules(model: SentenceTransformer) -> list[Any] | None:
@@ -191,11 +221,20 @@ def float32_matmul_settings() -> dict[str, Any]:
     }
 
 
-def computation_key(settings: dict[str, Any], model: SentenceTransformer, *modules: str) -> str | None:
-    """sha256 of ``settings`` (what the caller chose: tasks, protocol, seed…), ``model`` as loaded and the
-    ``computation_identity`` of ``modules``; ``None`` when the model cannot be digested (no cache then)."""
-    weights = model_digest(model)
+def computation_key(
+    settings: dict[str, Any], model: SentenceTransformer, *modules: str, read_from: Sequence[Path] = ()
+) -> str | None:
+    """sha256 of ``settings`` (what the caller chose: tasks, protocol…), ``model`` as loaded (``read_from``: see
+    ``model_digest``) and the ``computation_identity`` of ``modules``; ``None`` when the model cannot be digested
+    (no cache then)."""
+    weights = model_digest(model, read_from)
     if weights is None:
         return None
-    payload = {"settings": settings, "model": weights, "identity": computation_identity(model.device, *modules)}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return settings_key({"settings": settings, "model": weights}, model.device, *modules)
+
+
+def settings_key(payload: dict[str, Any], device: torch.device, *modules: str) -> str:
+    """sha256 of ``payload`` and the ``computation_identity`` of ``modules`` on ``device``: the key of a result whose
+    model is named by ``payload`` (its digest, or a run folder's fingerprint where the folder holds the model)."""
+    identified = payload | {"identity": computation_identity(device, *modules)}
+    return hashlib.sha256(json.dumps(identified, sort_keys=True, default=str).encode()).hexdigest()

@@ -23,6 +23,7 @@ from pcctune.data.pairs import pairs_sha256
 from pcctune.data.sts import STSTask
 from pcctune.io import write_json
 from pcctune.modeling.fingerprint import computation_key
+from pcctune.modeling.weight_files import model_folders
 from pcctune.paths import cache_root
 from pcctune.training.config import RunConfig
 
@@ -47,7 +48,9 @@ def before_key(
     act after loading (the evaluation's dtype and protocol), the test pairs, and the code and device
     (`pcctune.modeling.fingerprint.computation_key`); ``None`` where the model cannot be digested. The run's seed
     is not in it: scoring draws nothing at random, so every seed of a grid reads one base score.
-    ``precision``: a QLoRA run's evaluation base (``16bit`` / ``4bit``)."""
+    ``precision``: a QLoRA run's evaluation base (``16bit`` / ``4bit``). ``model`` is the run's model just loaded
+    (``pcctune.orchestration.pipeline.load_base``), so a local folder's files stand for the weights they hold
+    (`pcctune.modeling.weight_files`)."""
     settings = {
         "scored": "the base model, no MLP head, before training",
         "eval_dtype": config.eval_dtype,
@@ -55,7 +58,7 @@ def before_key(
         "precision": precision,
         "tasks": tasks_digest(tasks),
     }
-    return computation_key(settings, model, COMPUTED_BY)
+    return computation_key(settings, model, COMPUTED_BY, read_from=model_folders(config.model))
 
 
 def entry(key: str) -> Path:

@@ -37,7 +37,7 @@ from pcctune.losses.registry import resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import ModelSource, build_model, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
-from pcctune.modeling.fingerprint import computation_key
+from pcctune.modeling.fingerprint import settings_key
 from pcctune.modeling.pooler_head import add_mlp_head
 from pcctune.modeling.prompts import use_prompt
 from pcctune.modeling.saving import is_saved_model
@@ -278,10 +278,16 @@ class Pipeline:
             self.result.to_disk(Path(self.config.output_dir) / PARTIAL_RESULTS)
 
     def forget(self, label: str) -> None:
-        """Drop the stage record and the evaluation of a stage about to train (again)."""
+        """Drop the stage record and the evaluation of a stage about to train (again), its kept vectors too."""
         self.result.stages = [s for s in self.result.stages if s.stage != label]
         self.result.sts_by_stage.pop(label, None)
         self.result.eval_wall_time_s.pop(label, None)
+        if self.main:
+            self.store_path(label).unlink(missing_ok=True)
+
+    def store_path(self, label: str) -> Path:
+        """Where ``label``'s test vectors wait, in the run folder, until its scores are recorded."""
+        return Path(self.config.output_dir) / f"eval-{label}{STORE_SUFFIX}"
 
     def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
         return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
@@ -289,16 +295,17 @@ class Pipeline:
     def evaluate(self, label: str, model: SentenceTransformer, key: str | None = None) -> None:
         """Score ``model`` on the test tasks: every process encodes a shard (when distributed), rank 0 records. In
         one process, the vectors so far are kept in the run folder until the scores are recorded, so ``--resume``
-        after an interrupt encodes only the rest; the store's key (``key``, else ``eval_key``) holds the model as
-        loaded, so vectors of another model are never read back."""
+        after an interrupt encodes only the rest. A stage's store is keyed by ``eval_key``; the base model's by
+        ``key`` (`pcctune.orchestration.base_scores.before_key`, which holds the model as loaded: ``None`` keeps
+        no vectors)."""
         if not self.test_tasks or (not self.main and not is_distributed()):
             return
         prepare_for_eval(model, self.config)
         store = None
         if not is_distributed():
-            key = key or self.eval_key(label, model)
+            key = key if label == "before" else self.eval_key(label, model)
             if key is not None:
-                store = VectorStore.open(Path(self.config.output_dir) / f"eval-{label}{STORE_SUFFIX}", key)
+                store = VectorStore.open(self.store_path(label), key)
         protocol = self.config.eval_protocol
         started = time.perf_counter()
         scores, avg = evaluate_sts(model, self.test_tasks, protocol=protocol, show_progress=self.main, store=store)
@@ -310,11 +317,13 @@ class Pipeline:
         if store is not None:
             store.discard()
 
-    def eval_key(self, label: str, model: SentenceTransformer) -> str | None:
-        """The key of ``label``'s test evaluation of ``model`` (prepared for evaluation): the model as loaded, the
-        run's settings, the test pairs, the code and machine (`pcctune.modeling.fingerprint`)."""
+    def eval_key(self, label: str, model: SentenceTransformer) -> str:
+        """The key of the test vectors of stage ``label``'s ``model``, kept in the run folder: the run's fingerprint
+        (the settings a resume must match: `pcctune.orchestration.run_folder`), the test pairs, and the code and
+        device (`pcctune.modeling.fingerprint.settings_key`). The model is the stage's own, saved in the same
+        folder, and ``forget`` removes the vectors whenever the stage trains again, so its weights are not read."""
         settings = {"label": label, "config": config_fingerprint(self.config), "tasks": tasks_digest(self.test_tasks)}
-        return computation_key(settings, model, COMPUTED_BY)
+        return settings_key({"settings": settings}, model.device, COMPUTED_BY)
 
     def score_base(self) -> None:
         """The base model's test scores ("before"; the model itself: an untrained MLP head would only add noise),

@@ -415,3 +415,15 @@ def test_a_stage_evaluation_key_reads_no_weights_and_a_stage_trained_again_drops
     kept.write_bytes(b"vectors of the model before")
     pipeline.forget("stage1")
     assert not kept.exists()
+
+
+def test_a_model_read_from_its_folder_reads_none_of_its_tensors_for_its_key(case, monkeypatch):
+    """Every tensor of a plain model read from its folder is one a safetensors file lists: none is hashed."""
+    from pcctune.modeling.weight_files import model_folders
+
+    model = load_base(case["config"], quantized=False, head=False)
+    hashed: list[int] = []
+    monkeypatch.setattr(fingerprint, "tensor_sha256", lambda tensor: hashed.append(tensor.numel()) or "read")
+    assert fingerprint.model_digest(model, model_folders(case["config"].model)) is not None
+    assert hashed == []
+    assert fingerprint.model_digest(model) is not None and len(hashed) == len(model.state_dict())

@@ -5,9 +5,11 @@ back only what computing again would give. Its key therefore holds everything th
 
 - ``model_digest``: the model **as loaded**, not the name or folder it was loaded from: every parameter and buffer of
   every module (a LoRA adapter's and its base's alike, quantized or not), the tokenizer as it tokenizes, each
-  module's settings and the backbone's config. Reading the loaded tensors answers what names and folders cannot: an
-  adapter folder whose base was overwritten in place, a Hub id that two caches (``HF_HUB_CACHE``,
-  ``SENTENCE_TRANSFORMERS_HOME``) hold at different commits, a Hub model updated during the load.
+  module's settings (an adapter's too) and the backbone's config. Reading the loaded tensors answers what names and
+  folders cannot: an adapter folder whose base was overwritten in place, a Hub id that two caches
+  (``HF_HUB_CACHE``, ``SENTENCE_TRANSFORMERS_HOME``) hold at different commits, a Hub model updated during the load.
+  A model just read from local folders (``read_from``) is keyed by their files' content hashes instead, remembered
+  between commands (`pcctune.modeling.weight_files`), and by the tensors no file holds.
 - ``computation_identity``: the library versions that touch the numbers, the device the model runs on (a CPU by
   vendor, family, model and kernel flags, a GPU by name), the CPU speed settings and thread count in force, the
   kernel limits set in the environment, and a digest of the pcctune code that computes
@@ -15,7 +17,7 @@ back only what computing again would give. Its key therefore holds everything th
 
 Where a part cannot be read (a tensor on the ``meta`` device, no tokenizer, weights in an exported ONNX or OpenVINO
 graph), ``model_digest`` is ``None`` and the caller keeps no cache. The cost, one sha256 pass over the weights as
-loaded, is measured in docs/reliability.md ("What a key holds").
+loaded (in threads) or over a folder's files once, is measured in docs/reliability.md ("What a key holds").
 """
 
 from __future__ import annotations

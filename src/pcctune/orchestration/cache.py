@@ -2,7 +2,8 @@
 
 Everything lives under ``cache_root`` as ``KIND/NAME`` entries (``pcctune.cache_entry``):
 ``gguf`` (dequantized GGUF files), ``packaged`` (unzipped packaged models), ``resume`` (the state of unfinished
-evaluations and demonstration searches), and whatever other kinds later commands add. In the spirit of
+evaluations and demonstration searches), ``hashes`` (model files' remembered sha256), and whatever other kinds later
+commands add. In the spirit of
 ``huggingface-cli scan-cache`` and ``delete-cache``: a table of kind, name, size, age and what made each entry,
 and removal of all of it or one kind. An entry another process is using (building it, resuming from it) is left
 alone and reported.

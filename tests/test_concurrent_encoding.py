@@ -81,12 +81,12 @@ def test_overlapping_encodings_of_one_model_keep_it_in_eval_and_routed_until_the
     seen: list[tuple[bool, set[type]]] = []
     real = encoding._encode_batch
 
-    def batch(model: Any, texts: list[str], prefix: Any) -> Any:
+    def batch(model: Any, texts: list[str], prompt: str | None, prefix: Any) -> Any:
         both_inside.wait()
         if texts == SENTENCES[1:2]:  # the second call's
             assert first_ended.wait(timeout=30)
             seen.append((any(module.training for module in model.modules()), {type(m) for m in linears}))
-        return real(model, texts, prefix)
+        return real(model, texts, prompt, prefix)
 
     monkeypatch.setattr(encoding, "_encode_batch", batch)
 
@@ -113,9 +113,9 @@ def test_pcctune_tokenizes_under_the_lock_a_programs_own_threads_can_hold(tiny_b
         lock.release()
         return True
 
-    def preprocess(texts: list[str]) -> dict[str, Any]:
+    def preprocess(texts: list[str], prompt: str | None = None) -> dict[str, Any]:
         held_by_pcctune.append(not _in_threads(free)[0])  # tried from another thread, as a user's would
-        return real(texts)
+        return real(texts, prompt=prompt)
 
     monkeypatch.setattr(model, "preprocess", preprocess)
     with pcctune.cpu_speedups(workers=2):

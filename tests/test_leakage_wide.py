@@ -120,15 +120,22 @@ def test_the_table_says_which_blocks_are_complete(tmp_path):
     for name in ("base-probe1111", "minilm-sentence-pearson-seed3", "minilm-pair-pearson-seed1"):
         fake_record(transfer / f"{name}.json", 0.8)
     by_block = {block["block"]: block for block in wide.progress(args)}
-    assert by_block["sentence"] == {"block": "sentence", "search": [16, 80], "test": [5, 25], "transfer": [2, 8]}
-    assert by_block["pair"] == {"block": "pair", "search": [0, 40], "test": [0, 25], "transfer": [2, 8]}  # one seed
+    expected = {"block": "sentence", "search": [16, 80], "test": [5, 25], "growth": [0, 0], "transfer": [2, 8]}
+    assert by_block["sentence"] == expected
+    assert by_block["pair"] == {
+        "block": "pair",
+        "search": [0, 40],
+        "test": [0, 25],
+        "growth": [0, 0],
+        "transfer": [2, 8],
+    }
     assert by_block["control"]["transfer"] == [0, 0]  # the control has no transfer tasks
     assert by_block["mpnet-pair"]["search"] == [0, 0] and by_block["mpnet-pair"]["test"] == [0, 9]
     shown = report.progress_table(list(by_block.values()))
-    assert "| sentence | 16 of 80 | 5 of 25 | no | 2 of 8 |" in shown
-    assert "| mpnet-sentence | — (MiniLM's winners) | 0 of 9 | no | — |" in shown
+    assert "| sentence | 16 of 80 | 5 of 25 | no | — | 2 of 8 |" in shown
+    assert "| mpnet-sentence | — (MiniLM's winners) | 0 of 9 | no | — | — |" in shown
     one = [{"block": "pair", "search": [40, 40], "test": [25, 25], "transfer": [0, 8]}]
-    assert report.progress_table(one).endswith("| pair | 40 of 40 | 25 of 25 | yes | 0 of 8 |")
+    assert report.progress_table(one).endswith("| pair | 40 of 40 | 25 of 25 | yes | — | 0 of 8 |")
 
 
 def test_the_winner_is_the_best_mean_over_search_seeds_and_waits_for_both(tmp_path):

@@ -351,14 +351,16 @@ def family_plot(corrected: dict[tuple[str, str], Corrected], path: Path) -> None
 def progress_table(blocks: list[dict[str, Any]]) -> str:
     """Which blocks are complete: their runs with a record of those planned (complete: every search and test run,
     what the level's verdict reads), and their transfer evaluations."""
-    header = ["block", "search runs", "test runs", "complete", "transfer evaluations"]
+    header = ["block", "search runs", "test runs", "complete", "grown search", "transfer evaluations"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for block in blocks:
         (searched, searches), (tested, tests), (moved, transfers) = (block[k] for k in ("search", "test", "transfer"))
         search = f"{searched} of {searches}" if searches else "— (MiniLM's winners)"
         done = "yes" if block["block"] in wide.complete_blocks([block]) else "no"
+        grown, planned = block.get("growth", (0, 0))
+        growing = f"{grown} of {planned} so far" if planned else "—"
         transfer = f"{moved} of {transfers}" if transfers else "—"
-        lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} | {transfer} |")
+        lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} | {growing} | {transfer} |")
     return "\n".join(lines)
 
 
@@ -406,11 +408,46 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
             for cell in block.cells(list(block.losses))
         }
         lines += ["", search_table(found["search"], len(points), planned)]
+    if found.get("growth"):
+        lines += ["", growth_table(found["growth"], found["search"], planned)]
     if corrected:
         lines += ["", comparison_table(corrected)]
     if found["transfer"]:
         lines += ["", "Transfer tasks, accuracy % (wide search; base model: the mean over its probe seeds):", ""]
         lines.append(transfer_table(with_base_mean(found["transfer"])))
+    return "\n".join(lines)
+
+
+def growth_table(grown: list[dict[str, Any]], search: list[dict[str, Any]], seeds: dict[str, int]) -> str:
+    """The grown search (``reproductions/leakage/growth.py``): each cell's grown points, their mean best dev × 100
+    over the search seeds that have run (``n of k seeds`` where not all of the ``seeds`` its block plans have; †
+    where a seed's best checkpoint was its last step), and the cell's best design point for reference."""
+    by_cell: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for row in grown:
+        by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
+    lines = [
+        "Grown search (the growth rule: 2× and 4× the winner's epochs, at `sentence` and the control also half its "
+        "learning rate at 4×; a winner at 4× grows to 8×), mean best dev × 100 over the search seeds:",
+        "",
+        "| cell | first winner (dev) | grown points |",
+        "| --- | --- | --- |",
+    ]
+    for cell, points in by_cell.items():
+        design = {}
+        for row in search:
+            if row["cell"] == cell:
+                design.setdefault(row["point"], []).append(row["best_dev"])
+        best = max(design, key=lambda k: statistics.mean(design[k])) if design else None
+        first = f"point {best} ({100 * statistics.mean(design[best]):.2f})" if best is not None else "—"
+        texts = []
+        for label, runs in points.items():
+            ran = {r["seed"] for r in runs}
+            text = f"{label}: {100 * statistics.mean(r['best_dev'] for r in runs):.2f}" + "†" * any(
+                r["last_step"] for r in runs
+            )
+            planned = seeds.get(cell, len(ran))
+            texts.append(text + ("" if len(ran) >= planned else f" ({len(ran)} of {planned} seeds)"))
+        lines.append(f"| {cell} | {first} | {'; '.join(texts)} |")
     return "\n".join(lines)
 
 

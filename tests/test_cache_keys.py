@@ -427,3 +427,11 @@ def test_a_model_read_from_its_folder_reads_none_of_its_tensors_for_its_key(case
     assert fingerprint.model_digest(model, model_folders(case["config"].model)) is not None
     assert hashed == []
     assert fingerprint.model_digest(model) is not None and len(hashed) == len(model.state_dict())
+
+
+def test_pcctune_eval_keeps_one_set_of_vectors_for_a_folder_named_with_or_without_dot_slash(case, monkeypatch):
+    monkeypatch.chdir(case["tmp"])
+    set_config(model="./base")(case)
+    dotted = key_of("eval-vectors", case)
+    set_config(model="base")(case)
+    assert dotted is not None and key_of("eval-vectors", case) == dotted

@@ -108,7 +108,7 @@ def _remembered_sha256(path: Path, state: str) -> str:
     try:
         cached_folder(entry, build, f"the sha256 of {path}")
         kept = json.loads((entry / HASH_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, PcctuneError) as error:  # a cache that cannot be written: read, keep nothing
         logger.warning("the hash of %s is not kept in the cache (%s); reading it", path, error)
         return file_sha256(path)
     if kept.get("path") != str(path) or kept.get("state") != state:

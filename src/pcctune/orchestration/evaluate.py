@@ -36,6 +36,7 @@ from pcctune.modeling.prompts import check_prompt_choice, prompt_in_force, use_p
 from pcctune.modeling.quantization import FOUR_BIT_TYPES, FourBitType
 from pcctune.modeling.template import model_template
 from pcctune.modeling.vector_store import VectorStore
+from pcctune.modeling.weight_files import model_folders
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
 from pcctune.seeding import DEFAULT_SEED, seeded
@@ -309,13 +310,16 @@ def kept_vectors(
 ) -> Iterator[VectorStore | None]:
     """With ``--output``, the evaluation's vectors so far, kept in pcctune's cache (``resume/eval-KEY``, never in
     the user's folders) until the results are written: the same command run again after an interrupt or a failure
-    encodes only what is missing. Its key: the ``evaluation`` (model as named, adapter, encoding settings, data
-    files' sha256), ``model`` as loaded, and the code and machine (`pcctune.modeling.fingerprint`); a model that
-    cannot be digested keeps no vectors."""
-    key = computation_key(evaluation, model, __name__) if output is not None else None
+    encodes only what is missing. Its key: the ``evaluation`` (encoding settings, data files' sha256), ``model``
+    as loaded, adapter included (a local folder's by its files' hashes: `pcctune.modeling.weight_files`; not as
+    named, so ``./x`` and ``x`` are one model), and the code and machine (`pcctune.modeling.fingerprint`); a model
+    that cannot be digested keeps no vectors."""
+    named = evaluation["model"]
+    settings = {name: value for name, value in evaluation.items() if name not in ("model", "adapter")}
+    key = computation_key(settings, model, __name__, read_from=model_folders(named)) if output is not None else None
     if key is None:
         yield None
         return
-    made_by = f"pcctune eval {evaluation['model']} --output {output}"
+    made_by = f"pcctune eval {named} --output {output}"
     with resume_folder(f"eval-{key[:24]}", made_by) as folder:
         yield None if folder is None else VectorStore.open(folder / "vectors.npz", key)

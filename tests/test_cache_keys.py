@@ -294,12 +294,14 @@ def test_an_edit_to_a_loss_leaves_the_base_scores_valid(case, monkeypatch):
     assert key_of("scores", case) == before
 
 
-def test_a_folder_named_with_or_without_dot_slash_keys_alike(case, monkeypatch):
+@pytest.mark.parametrize("kind", ["scores", "eval-vectors"])
+def test_a_folder_named_with_or_without_dot_slash_keys_alike(kind, case, monkeypatch):
+    """The model is keyed as loaded, not as named: a base score, and ``pcctune eval``'s kept vectors, are one."""
     monkeypatch.chdir(case["tmp"])
     set_config(model="./base")(case)
-    dotted = key_of("scores", case)
+    dotted = key_of(kind, case)
     set_config(model="base")(case)
-    assert dotted is not None and key_of("scores", case) == dotted
+    assert dotted is not None and key_of(kind, case) == dotted
 
 
 def test_pairs_that_differ_only_in_where_a_tab_falls_hash_apart():
@@ -427,11 +429,3 @@ def test_a_model_read_from_its_folder_reads_none_of_its_tensors_for_its_key(case
     assert fingerprint.model_digest(model, model_folders(case["config"].model)) is not None
     assert hashed == []
     assert fingerprint.model_digest(model) is not None and len(hashed) == len(model.state_dict())
-
-
-def test_pcctune_eval_keeps_one_set_of_vectors_for_a_folder_named_with_or_without_dot_slash(case, monkeypatch):
-    monkeypatch.chdir(case["tmp"])
-    set_config(model="./base")(case)
-    dotted = key_of("eval-vectors", case)
-    set_config(model="base")(case)
-    assert dotted is not None and key_of("eval-vectors", case) == dotted

@@ -429,3 +429,16 @@ def test_a_model_read_from_its_folder_reads_none_of_its_tensors_for_its_key(case
     assert fingerprint.model_digest(model, model_folders(case["config"].model)) is not None
     assert hashed == []
     assert fingerprint.model_digest(model) is not None and len(hashed) == len(model.state_dict())
+
+
+def test_only_a_folder_the_model_is_read_from_stands_for_its_weights(case, monkeypatch):
+    """A packaged name loads pcctune's packaged model even beside a folder of that name: that folder's files say
+    nothing of its weights. A Hub id's snapshot cannot be told once loaded: its weights are read."""
+    from pcctune.modeling.registry import PACKAGED_MODELS
+    from pcctune.modeling.weight_files import model_folders
+
+    monkeypatch.chdir(case["tmp"])
+    packaged = next(iter(PACKAGED_MODELS))
+    shutil.copytree(case["tmp"] / "base", case["tmp"] / packaged)
+    assert model_folders(packaged) == [] and model_folders("org/tiny") == []
+    assert model_folders("./base") == model_folders("base") == [(case["tmp"] / "base").resolve()]

@@ -30,6 +30,8 @@ from pathlib import Path
 from pcctune.cache_entry import cached_folder, remove
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
+from pcctune.modeling.build import resolve_source
+from pcctune.modeling.registry import packaged_key
 from pcctune.paths import cache_root
 from pcctune.provenance import file_sha256, file_state
 
@@ -44,13 +46,20 @@ TensorShapes = dict[str, tuple[int, ...]]
 
 
 def model_folders(spec: str) -> list[Path]:
-    """The local folders a model named ``spec`` is read from: the folder itself and, for a PEFT adapter folder
-    (``adapter_config.json``), its base where that is a local folder; nothing for a Hub id or a name pcctune
-    resolves elsewhere (packaged, GGUF), whose key then reads the weights as loaded."""
-    folder = Path(spec).expanduser()
-    if not folder.is_dir():
+    """The local folders a model named ``spec`` is read from, as `pcctune.modeling.build.resolve_source` resolves it:
+    the folder itself and, for a PEFT adapter folder (``adapter_config.json``), its base where that is a local
+    folder. Nothing for a Hub id (the snapshot it loaded cannot be told afterwards), a packaged name (even beside a
+    folder of that name) or a GGUF file: their keys read the weights as loaded."""
+    if packaged_key(spec) is not None or Path(spec).suffix == ".gguf":
         return []
-    folders = [folder.resolve()]
+    try:
+        source = resolve_source(spec)
+    except PcctuneError:
+        return []
+    if source.origin != "local":
+        return []
+    folder = Path(source.path)
+    folders = [folder]
     adapter = folder / ADAPTER_CONFIG
     if adapter.is_file():
         try:
@@ -64,13 +73,14 @@ def model_folders(spec: str) -> list[Path]:
 
 
 def folder_files(folders: Sequence[Path]) -> list[tuple[str, Path]]:
-    """Every file under ``folders`` (links followed, hidden ones too), each named by its folder's position and its
-    path inside it: the names a key holds, whatever the folders are called."""
+    """Every file under ``folders`` (links followed) but those in hidden folders (``.git``, ``.cache``: no loader
+    reads them), each named by its folder's position and its path inside it: the names a key holds, whatever the
+    folders are called."""
     return [
         (f"{index}/{path.relative_to(folder).as_posix()}", path)
         for index, folder in enumerate(folders)
         for path in sorted(folder.rglob("*"))
-        if path.is_file()
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts[:-1])
     ]
 
 

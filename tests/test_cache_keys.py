@@ -442,3 +442,20 @@ def test_only_a_folder_the_model_is_read_from_stands_for_its_weights(case, monke
     shutil.copytree(case["tmp"] / "base", case["tmp"] / packaged)
     assert model_folders(packaged) == [] and model_folders("org/tiny") == []
     assert model_folders("./base") == model_folders("base") == [(case["tmp"] / "base").resolve()]
+
+
+def test_a_new_head_is_read_though_a_file_of_the_folder_holds_a_layer_of_its_name_and_shape(case):
+    """A saved dense layer (``2_Dense``, ``linear.weight``) and a new head of the same shape share a tensor name:
+    the new head's weights are read, so two draws of it keep two keys."""
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.pooler_head import add_mlp_head
+    from pcctune.modeling.weight_files import model_folders
+
+    saved = case["tmp"] / "with-dense"
+    add_mlp_head(build_model(case["config"].model)).save(str(saved))
+    digests = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = add_mlp_head(build_model(str(saved)))
+        digests.append(fingerprint.model_digest(model, model_folders(str(saved))))
+    assert None not in digests and digests[0] != digests[1]

@@ -140,17 +140,19 @@ def safetensors_shapes(files: Iterable[Path]) -> TensorShapes:
     return shapes
 
 
-MODULE_PREFIX = re.compile(r"^\d+\.(?:auto_model\.|model\.)?")
-"""How a sentence-transformers model prefixes a backbone's tensor names: its module's index (``0.``) and the
-attribute holding the backbone."""
+BACKBONE = re.compile(r"^0\.(?:auto_model|model)\.")
+"""How a sentence-transformers model prefixes its backbone's tensor names: the first module (``0.``) and the
+attribute holding the backbone. Every other tensor (a head, a dense layer, continuous prompts) is small and read."""
 
 
 def held_by_files(name: str, shape: tuple[int, ...], files: TensorShapes, prefixes: Sequence[str]) -> bool:
-    """Whether the model's tensor ``name`` of ``shape`` is one a file lists under the same shape: named as the
+    """Whether the backbone's tensor ``name`` of ``shape`` is one a file lists under the same shape: named as the
     file names it, with or without the backbone's prefix (``bert.``, ``model.``: ``prefixes``), a LoRA layer's base
     weight as the plain layer's (``.base_layer.``), an adapter's tensor as PEFT saves it (``base_model.model.``,
     without the adapter's name)."""
-    tail = MODULE_PREFIX.sub("", name)
+    if not BACKBONE.match(name):
+        return False
+    tail = BACKBONE.sub("", name)
     plain = tail.replace(".base_layer.", ".")
     adapter = re.sub(r"\.(lora_[AB]|lora_embedding_[AB]|lora_magnitude_vector)\.[^.]+\.", r".\1.", tail)
     candidates = {plain, tail, f"base_model.model.{adapter}"}

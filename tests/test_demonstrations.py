@@ -69,7 +69,7 @@ def test_search_scores_every_candidate_on_dev_pairs_only(tiny_llama, mini_sentev
 
     model.encode = spy
     dev = dev_parts("sick-trial+stsb-dev", mini_senteval)
-    words = predict_words(model, SENTENCES[:3], model[0].template)
+    words = predict_words(model, SENTENCES[:3], model_template(model))
     demos = [Demonstration(s, w or "thing") for s, w in zip(SENTENCES[:3], words, strict=False)]
     results = search_demonstrations(model, demos, dev, "eol")
     assert len(results) == 4  # the plain template and every candidate, each with its dev score
@@ -80,7 +80,7 @@ def test_search_scores_every_candidate_on_dev_pairs_only(tiny_llama, mini_sentev
     assert set(encoded) <= dev_sentences  # nothing but dev pairs was ever scored
     test_pairs = {(p.sentence1, p.sentence2) for t in load_test_tasks(mini_senteval) for p in t.pairs}
     assert not {(p.sentence1, p.sentence2) for p in dev_pairs} & test_pairs
-    assert model[0].template == Template.parse("eol").text  # the search leaves the model as it was
+    assert model_template(model) == Template.parse("eol").text  # the search leaves the model as it was
 
 
 def test_icl_command_saves_the_best_demonstration_with_every_dev_score(tiny_llama, mini_senteval, tmp_path):
@@ -136,7 +136,7 @@ def test_an_interrupted_search_scores_only_the_missing_candidates(
         calls = []
 
         def counted(model, parts):
-            calls.append(model[0].template)
+            calls.append(model_template(model))
             if len(calls) == fail_at:
                 raise KeyboardInterrupt
             return real(model, parts)

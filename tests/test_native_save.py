@@ -9,6 +9,7 @@ tail must be the last tokens of the truncated input.
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -16,18 +17,36 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Transformer
+from sentence_transformers.sentence_transformer.modules import Pooling
 
 from pcctune.modeling.build import build_model
-from pcctune.modeling.chat_template import special_tokens_around
-from pcctune.modeling.saving import save_model
-from pcctune.modeling.template import PRESETS
+from pcctune.modeling.saving import is_native_type, module_types, nativize, save_model
+from pcctune.modeling.template import PRESETS, TemplateTransformer, ensure_pad_token, sentence_cut
 from pcctune.orchestration.pipeline import run_pipeline
+from pcctune.training.checkpoints import CHECKPOINTS
 from pcctune.training.config import RunConfig
 from tests.conftest import pairs_jsonl, run_cli, tiny_run
 
 SHORT = "a man is playing a guitar"
 LONG = " ".join(["a young man is riding a red bike on the street"] * 8)  # far over the 64-token budget
 TAIL = '" means in one word:"'
+
+
+def template_tail(model: SentenceTransformer) -> list[int]:
+    """The token ids every input of ``model`` ends with (the template's tail and closing special tokens, such as
+    BERT's ``[SEP]``), as tokenized in context: the common end of two sentences' ids."""
+    features = model[0].preprocess([SHORT, "two dogs run on the beach"])
+    rows = [
+        row[mask.bool()].tolist() for row, mask in zip(features["input_ids"], features["attention_mask"], strict=True)
+    ]
+    common = 0
+    while common < min(map(len, rows)) and rows[0][-1 - common] == rows[1][-1 - common]:
+        common += 1
+    tail = rows[0][len(rows[0]) - common :]
+    assert len(tail) >= len(model[0].tokenizer(TAIL, add_special_tokens=False)["input_ids"]) - 1
+    return tail
+
 
 NO_PCCTUNE = """
 import importlib.abc, sys
@@ -71,13 +90,10 @@ def assert_same_as_pcctune(folder: Path, ours: SentenceTransformer) -> None:
     plain = load_without_pcctune(folder)
     expected = ours.encode([SHORT, LONG], convert_to_numpy=True)
     np.testing.assert_allclose(np.array(plain["vectors"]), expected, atol=1e-5)
-    tokenizer = ours[0].tokenizer
-    tail = tokenizer(TAIL, add_special_tokens=False)["input_ids"]
-    closing = special_tokens_around(tokenizer)[1]  # e.g. BERT's [SEP]
-    specials = tokenizer(closing, add_special_tokens=False)["input_ids"] if closing else []
     ids = plain["long_ids"]
     assert len(ids) == plain["max_len"]  # LONG was truncated
-    assert ids[len(ids) - len(specials) - len(tail) : len(ids) - len(specials)] == tail  # and kept the template tail
+    tail = template_tail(ours)
+    assert ids[-len(tail) :] == tail  # and kept the template tail
     modules = json.loads((folder / "modules.json").read_text())
     assert all(module["type"].startswith("sentence_transformers.") for module in modules)
 
@@ -95,6 +111,60 @@ def test_a_templated_model_loads_in_plain_sentence_transformers(kind, tiny_llama
     final = _train(tiny_llama if kind == "decoder" else tiny_bert, mini_senteval, tmp_path / kind, template="eol")
     assert json.loads((final / "sentence_bert_config.json").read_text()).get("template") is None
     assert_same_as_pcctune(final, build_model(str(final), template="eol"))
+    checkpoints = list((final.parent / CHECKPOINTS).glob("checkpoint-*"))
+    assert checkpoints and all(is_native_type(t) for c in checkpoints for t in module_types(c))  # the trainer's too
+
+
+@pytest.mark.parametrize("fixture", ["tiny_llama", "metaspace_llama", "tiny_bert"])
+def test_a_template_model_built_in_python_saves_portable_through_model_save(fixture, request, tmp_path):
+    """``build_model`` with a template, saved by ``model.save`` (as a trainer's checkpoints are): plain
+    sentence-transformers loads it without pcctune and without trust_remote_code, with the same vectors."""
+    model = build_model(str(request.getfixturevalue(fixture)), template="eol")
+    model.save(str(tmp_path / "saved"))
+    assert_same_as_pcctune(tmp_path / "saved", model)
+
+
+def test_a_stage_cuts_sentences_of_a_saved_template_model_and_saves_it_plain(
+    tiny_llama, mini_senteval, tmp_path, monkeypatch
+):
+    """``sentence_max_tokens`` cuts the training inputs of a model saved with a template (as a previous stage's
+    ``final``) through pcctune's module, for the stage only: its checkpoints and final model load without pcctune."""
+    cut = []
+    cut_sentence = TemplateTransformer.cut_sentence
+    monkeypatch.setattr(TemplateTransformer, "cut_sentence", lambda self, s: cut.append(s) or cut_sentence(self, s))
+    build_model(str(tiny_llama), template="eol").save(str(tmp_path / "templated"))
+    out = tmp_path / "run"
+    pairs = pairs_jsonl(tmp_path / "pairs.jsonl")
+    run_pipeline(
+        RunConfig.model_validate(tiny_run(tmp_path / "templated", mini_senteval, pairs, out, sentence_max_tokens=3)),
+        tasks=[],
+    )
+    assert cut
+    final = out / "stage1-pcc" / "final"
+    assert_same_as_pcctune(final, build_model(str(final)))
+    checkpoints = list((final.parent / CHECKPOINTS).glob("checkpoint-*"))
+    assert checkpoints and all(is_native_type(t) for c in checkpoints for t in module_types(c))
+
+
+def test_a_4bit_or_sentence_cutting_model_keeps_pcctunes_module_and_says_why(tiny_llama, tmp_path, caplog):
+    """What plain sentence-transformers cannot express keeps pcctune's module, in ``model.save`` and in
+    ``pcctune train``'s own save alike, and the log says why; once a sentence cut is lifted, the model is
+    sentence-transformers' own again."""
+    pytest.importorskip("bitsandbytes")
+    quantized = build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"})
+    cutting = build_model(str(tiny_llama), template="eol")
+    sentence_cut(cutting, 5)
+    with caplog.at_level(logging.WARNING, logger="pcctune"):
+        quantized.save(str(tmp_path / "4bit"))
+        cutting.save(str(tmp_path / "cut"))
+    pcctune_module = f"{TemplateTransformer.__module__}.{TemplateTransformer.__name__}"
+    for folder, why in (("4bit", "in 4-bit"), ("cut", "to 5 tokens (sentence_max_tokens)")):
+        assert module_types(tmp_path / folder)[0] == pcctune_module and not nativize(tmp_path / folder)
+        assert f"{tmp_path / folder} needs pcctune to load" in caplog.text and why in caplog.text
+    sentence_cut(cutting, None)
+    assert type(cutting[0]) is Transformer
+    cutting.save(str(tmp_path / "whole"))
+    assert all(is_native_type(t) for t in module_types(tmp_path / "whole"))
 
 
 def test_a_merged_lora_model_loads_in_plain_sentence_transformers(tiny_llama, mini_senteval, tmp_path, capsys):
@@ -115,7 +185,9 @@ def test_old_saves_still_load_and_export_converts_them(tiny_llama, tmp_path, cap
     """A folder written before native saves (pcctune's module class, template in its config) still loads in
     pcctune; ``pcctune export`` rewrites it as a plain sentence-transformers model with equal embeddings."""
     old = tmp_path / "old"
-    model = build_model(str(tiny_llama), template="eol")
+    module = TemplateTransformer(str(tiny_llama), template="eol", position_ids_from_mask=True)
+    ensure_pad_token(module.tokenizer)
+    model = SentenceTransformer(modules=[module, Pooling(module.get_embedding_dimension(), "lasttoken")])
     model.save(str(old))
     modules = json.loads((old / "modules.json").read_text())
     assert modules[0]["type"] == "pcctune.modeling.template.TemplateTransformer"

@@ -10,7 +10,7 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import get_protocol, load_protocol_tasks, paper_sentence
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.modeling.build import build_model
-from pcctune.modeling.template import Template
+from pcctune.modeling.template import Template, sentence_cut
 from pcctune.testing import make_mini_senteval, write_lines, write_tokenized_copy
 from tests.conftest import pairs_jsonl
 
@@ -80,15 +80,15 @@ def test_sentence_only_cut_off_keeps_the_template_tail(tiny_llama):
     module = model[0]
     template = Template.parse("eol")
     long = " ".join(["the man is playing a red guitar in the park"] * 4)
-    module.sentence_max_tokens = 5
+    sentence_cut(model, 5)  # a plain module is wrapped in pcctune's while the cut is in force
     ids = model.preprocess([long])["input_ids"][0].tolist()
     tokenizer = module.tokenizer
     head = tokenizer(template.prefix, add_special_tokens=True)["input_ids"]
     tail = tokenizer(template.suffix, add_special_tokens=False)["input_ids"]
     first_five = tokenizer(long, add_special_tokens=False)["input_ids"][:5]
     assert ids == head + first_five + tail  # the sentence alone is cut; the template's head and tail survive
-    module.sentence_max_tokens = None
-    assert len(model.preprocess([long])["input_ids"][0]) > len(ids)
+    sentence_cut(model, None)
+    assert model[0] is module and len(model.preprocess([long])["input_ids"][0]) > len(ids)
 
 
 def _one_step_cut_config(tmp_path, model: str, senteval, template: str | None = None, **stage_extra):
@@ -122,15 +122,17 @@ def _one_step_cut_config(tmp_path, model: str, senteval, template: str | None = 
 def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_senteval, tmp_path, monkeypatch):
     import json
 
+    from sentence_transformers.base.modules import Transformer
+
     from pcctune.modeling.template import TemplateTransformer
     from pcctune.orchestration.pipeline import run_pipeline
 
-    limits: list[int | None] = []  # the module's cut at each preprocess call, in order
+    limits: list[int | None] = []  # the input module's cut at each preprocess call, in order
     cuts: list[tuple[int, int]] = []  # (sentence tokens, tokens kept) of each sentence cut
-    preprocess, cut_sentence = TemplateTransformer.preprocess, TemplateTransformer.cut_sentence
+    preprocess, cut_sentence = Transformer.preprocess, TemplateTransformer.cut_sentence
 
     def recording_preprocess(self, inputs, *args, **kwargs):
-        limits.append(self.sentence_max_tokens)
+        limits.append(getattr(self, "sentence_max_tokens", None))
         return preprocess(self, inputs, *args, **kwargs)
 
     def recording_cut(self, sentence):
@@ -138,7 +140,7 @@ def test_stage_sentence_max_tokens_cuts_training_inputs_only(tiny_llama, shared_
         cuts.append((len(self._ids(sentence)), len(self._ids(kept))))
         return kept
 
-    monkeypatch.setattr(TemplateTransformer, "preprocess", recording_preprocess)
+    monkeypatch.setattr(Transformer, "preprocess", recording_preprocess)
     monkeypatch.setattr(TemplateTransformer, "cut_sentence", recording_cut)
     config = _one_step_cut_config(
         tmp_path, str(tiny_llama), shared_senteval, template="eol", gradient_checkpointing=True

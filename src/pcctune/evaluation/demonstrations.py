@@ -27,7 +27,7 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import senteval_text
 from pcctune.modeling.demonstrations import Demonstration, demonstration_template, predict_words
 from pcctune.modeling.encoding import encode_unique
-from pcctune.modeling.template import Template, input_module
+from pcctune.modeling.template import Template, apply_template, model_template
 
 
 def candidate_sentences(senteval_dir: Path, count: int, seed: int = 0) -> list[str]:
@@ -69,8 +69,7 @@ def search_demonstrations(
 
     ``known`` maps a candidate's template to its dev score from an interrupted search of the same model and
     dev set (it is not scored again); ``on_scored(template, score)`` is told each new score as it lands."""
-    module = input_module(model)
-    original = module.template
+    original = model_template(model)
     known = known or {}
     results = []
     try:
@@ -80,13 +79,13 @@ def search_demonstrations(
             if template in known:
                 score = known[template]
             else:
-                module.template = template
+                apply_template(model, template)
                 score = dev_spearman(model, dev)
                 if on_scored is not None:
                     on_scored(template, score)
             results.append(CandidateScore(demonstration, template, score))
     finally:
-        module.template = original
+        apply_template(model, original)
     return sorted(results, key=lambda r: r.dev_spearman, reverse=True)
 
 
@@ -102,7 +101,7 @@ def rank_demonstrations(
     """The whole search for ``model``'s current template: draw ``count`` candidate sentences, label
     each with the model's own word, score every candidate (and no demonstration) on ``dev``
     (``pcctune.data.dev.dev_parts``); ``known`` and ``on_scored`` as ``search_demonstrations``."""
-    base = input_module(model).template
+    base = model_template(model)
     if base is None:
         raise PcctuneError("a demonstration is prepended to a template; give the model one (e.g. --template eol)")
     sentences = candidate_sentences(senteval_dir, count, seed)

@@ -1,11 +1,12 @@
 """Build a SentenceTransformer from a Hub id, a local folder, a GGUF file or a packaged short name.
 
 The result is always a plain ``SentenceTransformer``: an input module followed by sentence-transformers'
-``Pooling``. The input module is sentence-transformers' own ``Transformer`` where pcctune adds nothing (no template,
-no 4-bit backbone, no continuous prompts), so ``model.save`` writes a folder plain sentence-transformers loads;
-else pcctune's ``TemplateTransformer`` (``pcctune.modeling.template``), which ``pcctune.modeling.saving.save_model``
-writes as plain sentence-transformers wherever its settings allow. A sentence-transformers folder loaded with no
-overrides is returned exactly as saved.
+``Pooling``. The input module is sentence-transformers' own ``Transformer`` wherever it behaves as pcctune's: with
+or without a template (a chat template, ``pcctune.modeling.chat_template``; a decoder pads right, so its default
+position ids count from a row's first token), so ``model.save`` and a trainer's checkpoints write a folder plain
+sentence-transformers loads. A 4-bit backbone or continuous prompts need pcctune's ``TemplateTransformer`` (or its
+``PromptedTransformer``), whose saved folder needs pcctune to load (``pcctune.modeling.template``). A
+sentence-transformers folder loaded with no overrides is returned exactly as saved.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ from pcctune.modeling.saving import (
 from pcctune.modeling.template import (
     Template,
     TemplateTransformer,
+    check_budget,
     ensure_pad_token,
     loading_quantization,
+    template_tokens,
     text_tokenizer,
 )
 
@@ -199,6 +202,7 @@ def build_model(
     except Exception as error:  # a damaged or foreign file, an unreachable Hub: one line for the user
         raise load_error(spec, source, error) from None
     if max_seq_length is not None:
+        check_budget(template_tokens(model[0]), max_seq_length)
         model.max_seq_length = max_seq_length
     if not linear_4bit_layers(model):  # parameters of our own modules (continuous prompts) follow too
         model.to(weights)
@@ -273,12 +277,14 @@ def _assemble(
         from pcctune.modeling.prefix import PromptedTransformer
 
         module = PromptedTransformer(source.path, **prompt, **kwargs)
-    elif template is not None or quantization:
+    elif quantization:
         module = TemplateTransformer(source.path, **kwargs)
-    else:  # nothing of pcctune's to apply: sentence-transformers' own module, which `model.save` writes as such
+    else:  # sentence-transformers' own module, its template a chat template: `model.save` writes it as such
         module = Transformer(source.path, model_kwargs=model_kwargs)
         if decoder:  # a row's positions count from its first token, as with pcctune's module; saved with it
             text_tokenizer(module).padding_side = text_tokenizer(module).init_kwargs["padding_side"] = "right"
     ensure_pad_token(text_tokenizer(module))
+    if template is not None and not isinstance(module, TemplateTransformer):
+        chat_template.install(module, template)
     pool = Pooling(module.get_embedding_dimension(), pooling or ("lasttoken" if decoder else "mean"))
     return SentenceTransformer(modules=[module, pool], device=device)

@@ -24,7 +24,7 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
-from pcctune.modeling.template import SLOT, Template, input_module
+from pcctune.modeling.template import SLOT, Template, input_module, text_tokenizer
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def predict_words(model: SentenceTransformer, sentences: list[str], base: str, m
 
     backbone = input_module(model)
     lm: Any = AutoModelForCausalLM.from_pretrained(backbone.model.config._name_or_path)
-    tokenizer = backbone.text_tokenizer
+    tokenizer = text_tokenizer(backbone)
     template = Template.parse(base)
     words = []
     for sentence in sentences:

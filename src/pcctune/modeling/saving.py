@@ -1,13 +1,14 @@
 """Save a model as plain sentence-transformers wherever its behaviour allows.
 
-pcctune trains through ``TemplateTransformer``, but a saved model
-should load in plain sentence-transformers: MTEB, the Hub widget, a colleague without pcctune,
-ONNX / OpenVINO exports. When the module uses nothing sentence-transformers lacks (no sentence
-cut-off, no 4-bit settings; its template is already a chat template, see
-``pcctune.modeling.chat_template``), ``save_model`` writes it as sentence-transformers' own
-``Transformer``: ``modules.json`` names that class and ``sentence_bert_config.json`` drops
-pcctune's keys. Anything else (deep continuous prompts, a sentence cut-off, 4-bit layers) keeps
-pcctune's class, and the model card says that loading it needs ``pip install pcctune``.
+A saved model should load in plain sentence-transformers: MTEB, the Hub widget, a colleague without
+pcctune, ONNX / OpenVINO exports. ``pcctune.modeling.build`` gives a model sentence-transformers' own
+``Transformer`` wherever it behaves as pcctune's, so ``model.save`` writes it plain already. A
+``TemplateTransformer`` that uses nothing sentence-transformers lacks (no sentence cut-off, no 4-bit
+settings; its template is already a chat template, see ``pcctune.modeling.chat_template``), as a folder
+an older pcctune saved holds, is rewritten by ``save_model`` as sentence-transformers' own
+``Transformer``: ``modules.json`` names that class and ``sentence_bert_config.json`` drops pcctune's
+keys. Anything else (deep continuous prompts, a sentence cut-off, 4-bit layers) keeps pcctune's class,
+its save logs why, and the model card says that loading it needs ``pip install pcctune``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,23 @@
-"""Prompt templates with the sentence in the middle, and the input module that applies them.
+"""Prompt templates with the sentence in the middle, and the input module that applies what plain
+sentence-transformers cannot.
 
 PromptEOL (Jiang et al., 2023, §3.1) embeds a sentence as the hidden state of the last token of
 ``This sentence : "[X]" means in one word:"``; PromptSTH and PromptSUM (Zhang et al., 2024;
 Pcc-tuning §4.4, Table 4) change the tail. The template is expressed with sentence-transformers'
-own mechanism, the tokenizer's chat template (``pcctune.modeling.chat_template``), so a saved
-model loads in plain sentence-transformers. ``TemplateTransformer`` extends its ``Transformer``
-with what that mechanism cannot express, and is saved as plain ``Transformer`` when none is used
-(``pcctune.modeling.saving.save_model``):
+own mechanism, the tokenizer's chat template (``pcctune.modeling.chat_template``), so a model with
+a template is sentence-transformers' own ``Transformer`` (``apply_template``) and ``model.save``
+writes a folder plain sentence-transformers loads. ``TemplateTransformer`` extends that
+``Transformer`` with what the mechanism cannot express, and a folder it is saved in needs pcctune
+to load (its ``save`` logs why):
 
 - ``sentence_max_tokens`` cuts the sentence alone before it fills the template, as the authors'
   ``cutoff_len`` does (32 tokens in stage 1, 64 in stage 2: tokenize the sentence without special
-  tokens, keep the first N, decode);
+  tokens, keep the first N, decode); a stage that cuts wraps a plain module for its duration only
+  (``sentence_cut``);
 - ``quantization`` (4-bit settings) is saved with the module, so the backbone reloads in 4-bit;
 - for decoders, position ids are derived from the attention mask, so a left-padded batch and a
-  right-padded batch give the same embeddings (a native save pads right instead).
+  right-padded batch give the same embeddings (a plain module pads right instead, where the
+  backbone's default position ids are the same).
 
 Only the sentence is truncated: the template's head comes first, and sentence-transformers restores
 its tail after truncation (``restore_suffix``).
@@ -21,20 +25,24 @@ its tail after truncation (``restore_suffix``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
-from torch import Tensor
+from torch import Tensor, nn
 from transformers import PreTrainedTokenizerBase
 
 from pcctune.errors import PcctuneError
 from pcctune.modeling import chat_template
 from pcctune.modeling.quantization import bitsandbytes_config, keep_4bit_layout
+
+logger = logging.getLogger(__name__)
 
 SLOT = "{text}"
 
@@ -106,6 +114,21 @@ def ensure_pad_token(tokenizer: PreTrainedTokenizerBase) -> None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
 
 
+def template_tokens(module: nn.Module) -> int:
+    """The tokens an input module's template takes with an empty sentence, special tokens included: what
+    truncation can never cut (0 without a template)."""
+    tokenizer = getattr(module, "tokenizer", None)
+    text = chat_template.template_in(tokenizer)
+    return len(tokenizer(Template(text).fill(""), verbose=False)["input_ids"]) if tokenizer and text else 0
+
+
+def check_budget(overhead: int, max_length: int | None) -> None:
+    """Refuse a token budget that a template of ``overhead`` tokens alone fills: truncation could then keep no
+    sentence token."""
+    if overhead and max_length is not None and overhead >= max_length:
+        raise PcctuneError(f"the template alone takes {overhead} tokens, more than max_seq_length={max_length}")
+
+
 def native_config(config: dict[str, Any]) -> bool:
     """True when a ``TemplateTransformer`` with this saved config uses nothing plain sentence-transformers
     lacks: no sentence cut-off, no 4-bit settings (its template is already a chat template)."""
@@ -129,6 +152,9 @@ class TemplateTransformer(Transformer):
     """
 
     config_keys: list[str] = [*Transformer.config_keys, *PCCTUNE_KEYS]
+    plain: Transformer | None = None
+    """The plain module this one wraps for a sentence cut (``around``); ``None`` for a module built as itself."""
+    _said_why = False
 
     def __init__(
         self,
@@ -166,14 +192,49 @@ class TemplateTransformer(Transformer):
     def template(self, value: str | None) -> None:
         text = Template.parse(value).text if value is not None else None  # a preset name (eol) or a template
         chat_template.install(self, text)
-        # tokens of the template with an empty sentence: what truncation can never cut
-        empty = self.text_tokenizer(Template(text).fill(""), verbose=False)["input_ids"] if text else []
-        self._template_tokens = len(empty)
+        self._template_tokens = template_tokens(self)
+
+    @classmethod
+    def around(cls, module: Transformer, sentence_max_tokens: int | None) -> TemplateTransformer:
+        """sentence-transformers' own ``module`` as a ``TemplateTransformer`` that cuts each sentence to
+        ``sentence_max_tokens``: the same backbone, tokenizer and settings (nothing is loaded or copied), with
+        the backbone's own position ids, as ``module`` pads on the right; ``plain`` gives ``module`` back."""
+        wrapper = cls.__new__(cls)
+        wrapper.__dict__.update(module.__dict__)
+        for registry in ("_parameters", "_buffers", "_modules"):  # its own registries, holding the same tensors
+            wrapper.__dict__[registry] = dict(module.__dict__[registry])
+        wrapper.__dict__["plain"] = module  # not a submodule: its weights are the wrapper's own
+        wrapper._template_tokens = template_tokens(module)
+        wrapper.position_ids_from_mask = False
+        wrapper.sentence_max_tokens = sentence_max_tokens
+        wrapper.quantization = None
+        return wrapper
 
     @property
     def native(self) -> bool:
         """True when plain sentence-transformers reproduces this module (see ``native_config``)."""
         return native_config(self.get_config_dict())
+
+    def pcctune_needed(self) -> str | None:
+        """Why a folder this module is saved in needs pcctune to load (what plain sentence-transformers lacks),
+        or ``None`` where ``pcctune.modeling.saving.nativize`` can write it as sentence-transformers' own."""
+        if self.native:
+            return None
+        reasons = []
+        if self.sentence_max_tokens is not None:
+            reasons.append(f"it cuts the sentence alone to {self.sentence_max_tokens} tokens (sentence_max_tokens)")
+        if self.quantization:
+            reasons.append("its backbone loads in 4-bit with its saved settings (quantization)")
+        return "; ".join(reasons) or f"it is pcctune's {type(self).__name__}"
+
+    def save(self, output_path: str, *args: Any, **kwargs: Any) -> None:
+        """Save as sentence-transformers' ``Transformer`` does; where the folder will need pcctune to load, the
+        log says why (once per module)."""
+        super().save(output_path, *args, **kwargs)
+        reason = self.pcctune_needed()
+        if reason is not None and not self._said_why:
+            logger.warning("%s needs pcctune to load (pip install pcctune): %s", Path(output_path), reason)
+            self._said_why = True
 
     # --- tokenization ------------------------------------------------------------------------
 
@@ -195,10 +256,8 @@ class TemplateTransformer(Transformer):
         return str(self.text_tokenizer.decode(again[:limit])) if len(again) > limit else cut
 
     def check_budget(self, max_length: int | None) -> None:
-        """Refuse a token budget the template alone fills: truncation could then keep no sentence token."""
-        overhead = self._template_tokens
-        if max_length is not None and overhead >= max_length:
-            raise PcctuneError(f"the template alone takes {overhead} tokens, more than max_seq_length={max_length}")
+        """Refuse a token budget the template alone fills (``check_budget``)."""
+        check_budget(self._template_tokens, max_length)
 
     def preprocess(
         self,
@@ -233,6 +292,27 @@ def model_template(model: SentenceTransformer) -> str | None:
     """The template a model applies: the one its tokenizer's chat template was rendered from, for pcctune's
     input module and for a model saved as plain sentence-transformers alike."""
     return chat_template.template_in(getattr(model[0], "tokenizer", None))
+
+
+def sentence_cut(model: SentenceTransformer, limit: int | None) -> None:
+    """Cut each sentence to ``limit`` tokens before it fills the template (``None``: whole sentences again).
+
+    pcctune's module takes the cut itself. sentence-transformers' own ``Transformer`` with a template cannot
+    express one, so it is wrapped in a ``TemplateTransformer`` over the same backbone while a cut is in force
+    (a stage's ``sentence_max_tokens``) and is the model's input module again once it is lifted: a model that
+    cuts nothing stays sentence-transformers' own, and ``model.save`` writes a folder it loads."""
+    name, module = next(iter(model._modules.items()))
+    if isinstance(module, TemplateTransformer) and module.plain is not None and limit is None:
+        model._modules[name] = module.plain.train(module.training)  # in the mode the wrapper was left in
+    elif isinstance(module, TemplateTransformer):
+        module.sentence_max_tokens = limit
+    elif limit is not None:
+        if not isinstance(module, Transformer) or type(module) is not Transformer or model_template(model) is None:
+            raise PcctuneError(
+                "sentence_max_tokens cuts the sentence before it fills the template, and this model has none: "
+                "give it a template (e.g. eol), or use max_seq_length"
+            )
+        model._modules[name] = TemplateTransformer.around(module, limit)
 
 
 def apply_template(model: SentenceTransformer, template: str | None) -> SentenceTransformer:

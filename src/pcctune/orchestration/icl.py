@@ -29,7 +29,7 @@ from pcctune.io import atomic_folder, check_output_folder, write_json
 from pcctune.modeling.build import build_model, is_decoder_only
 from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.saving import save_native
-from pcctune.modeling.template import input_module
+from pcctune.modeling.template import apply_template, input_module
 
 
 def candidates_table(results: list[CandidateScore], title: str) -> Table:
@@ -130,7 +130,7 @@ def save_best(
     encoder: SentenceTransformer, results: list[CandidateScore], search: dict[str, str], output: Path
 ) -> None:
     """The model with the best candidate's template, and every candidate's dev score beside it."""
-    input_module(encoder).template = results[0].template
+    apply_template(encoder, results[0].template)
     candidates = [
         {"sentence": r.demonstration.sentence, "word": r.demonstration.word, "dev_spearman": r.dev_spearman}
         for r in results

@@ -19,6 +19,7 @@ import torch
 import transformers
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Transformer
 from sentence_transformers.base.sampler import BatchSamplers
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 from torch import nn
@@ -34,7 +35,7 @@ from pcctune.losses.regression import RegressionLoss
 from pcctune.modeling.onednn import onednn_linears
 from pcctune.modeling.prompts import prompt_in_force
 from pcctune.modeling.saving import is_saved_model, save_model
-from pcctune.modeling.template import TemplateTransformer
+from pcctune.modeling.template import TemplateTransformer, check_budget, model_template, template_tokens
 from pcctune.seeding import random_state_kept
 from pcctune.training.batching import BatchPlan, plan_batches
 from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
@@ -74,10 +75,11 @@ def training_lengths(model: SentenceTransformer, stage: StageConfig) -> Iterator
     during training), yielding the model's own lengths: the saved models and the STS evaluations keep those."""
     own = lengths_of(model)
     if stage.sentence_max_tokens is not None and not isinstance(model[0], TemplateTransformer):
-        raise PcctuneError(
-            f"stage {stage.name!r}: sentence_max_tokens needs pcctune's input module (give the run a template); "
-            "use max_seq_length for a plain model"
-        )
+        if model_template(model) is None:
+            raise PcctuneError(
+                f"stage {stage.name!r}: sentence_max_tokens needs pcctune's input module or a template (give the "
+                "run a template); use max_seq_length for a plain model"
+            )
     stage_lengths = InputLengths(
         stage.max_seq_length if stage.max_seq_length is not None else own.max_seq_length,
         stage.sentence_max_tokens if stage.sentence_max_tokens is not None else own.sentence_max_tokens,
@@ -118,9 +120,9 @@ def check_template_budget(model: SentenceTransformer, stage: StageConfig) -> Non
     """Before the trainer starts (its progress bars would hide the message): the stage's ``max_seq_length``
     must leave room for the sentence after the template."""
     module = model[0]
-    if isinstance(module, TemplateTransformer):
+    if isinstance(module, Transformer):
         try:
-            module.check_budget(stage.max_seq_length or model.max_seq_length)
+            check_budget(template_tokens(module), stage.max_seq_length or model.max_seq_length)
         except PcctuneError as error:
             raise PcctuneError(f"stage {stage.name!r}: {error}; raise its max_seq_length") from None
 

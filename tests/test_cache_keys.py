@@ -459,3 +459,23 @@ def test_a_new_head_is_read_though_a_file_of_the_folder_holds_a_layer_of_its_nam
         model = add_mlp_head(build_model(str(saved)))
         digests.append(fingerprint.model_digest(model, model_folders(str(saved))))
     assert None not in digests and digests[0] != digests[1]
+
+
+def test_a_weight_the_load_draws_is_read_though_a_checkpoint_in_the_folder_lists_it(case):
+    """The pooler's weights are missing from the folder's own file, so the load draws them; a checkpoint folder
+    inside it lists them, but is not what the model was read from: the drawn weights are read for the key."""
+    from pcctune.modeling.build import build_model
+    from pcctune.modeling.weight_files import model_folders
+
+    folder = Path(case["config"].model)
+    weights = load_file(folder / "model.safetensors")
+    (folder / "checkpoint-1").mkdir()
+    save_file(weights, folder / "checkpoint-1" / "model.safetensors")
+    save_file({n: t for n, t in weights.items() if "pooler" not in n}, folder / "model.safetensors")
+    digests = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = build_model(str(folder))
+        assert any("pooler" in name for name in model.state_dict())
+        digests.append(fingerprint.model_digest(model, model_folders(str(folder))))
+    assert None not in digests and digests[0] != digests[1]

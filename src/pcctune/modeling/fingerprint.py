@@ -36,7 +36,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.host_settings import host_settings
 from pcctune.modeling.backends import RuntimeBackbone
-from pcctune.modeling.weight_files import content_hashes, folder_files, held_by_files, safetensors_shapes
+from pcctune.modeling.weight_files import backbone_shapes, content_hashes, folder_files, held_by_files
 from pcctune.provenance import code_digest, device_name, library_versions
 
 KERNEL_ENVIRONMENT = (
@@ -78,7 +78,7 @@ def model_digest(model: SentenceTransformer, read_from: Sequence[Path] = ()) -> 
     if described is None:
         return None
     files = folder_files(read_from)
-    shapes = safetensors_shapes(path for _, path in files)
+    shapes = backbone_shapes(read_from)
     prefixes = [
         prefix for module in model if (prefix := getattr(getattr(module, "auto_model", None), "base_model_prefix", ""))
     ]

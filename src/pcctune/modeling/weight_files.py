@@ -32,6 +32,7 @@ from pcctune.errors import PcctuneError
 from pcctune.io import write_json
 from pcctune.modeling.build import resolve_source
 from pcctune.modeling.registry import packaged_key
+from pcctune.modeling.saving import is_saved_model, saved_modules
 from pcctune.paths import cache_root
 from pcctune.provenance import file_sha256, file_state
 
@@ -138,6 +139,17 @@ def safetensors_shapes(files: Iterable[Path]) -> TensorShapes:
             header = json.loads(handle.read(length))
         shapes |= {name: tuple(entry["shape"]) for name, entry in header.items() if name != "__metadata__"}
     return shapes
+
+
+def backbone_shapes(folders: Sequence[Path]) -> TensorShapes:
+    """The tensors the files a backbone is loaded from list: the safetensors files at the top of each folder and of
+    a saved model's first module's folder (``modules.json``), not those deeper (a checkpoint's, another module's),
+    so a weight the load drew at random is never taken for a tensor of a file it did not read."""
+    places: set[Path] = set()
+    for folder in folders:
+        first = saved_modules(folder)[:1] if is_saved_model(folder) else []
+        places.update([folder, *(folder / str(module.get("path", "")) for module in first)])
+    return safetensors_shapes(path for place in sorted(places) for path in sorted(place.glob("*.safetensors")))
 
 
 BACKBONE = re.compile(r"^0\.(?:auto_model|model)\.")

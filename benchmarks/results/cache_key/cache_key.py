@@ -126,10 +126,10 @@ def tensor_pass(folder: Path) -> float:
 def files_key(folder: Path) -> Callable[[], object]:
     """The files' part of the key of a model read from ``folder``: its files' content hashes and the tensors its
     safetensors headers list."""
-    from pcctune.modeling.weight_files import content_hashes, folder_files, safetensors_shapes
+    from pcctune.modeling.weight_files import backbone_files, content_hashes, safetensors_shapes
 
     def key() -> object:
-        files = folder_files([folder])
+        files = backbone_files([folder])
         return content_hashes(files), safetensors_shapes(path for _, path in files)
 
     return key

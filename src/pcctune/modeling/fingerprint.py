@@ -36,7 +36,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.host_settings import host_settings
 from pcctune.modeling.backends import RuntimeBackbone
-from pcctune.modeling.weight_files import backbone_shapes, content_hashes, folder_files, held_by_files
+from pcctune.modeling.weight_files import backbone_files, content_hashes, held_by_files, safetensors_shapes
 from pcctune.provenance import code_digest, device_name, library_versions
 
 KERNEL_ENVIRONMENT = (
@@ -67,9 +67,10 @@ def model_digest(model: SentenceTransformer, read_from: Sequence[Path] = ()) -> 
     """sha256 of ``model`` as loaded (module docstring); ``None`` when a part of it cannot be read.
 
     ``read_from``: the folders ``model`` was just read from (`pcctune.modeling.weight_files.model_folders`), by a
-    caller that has changed none of its tensors since. The content hashes of their files then stand for the tensors
-    they hold (each tensor's name, dtype and shape still in the digest), and only what no file holds (a new head,
-    continuous prompts) is read: a key of a 7B model in about a second once its files' hashes are remembered."""
+    caller that has changed none of its tensors since. The content hashes of the weight files its backbone is loaded
+    from then stand for the tensors they hold (each tensor's name, dtype and shape still in the digest), and only
+    what no file holds (a new head, continuous prompts) is read: a key of a 7B model in well under a second once its
+    files' hashes are remembered."""
     if any(getattr(module, "backend", "torch") != "torch" for module in model) or any(
         isinstance(module, RuntimeBackbone) for module in model.modules()
     ):
@@ -77,8 +78,8 @@ def model_digest(model: SentenceTransformer, read_from: Sequence[Path] = ()) -> 
     described = describe_modules(model)
     if described is None:
         return None
-    files = folder_files(read_from)
-    shapes = backbone_shapes(read_from)
+    files = backbone_files(read_from)
+    shapes = safetensors_shapes(path for _, path in files)
     prefixes = [
         prefix for module in model if (prefix := getattr(getattr(module, "auto_model", None), "base_model_prefix", ""))
     ]

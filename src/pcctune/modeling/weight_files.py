@@ -1,8 +1,8 @@
 """The files a model was read from: their content hashes, remembered between commands, and the tensors they hold.
 
 A key of a model read from files (`pcctune.modeling.fingerprint.model_digest` with ``read_from``) holds the sha256
-of every file of its folders instead of one pass over the weights as loaded. The hashes cost nothing where the files
-name them already, and one read otherwise:
+of the weight files its backbone is loaded from instead of one pass over the weights as loaded. The hashes cost
+nothing where the files name them already, and one read otherwise:
 
 - a file in the Hugging Face cache is a link to ``blobs/NAME``, and ``NAME`` is the sha256 of its content (a large
   file's) or git's hash of it (a small file's): the name is the hash;
@@ -73,18 +73,6 @@ def model_folders(spec: str) -> list[Path]:
     return folders
 
 
-def folder_files(folders: Sequence[Path]) -> list[tuple[str, Path]]:
-    """Every file under ``folders`` (links followed) but those in hidden folders (``.git``, ``.cache``: no loader
-    reads them), each named by its folder's position and its path inside it: the names a key holds, whatever the
-    folders are called."""
-    return [
-        (f"{index}/{path.relative_to(folder).as_posix()}", path)
-        for index, folder in enumerate(folders)
-        for path in sorted(folder.rglob("*"))
-        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts[:-1])
-    ]
-
-
 def content_hashes(files: Sequence[tuple[str, Path]]) -> dict[str, str]:
     """The content hash of each named file (``remembered_hash``), read in threads, one file each."""
     workers = max(1, min(len(files), os.cpu_count() or 1))
@@ -128,12 +116,10 @@ def _remembered_sha256(path: Path, state: str) -> str:
 
 
 def safetensors_shapes(files: Iterable[Path]) -> TensorShapes:
-    """The name and shape of every tensor the ``.safetensors`` files among ``files`` hold, read from their headers
-    (the first 8 bytes give the header's length, the header is JSON): no tensor is read."""
+    """The name and shape of every tensor the safetensors ``files`` hold, read from their headers (the first 8 bytes
+    give the header's length, the header is JSON): no tensor is read."""
     shapes: TensorShapes = {}
     for path in files:
-        if path.suffix != ".safetensors":
-            continue
         with path.open("rb") as handle:
             (length,) = struct.unpack("<Q", handle.read(8))
             header = json.loads(handle.read(length))
@@ -141,15 +127,19 @@ def safetensors_shapes(files: Iterable[Path]) -> TensorShapes:
     return shapes
 
 
-def backbone_shapes(folders: Sequence[Path]) -> TensorShapes:
-    """The tensors the files a backbone is loaded from list: the safetensors files at the top of each folder and of
-    a saved model's first module's folder (``modules.json``), not those deeper (a checkpoint's, another module's),
-    so a weight the load drew at random is never taken for a tensor of a file it did not read."""
-    places: set[Path] = set()
-    for folder in folders:
+def backbone_files(folders: Sequence[Path]) -> list[tuple[str, Path]]:
+    """The safetensors files a backbone is loaded from: those at the top of each folder and of a saved model's first
+    module's folder (``modules.json``), not deeper (a checkpoint's, another module's), so a weight the load drew at
+    random is never taken for a tensor of a file it did not read. Each is named by its folder's position and its path
+    inside it: the names a key holds, whatever the folders are called. Everything else a model reads (its configs,
+    its tokenizer) is described as loaded (`pcctune.modeling.fingerprint.describe_modules`)."""
+    found: dict[Path, str] = {}
+    for index, folder in enumerate(folders):
         first = saved_modules(folder)[:1] if is_saved_model(folder) else []
-        places.update([folder, *(folder / str(module.get("path", "")) for module in first)])
-    return safetensors_shapes(path for place in sorted(places) for path in sorted(place.glob("*.safetensors")))
+        for place in [folder, *(folder / str(module.get("path", "")) for module in first)]:
+            for path in sorted(place.glob("*.safetensors")):
+                found.setdefault(path, f"{index}/{path.relative_to(folder).as_posix()}")
+    return [(name, path) for path, name in found.items()]
 
 
 BACKBONE = re.compile(r"^0\.(?:auto_model|model)\.")

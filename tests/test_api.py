@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 import pcctune
+from pcctune.modeling.template import model_template
 from pcctune.results import EvalResult
 from pcctune.testing import write_tokenized_copy
 
@@ -123,7 +124,8 @@ def test_the_package_docstring_example_trains_offline_with_the_documented_batch_
 def test_a_preset_template_applies_to_any_built_model(tiny_llama):
     model = pcctune.build_model(str(tiny_llama))
     pcctune.apply_template(model, "eol")
-    assert model[0].template == pcctune.build_model(str(tiny_llama), template="eol")[0].template is not None
+    built = pcctune.build_model(str(tiny_llama), template="eol")
+    assert model_template(model) == model_template(built) is not None
 
 
 @pytest.mark.parametrize(

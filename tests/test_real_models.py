@@ -10,7 +10,6 @@ import pytest
 from scipy.stats import spearmanr
 
 from pcctune.paths import resolve_senteval_dir
-from tests.conftest import encode_both_padding_sides
 
 pytestmark = pytest.mark.slow
 
@@ -61,13 +60,14 @@ def test_gguf_decoder_embeds_with_eol_template():
     import torch
 
     from pcctune.modeling.build import build_model
-    from pcctune.modeling.template import PRESETS
+    from pcctune.modeling.template import PRESETS, model_template
 
     model = build_model("smollm2-135m", template="eol", max_seq_length=32)
-    assert model[0].template == PRESETS["eol"] and model[1].pooling_mode == "lasttoken"
+    assert model_template(model) == PRESETS["eol"] and model[1].pooling_mode == "lasttoken"
     sentences = ["A man is playing a guitar.", "A man plays the guitar.", "The stock market fell sharply today."]
-    right, left = encode_both_padding_sides(model, sentences)
-    assert torch.allclose(left, right, atol=1e-3)
+    right = model.encode(sentences, convert_to_tensor=True)  # padded on the right, as the model's tokenizer is
+    single = torch.stack([model.encode([s], convert_to_tensor=True)[0] for s in sentences])
+    assert torch.allclose(single, right, atol=1e-3)
     cos = torch.nn.functional.cosine_similarity
     assert cos(right[0], right[1], dim=0) > cos(right[0], right[2], dim=0)
     tokenizer = model[0].tokenizer

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sentence_transformers import SentenceTransformer
 
-from pcctune.modeling.template import TemplateTransformer, sentence_cut
+from pcctune.modeling.template import sentence_cut
 
 
 @dataclass(frozen=True)
@@ -42,5 +42,4 @@ def input_lengths(model: SentenceTransformer, lengths: InputLengths) -> Iterator
 
 def _apply(model: SentenceTransformer, lengths: InputLengths) -> None:
     model.max_seq_length = lengths.max_seq_length
-    if isinstance(model[0], TemplateTransformer) or lengths.sentence_max_tokens is not None:
-        sentence_cut(model, lengths.sentence_max_tokens)
+    sentence_cut(model, lengths.sentence_max_tokens)

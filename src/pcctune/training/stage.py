@@ -74,12 +74,12 @@ def training_lengths(model: SentenceTransformer, stage: StageConfig) -> Iterator
     """The stage's ``max_seq_length`` and ``sentence_max_tokens`` cut training inputs (and the dev evaluations
     during training), yielding the model's own lengths: the saved models and the STS evaluations keep those."""
     own = lengths_of(model)
-    if stage.sentence_max_tokens is not None and not isinstance(model[0], TemplateTransformer):
-        if model_template(model) is None:
-            raise PcctuneError(
-                f"stage {stage.name!r}: sentence_max_tokens needs pcctune's input module or a template (give the "
-                "run a template); use max_seq_length for a plain model"
-            )
+    cuts = stage.sentence_max_tokens is not None
+    if cuts and not isinstance(model[0], TemplateTransformer) and model_template(model) is None:
+        raise PcctuneError(
+            f"stage {stage.name!r}: sentence_max_tokens needs pcctune's input module or a template (give the run a "
+            "template); use max_seq_length for a plain model"
+        )
     stage_lengths = InputLengths(
         stage.max_seq_length if stage.max_seq_length is not None else own.max_seq_length,
         stage.sentence_max_tokens if stage.sentence_max_tokens is not None else own.sentence_max_tokens,

@@ -25,6 +25,8 @@ def difference_cell(a: Mapping[int, float], b: Mapping[int, float]) -> str:
 
 def holm_note(count: int) -> str:
     """What a :func:`holm_cells` column of ``count`` comparisons shows, for the note under a table."""
+    if count == 0:
+        return "Holm: no comparison shares two seeds yet"
     comparisons = "comparison" if count == 1 else "comparisons"
     return (
         f"Holm: Holm's step-down decision over the column's {count} {comparisons} (family-wise 5 %), then the "

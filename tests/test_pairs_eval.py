@@ -102,7 +102,7 @@ def test_columns_by_name_hub_layouts_and_datasets_score_the_same(tiny_bert, tmp_
 def test_two_files_with_one_stem_keep_both(tiny_bert, tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    first, second = _varied_pairs(tmp_path / "a" / "test.jsonl"), pairs_jsonl(tmp_path / "b" / "test.jsonl", 12)
+    first, second = _varied_pairs(tmp_path / "a" / "pairs.jsonl"), pairs_jsonl(tmp_path / "b" / "pairs.jsonl", 12)
     result = run_eval(str(tiny_bert), None, pairs=[first, second])
     assert list(result.sts or {}) == [str(first), str(second)]
 

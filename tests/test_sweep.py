@@ -133,7 +133,10 @@ def test_a_dev_set_too_small_stops_the_sweep_before_any_trial(sweep_inputs, mini
     stsb = mini_senteval / "downstream" / "STS" / "STSBenchmark" / "sts-dev.csv"
     stsb.write_text(stsb.read_text().splitlines()[0] + "\n")  # only a pair STS12 also holds
     args = ["sweep", str(folder / "run.yaml"), "--space", str(folder / "space.yaml"), "--output", str(folder / "s")]
-    code, output = run_cli([*args, "--data", str(mini_senteval), "--set", "stages.0.dev=stsb-dev-filtered"], capsys)
+    pinned = ["--set", "stages.0.data.leakage=pair"]  # above `pair` a built-in dev set this small gives way to holdout
+    code, output = run_cli(
+        [*args, "--data", str(mini_senteval), "--set", "stages.0.dev=stsb-dev-filtered", *pinned], capsys
+    )
     assert code == 2 and "'stsb-dev-filtered' keeps 0 pairs" in output
     assert not (folder / "s").exists()
 

@@ -489,8 +489,9 @@ def search_table(search: list[dict[str, Any]], points: int, seeds: dict[str, int
                 text = f"**{text}**" + "†" * any(r["last_step"] for r in found[k])
             texts.append(text)
         margin, agreement = "—", "—"
-        if best is not None:
-            runner_up = max((k for k in means if k != best), key=means.__getitem__)
+        others = [k for k in means if k != best]
+        if best is not None and others:
+            runner_up = max(others, key=means.__getitem__)
             margin = f"{means[best] - means[runner_up]:+.2f} (point {runner_up})"
             if seeds[cell] > 1:
                 agreement = ", ".join(f"{seed}: point {k}" for seed, k in seed_winners(found).items())

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -144,13 +144,24 @@ def _own_pairs(pairs: list[str] | None, split: str | None, **names: str | None) 
 KEPT_VECTORS = "; the vectors encoded so far are kept in pcctune's cache: run the same command to continue"
 
 
-def _check_eval_choices(tasks: str, quantization: str, probe: str) -> None:
-    """``--tasks``, ``--quantization`` and ``--probe`` among their choices (one line naming them, otherwise)."""
+def _eval_choices(tasks: str, quantization: str, probe: str) -> dict[str, Any]:
+    """``--tasks``, ``--quantization`` and ``--probe`` checked among their choices (one line naming them, otherwise),
+    as ``run_eval``'s keywords."""
     from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, TASK_GROUPS
 
     _check_choice("task group", tasks, TASK_GROUPS)
     _check_choice("quantization", quantization, QUANTIZATIONS)
     _check_choice("probe", probe, PROBES)
+    return {"tasks": tasks, "quantization": quantization, "probe": probe}
+
+
+@contextmanager
+def _interrupt_says(message: str) -> Iterator[None]:
+    """A Ctrl-C inside becomes ``Interrupted(message)``: one line saying what is kept and how to continue."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(message) from None
 
 
 @app.command("eval")
@@ -180,14 +191,14 @@ def eval_command(
     prompt_name: PromptNameOption = None,
 ) -> None:
     """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
-    from pcctune.orchestration.evaluate import Probe, Quantization, TaskGroup, run_eval
+    from pcctune.orchestration.evaluate import run_eval
 
-    _check_eval_choices(tasks, quantization, probe)
-    try:
+    choices = _eval_choices(tasks, quantization, probe)
+    with _interrupt_says(f"interrupted; no results were written{KEPT_VECTORS if output else ''}"):
         run_eval(
             model,
             data,
-            tasks=cast(TaskGroup, tasks),  # checked above
+            **choices,
             template=template,
             pooling=_pooling(pooling),
             dtype=dtype,
@@ -198,16 +209,12 @@ def eval_command(
             console=console,
             protocol=protocol,
             backend=_backend(backend),
-            quantization=cast(Quantization, quantization),  # checked above
-            probe=cast(Probe, probe),  # checked above
             adapter=adapter,
             probe_seed=probe_seed,
             prompt=prompt,
             prompt_name=prompt_name,
             **_own_pairs(pairs, split, sentence1=sentence1_column, sentence2=sentence2_column, score=score_column),
         )
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; no results were written{KEPT_VECTORS if output else ''}") from None
 
 
 @app.command("encode")
@@ -299,7 +306,7 @@ def train_command(
         raise PcctuneError("--resume continues a run and --overwrite replaces it; pass one of them")
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
     run = _train_config(config, set_, output_dir, data, tasks)
-    try:
+    with _interrupt_says(f"interrupted; checkpoints are kept in {run.output_dir}; continue with: {_resume_command()}"):
         run_pipeline(
             run,
             resume=resume,
@@ -309,10 +316,6 @@ def train_command(
             resume_from=str(resume_from) if resume_from else None,
         )
         finish()
-    except KeyboardInterrupt:
-        raise Interrupted(
-            f"interrupted; checkpoints are kept in {run.output_dir}; continue with: {_resume_command()}"
-        ) from None
 
 
 @app.command("sweep")
@@ -333,13 +336,9 @@ def sweep_command(
     """Search CONFIG's hyperparameters on dev data (optuna), then score the winner on the test sets over seeds."""
     from pcctune.orchestration.sweep import run_sweep
 
-    try:
+    again = shlex.join(["pcctune", *sys.argv[1:]])
+    with _interrupt_says(f"interrupted; finished trials are kept in {output}; continue with: {again}"):
         run_sweep(config, space, trials, seeds, output, _overrides(set_, None, data), console, prune_after)
-    except KeyboardInterrupt:
-        raise Interrupted(
-            f"interrupted; finished trials are kept in {output}; continue with: "
-            f"{shlex.join(['pcctune', *sys.argv[1:]])}"
-        ) from None
 
 
 @app.command("icl")
@@ -358,11 +357,9 @@ def icl_command(
     """Pick an in-context demonstration (PromptEOL §3.2) on a dev set; print every candidate's score."""
     from pcctune.orchestration.icl import run_icl
 
-    try:
+    kept = "; the candidates scored so far are kept: run the same command to continue" if output else ""
+    with _interrupt_says(f"interrupted; no model was saved{kept}"):
         run_icl(model, template, candidates, dev, dtype, seed, data, output, console)
-    except KeyboardInterrupt:
-        kept = "; the candidates scored so far are kept: run the same command to continue" if output else ""
-        raise Interrupted(f"interrupted; no model was saved{kept}") from None
 
 
 @app.command("bound")

@@ -7,7 +7,7 @@ each guarantee holds as far as the t model does):
 
 - **the uncorrected interval** (``Corrected.plain``): the paired t interval at 1 − α. Each covers its own
   difference 95 % of the time; nothing is said of the family.
-- **Holm's decisions** (:func:`holm`, ``Corrected.holm``): Holm (1979, "A simple sequentially rejective multiple
+- **Holm's decisions** (`holm`, ``Corrected.holm``): Holm (1979, "A simple sequentially rejective multiple
   test procedure") sorts the m p-values, p(1) ≤ … ≤ p(m), and rejects while p(k) ≤ α / (m − k + 1), stopping at the
   first that is not; its adjusted p-value is max over j ≤ k of min(1, (m − j + 1) · p(j)), compared with α directly.
   The chance of any false rejection in the family is at most α. A decision is a sign, not an interval: the
@@ -16,7 +16,7 @@ each guarantee holds as far as the t model does):
   give a rejected comparison only its sign (its bound is 0) unless every hypothesis of the family is rejected. The
   t interval at the level of the step that rejected a comparison, 1 − α / (m − k + 1), is no such interval: read
   together, those intervals have no coverage guarantee, and none is given here.
-- **Bonferroni's simultaneous interval** (:func:`bonferroni_confidence`, ``Corrected.simultaneous``): every
+- **Bonferroni's simultaneous interval** (`bonferroni_confidence`, ``Corrected.simultaneous``): every
   comparison's paired t interval at 1 − α / m. By Bonferroni's inequality all m intervals cover their differences
   together with probability at least 1 − α, so an interval that excludes 0 is a win the whole family vouches for,
   with its size. It is never narrower than the uncorrected interval; where it excludes 0, Holm rejects too (p ≤
@@ -128,7 +128,7 @@ def holm_differences(
 ) -> dict[str, Corrected]:
     """Each named comparison ``(a, b)`` (``{seed: score}`` each, paired by seed) as B − A: its paired t interval at
     ``1 − alpha``, Holm's decision over the whole family, and Bonferroni's simultaneous interval at ``1 − alpha / m``
-    (:func:`simultaneous_label` names it), ``m`` the family's size: ``family_size`` planned comparisons where only
+    (`simultaneous_label` names it), ``m`` the family's size: ``family_size`` planned comparisons where only
     some have run, else those given."""
     names = list(family)
     if not names:

@@ -198,14 +198,8 @@ def run_eval(
     prompt: str | None = None,
     prompt_name: str | None = None,
 ) -> EvalResult:
-    """Evaluate ``model_spec`` on ``sts`` (the seven tasks), ``transfer`` (the seven probes) or ``all``, at the
-    backbone precision ``quantization`` (``precision``), with ``adapter`` (a LoRA folder) on it. ``pairs``
-    (files, Hub dataset ids with their ``split``, named ``columns``) replace the seven STS tasks: each is scored as
-    STS-B is, with a bootstrap interval seeded by ``seed``; ``probe_seed`` seeds the ``sklearn`` transfer probe's
-    folds (default SentEval's). Every sentence is encoded under the model's default prompt, or ``prompt`` /
-    ``prompt_name`` (``pcctune.modeling.prompts``), as ``model.encode`` would. Output, data and model are checked
-    before any encoding; the result is written
-    atomically, when complete, by this command alone."""
+    """Evaluate ``model_spec`` (with ``adapter``) on ``tasks`` or your own ``pairs`` under its prompt (or ``prompt`` /
+    ``prompt_name``) as ``model.encode`` reads it; checked before encoding, written atomically once complete."""
     started = time.perf_counter()
     check_prompt_choice(prompt, prompt_name)
     with writing_output(output):
@@ -218,9 +212,8 @@ def run_eval(
         settings = (template, pooling, dtype, token_budget, max_seq_length, protocol, backend, quantization)
         data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks), senteval) | pair_hashes(own)
         evaluation = {"model": model_spec, "adapter": adapter, "settings": settings, "data": data_hashes}
-        evaluation["prompt"] = prompt_in_force(model)
-        with kept_vectors(output, evaluation, model) as store:
-            folds = PROBE_SEED if probe_seed is None else probe_seed
+        folds = PROBE_SEED if probe_seed is None else probe_seed
+        with kept_vectors(output, evaluation | {"prompt": prompt_in_force(model)}, model) as store:
             sts, transfer = score_tasks(
                 model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, seed if own else None, folds
             )

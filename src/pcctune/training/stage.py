@@ -327,11 +327,9 @@ def run_stage(
     checkpoint: str | None = None,
     keep_last: bool = False,
 ) -> StageResult:
-    """Train ``model`` in place for one stage, its starting model scored on dev first; the best dev checkpoint is
-    loaded at the end (the starting weights instead, with ``keep_start_if_best``, where none beat them). ``resume``
-    continues from the last complete checkpoint, ``checkpoint`` from a given one; ``keep_last`` saves the last step's
-    model in ``stage_dir/last`` first (for a next stage whose ``init`` is ``final``). The global random generators and
-    transformers' log level, which the trainer sets, are put back; the peak-memory counter is reset (``memory``)."""
+    """Train ``model`` in place for one stage (its start scored on dev first), then load its best dev checkpoint, or
+    its start with ``keep_start_if_best`` where none beat it; ``resume``/``checkpoint`` continue from the last/a given
+    checkpoint; ``keep_last`` saves the last step in ``stage_dir/last`` (for a next stage's ``init: final``)."""
     check_template_budget(model, stage)
     checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / CHECKPOINTS) if resume else None)
     memory = PeakMemory()

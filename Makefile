@@ -63,7 +63,7 @@ lint: install-dev
 # The documentation site (mkdocs-material) into site/, offline; the API, config and CLI references are generated
 # from the code, the loss guide's tables from the loss registry; any warning fails the build, and mkdocs' link
 # validation (mkdocs.yml) makes every link to a missing page, heading or file a warning: a dead link fails `make docs`.
-# The CLI reference runs the `typer` command of the venv.
+# The CLI reference is typer's own, written by docs/hooks.py in the build's process.
 docs: install-dev
 	$(VENV)/bin/python docs/gen_losses.py
 	NO_MKDOCS_2_WARNING=1 PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/mkdocs build --strict --site-dir site

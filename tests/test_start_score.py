@@ -91,3 +91,22 @@ def test_the_start_score_key_changes_with_the_model_the_dev_pairs_and_the_input_
     assert start_key(model, shorter, run, evaluator) != key
     next(model.parameters()).data.add_(1e-3)
     assert start_key(model, stage, run, evaluator) != key
+
+
+def test_scoring_the_start_draws_nothing_at_random_so_training_is_unchanged(
+    tiny_bert, shared_senteval, tmp_path, monkeypatch
+):
+    """The start is scored after the trainer seeded the random generators and before the first step: a draw there
+    would move every dropout mask and batch order after it. The trained model is the same with the start scored and
+    without."""
+    import pcctune.training.stage as stage_module
+
+    (tmp_path / "scored").mkdir()
+    (tmp_path / "unscored").mkdir()
+    first, _ = _lowering_run(tiny_bert, shared_senteval, tmp_path / "scored")
+    monkeypatch.setattr(stage_module, "start_score", lambda model, evaluator, key: 0.0)
+    second, _ = _lowering_run(tiny_bert, shared_senteval, tmp_path / "unscored")
+    assert second.stages[0].start_dev_spearman == 0.0  # the stand-in ran: the start was not scored
+    sentences = ["A man plays a guitar.", "Two dogs run on the grass."]
+    trained = [SentenceTransformer(str(record.stages[0].final_dir)).encode(sentences) for record in (first, second)]
+    np.testing.assert_array_equal(trained[0], trained[1])

@@ -145,3 +145,15 @@ def test_the_tables_read_a_changed_winner_once_all_its_test_seeds_have_run(tmp_p
     assert len(found["first_rows"]) == 5 and {row["best_dev"] for row in found["rows"]} == {0.85}
     progress = {block["block"]: block for block in found["progress"]}["sentence"]
     assert progress["growth"] == [11, 11]  # 3 grown points × 2 search seeds, 5 test seeds
+
+
+def test_the_grown_search_table_shows_each_point_and_the_best_so_far():
+    from reproductions.leakage.report import growth_table
+
+    search = [
+        {"cell": "c", "point": k, "seed": s, "best_dev": 0.80 + 0.01 * (k == 3)} for k in range(8) for s in (1, 2)
+    ]
+    grown = [{"cell": "c", "point": "3x2", "seed": s, "best_dev": 0.83, "last_step": s == 1} for s in (1, 2)]
+    grown += [{"cell": "c", "point": "3x4", "seed": 1, "best_dev": 0.90, "last_step": False}]
+    table = growth_table(grown, search, {"c": 2})
+    assert "| c | point 3 (81.00) | 3x2: 83.00†; 3x4: 90.00 (1 of 2 seeds) | 3x2 |" in table  # 3x4 not yet read

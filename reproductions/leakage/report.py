@@ -429,7 +429,8 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
 def growth_table(grown: list[dict[str, Any]], search: list[dict[str, Any]], seeds: dict[str, int]) -> str:
     """The grown search (``reproductions/leakage/growth.py``): each cell's grown points, their mean best dev × 100
     over the search seeds that have run (``n of k seeds`` where not all of the ``seeds`` its block plans have; †
-    where a seed's best checkpoint was its last step), and the cell's best design point for reference."""
+    where a seed's best checkpoint was its last step), the cell's best design point, and the best so far among it
+    and the grown points every planned seed has run (the runner plans further growth, or test seeds, from it)."""
     by_cell: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for row in grown:
         by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
@@ -437,8 +438,8 @@ def growth_table(grown: list[dict[str, Any]], search: list[dict[str, Any]], seed
         "Grown search (the growth rule: 2× and 4× the winner's epochs, at `sentence` and the control also half its "
         "learning rate at 4×; a winner at 4× grows to 8×), mean best dev × 100 over the search seeds:",
         "",
-        "| cell | first winner (dev) | grown points |",
-        "| --- | --- | --- |",
+        "| cell | first winner (dev) | grown points | best so far |",
+        "| --- | --- | --- | --- |",
     ]
     for cell, points in by_cell.items():
         design = {}
@@ -448,14 +449,17 @@ def growth_table(grown: list[dict[str, Any]], search: list[dict[str, Any]], seed
         best = max(design, key=lambda k: statistics.mean(design[k])) if design else None
         first = f"point {best} ({100 * statistics.mean(design[best]):.2f})" if best is not None else "—"
         texts = []
+        scored = {f"point {best}": statistics.mean(design[best])} if best is not None else {}
         for label, runs in points.items():
             ran = {r["seed"] for r in runs}
-            text = f"{label}: {100 * statistics.mean(r['best_dev'] for r in runs):.2f}" + "†" * any(
-                r["last_step"] for r in runs
-            )
+            mean = statistics.mean(r["best_dev"] for r in runs)
+            text = f"{label}: {100 * mean:.2f}" + "†" * any(r["last_step"] for r in runs)
             planned = seeds.get(cell, len(ran))
             texts.append(text + ("" if len(ran) >= planned else f" ({len(ran)} of {planned} seeds)"))
-        lines.append(f"| {cell} | {first} | {'; '.join(texts)} |")
+            if len(ran) >= planned:
+                scored[label] = mean
+        leader = max(scored, key=scored.__getitem__) if scored else "—"
+        lines.append(f"| {cell} | {first} | {'; '.join(texts)} | {leader} |")
     return "\n".join(lines)
 
 

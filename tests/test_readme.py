@@ -147,3 +147,19 @@ def test_the_plain_trainer_snippet_uses_the_documented_settings_and_warns_about_
     assert "gradient_accumulation_steps" in text.split(snippet)[1][:600]  # the warning follows the snippet
     guide = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
     assert snippet in python_blocks(guide)  # one snippet, shown in both places
+
+
+def test_the_summary_writes_the_front_pages_table_and_verdict_from_the_records(tmp_path):
+    """The leakage summary (run after every record) rewrites the front page's results: a stale table row and a stale
+    verdict come back as the records give them, and nothing else on the page moves."""
+    from reproductions.leakage.report import write_front_page
+
+    text = README.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    row = next(k for k, line in enumerate(lines) if line.startswith("| Pearson ("))
+    verdict = next(k for k, line in enumerate(lines) if line.startswith("**Verdict on the encoder**"))
+    lines[row], lines[verdict] = "| Pearson (Pcc-tuning) | 99.00 | 99.00 |", "**Verdict on the encoder** (stale)."
+    stale = tmp_path / "README.md"
+    stale.write_text("\n".join(lines), encoding="utf-8")
+    write_front_page(stale)
+    assert stale.read_text(encoding="utf-8") == text

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from reproductions._common import Rows
+from reproductions._common import ROOT, Rows
 from reproductions.leakage import narrow, wide
 from reproductions.leakage.cells import (
     HERE,
@@ -300,6 +300,22 @@ def write_summary(args: argparse.Namespace) -> None:
     plot(rows, {}, HERE / "leakage.png")
     if corrected:
         family_plot(corrected, HERE / "wide.png")
+        write_front_page(ROOT / "README.md")
+
+
+def write_front_page(readme: Path) -> None:
+    """The front page's results table (:func:`readme_rows`) and verdict (:func:`readme_verdict`) written over the
+    ones ``readme`` holds, so the records that change them change the front page in the same step."""
+    rows = readme_rows()
+    table = ["| loss | " + " | ".join(rows.pop("loss")) + " |", "|" + " --- |" * 3]
+    table += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rows.items()]
+    lines = readme.read_text(encoding="utf-8").split("\n")
+    start = next(k for k, line in enumerate(lines) if line.startswith("| loss | `"))
+    end = next(k for k in range(start, len(lines)) if not lines[k].startswith("|"))
+    lines[start:end] = table
+    verdict = next(k for k, line in enumerate(lines) if line.startswith("**Verdict on the encoder**"))
+    lines[verdict] = readme_verdict()
+    write_text(readme, "\n".join(lines))
 
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:

@@ -14,7 +14,6 @@ pairs themselves, the stage's input lengths, and the code and machine. A resumed
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from pcctune.cache_entry import cached_folder
+from pcctune.data.pairs import pairs_sha256
 from pcctune.io import write_json
 from pcctune.modeling.fingerprint import computation_key
 from pcctune.paths import cache_root
@@ -32,10 +32,10 @@ KIND = "scores"
 SCORE = "score.json"
 
 
-def dev_digest(evaluator: DevSTSEvaluator) -> str:
-    """sha256 of the dev pairs themselves (each part's name, sentences and gold scores)."""
-    payload = {part: [(p.sentence1, p.sentence2, p.score) for p in pairs] for part, pairs in evaluator.parts.items()}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+def dev_digest(evaluator: DevSTSEvaluator) -> dict[str, str]:
+    """Each dev part's name → the sha256 of its pairs (sentences and gold scores: `pcctune.data.pairs.pairs_sha256`,
+    the one hash of pairs every key uses)."""
+    return {part: pairs_sha256(pairs) for part, pairs in evaluator.parts.items()}
 
 
 def start_key(model: SentenceTransformer, stage: StageConfig, run: RunConfig, evaluator: DevSTSEvaluator) -> str | None:

@@ -109,12 +109,13 @@ def test_a_winner_at_4x_grows_to_8x_and_a_changed_winner_runs_on_the_test_seeds(
     search(args, PEARSON, {3: 0.8})
     test_runs(args, PEARSON, 3, last_steps=0)
     search(args, PEARSON, {3: 0.8, "3x2": 0.81, "3x4": 0.7, "3x4h": 0.85})
-    assert wide.grown_points(args, block, PEARSON) == ["3x2", "3x4", "3x4h", "3x8h"]
-    assert wide.final_point(args, block, PEARSON) is None  # 3x8h has not run
+    grown_labels = wide.grown_points(args, block, PEARSON)
+    assert grown_labels == ["3x2", "3x4", "3x4h", "3x8h"]
+    assert wide.final_point(args, PEARSON, grown_labels) is None  # 3x8h has not run
     assert [run for run in grown(args)["pearson"] if run[0] == "3x8h"] == [("3x8h", 101, False), ("3x8h", 102, False)]
     search(args, PEARSON, {3: 0.8, "3x2": 0.81, "3x4": 0.7, "3x4h": 0.85, "3x8h": 0.9})
-    assert wide.grown_points(args, block, PEARSON) == ["3x2", "3x4", "3x4h", "3x8h"]  # 8× is the limit
-    assert wide.final_point(args, block, PEARSON) == "3x8h"
+    assert wide.grown_points(args, block, PEARSON) == grown_labels  # 8× is the limit
+    assert wide.final_point(args, PEARSON, grown_labels) == "3x8h"
     scored = [run for run in grown(args)["pearson"] if run[2]]
     assert scored == [("3x8h", seed, True) for seed in wide.TEST_SEEDS]
     record = wide.record_path(args, wide.Run(PEARSON, "3x8h", 1, True))
@@ -127,7 +128,7 @@ def test_a_winner_kept_by_the_grown_search_runs_no_test_seed_again(tmp_path):
     args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
     search(args, PEARSON, {3: 0.9, "3x2": 0.8, "3x4": 0.7, "3x4h": 0.6})
     test_runs(args, PEARSON, 3, last_steps=0)
-    assert wide.final_point(args, wide.BY_NAME["sentence"], PEARSON) == 3
+    assert wide.final_point(args, PEARSON, wide.grown_points(args, wide.BY_NAME["sentence"], PEARSON)) == 3
     assert not any(scored for *_, scored in grown(args)["pearson"])
 
 

@@ -184,26 +184,24 @@ def level_binds(args: argparse.Namespace, block: Block) -> bool:
 
 
 def grown_points(args: argparse.Namespace, block: Block, cell: Cell) -> list[str]:
-    """The grown points of ``cell``'s search as far as its records decide them: none unless its level binds; its
-    winner's first growth; a winner at 4× grown to 8× once every point before has run."""
-    if not block.searched:
-        return []
+    """The grown points of ``cell``, of a level that binds (:func:`level_binds`), as far as its records decide them:
+    its winner's first growth; a winner at 4× grown to 8× once every point before has run."""
     chosen = winner(args, cell)
-    if chosen is None or not level_binds(args, block):
+    if chosen is None:
         return []
     points = growth.first_growth(chosen, half_rate=block.name in HALF_RATE_BLOCKS)
     while True:
         labels = [point.label for point in points]
-        best = best_of(args, cell, [*range(len(design(args))), *labels])
+        best = final_point(args, cell, labels)
         further = GrownPoint.parse(best).grows_further if isinstance(best, str) else None
         if further is None or further in points:
             return labels
         points.append(further)
 
 
-def final_point(args: argparse.Namespace, block: Block, cell: Cell) -> Point | None:
-    """``cell``'s winner among all its points, design and grown, once every one has run."""
-    return best_of(args, cell, [*range(len(design(args))), *grown_points(args, block, cell)])
+def final_point(args: argparse.Namespace, cell: Cell, grown: list[str]) -> Point | None:
+    """``cell``'s winner among all its points, its design points and the ``grown`` ones, once every one has run."""
+    return best_of(args, cell, [*range(len(design(args))), *grown])
 
 
 def searched_cell(block: Block, cell: Cell) -> Cell:
@@ -232,13 +230,14 @@ def plan(args: argparse.Namespace, blocks: list[Block] | None = None) -> Iterato
 def grown_runs(args: argparse.Namespace, block: Block, cells: list[Cell]) -> Iterator[Run]:
     """The grown search's runs of ``block`` (:mod:`reproductions.leakage.growth`), loss by loss in
     :data:`GROWTH_ORDER`: each grown point on the block's search seeds, then a changed winner on the test seeds."""
-    if not block.searched:
+    if not block.searched or not level_binds(args, block):
         return
     for cell in sorted(cells, key=lambda cell: GROWTH_ORDER.index(cell.loss)):
-        for label in grown_points(args, block, cell):
+        labels = grown_points(args, block, cell)
+        for label in labels:
             for seed in search_seeds(args, cell):
                 yield Run(cell, label, seed, False)
-        final = final_point(args, block, cell)
+        final = final_point(args, cell, labels)
         if isinstance(final, str):
             for seed in scored_seeds(args, block):
                 yield Run(cell, final, seed, True)

@@ -148,6 +148,24 @@ def test_the_tables_read_a_changed_winner_once_all_its_test_seeds_have_run(tmp_p
     assert progress["growth"] == [11, 11]  # 3 grown points × 2 search seeds, 5 test seeds
 
 
+def test_a_replaced_winner_stays_in_the_tables_as_the_first_search_left_it(tmp_path):
+    """The first winners' rows remain printed (a claim's README quoting them stays backed) and the first search's
+    records read again give them back."""
+    from reproductions.leakage.report import before_growth, wide_table
+
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
+    search(args, PEARSON, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6})
+    test_runs(args, PEARSON, 3, last_steps=0)
+    for seed in wide.TEST_SEEDS:
+        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, last=False)
+    found = wide.details(args)
+    first = before_growth(found)
+    assert {row["best_dev"] for row in first["rows"]} == {0.8} and {row["best_dev"] for row in found["rows"]} == {0.85}
+    table = wide_table(found, {})
+    assert "The first search's winners that the grown search replaced" in table
+    assert "| 80.00 ± 0.00 |" in table and "| 85.00 ± 0.00 |" in table
+
+
 def test_the_grown_search_table_shows_each_point_and_the_best_so_far():
     from reproductions.leakage.report import growth_table
 

@@ -234,7 +234,7 @@ def seed_span(seeds: list[int]) -> str:
 def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, ...]) -> str:
     """What the test runs show beside the decisions: the losses whose winners were best at their last step in most
     seeds (their search is grown), those below the base model, and those best at their first dev evaluation (a
-    run that kept about what it had before training, :func:`first_evaluations`)."""
+    run that kept about what it had before training, ``wide.first_evaluation``)."""
     base = base_scores()["avg"]
     binding, below, first = [], [], []
     for loss in LOSSES[1:]:
@@ -246,9 +246,9 @@ def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, 
             mean = statistics.mean(r["sts"]["avg"] for r in runs)
             if mean < base:
                 below.append(f"{NAMES[loss]} at `{level}` ({mean:.2f})")
-            early = first_evaluations(f"minilm-{level}-{loss}")
+            early = sum(r["first_evaluation"] for r in runs)
             if early:
-                first.append(f"{NAMES[loss]} at `{level}` ({len(early)} of {len(runs)})")
+                first.append(f"{NAMES[loss]} at `{level}` ({early} of {len(runs)})")
     notes = []
     if binding:
         notes.append(f"best at their last step in most test seeds: {', '.join(binding)}")
@@ -271,20 +271,6 @@ def short_decision(result: Corrected) -> str:
     return "a win" if result.simultaneous.verdict != "tie" else "a win by its sign only"
 
 
-def first_evaluations(cell: str) -> list[tuple[int, float]]:
-    """(best step, seven-task average) of each test run of ``cell`` whose best checkpoint is its first dev evaluation
-    (its ``eval_steps``): a run that kept what it had before training, or barely more."""
-    from pcctune.results import RunResult
-
-    found = []
-    for path in sorted((HERE / "records" / "wide").glob(f"{cell}-seed*.json")):
-        result = RunResult.from_disk(path)
-        checkpoint, every = result.stages[0].best_checkpoint, result.config["stages"][0]["eval_steps"]
-        if checkpoint and int(checkpoint.rsplit("-", 1)[1]) == every:
-            found.append((every, next(iter(result.sts_by_stage.values()))["avg"]))
-    return found
-
-
 def write_summary(args: argparse.Namespace) -> None:
     """table.md, verdict.md and the plots, from the records as they are now (the search's rows go into runs.json):
     ``leakage.png`` (every cell's seeds) and, once a front-page level of the wide search is complete, ``wide.png``
@@ -296,6 +282,10 @@ def write_summary(args: argparse.Namespace) -> None:
     corrected = wide_family(found["wide"])
     write_text(HERE / "table.md", table(rows, found) + "\n")
     lines = verdicts(rows) + transfer_verdicts(found["transfer"]) + wide_verdicts(found["wide"], corrected)
+    if found["wide"]["first_rows"] and corrected:
+        first = before_growth(found["wide"])
+        lines += ["", "Before the grown search replaced a winner (the first search's winners):", ""]
+        lines += comparison_verdicts(first, wide_family(first))
     write_text(HERE / "verdict.md", "\n".join(lines) + "\n")
     plot(rows, {}, HERE / "leakage.png")
     if corrected:
@@ -394,7 +384,8 @@ def setting_text(settings: dict[str, Any]) -> str:
 
 
 def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> str:
-    """The wide search's section of ``table.md``: its design, each cell's test seeds, the search, the ``corrected``
+    """The wide search's section of ``table.md``: its design, each cell's winner over the test seeds (and the first
+    winners the grown search replaced, with the family they gave), the search, the grown search, the ``corrected``
     comparisons (``comparisons.wide_family``) and the transfer tasks with the base model's noise floor."""
     rows, points = found["rows"], found["design"]
     seeds = found["seeds"]
@@ -410,17 +401,18 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
         *(f"| {k} | {setting_text(settings)} |" for k, settings in enumerate(points)),
     ]
     if rows:
-        header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "point", "best at last step"]
-        lines += ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-        for cell, group in groups(rows).items():
-            cells = " | ".join(cell_text([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
-            dev = cell_text([100 * r["best_dev"] for r in group])
-            dev_pairs = "+".join(f"{n}" for n in group[0]["dev_pairs"].values()) or "—"
-            last = sum(r["last_step"] for r in group)
-            lines.append(
-                f"| {cell} | {group[0]['train_examples']} | {dev_pairs} | {len(group)} | {dev} | {cells} | "
-                f"{group[0]['point']} | {last} of {len(group)} |"
-            )
+        lines += ["", winners_table(rows)]
+    if found["first_rows"]:
+        first = before_growth(found)
+        lines += [
+            "",
+            "The first search's winners that the grown search replaced (their test runs, `records/wide/`), and the "
+            "planned family as the first search's winners left it:",
+            "",
+            winners_table(found["first_rows"]),
+        ]
+        if corrected:
+            lines += ["", comparison_table(wide_family(first))]
     if found.get("progress"):
         lines += ["", "Progress (runs with a record):", "", progress_table(found["progress"])]
     if found["search"]:
@@ -440,6 +432,31 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
         lines += ["", "Transfer tasks, accuracy % (wide search; base model: the mean over its probe seeds):", ""]
         lines.append(transfer_table(with_base_mean(found["transfer"])))
     return "\n".join(lines)
+
+
+def winners_table(rows: Rows) -> str:
+    """Each cell's winner over its test seeds: training and dev pairs, seeds, mean dev, the seven tasks and the
+    average (mean ± std), its point and how many seeds were best at their last step."""
+    header = ["cell", "train pairs", "dev pairs", "seeds", "dev", *SHORT, "avg", "point", "best at last step"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for cell, group in groups(rows).items():
+        cells = " | ".join(cell_text([r["sts"][task] for r in group]) for task in [*TASKS, "avg"])
+        dev = cell_text([100 * r["best_dev"] for r in group])
+        dev_pairs = "+".join(f"{n}" for n in group[0]["dev_pairs"].values()) or "—"
+        last = sum(r["last_step"] for r in group)
+        lines.append(
+            f"| {cell} | {group[0]['train_examples']} | {dev_pairs} | {len(group)} | {dev} | {cells} | "
+            f"{group[0]['point']} | {last} of {len(group)} |"
+        )
+    return "\n".join(lines)
+
+
+def before_growth(found: dict[str, Any]) -> dict[str, Any]:
+    """The wide search's records (:func:`reproductions.leakage.wide.details`) as the first search left them: each
+    cell the grown search replaced read from its first winner's test runs again (``first_rows``)."""
+    replaced = {row["cell"] for row in found["first_rows"]}
+    rows = [row for row in found["rows"] if row["cell"] not in replaced] + found["first_rows"]
+    return found | {"rows": rows, "first_rows": [], "growth": []}
 
 
 def growth_table(grown: list[dict[str, Any]], search: list[dict[str, Any]], seeds: dict[str, int]) -> str:
@@ -543,10 +560,16 @@ def comparison_table(corrected: dict[tuple[str, str], Corrected]) -> str:
 
 
 def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> list[str]:
-    """The wide search's verdict lines: each comparison of the ``corrected`` family (``comparisons.wide_family``),
-    called as :func:`reproductions.leakage.comparisons.decision` reads it; then the complete blocks off the front page
-    (``comparisons.outside_family``) and the level contrasts (``comparisons.level_contrasts``), uncorrected; then,
-    for each block whose transfer evaluations have all run, its models against the base model's noise floor."""
+    """The wide search's verdict lines: its comparisons (:func:`comparison_verdicts`), then, for each block whose
+    transfer evaluations have all run, its models against the base model's noise floor."""
+    transferred = [block["block"] for block in found["progress"] if 0 < block["transfer"][0] == block["transfer"][1]]
+    return comparison_verdicts(found, corrected) + transfer_floor(found["transfer"], transferred)
+
+
+def comparison_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> list[str]:
+    """Each comparison of the ``corrected`` family (``comparisons.wide_family``), called as
+    :func:`reproductions.leakage.comparisons.decision` reads it; then the complete blocks off the front page
+    (``comparisons.outside_family``) and the level contrasts (``comparisons.level_contrasts``), uncorrected."""
     lines = []
     for (block, loss), result in corrected.items():
         lines.append(
@@ -554,7 +577,5 @@ def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Correc
             f"(95 %, uncorrected), {interval(result.simultaneous)} ({result.method}), Holm's adjusted p "
             f"{result.holm.adjusted:.4f}: {decision(loss, result)}"
         )
-    transferred = [block["block"] for block in found["progress"] if 0 < block["transfer"][0] == block["transfer"][1]]
     complete = wide.complete_blocks(found["progress"])
-    lines += outside_family(found["rows"], complete) + level_contrasts(found["rows"], complete)
-    return lines + transfer_floor(found["transfer"], transferred)
+    return lines + outside_family(found["rows"], complete) + level_contrasts(found["rows"], complete)

@@ -389,6 +389,13 @@ def last_step(result: Any) -> bool:
     return step >= steps
 
 
+def first_evaluation(result: Any) -> bool:
+    """Whether a run's best checkpoint is its first dev evaluation (its ``eval_steps``): a run that kept what it had
+    before training, or barely more."""
+    checkpoint, every = result.stages[0].best_checkpoint, result.config["stages"][0]["eval_steps"]
+    return bool(checkpoint) and int(checkpoint.rsplit("-", 1)[1]) == every
+
+
 SETTING_KEYS = ("learning_rate", "batch_size", "warmup_ratio", "epochs")
 
 
@@ -405,7 +412,9 @@ def test_rows(args: argparse.Namespace, found: Path, points: dict[str, list[Any]
         row = row_of(path.stem, result, settings)
         candidates = [*enumerate(design(args)), *points.get(row["cell"], [])]
         chosen = next((point for point, setting in candidates if setting == settings), None)
-        rows.append(row | {"point": chosen, "last_step": last_step(result)})
+        rows.append(
+            row | {"point": chosen, "last_step": last_step(result), "first_evaluation": first_evaluation(result)}
+        )
     return rows
 
 

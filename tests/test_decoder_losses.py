@@ -38,6 +38,7 @@ def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(q
     stage1 = RunResult.from_disk(records / "stage1.json")
     assert stage1.seed == grid.STAGE1_SEED and stage1.config["stages"][0]["dev"] == "none"
     assert list(stage1.sts_by_stage) == ["contrastive-nli"]  # scored on the test sets, not before training
+    assert {key: stage1.config[key] for key in grid.SPEED} == grid.SPEED
     model = str(quick / "runs" / "stage1" / "stage1-contrastive-nli" / "final")
     recipe_rate = 5.0e-4
     search = [RunResult.from_disk(path) for path in sorted((records / "search").glob("*.json"))]
@@ -47,6 +48,7 @@ def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(q
         stage = run.config["stages"][0]
         assert run.seed == grid.SEARCH_SEED and run.sts_by_stage == {}  # no test set read while searching
         assert run.config["model"] == model and stage["data"]["leakage"] == "pair"
+        assert {key: run.config[key] for key in grid.SPEED} == grid.SPEED  # every run alike, stage 1 too
         assert stage["learning_rate"] in (recipe_rate, recipe_rate / 2) and run.stages[0].best_dev_spearman is not None
     for loss in ("pearson", "cosine_mse"):
         tried = {
@@ -69,6 +71,7 @@ def test_the_table_and_verdict_come_from_the_records(quick):
     } <= set(labels)
     assert {"contrastive-seed1", "contrastive-seed2", "contrastive-seed3"} <= set(labels)  # decoder_full's records
     table = (quick / "table.md").read_text()
+    assert "| stage 1 | 1 | 1 |\n| search runs | 4 | 4 |\n| test runs | 4 | 4 |" in table  # --quick: 2 losses
     scores = table.split("Search")[0]
     assert scores.count("not run yet") == 1 and "| stage 1 + CoSENT | not run yet |" in scores  # not in --quick
     verdict = table[table.index("\n**") + 1 :]
@@ -110,3 +113,15 @@ def test_the_verdict_is_held_only_where_pearson_beats_both_and_a_tie_where_the_i
     assert grid.verdict([*pearson, *cosine_below, *cosent_above])[0].endswith(": CoSENT above it.")
     assert grid.verdict([*pearson, *cosine_below])[0].startswith("**not decided yet**")
     assert grid.verdict([])[0].startswith("**not run yet**")
+
+
+def test_stage_one_under_the_speed_settings_is_read_against_decoder_fulls_build_before_them():
+    before = {"label": "stage1_before_speed", "sts": {"avg": 74.0572}}
+    assert grid.speed_check([{"label": "stage1", "sts": {"avg": 74.09}}, before]) == [
+        "- stage 1 built under the speed settings: 74.09 against 74.06 for decoder_full's build before them, +0.03: "
+        "within the 0.05 this claim allows"
+    ]
+    assert grid.speed_check([{"label": "stage1", "sts": {"avg": 73.98}}, before])[0].endswith(
+        "-0.08: outside the 0.05 this claim allows"
+    )
+    assert grid.speed_check([before]) == []

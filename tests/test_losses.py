@@ -115,6 +115,34 @@ def test_gradient_cache_equals_the_plain_loss(tiny_bert, kind):
     assert all(torch.allclose(plain[name], cached[name], atol=1e-5) for name in plain)
 
 
+@pytest.mark.parametrize("name", ["cosent", "angle", "cosine_mse"])
+def test_sentence_transformers_pair_losses_in_mini_batches_equal_their_own_forward(tiny_bert, name):
+    """A stage's mini_batch_size embeds sentence-transformers' scored-pair losses GradCache-style: the loss and the
+    gradients of sentence-transformers' own forward over the whole batch."""
+    from pcctune.losses.cached_pairs import CachedPairLoss
+    from pcctune.losses.registry import loss_spec
+    from pcctune.training.config import StageConfig
+    from pcctune.training.losses import build_loss
+
+    stage = StageConfig.model_validate({"name": "s", "loss": name, "data": {"source": "stage2"}})
+    labels = torch.tensor([0.1, 0.84, 0.4, 0.66, 0.22, 0.98, 0.54, 0.0])
+    results = []
+    for mini_batch in (None, 3):
+        model = build_model(str(tiny_bert), device="cpu")
+        model.eval()
+        loss_fn = build_loss(stage, model, mini_batch)
+        expected = CachedPairLoss if mini_batch else loss_spec(name).cls
+        assert type(loss_fn) is expected
+        loss = loss_fn([model.preprocess(SENTENCES[:8]), model.preprocess(SENTENCES[2:10])], labels)
+        loss.backward()
+        gradients = {key: p.grad.clone() for key, p in model.named_parameters() if p.grad is not None}
+        results.append((loss.item(), gradients))
+    (plain_loss, plain), (cached_loss, cached) = results
+    assert plain_loss == pytest.approx(cached_loss, abs=1e-5)
+    assert plain.keys() == cached.keys() and any(grad.abs().sum() > 0 for grad in plain.values())
+    assert all(torch.allclose(plain[key], cached[key], atol=1e-5) for key in plain)
+
+
 @pytest.mark.parametrize("world", [1, 2, 4, 8])
 @pytest.mark.parametrize("accumulation", [1, 2, 4])
 def test_group_size_does_not_depend_on_processes_or_accumulation(world, accumulation):

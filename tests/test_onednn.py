@@ -228,3 +228,30 @@ def test_a_run_trains_through_oneDNN_unless_told_not_to(onednn, tiny_bert, share
         assert sum(training) >= 2 * linears
     else:
         assert sum(training) == 0
+
+
+def test_a_4bit_weight_is_dequantized_once_inside_kept_dequantized_with_the_same_numbers():
+    from bitsandbytes import functional
+
+    from pcctune.modeling.onednn import kept_dequantized
+
+    layer = _nf4_layer(bias=False)
+    inputs = torch.randn(3, 5, 64, requires_grad=True)
+
+    def output_and_gradient() -> list[torch.Tensor]:
+        output = layer(inputs)
+        return [output, *torch.autograd.grad(output.square().sum(), [inputs])]
+
+    with onednn_linears(layer):
+        expected = output_and_gradient()
+        with mock.patch.object(functional, "dequantize_4bit", wraps=functional.dequantize_4bit) as dequantize:
+            with kept_dequantized(budget_mb=1):
+                got = output_and_gradient() + output_and_gradient()
+            assert dequantize.call_count == 1  # forward and backward, twice: one dequantization
+            output_and_gradient()
+            assert dequantize.call_count == 3  # outside the scope: at every call again
+            with kept_dequantized(budget_mb=1e-3):  # 1 kB: less than the weight's 32 × 64 floats
+                output_and_gradient()
+            assert dequantize.call_count == 5
+    for ours, theirs in zip(got, expected + expected, strict=True):
+        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)

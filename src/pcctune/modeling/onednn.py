@@ -35,7 +35,8 @@ QLoRA's frozen NF4 layers (bitsandbytes' ``Linear4bit`` with an fp32 compute dty
 ``Y = X · doubleDequant(c₁, c₂, W^NF4) + X L₁ L₂``) are routed too: on CPU bitsandbytes dequantizes the weight and
 multiplies by MKL, forward and backward. ``_OneDNN4bitFunction`` multiplies the same dequantized weight by
 oneDNN and, as bitsandbytes, dequantizes it again for the input gradient instead of keeping it (576 → 1,536, 640
-rows, one thread: 13–14 ms against 37–48 ms a forward and backward).
+rows, one thread: 13–14 ms against 37–48 ms a forward and backward). Inside ``kept_dequantized`` (a training stage,
+whose 4-bit base is frozen; a run's ``dequantized_cache_mb``) each weight is dequantized once and kept instead.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -141,11 +143,46 @@ class _OneDNN4bitFunction(torch.autograd.Function):
         return grad_inputs, None, None, grad_bias
 
 
+@dataclass
+class _Kept:
+    """Inside ``kept_dequantized``: the bytes still free, and by (address of a packed weight's data, dtype) the packed
+    weight (kept alive, so that no other tensor's data takes its address) and its dequantized copy. The address, not
+    the tensor's ``id``: a layer hands over ``weight.data``, a new tensor object at every call."""
+
+    room: int
+    weights: dict[tuple[int, torch.dtype], tuple[Tensor, Tensor]] = field(default_factory=dict)
+
+
+_KEPT: ContextVar[_Kept | None] = ContextVar("pcctune_kept_dequantized", default=None)
+
+
+@contextmanager
+def kept_dequantized(budget_mb: float) -> Iterator[None]:
+    """A scope in which each routed 4-bit weight is dequantized once, at its first call, and its float copy kept for
+    every later forward and backward pass, up to ``budget_mb`` MB of copies in all (later layers dequantize at each
+    call, as outside); the copies are dropped at exit. The same numbers: the copy is what every call would compute.
+    For blocks in which the 4-bit weights do not change, as in QLoRA's training, whose base is frozen."""
+    token = _KEPT.set(_Kept(int(budget_mb * 2**20)) if budget_mb > 0 else None)
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
 def _dequantized(packed: Tensor, quant_state: Any, dtype: torch.dtype) -> Tensor:
-    """The (out, in) float weight of a packed 4-bit tensor, by bitsandbytes' own dequantization."""
+    """The (out, in) float weight of a packed 4-bit tensor, by bitsandbytes' own dequantization (kept inside
+    ``kept_dequantized`` while its budget lasts)."""
     from bitsandbytes.functional import dequantize_4bit
 
-    return dequantize_4bit(packed, quant_state).to(dtype)
+    kept, key = _KEPT.get(), (packed.data_ptr(), dtype)
+    found = kept.weights.get(key) if kept is not None else None
+    if found is not None:
+        return found[1]
+    weight = dequantize_4bit(packed, quant_state).to(dtype)
+    if kept is not None and weight.nbytes <= kept.room:
+        kept.room -= weight.nbytes
+        kept.weights[key] = (packed, weight)
+    return weight
 
 
 @cache

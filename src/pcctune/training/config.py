@@ -402,6 +402,18 @@ class RunConfig(Strict):
         "measured, benchmarks/results/speed); on routes both, off neither (true and false mean on and off); "
         "the same results up to float rounding",
     )
+    dequantized_cache_mb: float = Field(
+        2048,
+        ge=0,
+        description="QLoRA on CPU: keep up to this many MB of the frozen 4-bit base's dequantized weights during a "
+        "training stage instead of dequantizing at every forward and backward pass (the same numbers; 0: none)",
+    )
+    dropout_sampler: Literal["torch", "gaps"] = Field(
+        "torch",
+        description="how a training stage on CPU draws the masks of the model's dropout layers (LoRA's too): torch "
+        "(nn.Dropout, a draw per element) or gaps (the same distribution from the gaps between dropped elements, "
+        "about p·n draws: faster where p ≤ 0.2, another random stream; pcctune.modeling.gap_dropout)",
+    )
     seed: int = Field(DEFAULT_SEED, description="seeds the trainer, the data order and the weights pcctune initialises")
     data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
     output_dir: str = Field("runs/run", description="the run folder (stages, checkpoints, results.json)")
@@ -606,7 +618,7 @@ def load_config(
 # Settings that change what a run computes; the others (where it writes, how often it logs) may
 # differ between a run and its resumption. After a stage stopped on a non-finite loss, its optimisation
 # settings may change too (training/health.py): the recovery fingerprint leaves them out.
-NOT_RUN_DEFINING = {"output_dir", "report_to"}
+NOT_RUN_DEFINING = {"output_dir", "report_to", "dequantized_cache_mb"}
 STAGE_NOT_RUN_DEFINING = {"logging_steps", "save_every_minutes"}
 RECOVERY_SETTINGS = {"learning_rate", "warmup_ratio", "on_nonfinite"}
 

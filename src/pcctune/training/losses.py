@@ -8,6 +8,7 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from pcctune.losses.base import EmbeddingLoss
+from pcctune.losses.cached_pairs import with_gradient_cache
 from pcctune.losses.dpo import EmbeddingDPOLoss
 from pcctune.losses.infonce import InfoNCELoss
 from pcctune.losses.length_chunks import LengthChunker
@@ -78,4 +79,4 @@ def _main_loss(
         return EmbeddingDPOLoss(model, stage.dpo.beta, mini_batch_size=mini_batch_size)
     if spec.labels == "class":  # a classifier over the rounded scores
         return cls(model, model.get_embedding_dimension(), num_labels=num_classes or 6)
-    return cls(model)  # sentence-transformers' scored-pair losses take the model alone
+    return with_gradient_cache(cls(model), mini_batch_size)  # sentence-transformers' scored-pair losses

@@ -32,7 +32,8 @@ from pcctune.errors import PcctuneError
 from pcctune.io import write_json
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
-from pcctune.modeling.onednn import onednn_linears
+from pcctune.modeling.gap_dropout import gap_dropout
+from pcctune.modeling.onednn import kept_dequantized, onednn_linears
 from pcctune.modeling.prompts import prompt_in_force
 from pcctune.modeling.saving import is_saved_model, save_model
 from pcctune.modeling.template import TemplateTransformer, check_budget, model_template, template_tokens
@@ -207,6 +208,18 @@ def stage_loss(
     return loss
 
 
+@contextmanager
+def cpu_training_kernels(model: SentenceTransformer, run: RunConfig) -> Iterator[None]:
+    """The run's CPU kernels for the time of a training stage: linear layers through oneDNN (``onednn``), the
+    frozen 4-bit weights dequantized once (``dequantized_cache_mb``) and dropout drawn by gaps (``dropout_sampler``)."""
+    with (
+        onednn_linears(model, active=run.onednn != "off", only_4bit=run.onednn == "auto"),
+        kept_dequantized(run.dequantized_cache_mb),
+        gap_dropout(model, active=run.dropout_sampler == "gaps"),
+    ):
+        yield
+
+
 def stage_callbacks(loss: nn.Module, model: SentenceTransformer, stage: StageConfig) -> list[TrainerCallback]:
     """The health guard over every trainable weight (``on_nonfinite``), and what keeps a loss's own state right:
     its parameters synchronised across processes, its step resumed; and the clock's resume points (``timed_saves``)."""
@@ -348,7 +361,7 @@ def run_stage(
             training_lengths(model, stage) as own_lengths,
             memory,
             disk_errors(stage, stage_dir),
-            onednn_linears(model, active=run.onednn != "off", only_4bit=run.onednn == "auto"),
+            cpu_training_kernels(model, run),
         ):
             trainer.own_lengths = own_lengths
             start = train_from_start(trainer, model, stage, run, checkpoint)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -190,6 +191,7 @@ def main() -> None:
     callbacks = [step_timer(found)] + ([profiler_callback(args.profile_step, found)] if args.profile_step else [])
     run_pipeline(config, callbacks=callbacks, tasks=[], overwrite=True)
     found["process_s"] = round(time.perf_counter() - started, 1)
+    found["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     timed = [step for k, step in enumerate(found["steps"]) if k + 1 not in (1, args.profile_step)]
     found["mean_step_s"] = round(statistics.mean(wall for wall, *_ in timed), 3) if timed else None
     found |= flop_rate(found, timed) if timed else {}

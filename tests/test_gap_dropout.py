@@ -75,3 +75,19 @@ def test_the_block_gives_plain_dropout_layers_the_sampler_and_their_class_back()
     assert {type(m) for m in model.modules() if isinstance(m, nn.Dropout)} == {nn.Dropout}
     with gap_dropout(model, active=False) as count:
         assert count == 0 and type(model[1]) is nn.Dropout
+
+
+@pytest.mark.parametrize("sampler", ["gaps", "torch"])
+def test_a_run_draws_its_dropout_masks_by_gaps_only_when_told(sampler, tiny_bert, shared_senteval, tmp_path):
+    from unittest import mock
+
+    import pcctune
+    from pcctune.modeling import gap_dropout as module
+    from tests.conftest import pairs_jsonl, tiny_run
+
+    config = tiny_run(tiny_bert, shared_senteval, pairs_jsonl(tmp_path / "pairs.jsonl"), tmp_path / "run")
+    config["dropout_sampler"] = sampler
+    config["stages"][0] |= {"max_steps": 2, "dev": "none"}
+    with mock.patch.object(module, "dropped_positions", wraps=module.dropped_positions) as drawn:
+        pcctune.train(pcctune.RunConfig.model_validate(config), overwrite=True)
+    assert (drawn.call_count > 0) == (sampler == "gaps")  # tiny BERT's hidden dropout (0.1) in both steps

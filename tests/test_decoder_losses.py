@@ -125,3 +125,14 @@ def test_stage_one_under_the_speed_settings_is_read_against_decoder_fulls_build_
         "-0.08: outside the 0.05 this claim allows"
     )
     assert grid.speed_check([before]) == []
+
+
+def test_the_test_seeds_run_one_seed_at_a_time_every_loss_of_a_seed_in_turn(quick, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(quick / "records", out / "records")
+    for path in (out / "records").glob("*-seed*.json"):
+        path.unlink()  # the search stays: every loss has its winner
+    args = _args(out)
+    args.runs = quick / "runs"
+    planned = [job[0] for job in grid.ready_jobs(args)]
+    assert planned == ["pearson-seed1", "cosine_mse-seed1", "pearson-seed2", "cosine_mse-seed2"]

@@ -154,19 +154,21 @@ def winner(args: argparse.Namespace, loss: str) -> float | None:
 
 def missing_runs(args: argparse.Namespace) -> Iterator[tuple[str, RunConfig, Path, bool]]:
     """(name, config, record, scored on the test sets) of each run the records call for and do not hold yet: every
-    search run, then each loss's test seeds once its search has run."""
+    search run, then the test seeds one seed at a time, each seed's losses one after another (their differences are
+    paired by seed, so a seed's runs follow each other on one machine), each loss once its search has run."""
     for loss in losses(args):
         for factor in search_factors(args):
             name = search_name(loss, rate_of(args, factor))
             record = records(args) / "search" / f"{name}.json"
             if not record.is_file():
                 yield name, stage2_config(args, loss, rate_of(args, factor), SEARCH_SEED, name), record, False
-        chosen = winner(args, loss)
-        for seed in seeds_of(args) if chosen is not None else ():
+    chosen = {loss: winner(args, loss) for loss in losses(args)}
+    for seed in seeds_of(args):
+        for loss, rate in chosen.items():
             name = f"{loss}-seed{seed}"
             record = records(args) / f"{name}.json"
-            if not record.is_file():
-                yield name, stage2_config(args, loss, chosen, seed, name), record, True
+            if rate is not None and not record.is_file():
+                yield name, stage2_config(args, loss, rate, seed, name), record, True
 
 
 def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:

@@ -136,3 +136,18 @@ def test_the_test_seeds_run_one_seed_at_a_time_every_loss_of_a_seed_in_turn(quic
     args.runs = quick / "runs"
     planned = [job[0] for job in grid.ready_jobs(args)]
     assert planned == ["pearson-seed1", "cosine_mse-seed1", "pearson-seed2", "cosine_mse-seed2"]
+
+
+def test_the_front_page_phrase_counts_the_records_then_reads_the_verdict(quick, tmp_path):
+    args = _args(quick)
+    complete = grid.front_page_phrase(args)  # --quick: every planned run has its record
+    assert complete.startswith("against cosine-MSE and CoSENT (`reproductions/decoder_losses`, 2 seeds): **")
+    assert "Pearson − cosine-MSE = " in complete
+    out = tmp_path / "copy"
+    shutil.copytree(quick / "records", out / "records")
+    (out / "records" / "cosine_mse-seed2.json").unlink()
+    assert "**not been run yet** (`reproductions/decoder_losses`: 8 of 9 records;" in grid.front_page_phrase(_args(out))
+    readme = tmp_path / "README.md"
+    readme.write_text("Pearson beats X; against cosine-MSE and CoSENT it has\nold words. Every claim, each number.\n")
+    grid.write_front_page(readme, "against cosine-MSE and CoSENT new words")
+    assert readme.read_text() == "Pearson beats X; against cosine-MSE and CoSENT new words. Every claim, each number.\n"

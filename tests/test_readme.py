@@ -167,3 +167,16 @@ def test_the_summary_writes_the_front_pages_table_and_verdict_from_the_records(t
     stale.write_text("\n".join(lines), encoding="utf-8")
     write_front_page(stale)
     assert stale.read_text(encoding="utf-8") == text
+
+
+def test_the_decoder_sentence_reads_the_decoder_claims_records():
+    """The front page's words on the decoder claim are what its records give (``decoder_losses.front_page_phrase``:
+    the records landed until all have, then the verdict)."""
+    import argparse
+
+    from reproductions.decoder_losses import decoder_losses as claim
+
+    args = argparse.Namespace(output=claim.HERE, runs=ROOT / "runs" / "decoder_losses", quick=False, model=None)
+    args.recipe, args.data = ROOT / "configs" / "paper_recipe_smollm2_cpu.yaml", None
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert claim.front_page_phrase(args) in text

@@ -31,11 +31,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reproductions._common import Measured, Rows, claim, kept, pair_counts, run_jobs, save_rows, train_once
+from reproductions._common import ROOT, Measured, Rows, claim, kept, pair_counts, run_jobs, save_rows, train_once
 from reproductions.decoder_full.decoder_full import stage2_record
 
 from pcctune.data.tasks import SEVEN_TASKS, SHORT_NAMES
 from pcctune.evaluation.tables import mean_std_cell
+from pcctune.io import write_text
 from pcctune.results import Difference, RunResult
 from pcctune.training.config import RunConfig, load_config
 
@@ -301,14 +302,51 @@ SETTINGS = (
 
 
 def save_progress(args: argparse.Namespace) -> None:
-    """``runs.json`` from the records as they are now (after every run: what a killed command has done is kept)."""
+    """``runs.json`` from the records as they are now (after every run: what a killed command has done is kept),
+    and the front page's words on this claim (:func:`update_front_page`)."""
     save_rows(Path(args.output), BENCHMARK.name, collect(args), BENCHMARK.label_key, SETTINGS, details_of(args))
+    update_front_page(args)
+
+
+def update_front_page(args: argparse.Namespace) -> None:
+    """The front page's words on this claim (:func:`write_front_page`), where the records are this claim's own."""
+    if not args.quick and Path(args.output).resolve() == HERE:
+        write_front_page(ROOT / "README.md", front_page_phrase(args))
+
+
+FRONT_PAGE_START, FRONT_PAGE_END = "against cosine-MSE and CoSENT", ". Every claim,"
+"""Where the front page's words on this claim begin, and what follows them."""
+
+
+def front_page_phrase(args: argparse.Namespace) -> str:
+    """The front page's words on this claim, from the records: how many have landed until every planned run has,
+    then the verdict (held, or the loss that ties or beats Pearson) with Pearson's paired differences."""
+    counts = progress(args)
+    done, planned = sum(count for _, count, _ in counts), sum(total for *_, total in counts)
+    if done < planned:
+        return (
+            f"{FRONT_PAGE_START} it has **not been run yet** (`reproductions/decoder_losses`: {done} of {planned} "
+            "records; its runs are planned on the CPU, after the encoder's grown search)"
+        )
+    first, *rest = verdict(collect(args))
+    compared = "; ".join(line.removeprefix("- ") for line in rest[: len(LOSSES) - 1])
+    return f"{FRONT_PAGE_START} (`reproductions/decoder_losses`, {len(seeds_of(args))} seeds): {first} {compared}"
+
+
+def write_front_page(readme: Path, phrase: str) -> None:
+    """``phrase`` written over the front page's words on this claim (from :data:`FRONT_PAGE_START` to
+    :data:`FRONT_PAGE_END`)."""
+    text = readme.read_text(encoding="utf-8")
+    start = text.index(FRONT_PAGE_START)
+    end = text.index(FRONT_PAGE_END, start)
+    write_text(readme, text[:start] + phrase + text[end:])
 
 
 def measure(args: argparse.Namespace) -> Measured:
     if args.quick:
         args.runs = Path(args.output) / "runs"
     run_jobs(lambda: ready_jobs(args), args.jobs, args.max_runs, lambda: save_progress(args))
+    update_front_page(args)
     return Measured(collect(args), SETTINGS, details_of(args))
 
 

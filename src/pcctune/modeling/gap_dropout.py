@@ -43,7 +43,8 @@ def dropped_positions(count: int, p: float) -> Tensor:
     while parts[-1][-1] <= count:
         parts.append(torch.empty(chunk, dtype=torch.float64).geometric_(p).cumsum_(0) + parts[-1][-1])
     ends = torch.cat(parts) if len(parts) > 1 else ends
-    return ends[ends <= count].long() - 1
+    inside = int(torch.searchsorted(ends, torch.tensor([float(count)], dtype=ends.dtype), right=True))
+    return ends[:inside].long() - 1  # the running sums increase: those up to ``count`` are a prefix
 
 
 class _GapDropoutFunction(torch.autograd.Function):

@@ -376,13 +376,19 @@ def transfer_once(model: str, record: Path, data: str | None, probe_seed: int) -
     pcctune([*argv, *(["--data", data] if data else [])])
 
 
+def best_step(result: Any) -> int | None:
+    """The step of a run's best dev checkpoint (``…/checkpoint-S``), or ``None`` where it kept none."""
+    checkpoint = result.stages[0].best_checkpoint
+    return int(checkpoint.rsplit("-", 1)[1]) if checkpoint else None
+
+
 def last_step(result: Any) -> bool:
     """Whether a run's best checkpoint is its last step: its dev score might still have been rising."""
     stage = result.stages[0]
     settings = result.config["stages"][0]
-    if not stage.best_checkpoint:
+    step = best_step(result)
+    if step is None:
         return False
-    step = int(stage.best_checkpoint.rsplit("-", 1)[1])
     steps = settings.get("max_steps", -1)
     if steps is None or steps <= 0:
         steps = int(settings["epochs"] * (stage.train_examples // settings["batch_size"]))
@@ -392,8 +398,7 @@ def last_step(result: Any) -> bool:
 def first_evaluation(result: Any) -> bool:
     """Whether a run's best checkpoint is its first dev evaluation (its ``eval_steps``): a run that kept what it had
     before training, or barely more."""
-    checkpoint, every = result.stages[0].best_checkpoint, result.config["stages"][0]["eval_steps"]
-    return bool(checkpoint) and int(checkpoint.rsplit("-", 1)[1]) == every
+    return best_step(result) == result.config["stages"][0]["eval_steps"]
 
 
 SETTING_KEYS = ("learning_rate", "batch_size", "warmup_ratio", "epochs")

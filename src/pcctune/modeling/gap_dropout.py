@@ -3,7 +3,7 @@
 Dropout (Srivastava et al. 2014, eq. 1: r ~ Bernoulli(1 − p), y = r ⊙ x / (1 − p)) on a CPU tensor draws one
 Bernoulli number per element (``aten::bernoulli_``) from torch's CPU generator, one element after another. In
 QLoRA's stage-2 step on SmolLM2-135M (LoRA dropout 0.05 on the input of every adapted layer, Dettmers et al. 2023
-§4) those draws took about a fifth of the step (``benchmarks/results/speed``). The positions that independent
+§4) those draws took about a quarter of the step (``benchmarks/results/speed``). The positions that independent
 Bernoulli(p) trials drop are separated by gaps that are independent Geometric(p) draws (the trials up to and
 including the next drop), so drawing the gaps (``Tensor.geometric_``) and dropping at their running sums gives
 masks of exactly the same distribution from about p·n draws. The draws come from torch's generator, so a seed, a
@@ -28,9 +28,9 @@ from torch import Tensor, nn
 from pcctune.modeling.shared_changes import Undo, shared_changes
 
 LARGEST_P = 0.2
-"""The largest dropout probability drawn by gaps: a geometric draw costs a logarithm, several Bernoulli draws' worth
-(about 10 ns against 2–4 ns an element on the 2-core CPUs measured), so gaps pay while p stays well below that
-ratio."""
+"""The largest dropout probability drawn by gaps: a geometric draw costs a logarithm, a few Bernoulli draws' worth
+(about 9 ns against about 4 ns an element in a microbenchmark on the 2-core Zen 5 EPYC, under load; not a kept
+record), so gaps pay while p stays well below that ratio."""
 
 
 def dropped_positions(count: int, p: float) -> Tensor:

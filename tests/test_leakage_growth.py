@@ -176,3 +176,37 @@ def test_the_grown_search_table_shows_each_point_and_the_best_so_far():
     grown += [{"cell": "c", "point": "3x4", "seed": 1, "best_dev": 0.90, "last_step": False}]
     table = growth_table(grown, search, {"c": 2})
     assert "| c | point 3 (81.00) | 3x2: 83.00†; 3x4: 90.00 (1 of 2 seeds) | 3x2 |" in table  # 3x4 not yet read
+
+
+def test_a_changed_winners_model_replaces_the_first_in_the_transfer_tasks(tmp_path):
+    """Once a changed winner has run on every test seed, its best model by dev is the one the transfer tasks read
+    (its record named with its point); the first winner's evaluation moves to a table of its own and no longer
+    counts as done."""
+    import shutil
+
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
+    block = wide.BY_NAME["sentence"]
+    search(args, PEARSON, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6})
+    test_runs(args, PEARSON, 3, last_steps=0)
+    transfer = wide.folder(args) / "transfer"
+    transfer.mkdir(parents=True)
+    committed = HERE / "records" / "wide" / "transfer" / "base-probe1111.json"
+    for name in [*(f"base-probe{seed}" for seed in wide.PROBE_SEEDS), "minilm-sentence-pearson-seed1"]:
+        shutil.copy(committed, transfer / f"{name}.json")
+    assert [name for name, *_ in wide.transfer_models(args, [block])][-1] == "minilm-sentence-pearson-seed1"
+    for seed in wide.TEST_SEEDS:
+        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85 + 0.01 * (seed == 3), False)
+    (name, model, probe_seed), *_ = [job for job in wide.transfer_models(args, [block]) if "pearson" in job[0]]
+    assert (name, probe_seed) == ("minilm-sentence-pearson-3x2-seed3", wide.PROBE_SEEDS[0])
+    assert model == RunResult.from_disk(wide.record_path(args, wide.Run(PEARSON, "3x2", 3, True))).stages[0].final_dir
+    found = wide.details(args)
+    assert list(found["first_transfer"]) == ["minilm-sentence-pearson-seed1"]
+    assert "minilm-sentence-pearson-seed1" not in found["transfer"]
+    progress = {block["block"]: block for block in found["progress"]}["sentence"]
+    assert progress["transfer"] == [3, 4]  # the noise floor's three, the changed winner's not yet
+    shutil.copy(committed, transfer / f"{name}.json")
+    assert {block["block"]: block for block in wide.progress(args)}["sentence"]["transfer"] == [4, 4]
+    assert name in wide.details(args)["transfer"]
+    from reproductions.leakage.report import wide_table
+
+    assert "Transfer tasks of the first winners' models that the grown search replaced" in wide_table(found, {})

@@ -52,11 +52,12 @@ def summary_details(args: argparse.Namespace) -> dict[str, Any]:
     return found | {"wide": wide.details(args)}
 
 
-def transfer_table(scores: dict[str, dict[str, float]]) -> str:
-    """Accuracy % of the seven transfer tasks (MRPC: accuracy) and the average minus the base model's."""
+def transfer_table(scores: dict[str, dict[str, float]], base: float | None = None) -> str:
+    """Accuracy % of the seven transfer tasks (MRPC: accuracy) and the average minus the base model's (``base``, by
+    default the ``base`` row's)."""
     header = ["model", *TRANSFER_TASKS, "avg", "avg − base"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    base = scores.get("base", {}).get("avg")
+    base = scores.get("base", {}).get("avg") if base is None else base
     for name, found in scores.items():
         change = "—" if base is None or name == "base" else f"{found['avg'] - base:+.2f}"
         values = " | ".join(f"{found[task]:.2f}" for task in [*TRANSFER_TASKS, "avg"])
@@ -429,8 +430,12 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
     if corrected:
         lines += ["", comparison_table(corrected)]
     if found["transfer"]:
+        transfer = with_base_mean(found["transfer"])
         lines += ["", "Transfer tasks, accuracy % (wide search; base model: the mean over its probe seeds):", ""]
-        lines.append(transfer_table(with_base_mean(found["transfer"])))
+        lines.append(transfer_table(transfer))
+        if found.get("first_transfer"):
+            lines += ["", "Transfer tasks of the first winners' models that the grown search replaced, accuracy %:", ""]
+            lines.append(transfer_table(found["first_transfer"], transfer.get("base", {}).get("avg")))
     return "\n".join(lines)
 
 

@@ -336,24 +336,34 @@ def scored_results(args: argparse.Namespace, block: Block, cell: Cell) -> dict[i
     return {seed: result for seed, result in found.items() if result is not None}
 
 
+def winner_results(args: argparse.Namespace, block: Block, cell: Cell) -> tuple[str, dict[int, Any]]:
+    """``cell``'s winner as far as its test runs go: the grown search's (tag ``-3x2``, its point) once that winner has
+    run on every test seed, else the first search's (tag ``""``); with its test results by seed."""
+    seeds = scored_seeds(args, block)
+    grown = {seed: kept(folder(args) / GROWN / f"{cell.name}-seed{seed}.json") for seed in seeds}
+    if block.searched and all(result is not None for result in grown.values()):
+        return f"-{final_point(args, cell, grown_points(args, block, cell))}", grown
+    return "", scored_results(args, block, cell)
+
+
 def transfer_models(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, int]]:
     """(record name, model, probe seed) of each of ``blocks`` with transfer tasks: the base model under each probe
-    seed (the noise floor) once a cell's test seeds have all run, then each such cell's best model by dev (probe
-    seed 1111)."""
+    seed (the noise floor) once a cell's test seeds have all run, then each such cell's winner's best model by dev
+    (probe seed 1111): the grown search's winner once it has run on every test seed (its name tagged with its
+    point, ``minilm-sentence-pearson-3x2-seed3``), before that the first search's."""
     if args.model:
         return
     for block in blocks:
         if not block.transfer:
             continue
-        cells = block.cells(args.losses)
-        complete = {cell: scored_results(args, block, cell) for cell in cells}
-        complete = {cell: found for cell, found in complete.items() if len(found) == len(scored_seeds(args, block))}
+        complete = {cell: winner_results(args, block, cell) for cell in block.cells(args.losses)}
+        complete = {cell: found for cell, found in complete.items() if len(found[1]) == len(scored_seeds(args, block))}
         if complete:
             for seed in PROBE_SEEDS:
                 yield f"base-probe{seed}", MINILM, seed
-        for cell, found in complete.items():
+        for cell, (tag, found) in complete.items():
             best = max(found, key=lambda seed: best_dev(found[seed]))
-            yield f"{cell.name}-seed{best}", found[best].stages[0].final_dir, PROBE_SEEDS[0]
+            yield f"{cell.name}{tag}-seed{best}", found[best].stages[0].final_dir, PROBE_SEEDS[0]
 
 
 def missing_transfers(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, Path, int]]:
@@ -445,8 +455,9 @@ def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 def details(args: argparse.Namespace) -> dict[str, Any]:
     """What the wide search's tables read: its design and seeds, every search run (``search``: the design points';
     ``growth``: the grown points'), every test run's row (``rows``: each cell's winner, the grown search's once all
-    its test seeds have run; ``first_rows``: the first winners these replaced), the transfer scores (the noise
-    floor's first)."""
+    its test seeds have run; ``first_rows``: the first winners these replaced), the transfer scores (``transfer``:
+    the noise floor's first, then each cell's winner's model as :func:`transfer_models` names it;
+    ``first_transfer``: the models of the first winners the grown search replaced)."""
     from pcctune.results import EvalResult
 
     every = search_rows(args)
@@ -460,12 +471,15 @@ def details(args: argparse.Namespace) -> dict[str, Any]:
     first_rows = [row for row in rows if row["cell"] in replaced]
     rows = [row for row in rows if row["cell"] not in replaced] + [row for row in grown if row["cell"] in replaced]
     paths = sorted((folder(args) / "transfer").glob("*.json"), key=lambda p: (not p.stem.startswith("base"), p.stem))
-    transfer = {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
+    scores = {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
+    current = {name for name, _, _ in transfer_models(args, list(BLOCKS))}
+    transfer = {name: found for name, found in scores.items() if name in current}
+    first_transfer = {name: found for name, found in scores.items() if name not in current}
     searched = {b.name: list(SEARCH_SEEDS[:1] if args.model else b.search_seeds) for b in BLOCKS if b.searched}
     seeds = {"search": searched, "test": list(TEST_SEEDS), "mpnet": list(MPNET_SEEDS)}
     search = [row for row in every if isinstance(row["point"], int)]
     found = {"design": list(design(args)), "seeds": seeds, "rows": rows, "first_rows": first_rows}
-    found |= {"search": search, "growth": grown_search, "transfer": transfer}
+    found |= {"search": search, "growth": grown_search, "transfer": transfer, "first_transfer": first_transfer}
     return found | {"progress": progress(args)}
 
 
@@ -493,7 +507,8 @@ def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
         if block.transfer:
             transfer = folder(args) / "transfer"
             transfers = [(transfer / f"base-probe{seed}.json").is_file() for seed in PROBE_SEEDS]
-            transfers += [any(transfer.glob(f"{cell.name}-seed*.json")) for cell in cells]
+            names = [cell.name + winner_results(args, block, cell)[0] for cell in cells]
+            transfers += [any(transfer.glob(f"{name}-seed*.json")) for name in names]
         grown = [record_path(args, run).is_file() for run in grown_runs(args, block, cells)]
         counts = {"search": searches, "test": tests, "growth": grown, "transfer": transfers}
         found.append({"block": block.name} | {part: [sum(done), len(done)] for part, done in counts.items()})

@@ -255,3 +255,30 @@ def test_a_4bit_weight_is_dequantized_once_inside_kept_dequantized_with_the_same
             assert dequantize.call_count == 5
     for ours, theirs in zip(got, expected + expected, strict=True):
         torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+
+
+def test_kept_dequantized_keeps_one_copy_per_weight_and_dtype_within_its_budget():
+    """The copies are told apart by weight and by dtype (a second layer or a bfloat16 call never reads another's
+    copy), and the budget counts every copy kept: once it is spent, a weight is dequantized at each call."""
+    from bitsandbytes.functional import dequantize_4bit
+
+    from pcctune.modeling import onednn as onednn_module
+
+    first, second = _nf4_layer(bias=False), _nf4_layer(bias=False)
+    second.weight = type(second.weight)(torch.randn(32, 64), requires_grad=False, quant_type="nf4")
+    second = second.to("cpu")
+    weights = [(layer.weight.data, layer.weight.quant_state) for layer in (first, second)]
+    expected = {
+        (k, dtype): dequantize_4bit(packed, state).to(dtype)
+        for k, (packed, state) in enumerate(weights)
+        for dtype in (torch.float32, torch.bfloat16)
+    }
+    assert not torch.equal(expected[0, torch.float32], expected[1, torch.float32])
+    one_copy = expected[0, torch.float32].nbytes + expected[0, torch.bfloat16].nbytes  # 8 kB and 4 kB
+    with onednn_module.kept_dequantized(budget_mb=(one_copy + 1) / 2**20):
+        for _ in range(2):
+            for (k, dtype), wanted in expected.items():
+                got = onednn_module._dequantized(*weights[k], dtype)
+                assert got.dtype == dtype and torch.equal(got, wanted)
+        kept = onednn_module._KEPT.get()
+        assert kept is not None and len(kept.copies) == 2 and kept.room == 1  # the first weight's two copies

@@ -57,6 +57,7 @@ RATE_FACTORS = (1.0, 0.5, 2.0)
 """The search: the recipe's stage-2 learning rate, half and double it; the winner has the best dev score (the
 recipe's on a tie)."""
 REBUILD_TOLERANCE = 0.05
+"""How far apart (seven-task average, Spearman × 100) two builds of one stage 1 may score and still count as one."""
 SPEED = {"dropout_sampler": "gaps", "onednn": "on"}
 """The CPU speed settings of every run here, stage 1 and each loss alike: dropout masks drawn by their gaps (the same
 distribution from another random stream, ``pcctune.modeling.gap_dropout``) and LoRA's float32 layers through oneDNN
@@ -208,11 +209,16 @@ def build_stage1(config: RunConfig, folder: Path) -> None:
         return
     result.to_disk(folder / "stage1_rebuilt.json")
     recorded, rebuilt = stage1_avg(first), stage1_avg(result)
-    if abs(rebuilt - recorded) > REBUILD_TOLERANCE:
+    if not alike(rebuilt, recorded):
         raise SystemExit(
             f"stage 1 built again here scores {rebuilt:.4f} against the first build's {recorded:.4f}: the stage-2 runs "
             f"would continue another model. Bring the first build's {config.output_dir} here, or start over."
         )
+
+
+def alike(average: float, other: float) -> bool:
+    """Whether two stage-1 averages lie within :data:`REBUILD_TOLERANCE` of each other."""
+    return abs(average - other) <= REBUILD_TOLERANCE
 
 
 def stage1_avg(result: RunResult) -> float:
@@ -455,7 +461,7 @@ def speed_check(stage1_rows: Rows) -> list[str]:
     if not {"stage1", "stage1_before_speed"} <= found.keys():
         return []
     ours, before = found["stage1"], found["stage1_before_speed"]
-    within = "within" if abs(ours - before) <= REBUILD_TOLERANCE else "outside"
+    within = "within" if alike(ours, before) else "outside"
     return [
         f"- stage 1 built under the speed settings: {ours:.2f} against {before:.2f} for decoder_full's build before "
         f"them, {ours - before:+.2f}: {within} the {REBUILD_TOLERANCE} this claim allows"

@@ -41,8 +41,9 @@ whose 4-bit base is frozen; a run's ``dequantized_cache_mb``) each weight is deq
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
@@ -60,21 +61,49 @@ def _gemm(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     return torch.ops.mkldnn._linear_pointwise(inputs, weight, bias, "none", [], "")
 
 
-_FROZEN: ContextVar[dict[int, tuple[Tensor, Tensor]] | None] = ContextVar("pcctune_frozen_weights", default=None)
-"""Inside ``frozen_weights``: by ``id`` of a weight, the weight (kept alive for the scope, so no other tensor
-takes its ``id``) and its reordered copy; ``None`` outside."""
+@dataclass
+class _ScopedCopies:
+    """Copies made from tensors for the time of one scope (``frozen_weights``, ``kept_dequantized``): by key, the
+    tensor a copy was made from (kept alive for the scope, so that no other tensor takes its key) and the copy;
+    ``room``, the bytes still free for copies (``None``: no limit). A copy that does not fit is made again at each
+    call. Threads running in a copy of the scope's context share one store; its bookkeeping is locked, and two
+    threads may both make a missing copy (the same copy: harmless)."""
+
+    room: int | None = None
+    copies: dict[Hashable, tuple[Tensor, Tensor]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, key: Hashable, source: Tensor, make: Callable[[], Tensor]) -> Tensor:
+        """The copy of ``source`` kept under ``key``, made by ``make`` (and kept, where it fits) at the first call."""
+        found = self.copies.get(key)
+        if found is not None:
+            return found[1]
+        copy = make()
+        with self.lock:
+            if key not in self.copies and (self.room is None or copy.nbytes <= self.room):
+                self.room = None if self.room is None else self.room - copy.nbytes
+                self.copies[key] = (source, copy)
+        return copy
 
 
 @contextmanager
-def frozen_weights() -> Iterator[None]:
-    """A scope in which the routed layers' weights do not change: each is reordered for oneDNN once, at its first
-    inference call, and the copies are dropped at exit. Threads that should share the copies run in a copy of the
-    caller's context (``contextvars.copy_context().run``)."""
-    token = _FROZEN.set({})
+def _scope(store: ContextVar[_ScopedCopies | None], copies: _ScopedCopies | None) -> Iterator[None]:
+    token = store.set(copies)
     try:
         yield
     finally:
-        _FROZEN.reset(token)
+        store.reset(token)
+
+
+_FROZEN: ContextVar[_ScopedCopies | None] = ContextVar("pcctune_frozen_weights", default=None)
+"""Inside ``frozen_weights``: each routed weight's reordered copy, by the weight's ``id``; ``None`` outside."""
+
+
+def frozen_weights() -> AbstractContextManager[None]:
+    """A scope in which the routed layers' weights do not change: each is reordered for oneDNN once, at its first
+    inference call, and the copies are dropped at exit. Threads that should share the copies run in a copy of the
+    caller's context (``contextvars.copy_context().run``)."""
+    return _scope(_FROZEN, _ScopedCopies())
 
 
 def _inference_weight(weight: Tensor) -> Tensor:
@@ -82,10 +111,7 @@ def _inference_weight(weight: Tensor) -> Tensor:
     copies = _FROZEN.get()
     if copies is None:
         return weight
-    kept = copies.get(id(weight))
-    if kept is None:  # two workers may both make it on the first call: the same copy, harmless
-        kept = copies[id(weight)] = (weight, torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None))
-    return kept[1]
+    return copies.get(id(weight), weight, lambda: torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None))
 
 
 def _keeps_own_forward(inputs: Tensor) -> bool:
@@ -143,30 +169,18 @@ class _OneDNN4bitFunction(torch.autograd.Function):
         return grad_inputs, None, None, grad_bias
 
 
-@dataclass
-class _Kept:
-    """Inside ``kept_dequantized``: the bytes still free, and by (address of a packed weight's data, dtype) the packed
-    weight (kept alive, so that no other tensor's data takes its address) and its dequantized copy. The address, not
-    the tensor's ``id``: a layer hands over ``weight.data``, a new tensor object at every call."""
-
-    room: int
-    weights: dict[tuple[int, torch.dtype], tuple[Tensor, Tensor]] = field(default_factory=dict)
+_KEPT: ContextVar[_ScopedCopies | None] = ContextVar("pcctune_kept_dequantized", default=None)
+"""Inside ``kept_dequantized``: each packed 4-bit weight's dequantized copy, by (the address of the packed weight's
+data, dtype). The address, not the tensor's ``id``: a layer hands over ``weight.data``, a new tensor object at every
+call."""
 
 
-_KEPT: ContextVar[_Kept | None] = ContextVar("pcctune_kept_dequantized", default=None)
-
-
-@contextmanager
-def kept_dequantized(budget_mb: float) -> Iterator[None]:
+def kept_dequantized(budget_mb: float) -> AbstractContextManager[None]:
     """A scope in which each routed 4-bit weight is dequantized once, at its first call, and its float copy kept for
     every later forward and backward pass, up to ``budget_mb`` MB of copies in all (later layers dequantize at each
     call, as outside); the copies are dropped at exit. The same numbers: the copy is what every call would compute.
     For blocks in which the 4-bit weights do not change, as in QLoRA's training, whose base is frozen."""
-    token = _KEPT.set(_Kept(int(budget_mb * 2**20)) if budget_mb > 0 else None)
-    try:
-        yield
-    finally:
-        _KEPT.reset(token)
+    return _scope(_KEPT, _ScopedCopies(room=int(budget_mb * 2**20)) if budget_mb > 0 else None)
 
 
 def _dequantized(packed: Tensor, quant_state: Any, dtype: torch.dtype) -> Tensor:
@@ -174,15 +188,9 @@ def _dequantized(packed: Tensor, quant_state: Any, dtype: torch.dtype) -> Tensor
     ``kept_dequantized`` while its budget lasts)."""
     from bitsandbytes.functional import dequantize_4bit
 
-    kept, key = _KEPT.get(), (packed.data_ptr(), dtype)
-    found = kept.weights.get(key) if kept is not None else None
-    if found is not None:
-        return found[1]
-    weight = dequantize_4bit(packed, quant_state).to(dtype)
-    if kept is not None and weight.nbytes <= kept.room:
-        kept.room -= weight.nbytes
-        kept.weights[key] = (packed, weight)
-    return weight
+    make = lambda: dequantize_4bit(packed, quant_state).to(dtype)  # noqa: E731
+    kept = _KEPT.get()
+    return make() if kept is None else kept.get((packed.data_ptr(), dtype), packed, make)
 
 
 @cache

@@ -34,6 +34,7 @@ from reproductions.leakage.comparisons import (
     transfer_floor,
     wide_family,
 )
+from reproductions.leakage.growth import Point
 
 from pcctune.data.leakage import LeakageLevel
 from pcctune.data.transfer import TRANSFER_TASKS
@@ -467,38 +468,62 @@ def before_growth(found: dict[str, Any]) -> dict[str, Any]:
 def growth_table(grown: list[dict[str, Any]], search: list[dict[str, Any]], seeds: dict[str, int]) -> str:
     """The grown search (``reproductions/leakage/growth.py``): each cell's grown points, their mean best dev × 100
     over the search seeds that have run (``n of k seeds`` where not all of the ``seeds`` its block plans have; †
-    where a seed's best checkpoint was its last step), the cell's best design point, and the best so far among it
-    and the grown points every planned seed has run (the runner plans further growth, or test seeds, from it)."""
-    by_cell: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    where a seed's best checkpoint was its last step), the cell's best design point, and the best so far among its
+    design points and the grown points every planned seed has run (the runner plans further growth, or test seeds,
+    from it), with the selection's own noise (:func:`selection_noise`)."""
+    by_cell: dict[str, dict[Point, list[dict[str, Any]]]] = {}
     for row in grown:
         by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
     lines = [
         "Grown search (the growth rule: 2× and 4× the winner's epochs, at `sentence` and the control also half its "
         "learning rate at 4×; a winner at 4× grows to 8×), mean best dev × 100 over the search seeds:",
         "",
-        "| cell | first winner (dev) | grown points | best so far |",
-        "| --- | --- | --- | --- |",
+        "| cell | first winner (dev) | grown points | best so far | best − runner-up | each search seed's best |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for cell, points in by_cell.items():
-        design = {}
+        design: dict[Point, list[dict[str, Any]]] = {}
         for row in search:
             if row["cell"] == cell:
-                design.setdefault(row["point"], []).append(row["best_dev"])
-        best = max(design, key=lambda k: statistics.mean(design[k])) if design else None
-        first = f"point {best} ({100 * statistics.mean(design[best]):.2f})" if best is not None else "—"
+                design.setdefault(row["point"], []).append(row)
+        planned = seeds.get(cell, 1)
+        complete = {label: runs for label, runs in points.items() if len({r["seed"] for r in runs}) >= planned}
+        candidates = design | complete
+        means = {point: 100 * statistics.mean(r["best_dev"] for r in runs) for point, runs in candidates.items()}
+        first = max((k for k in means if k in design), key=means.__getitem__, default=None)
+        leader = max(means, key=means.__getitem__, default=None)
         texts = []
-        scored = {f"point {best}": statistics.mean(design[best])} if best is not None else {}
         for label, runs in points.items():
-            ran = {r["seed"] for r in runs}
-            mean = statistics.mean(r["best_dev"] for r in runs)
-            text = f"{label}: {100 * mean:.2f}" + "†" * any(r["last_step"] for r in runs)
-            planned = seeds.get(cell, len(ran))
-            texts.append(text + ("" if len(ran) >= planned else f" ({len(ran)} of {planned} seeds)"))
-            if len(ran) >= planned:
-                scored[label] = mean
-        leader = max(scored, key=scored.__getitem__) if scored else "—"
-        lines.append(f"| {cell} | {first} | {'; '.join(texts)} | {leader} |")
+            ran = len({r["seed"] for r in runs})
+            text = f"{label}: {100 * statistics.mean(r['best_dev'] for r in runs):.2f}"
+            text += "†" * any(r["last_step"] for r in runs)
+            texts.append(text + ("" if ran >= planned else f" ({ran} of {planned} seeds)"))
+        shown = "—" if first is None else f"{point_name(first)} ({means[first]:.2f})"
+        margin, agreement = selection_noise(candidates, means, leader, planned)
+        lead = "—" if leader is None else point_name(leader)
+        lines.append(f"| {cell} | {shown} | {'; '.join(texts)} | {lead} | {margin} | {agreement} |")
     return "\n".join(lines)
+
+
+def point_name(point: Point) -> str:
+    """``point 3`` for a design point, its label (``3x2``) for a grown one."""
+    return f"point {point}" if isinstance(point, int) else point
+
+
+def selection_noise(
+    found: dict[Point, list[dict[str, Any]]], means: dict[Point, float], best: Point | None, seeds: int
+) -> tuple[str, str]:
+    """The selection's own noise: the ``best`` point's mean dev margin over the runner-up (``means``, × 100), and
+    where the cell has two or more search ``seeds``, the point each seed alone would choose (``found``: point → its
+    runs); ``—`` for what cannot be read yet."""
+    others = [point for point in means if point != best]
+    if best is None or not others:
+        return "—", "—"
+    runner_up = max(others, key=means.__getitem__)
+    margin = f"{means[best] - means[runner_up]:+.2f} ({point_name(runner_up)})"
+    if seeds < 2:
+        return margin, "—"
+    return margin, ", ".join(f"{seed}: {point_name(point)}" for seed, point in seed_winners(found).items())
 
 
 def with_base_mean(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -530,20 +555,14 @@ def search_table(search: list[dict[str, Any]], points: int, seeds: dict[str, int
             if k == best:
                 text = f"**{text}**" + "†" * any(r["last_step"] for r in found[k])
             texts.append(text)
-        margin, agreement = "—", "—"
-        others = [k for k in means if k != best]
-        if best is not None and others:
-            runner_up = max(others, key=means.__getitem__)
-            margin = f"{means[best] - means[runner_up]:+.2f} (point {runner_up})"
-            if seeds[cell] > 1:
-                agreement = ", ".join(f"{seed}: point {k}" for seed, k in seed_winners(found).items())
+        margin, agreement = selection_noise(dict(found), dict(means), best, seeds[cell])
         lines.append(f"| {cell} | " + " | ".join(texts) + f" | {margin} | {agreement} |")
     return "\n".join(lines)
 
 
-def seed_winners(found: dict[int, list[dict[str, Any]]]) -> dict[int, int]:
-    """Search seed → the design point that seed's best dev score alone would choose (``found``: point → its runs)."""
-    by_seed: dict[int, dict[int, float]] = {}
+def seed_winners(found: dict[Point, list[dict[str, Any]]]) -> dict[int, Point]:
+    """Search seed → the point that seed's best dev score alone would choose (``found``: point → its runs)."""
+    by_seed: dict[int, dict[Point, float]] = {}
     for point, runs in found.items():
         for run in runs:
             by_seed.setdefault(run["seed"], {})[point] = run["best_dev"]

@@ -151,7 +151,7 @@ def test_the_tables_read_a_changed_winner_once_all_its_test_seeds_have_run(tmp_p
 def test_a_replaced_winner_stays_in_the_tables_as_the_first_search_left_it(tmp_path):
     """The first winners' rows remain printed (a claim's README quoting them stays backed) and the first search's
     records read again give them back."""
-    from reproductions.leakage.report import before_growth, wide_table
+    from reproductions.leakage.wide_tables import before_growth, wide_table
 
     args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
     search(args, PEARSON, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6})
@@ -169,7 +169,7 @@ def test_a_replaced_winner_stays_in_the_tables_as_the_first_search_left_it(tmp_p
 def test_the_grown_search_table_shows_each_point_the_best_so_far_and_the_selections_noise():
     """The best so far is read among the design points and the grown points every search seed has run; its margin
     over the runner-up and each search seed's own choice among the same points show how firm the choice is."""
-    from reproductions.leakage.report import growth_table
+    from reproductions.leakage.wide_tables import growth_table
 
     scores = {(3, 1): 0.81, (3, 2): 0.81, (6, 1): 0.76, (6, 2): 0.84}  # point 6: the best of seed 2, not of both
     search = [
@@ -212,6 +212,6 @@ def test_a_changed_winners_model_replaces_the_first_in_the_transfer_tasks(tmp_pa
     shutil.copy(committed, transfer / f"{name}.json")
     assert {block["block"]: block for block in wide.progress(args)}["sentence"]["transfer"] == [4, 4]
     assert name in wide.details(args)["transfer"]
-    from reproductions.leakage.report import wide_table
+    from reproductions.leakage.wide_tables import wide_table
 
     assert "Transfer tasks of the first winners' models that the grown search replaced" in wide_table(found, {})

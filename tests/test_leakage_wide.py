@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reproductions.leakage import comparisons, report, wide
+from reproductions.leakage import comparisons, report, wide, wide_tables
 from reproductions.leakage.cells import HERE, LOSSES, MINILM, PAIR, SENTENCE, TASKS, Cell
 from reproductions.leakage.design import BATCH_SIZES, DESIGN, EPOCHS, LEARNING_RATES, WARMUP, design
 
@@ -131,11 +131,11 @@ def test_the_table_says_which_blocks_are_complete(tmp_path):
     }
     assert by_block["control"]["transfer"] == [0, 0]  # the control has no transfer tasks
     assert by_block["mpnet-pair"]["search"] == [0, 0] and by_block["mpnet-pair"]["test"] == [0, 9]
-    shown = report.progress_table(list(by_block.values()))
+    shown = wide_tables.progress_table(list(by_block.values()))
     assert "| sentence | 16 of 80 | 5 of 25 | no | — | 2 of 8 |" in shown
     assert "| mpnet-sentence | — (MiniLM's winners) | 0 of 9 | no | — | — |" in shown
     one = [{"block": "pair", "search": [40, 40], "test": [25, 25], "transfer": [0, 8]}]
-    assert report.progress_table(one).endswith("| pair | 40 of 40 | 25 of 25 | yes | — | 0 of 8 |")
+    assert wide_tables.progress_table(one).endswith("| pair | 40 of 40 | 25 of 25 | yes | — | 0 of 8 |")
 
 
 def test_the_winner_is_the_best_mean_over_search_seeds_and_waits_for_both(tmp_path):
@@ -180,11 +180,11 @@ def test_a_winner_whose_best_checkpoint_is_its_last_step_is_flagged():
         for k in range(2)
         for s in (101, 102)
     ]
-    assert "| c | 50.00 | **60.00**† |" in report.search_table(search, 2, {"c": 2})
+    assert "| c | 50.00 | **60.00**† |" in wide_tables.search_table(search, 2, {"c": 2})
     one_seed = [{**row, "cell": "d"} for row in search if row["seed"] == 101]  # a pair-sized level: one search seed
-    table = report.search_table(search + one_seed, 2, {"c": 2, "d": 1})
+    table = wide_tables.search_table(search + one_seed, 2, {"c": 2, "d": 1})
     assert "| d | 50.00 | **60.00**† |" in table
-    half = report.search_table([row for row in search if (row["point"], row["seed"]) != (1, 102)], 2, {"c": 2})
+    half = wide_tables.search_table([row for row in search if (row["point"], row["seed"]) != (1, 102)], 2, {"c": 2})
     assert "**" not in half  # a winner is marked once every point has run with every planned seed
 
 

@@ -257,7 +257,8 @@ def test_every_claim_config_validates(path):
 
 
 def test_the_leakage_grids_transfer_table_and_verdict_read_each_model_against_the_base():
-    from reproductions.leakage.report import transfer_table, transfer_verdicts
+    from reproductions.leakage.report import transfer_verdicts
+    from reproductions.leakage.wide_tables import transfer_table
 
     tasks = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
     scores = {

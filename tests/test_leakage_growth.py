@@ -215,3 +215,34 @@ def test_a_changed_winners_model_replaces_the_first_in_the_transfer_tasks(tmp_pa
     from reproductions.leakage.wide_tables import wide_table
 
     assert "Transfer tasks of the first winners' models that the grown search replaced" in wide_table(found, {})
+
+
+def test_the_growth_plot_draws_each_losss_first_winner_and_its_grown_points_by_epochs(tmp_path):
+    from reproductions.leakage.report import growth_curves, growth_plot
+
+    def row(cell: str, point: growth.Point, seed: int, best_dev: float) -> dict:
+        return {"cell": cell, "point": point, "seed": seed, "best_dev": best_dev, "last_step": False} | {
+            "settings": growth.setting_of(point, DESIGN)
+        }
+
+    search = [
+        row(cell, k, seed, 0.8)
+        for cell in ("minilm-sentence-cosent", "minilm-pair-angle")
+        for k in range(8)
+        for seed in (101, 102)
+    ]
+    grown = [
+        row("minilm-sentence-cosent", label, seed, dev)
+        for label, dev in (("3x2", 0.84), ("3x4h", 0.82))
+        for seed in (101, 102)
+    ]
+    grown += [row("minilm-sentence-cosent", "3x4", 101, 0.9)]  # one seed of two: not drawn yet
+    grown += [row("minilm-pair-angle", "7x2", 101, 0.85), row("minilm-pair-angle", "7x2", 102, 0.87)]
+    found = {"search": search, "growth": grown}
+    epochs = DESIGN[3]["epochs"]
+    assert growth_curves(found) == {
+        "minilm-sentence": {"cosent": [(epochs, 80.0, False), (2 * epochs, 84.0, False), (4 * epochs, 82.0, True)]},
+        "minilm-pair": {"angle": [(DESIGN[7]["epochs"], 80.0, False), (2 * DESIGN[7]["epochs"], 86.0, False)]},
+    }
+    growth_plot(found, tmp_path / "growth.png")
+    assert (tmp_path / "growth.png").read_bytes().startswith(b"\x89PNG")

@@ -31,6 +31,7 @@ from reproductions.leakage.comparisons import (
     planned_comparisons,
     wide_family,
 )
+from reproductions.leakage.growth import GrownPoint, Point
 from reproductions.leakage.wide_tables import (
     before_growth,
     comparison_verdicts,
@@ -264,8 +265,8 @@ def short_decision(result: Corrected) -> str:
 
 def write_summary(args: argparse.Namespace) -> None:
     """table.md, verdict.md and the plots, from the records as they are now (the search's rows go into runs.json):
-    ``leakage.png`` (every cell's seeds) and, once a front-page level of the wide search is complete, ``wide.png``
-    (its family of comparisons)."""
+    ``leakage.png`` (every cell's seeds), ``growth.png`` once the wide search has grown (:func:`growth_plot`) and,
+    once a front-page level of the wide search is complete, ``wide.png`` (its family of comparisons)."""
     rows = narrow.collect(args)
     if not rows:
         return
@@ -279,6 +280,8 @@ def write_summary(args: argparse.Namespace) -> None:
         lines += comparison_verdicts(first, wide_family(first))
     write_text(HERE / "verdict.md", "\n".join(lines) + "\n")
     plot(rows, {}, HERE / "leakage.png")
+    if found["wide"]["growth"]:
+        growth_plot(found["wide"], HERE / "growth.png")
     if corrected:
         family_plot(corrected, HERE / "wide.png")
         write_front_page(ROOT / "README.md")
@@ -350,4 +353,48 @@ def family_plot(corrected: dict[tuple[str, str], Corrected], path: Path) -> None
         xlabel="difference of avg Spearman × 100 over paired test seeds",
         title=f"wide search: 95 % (thick), {simultaneous_label(planned_comparisons())} (thin)",
     )
+    save_figure(figure, path)
+
+
+def growth_curves(found: dict[str, Any]) -> dict[str, dict[str, list[tuple[int, float, bool]]]]:
+    """The grown search's points as curves: by block (``minilm-sentence``), by loss, each point that grew a first
+    winner (the winner itself first) as (epochs, mean best dev × 100 over the search seeds, half the learning rate),
+    sorted by epochs; a point is drawn once it has run on as many search seeds as the first winner."""
+    curves: dict[str, dict[str, list[tuple[int, float, bool]]]] = {}
+    for cell in dict.fromkeys(row["cell"] for row in found["growth"]):
+        grown = [row for row in found["growth"] if row["cell"] == cell]
+        base = GrownPoint.parse(grown[0]["point"]).base
+        runs: dict[Point, list[dict[str, Any]]] = {}
+        for row in [r for r in found["search"] if (r["cell"], r["point"]) == (cell, base)] + grown:
+            runs.setdefault(row["point"], []).append(row)
+        points = []
+        for point, found_runs in runs.items():
+            if len(found_runs) < len(runs[base]):
+                continue
+            half = isinstance(point, str) and GrownPoint.parse(point).half_rate
+            mean = 100 * statistics.mean(run["best_dev"] for run in found_runs)
+            points.append((found_runs[0]["settings"]["epochs"], mean, half))
+        block, loss = cell.rsplit("-", 1)
+        curves.setdefault(block, {})[loss] = sorted(points)
+    return curves
+
+
+def growth_plot(found: dict[str, Any], path: Path) -> None:
+    """The grown search at a glance: per block, each loss's mean best dev against its schedule's epochs (log scale),
+    its first winner and the points grown from it at the same learning rate joined by a line, the half-rate points
+    hollow; a line still rising at its right end is a loss the space stopped too early."""
+    from pcctune.plotting import plt, save_figure
+
+    curves = growth_curves(found)
+    figure, axes = plt.subplots(1, max(1, len(curves)), figsize=(5 * max(1, len(curves)), 3.8), squeeze=False)
+    for ax, (block, losses) in zip(axes[0], curves.items(), strict=False):
+        for k, (loss, points) in enumerate(losses.items()):
+            full = [(epochs, mean) for epochs, mean, half in points if not half]
+            ax.plot(*zip(*full, strict=True), "o-", c=f"C{k}", label=NAMES.get(loss, loss.capitalize()))
+            halves = [(epochs, mean) for epochs, mean, half in points if half]
+            if halves:
+                ax.plot(*zip(*halves, strict=True), "o", mfc="none", c=f"C{k}")
+        ax.set_xscale("log", base=2)
+        ax.set(title=block, xlabel="epochs (hollow: half the learning rate)", ylabel="mean best dev × 100")
+        ax.legend(fontsize=8)
     save_figure(figure, path)

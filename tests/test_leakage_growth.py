@@ -120,8 +120,12 @@ def test_a_winner_at_4x_grows_to_8x_and_a_changed_winner_runs_on_the_test_seeds(
     assert scored == [("3x8h", seed, True) for seed in wide.TEST_SEEDS]
     record = wide.record_path(args, wide.Run(PEARSON, "3x8h", 1, True))
     assert record.parent.name == wide.GROWN and record.name == "minilm-sentence-pearson-seed1.json"
-    config = wide.config(args, wide.Run(PEARSON, "3x8h", 1, True)).stages[0]
+    run_config = wide.config(args, wide.Run(PEARSON, "3x8h", 1, True))
+    config = run_config.stages[0]
     assert (config.epochs, config.learning_rate) == (8 * DESIGN[3]["epochs"], DESIGN[3]["learning_rate"] / 2)
+    first = wide.config(args, wide.Run(PEARSON, 3, 1, True))  # the first winner's run of the same seed
+    assert run_config.output_dir.split("/")[-2:] == [wide.GROWN, "minilm-sentence-pearson-seed1"]
+    assert first.output_dir.split("/")[-2:] == [wide.WIDE, "minilm-sentence-pearson-seed1"]
 
 
 def test_a_winner_kept_by_the_grown_search_runs_no_test_seed_again(tmp_path):

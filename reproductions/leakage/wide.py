@@ -253,7 +253,9 @@ def chosen_blocks(args: argparse.Namespace) -> list[Block]:
 
 
 def config(args: argparse.Namespace, run: Run) -> RunConfig:
-    """The run's config: the cell's level and training set, its design point, dev evaluated four times an epoch."""
+    """The run's config: the cell's level and training set, its design point, dev evaluated four times an epoch; its
+    run folder named as its record (a changed winner's test run under ``grown/``, apart from the first winner's run
+    of the same seed)."""
     data: dict[str, Any] = {}
     if run.cell.data == "control":
         path = control_file(args.data, Path(args.output) / CONTROL_FILE)
@@ -263,7 +265,8 @@ def config(args: argparse.Namespace, run: Run) -> RunConfig:
     settings = growth.setting_of(run.point, design(args)) | data
     per_epoch = max(1, pairs_trained(sizing.stages[0].model_dump_json(), args.data) // settings["batch_size"])
     settings["eval_steps"] = max(1, per_epoch // EVALUATIONS_PER_EPOCH)
-    output = args.runs / WIDE / record_path(args, run).stem
+    record = record_path(args, run)
+    output = args.runs / WIDE / (GROWN if record.parent.name == GROWN else "") / record.stem
     return config_of(cell, settings, run.seed, output, args.data, quick, model)
 
 

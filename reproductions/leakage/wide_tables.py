@@ -9,7 +9,7 @@ import statistics
 from typing import Any
 
 from reproductions._common import Rows
-from reproductions.leakage import wide
+from reproductions.leakage import growth, wide
 from reproductions.leakage.cells import SHORT, TASKS, cell_text, groups
 from reproductions.leakage.comparisons import (
     decision,
@@ -140,6 +140,15 @@ def before_growth(found: dict[str, Any]) -> dict[str, Any]:
     return found | {"rows": rows, "first_rows": [], "growth": []}
 
 
+GROWTH_RULE = (
+    f"{' and '.join(f'{factor}×' for factor in growth.FIRST_FACTORS)} the winner's epochs, at "
+    f"{' and '.join(f'`{name}`' for name in wide.HALF_RATE_BLOCKS)} also half its learning rate at "
+    f"{growth.HALF_RATE_FACTOR}×; "
+    + "; ".join(f"a winner at {low}× grows to {high}×" for low, high in growth.FURTHER.items())
+)
+"""The growth rule in words, from ``reproductions.leakage.growth``'s factors."""
+
+
 def growth_table(grown: list[dict[str, Any]], search: list[dict[str, Any]], seeds: dict[str, int]) -> str:
     """The grown search (``reproductions/leakage/growth.py``): each cell's grown points, their mean best dev × 100
     over the search seeds that have run (``n of k seeds`` where not all of the ``seeds`` its block plans have; †
@@ -150,8 +159,7 @@ def growth_table(grown: list[dict[str, Any]], search: list[dict[str, Any]], seed
     for row in grown:
         by_cell.setdefault(row["cell"], {}).setdefault(row["point"], []).append(row)
     lines = [
-        "Grown search (the growth rule: 2× and 4× the winner's epochs, at `sentence` and the control also half its "
-        "learning rate at 4×; a winner at 4× grows to 8×), mean best dev × 100 over the search seeds:",
+        f"Grown search (the growth rule: {GROWTH_RULE}), mean best dev × 100 over the search seeds:",
         "",
         "| cell | first winner (dev) | grown points | best so far | best − runner-up | each search seed's best |",
         "| --- | --- | --- | --- | --- | --- |",

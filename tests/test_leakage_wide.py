@@ -408,3 +408,53 @@ def test_blocks_off_the_front_page_and_their_level_contrasts_are_read_uncorrecte
         and "STS13 +1.00" in line
         for line in by_task
     )
+
+
+def test_the_front_pages_verdict_says_who_wins_each_comparison_level_by_level():
+    """A loss that beats Pearson is said to, in Pearson's voice ("loses to"), never counted as a Pearson win; a loss
+    whose decisions differ between the levels is read level by level; a tie gives its bound."""
+    noise = {1: 0.0, 2: 0.1, 3: -0.1, 4: 0.05, 5: -0.05}
+    shifts = {
+        ("sentence", "cosine_mse"): 0.0,
+        ("pair", "cosine_mse"): 0.0,
+        ("sentence", "cosent"): 3.0,  # CoSENT above Pearson at sentence
+        ("pair", "cosent"): -3.0,  # and below it at pair
+        ("sentence", "angle"): 2.0,
+        ("pair", "angle"): 2.0,
+        ("sentence", "contrastive"): -2.0,
+        ("pair", "contrastive"): -2.0,
+    }
+    rows = [
+        {"cell": f"minilm-{level}-{loss}", "seed": seed, "sts": {"avg": 80.0 + shift + noise[seed] * len(loss)}}
+        for (level, loss), shift in shifts.items()
+        for seed in wide.TEST_SEEDS
+    ]
+    rows += [
+        {"cell": f"minilm-{level}-pearson", "seed": seed, "sts": {"avg": 80.0 + noise[seed] * 3}}
+        for level in ("sentence", "pair")
+        for seed in wide.TEST_SEEDS
+    ]
+    corrected = comparisons.family(rows, complete={"sentence", "pair"})
+    phrases = report.decided_phrases(corrected, ("sentence", "pair"))
+    assert phrases[0].startswith("ties cosine-MSE (widest interval [")
+    assert "loses to AnglE (at `sentence` and `pair`)" in phrases
+    assert "beats the contrastive stage 2 (at `sentence` and `pair`)" in phrases
+    assert "against CoSENT loses at `sentence` and wins at `pair`" in phrases
+    assert not any(phrase.startswith("beats") and "AnglE" in phrase for phrase in phrases)
+
+
+def test_a_binding_winner_at_8x_is_the_claims_limit_not_a_search_still_growing(monkeypatch):
+    monkeypatch.setattr(report, "base_scores", lambda: {"avg": 70.0})
+    rows = {
+        f"minilm-sentence-{loss}": [
+            {"sts": {"avg": 80.0}, "last_step": True, "first_evaluation": False, "point": point} for _ in range(5)
+        ]
+        for loss, point in {"cosine_mse": "3x2", "cosent": "3x8", "angle": 3, "contrastive": "3x8h"}.items()
+    }
+    words = report.caveats({}, rows, ("sentence",))
+    assert words.startswith("Not final: best at their last step in most test seeds: cosine-MSE at `sentence` (5 of 5)")
+    assert "CoSENT at `sentence` (5 of 5, at 8×, the limit)" in words and "The search grows" in words
+    rows["minilm-sentence-angle"] = rows["minilm-sentence-cosent"]  # every binding winner at 8×
+    rows["minilm-sentence-cosine_mse"] = rows["minilm-sentence-cosent"]
+    words = report.caveats({}, rows, ("sentence",))
+    assert words.startswith("Final (a winner at 8× grows no further") and "The search grows" not in words

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reproductions._common import ROOT, Rows
-from reproductions.leakage import narrow, wide
+from reproductions.leakage import growth, narrow, wide
 from reproductions.leakage.cells import (
     HERE,
     LOSSES,
@@ -182,13 +182,30 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
 
 
 def readme_verdict(levels: tuple[str, ...] = FRONT_PAGE) -> str:
-    """The front page's verdict, from the wide search's records: one sentence of Holm's decisions (each tie with
-    its widest simultaneous bound, each win by its size or its sign only), then one of what the records show
-    besides (:func:`caveats`)."""
+    """The front page's verdict, from the wide search's records: one sentence of Holm's decisions
+    (:func:`decided_phrases`), then one of what the records show besides (:func:`caveats`)."""
     found, levels = front_page(levels)
     corrected, by_cell = wide_family(found), groups(found["rows"])
     searched = ", ".join(f"{seed_span(found['seeds']['search'][level])} at `{level}`" for level in levels)
-    ties, wins = [], []
+    return (
+        f"**Verdict on the encoder** (all-MiniLM-L6-v2, {len(found['design'])} settings per loss, search seeds "
+        f"{searched}, test seeds {seed_span(found['seeds']['test'])}; Holm over the {planned_comparisons()} planned "
+        f"comparisons; intervals {simultaneous_label(planned_comparisons())}): Pearson "
+        + ", and ".join(decided_phrases(corrected, levels))
+        + ". "
+        + caveats(found, by_cell, levels)
+    )
+
+
+def decided_phrases(corrected: dict[tuple[str, str], Corrected], levels: tuple[str, ...]) -> list[str]:
+    """Holm's decisions in Pearson's voice, loss by loss over ``levels``: the losses it ties at every level (with
+    the widest simultaneous bound: not an equivalence), those it beats at every level where Holm rejects (by the
+    size of the simultaneous interval, or its sign only), those it loses to the same way, and for a loss whose
+    decisions differ between levels, each level's."""
+    ties: list[str] = []
+    wins: list[str] = []
+    defeats: list[str] = []
+    mixed: list[str] = []
     for loss in LOSSES[1:]:
         results = {level: corrected[(level, loss)] for level in levels}
         if not any(result.holm.rejected for result in results.values()):
@@ -197,25 +214,34 @@ def readme_verdict(levels: tuple[str, ...] = FRONT_PAGE) -> str:
                 f"{NAMES[loss]} (widest interval [{widest.simultaneous.low:+.2f}, {widest.simultaneous.high:+.2f}])"
             )
             continue
-        won = [f"`{level}`" for level, result in results.items() if short_decision(result) == "a win"]
-        signed = [f"`{level}`" for level, result in results.items() if short_decision(result).endswith("sign only")]
-        where = [f"at {' and '.join(won)}"] if won else []
-        where += [f"at {' and '.join(signed)} by its sign only"] if signed else []
-        wins.append(f"{NAMES[loss]} ({'; '.join(where)})")
-    decided = []
+        signs = {result.holm.rejected and (1 if result.plain.mean > 0 else -1) for result in results.values()}
+        if signs in ({1}, {-1}):
+            won = [f"`{level}`" for level, result in results.items() if short_decision(result) == "a win"]
+            signed = [f"`{level}`" for level, result in results.items() if short_decision(result) != "a win"]
+            where = [f"at {' and '.join(won)}"] if won else []
+            where += [f"at {' and '.join(signed)} by its sign only"] if signed else []
+            (wins if signs == {1} else defeats).append(f"{NAMES[loss]} ({'; '.join(where)})")
+        else:
+            each = [f"{level_decision(result)} at `{level}`" for level, result in results.items()]
+            mixed.append(f"against {NAMES[loss]} {' and '.join(each)}")
     every = " and ".join(f"`{level}`" for level in levels)
-    if ties:
-        decided.append(f"Pearson ties {' and '.join(ties)} at {every}, a bound on the difference, not an equivalence")
-    if wins:
-        decided.append("beats " + (", ".join(wins[:-1]) + " and " + wins[-1] if len(wins) > 1 else wins[0]))
-    return (
-        f"**Verdict on the encoder** (all-MiniLM-L6-v2, {len(found['design'])} settings per loss, search seeds "
-        f"{searched}, test seeds {seed_span(found['seeds']['test'])}; Holm over the {planned_comparisons()} planned "
-        f"comparisons; intervals {simultaneous_label(planned_comparisons())}): "
-        + ", and ".join(decided)
-        + ". "
-        + caveats(found, by_cell, levels)
-    )
+    phrases = [f"ties {' and '.join(ties)} at {every}, a bound on the difference, not an equivalence"] if ties else []
+    phrases += [f"{verb} {listed(found)}" for verb, found in (("beats", wins), ("loses to", defeats)) if found]
+    return phrases + mixed
+
+
+def listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else items[0]
+
+
+def level_decision(result: Corrected) -> str:
+    """One level's decision in Pearson's voice: wins or loses (by its sign only where the simultaneous interval
+    holds 0), or ties, with the simultaneous bound."""
+    if not result.holm.rejected:
+        return f"ties ([{result.simultaneous.low:+.2f}, {result.simultaneous.high:+.2f}])"
+    verb = "wins" if result.plain.mean > 0 else "loses"
+    return verb if short_decision(result) == "a win" else f"{verb} by its sign only"
 
 
 def seed_span(seeds: list[int]) -> str:
@@ -228,13 +254,16 @@ def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, 
     seeds (their search is grown), those below the base model, and those best at their first dev evaluation (a
     run that kept about what it had before training, ``wide.first_evaluation``)."""
     base = base_scores()["avg"]
-    binding, below, first = [], [], []
+    binding, below, first, growing = [], [], [], False
     for loss in LOSSES[1:]:
         for level in levels:
             runs = by_cell[f"minilm-{level}-{loss}"]
             last = sum(r["last_step"] for r in runs)
             if 2 * last > len(runs):
-                binding.append(f"{NAMES[loss]} at `{level}` ({last} of {len(runs)})")
+                limit = at_the_limit(runs[0]["point"])
+                growing |= not limit
+                where = f", at {LIMIT}×, the limit" * limit
+                binding.append(f"{NAMES[loss]} at `{level}` ({last} of {len(runs)}{where})")
             mean = statistics.mean(r["sts"]["avg"] for r in runs)
             if mean < base:
                 below.append(f"{NAMES[loss]} at `{level}` ({mean:.2f})")
@@ -248,12 +277,22 @@ def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, 
         notes.append(f"below the base model's {base:.2f}: {', '.join(below)}")
     if first:
         notes.append(f"best at their first dev evaluation, about the base model: {', '.join(first)}")
-    if not notes:
-        return "Final: no winner binds."
+    if not growing:
+        limit = f" (a winner at {LIMIT}× grows no further: the claim holds up to its schedule)" * bool(binding)
+        return ("Final" + limit + ": " + "; ".join(notes) + ".") if notes else "Final: no winner binds."
     return (
         "Not final: " + "; ".join(notes) + ". The search grows for every loss by the rule in the comparison's "
         "README, and this verdict is generated again from the records as it lands."
     )
+
+
+LIMIT = max(growth.FURTHER.values())
+"""The largest factor the growth rule multiplies a winner's epochs by."""
+
+
+def at_the_limit(point: Point) -> bool:
+    """Whether a winner is a point the growth rule grows no further: :data:`LIMIT` times its first schedule."""
+    return isinstance(point, str) and GrownPoint.parse(point).factor == LIMIT
 
 
 def short_decision(result: Corrected) -> str:

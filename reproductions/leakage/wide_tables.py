@@ -105,14 +105,21 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
         lines += ["", growth_table(found["growth"], found["search"], planned)]
     if corrected:
         lines += ["", comparison_table(corrected)]
-    if found["transfer"]:
-        transfer = with_base_mean(found["transfer"])
-        lines += ["", "Transfer tasks, accuracy % (wide search; base model: the mean over its probe seeds):", ""]
-        lines.append(transfer_table(transfer))
-        if found.get("first_transfer"):
-            lines += ["", "Transfer tasks of the first winners' models that the grown search replaced, accuracy %:", ""]
-            lines.append(transfer_table(found["first_transfer"], transfer.get("base", {}).get("avg")))
-    return "\n".join(lines)
+    return "\n".join(lines + transfer_lines(found))
+
+
+def transfer_lines(found: dict[str, Any]) -> list[str]:
+    """The transfer tasks' tables: each cell's winner's model with the base model's noise floor, then the models of
+    the first winners the grown search replaced, read against the same base."""
+    if not found["transfer"]:
+        return []
+    transfer = with_base_mean(found["transfer"])
+    lines = ["", "Transfer tasks, accuracy % (wide search; base model: the mean over its probe seeds):", ""]
+    lines.append(transfer_table(transfer))
+    if found.get("first_transfer"):
+        lines += ["", "Transfer tasks of the first winners' models that the grown search replaced, accuracy %:", ""]
+        lines.append(transfer_table(found["first_transfer"], transfer.get("base", {}).get("avg")))
+    return lines
 
 
 def winners_table(rows: Rows) -> str:

@@ -251,8 +251,9 @@ def seed_span(seeds: list[int]) -> str:
 
 def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, ...]) -> str:
     """What the test runs show beside the decisions: the losses whose winners were best at their last step in most
-    seeds (their search is grown), those below the base model, and those best at their first dev evaluation (a
-    run that kept about what it had before training, ``wide.first_evaluation``)."""
+    seeds, those below the base model, and those best at their first dev evaluation (a run that kept about what it
+    had before training, ``wide.first_evaluation``). Not final while a winner best at its last step can still grow
+    (below :data:`LIMIT` times its first schedule); final otherwise."""
     base = base_scores()["avg"]
     binding, below, first, growing = [], [], [], False
     for loss in LOSSES[1:]:
@@ -260,9 +261,9 @@ def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, 
             runs = by_cell[f"minilm-{level}-{loss}"]
             last = sum(r["last_step"] for r in runs)
             if 2 * last > len(runs):
-                limit = at_the_limit(runs[0]["point"])
-                growing |= not limit
-                where = f", at {LIMIT}×, the limit" * limit
+                stopped = at_the_limit(runs[0]["point"])
+                growing |= not stopped
+                where = f", at {LIMIT}×, the limit" * stopped
                 binding.append(f"{NAMES[loss]} at `{level}` ({last} of {len(runs)}{where})")
             mean = statistics.mean(r["sts"]["avg"] for r in runs)
             if mean < base:
@@ -278,8 +279,8 @@ def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, 
     if first:
         notes.append(f"best at their first dev evaluation, about the base model: {', '.join(first)}")
     if not growing:
-        limit = f" (a winner at {LIMIT}× grows no further: the claim holds up to its schedule)" * bool(binding)
-        return ("Final" + limit + ": " + "; ".join(notes) + ".") if notes else "Final: no winner binds."
+        at_limit = f" (a winner at {LIMIT}× grows no further: the claim holds up to its schedule)" * bool(binding)
+        return ("Final" + at_limit + ": " + "; ".join(notes) + ".") if notes else "Final: no winner binds."
     return (
         "Not final: " + "; ".join(notes) + ". The search grows for every loss by the rule in the comparison's "
         "README, and this verdict is generated again from the records as it lands."

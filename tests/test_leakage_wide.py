@@ -145,9 +145,9 @@ def test_the_winner_is_the_best_mean_over_search_seeds_and_waits_for_both(tmp_pa
     record = wide.record_path(args, wide.Run(cell, 6, 102, False))
     fake_record(record, 0.99)  # one seed's best is not the best mean
     fake_record(wide.record_path(args, wide.Run(cell, 6, 101, False)), 0.75)
-    assert wide.winner(args, cell) == 2 and wide.point_scores(args, cell)[6] == pytest.approx(0.87)
+    assert wide.winner(args, cell) == 2 and wide.point_score(args, cell, 6) == pytest.approx(0.87)
     record.unlink()
-    assert wide.winner(args, cell) is None and wide.point_scores(args, cell)[6] is None
+    assert wide.winner(args, cell) is None and wide.point_score(args, cell, 6) is None
 
 
 def test_a_resumed_runner_plans_only_the_runs_without_a_record(tmp_path, monkeypatch):

@@ -150,11 +150,6 @@ def point_score(args: argparse.Namespace, cell: Cell, point: Point) -> float | N
     return statistics.mean(map(best_dev, results)) if len(results) == len(found) else None
 
 
-def point_scores(args: argparse.Namespace, cell: Cell) -> list[float | None]:
-    """Each design point's score (:func:`point_score`)."""
-    return [point_score(args, cell, point) for point in range(len(design(args)))]
-
-
 def best_of(args: argparse.Namespace, cell: Cell, points: list[Point]) -> Point | None:
     """The point of ``points`` with the best score once every one has run (the first of equals)."""
     scores = [point_score(args, cell, point) for point in points]

@@ -158,7 +158,7 @@ SPACES = [*(ROOT / "configs" / "sweeps").glob("*.yaml"), *(ROOT / "reproductions
 
 @pytest.mark.parametrize("path", sorted(SPACES), ids=lambda p: p.name)
 def test_shipped_search_spaces_apply_to_the_minilm_config(path):
-    from pcctune.orchestration.sweep import load_space
+    from pcctune.orchestration.search_space import load_space
     from pcctune.training.config import load_config
 
     space = load_space(path)

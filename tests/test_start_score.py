@@ -55,6 +55,7 @@ def test_a_run_whose_training_lowered_the_dev_score_says_the_start_scored_higher
     assert "no checkpoint beat the starting model on dev" in printed
     assert "final is that checkpoint all the same (keep_start_if_best: true" in printed
     assert stage.best_checkpoint is not None and stage.best_checkpoint.endswith(("checkpoint-2", "checkpoint-4"))
+    assert stage.best_at_last_evaluation is False and "its last dev evaluation" not in printed  # 12 steps ran
 
 
 def test_the_record_and_the_card_hold_both_scores(lowered):
@@ -110,3 +111,20 @@ def test_scoring_the_start_draws_nothing_at_random_so_training_is_unchanged(
     sentences = ["A man plays a guitar.", "Two dogs run on the grass."]
     trained = [SentenceTransformer(str(record.stages[0].final_dir)).encode(sentences) for record in (first, second)]
     np.testing.assert_array_equal(trained[0], trained[1])
+
+
+def test_a_best_checkpoint_at_the_last_dev_evaluation_says_the_score_may_still_be_rising():
+    from dataclasses import replace
+    from pathlib import Path
+
+    from pcctune.orchestration.pipeline import dev_line
+    from pcctune.training.stage import StageResult
+    from pcctune.training.stage_cost import StageCost
+
+    result = StageResult(
+        StageCost(), "rss", "pcc", 64, Path("final"), "run/checkpoints/checkpoint-12", 0.8, [], Path("p"), 0.7, True
+    )
+    line = dev_line(result, keep_start=False)
+    assert line.startswith("best dev 80.00 (Spearman × 100) at run/checkpoints/checkpoint-12, its last dev evaluation")
+    assert "may still have been rising" in line and line.endswith("(start 70.00)")
+    assert "its last dev evaluation" not in dev_line(replace(result, best_at_last_evaluation=False), keep_start=False)

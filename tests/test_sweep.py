@@ -92,6 +92,14 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     summary = BenchmarkResult.from_disk(folder / "sweep" / "sweep.json")
     assert [r.label for r in summary.rows] == ["seed 1", "seed 2"] and "avg" in summary.rows[0].sts
     assert "mean ± std" in (folder / "sweep" / "summary.md").read_text()
+    # each seed run's record says whether its best checkpoint was its last dev evaluation, and the summary counts them
+    flags = [row.details["best_at_last_evaluation"] for row in summary.rows]
+    assert all(isinstance(flag, bool) for flag in flags), flags
+    last_line = f"best at its last dev evaluation in {sum(flags)} of 2 seed runs"
+    assert (
+        last_line in (folder / "sweep" / "summary.md").read_text()
+        and last_line in summary.details["where_the_winner_sits"]
+    )
     # trial folders are ordinary run folders; a finished trial keeps its final model but no checkpoints
     finished = [p for p in (folder / "sweep" / "trials").iterdir() if (p / "results.json").is_file()]
     assert finished and all((p / "run.json").is_file() for p in finished)
@@ -108,7 +116,8 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     # a rerun whose search found another winner trains the seed runs again instead of stopping at the old ones
     from rich.console import Console
 
-    from pcctune.orchestration.sweep import Sweep, load_space
+    from pcctune.orchestration.search_space import load_space
+    from pcctune.orchestration.sweep import Sweep
 
     sweep = Sweep(folder / "run.yaml", load_space(folder / "space.yaml"), folder / "sweep", {}, Console(), 0)
     other = {"stages.0.learning_rate": 5e-3, "stages.0.warmup_ratio": 0.1}
@@ -146,7 +155,8 @@ def test_prune_after_spares_a_slow_starter_until_that_step(sweep_inputs, prune_a
     """Two finished trials at dev 0.9 by step 2; a third at 0.1 on step 2 is cut only past --prune-after."""
     from rich.console import Console
 
-    from pcctune.orchestration.sweep import Sweep, load_space
+    from pcctune.orchestration.search_space import load_space
+    from pcctune.orchestration.sweep import Sweep
 
     folder = sweep_inputs
     sweep = Sweep(
@@ -251,7 +261,8 @@ def test_a_study_no_trial_finished_in_becomes_the_next_sweeps_and_a_finished_one
     from rich.console import Console
 
     from pcctune.errors import PcctuneError
-    from pcctune.orchestration.sweep import Sweep, load_space
+    from pcctune.orchestration.search_space import load_space
+    from pcctune.orchestration.sweep import Sweep
 
     folder = sweep_inputs
 
@@ -269,3 +280,65 @@ def test_a_study_no_trial_finished_in_becomes_the_next_sweeps_and_a_finished_one
     study.tell(study.ask(), 0.5)
     with pytest.raises(PcctuneError, match="holds a sweep of another config, search space, data"):
         sweep([0.0, 0.2]).study()
+
+
+def _seed_run(best_at_last: bool | None):
+    from pcctune.results import RunResult, StageRecord
+
+    stage = StageRecord(
+        stage="pcc",
+        loss="pearson",
+        train_examples=32,
+        trainable_fraction=1.0,
+        best_checkpoint="run/checkpoints/checkpoint-4",
+        best_at_last_evaluation=best_at_last,
+        final_dir="run/final",
+        plot="run/curves.png",
+        wall_time_s=1.0,
+    )
+    return RunResult(protocol="simcse-senteval", data_dir="d", seed=1, config={}, stages=[stage])
+
+
+def test_a_value_at_the_edge_of_its_space_is_named_and_one_inside_is_not():
+    from pcctune.orchestration.search_space import Distribution, edge, edges
+
+    rate = Distribution(type="float", low=1e-6, high=1e-2, log=True)
+    assert edge(1.5e-6, rate) == "the low end (1e-06)" and edge(8e-3, rate) == "the high end (0.01)"
+    assert edge(1e-4, rate) is None  # the middle of the log scale, though near the low end on a linear one
+    assert edge(1e-4, Distribution(type="float", low=1e-6, high=1e-2)) == "the low end (1e-06)"
+    epochs = Distribution(type="categorical", choices=[1, 2, 4])
+    assert edge(4, epochs) == "the largest of [1, 2, 4]" and edge(1, epochs) == "the smallest of [1, 2, 4]"
+    assert edge(2, epochs) is None
+    assert edge(0.1, Distribution(type="categorical", choices=[0.0, 0.1])) is None  # two choices say nothing
+    assert edge(True, Distribution(type="categorical", choices=[False, True, True])) is None  # not a scale
+    assert edge(10, Distribution(type="int", low=1, high=10)) == "the high end (10)"
+    space = {"stages.0.learning_rate": rate, "stages.0.epochs": epochs}
+    params = {"stages.0.learning_rate": 1e-4, "stages.0.epochs": 4}
+    assert edges(space, params) == {"stages.0.epochs": "the largest of [1, 2, 4]"}
+
+
+def test_the_sweep_says_when_its_space_may_hold_the_winner_back():
+    from pcctune.orchestration.search_space import Distribution
+    from pcctune.orchestration.sweep import where_the_winner_sits
+
+    space = {"stages.0.learning_rate": Distribution(type="float", low=1e-5, high=1e-3, log=True)}
+    inside = {"stages.0.learning_rate": 1e-4}
+    lines, held = where_the_winner_sits(space, inside, [_seed_run(True), _seed_run(False), _seed_run(False)])
+    assert not held and lines == ["best at its last dev evaluation in 1 of 3 seed runs"]
+    lines, held = where_the_winner_sits(space, inside, [_seed_run(True), _seed_run(True), _seed_run(False)])
+    assert held and lines == ["best at its last dev evaluation in 2 of 3 seed runs"]  # still rising in most
+    lines, held = where_the_winner_sits(space, {"stages.0.learning_rate": 9e-4}, [_seed_run(False)])
+    assert held and lines[0] == "stages.0.learning_rate = 0.0009 sits at the high end (0.001)"
+    lines, held = where_the_winner_sits(space, inside, [_seed_run(None)])  # a record from before it was kept
+    assert not held and lines == []
+
+
+def test_a_stage_knows_whether_its_best_checkpoint_was_its_last_dev_evaluation():
+    from pcctune.training.checkpoints import best_at_last_evaluation
+
+    metric = "eval_dev_spearman_cosine"
+    history = [{"loss": 1.0, "step": 1}, {metric: 0.5, "step": 2}, {metric: 0.6, "step": 4}, {"loss": 0.9, "step": 5}]
+    assert best_at_last_evaluation(history, metric, "out/checkpoints/checkpoint-4") is True
+    assert best_at_last_evaluation(history, metric, "out/checkpoints/checkpoint-2") is False
+    assert best_at_last_evaluation(history, None, "out/checkpoints/checkpoint-4") is None  # no dev set
+    assert best_at_last_evaluation(history, metric, None) is None

@@ -9,7 +9,8 @@ Every result pcctune writes is one of five records, each tagged with ``kind`` an
   one ``StageRecord`` per trained stage, the config, and the pairs and data hashes of the test sets
   (schema 3; a record written before has neither, and loads with both empty), and one ``SourceLeakage`` per
   source a stage trains or selects on (``leakage_audit``; empty in a record written before it); schema 4 adds
-  each stage's starting dev score (``StageRecord.start_dev_spearman``; ``None`` in a record written before);
+  each stage's starting dev score (``StageRecord.start_dev_spearman``; ``None`` in a record written before), and
+  schema 5 whether its dev-best checkpoint was its last dev evaluation (``StageRecord.best_at_last_evaluation``);
 - ``BenchmarkResult``: rows of a benchmark script, each a label, STS scores and details;
 - ``AuditResult``: training pairs checked against the test sets at every leakage level;
 - ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict.
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 Scores = dict[str, float]
 
 
@@ -235,6 +236,12 @@ class StageRecord(BaseModel):
         description="Spearman's ρ on the same dev set of the model the stage started from (the base model, or the "
         "previous stage's), scored before its first step, as best_dev_spearman; a best_dev_spearman at or below it "
         "means no checkpoint improved on the start (None before schema 4, or without a dev set)",
+    )
+    best_at_last_evaluation: bool | None = Field(
+        None,
+        description="whether best_checkpoint is the stage's last dev evaluation: its dev score may still have been "
+        "rising, so a search that stopped the schedule there has not seen its peak (None before schema 5, or "
+        "without a dev set)",
     )
     final_dir: str
     plot: str

@@ -65,7 +65,7 @@ from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import check_stage_data, stage2_set
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
 from pcctune.training.health import NonFiniteTraining
-from pcctune.training.stage import continued_model, run_stage
+from pcctune.training.stage import StageResult, continued_model, run_stage
 from pcctune.training.start import start_beaten
 
 
@@ -108,13 +108,17 @@ def prepare_for_eval(model: SentenceTransformer, config: RunConfig) -> SentenceT
     return model
 
 
-def dev_line(best: float | None, checkpoint: str | None, start: float | None, keep_start: bool) -> str:
-    """The best dev score and its checkpoint, with the starting model's score, on the test scores' scale (× 100;
-    the dev evaluator and the record keep fractions); where no checkpoint beat the start, it says so plainly and
-    what the stage saved as ``final`` (``keep_start_if_best``)."""
+def dev_line(result: StageResult, keep_start: bool) -> str:
+    """The stage's best dev score and its checkpoint, with the starting model's score, on the test scores' scale
+    (× 100; the dev evaluator and the record keep fractions); where the best was the last dev evaluation, that its
+    score may still have been rising; where no checkpoint beat the start, it says so plainly and what the stage
+    saved as ``final`` (``keep_start_if_best``)."""
+    best, start = result.best_dev, result.start_dev
     if best is None:
         return "no dev score"
-    line = f"best dev {best * 100:.2f} (Spearman × 100) at {checkpoint}"
+    line = f"best dev {best * 100:.2f} (Spearman × 100) at {result.best_checkpoint}"
+    if result.best_at_last_evaluation:
+        line += ", its last dev evaluation: the dev score may still have been rising (a longer schedule may do better)"
     if start is None:
         return line
     line += f" (start {start * 100:.2f})"
@@ -386,6 +390,7 @@ class Pipeline:
                 best_checkpoint=result.best_checkpoint,
                 best_dev_spearman=result.best_dev,
                 start_dev_spearman=result.start_dev,
+                best_at_last_evaluation=result.best_at_last_evaluation,
                 final_dir=str(result.final_dir),
                 plot=str(result.plot),
                 wall_time_s=result.cost.seconds,
@@ -400,7 +405,7 @@ class Pipeline:
         self.record()
         self.console.print(
             f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
-            f"{dev_line(result.best_dev, result.best_checkpoint, result.start_dev, stage.keep_start_if_best)}"
+            f"{dev_line(result, stage.keep_start_if_best)}"
         )
         return stage_dir
 

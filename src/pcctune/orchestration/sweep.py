@@ -9,13 +9,15 @@
 2. **Winner**: the best trial's full config is written to ``OUTPUT/best_config.yaml``, ready to train.
 3. **Seeds**: the winner runs once per seed (``OUTPUT/seeds/seed-S``) with the test evaluation, and
    the seven tasks + avg are summarised as mean ± std (``OUTPUT/summary.md``, ``OUTPUT/sweep.json``).
+4. **Where the winner sits**: each searched value at an edge of its space, and how many seed runs were best at
+   their last dev evaluation; a warning where either says the space may hold the winner back.
 
 Interrupted anywhere, the same command continues: finished trials are in the study, a trial that
 was running when the process died is marked failed and replaced, and finished seed runs are kept. The study
 keeps the identity of its sweep (config with overrides, space, pruning, its data files' content, the code and library
 versions that run a trial): an output folder holding another sweep is refused, so no trial of it counts as this one's.
 
-The search space is a YAML mapping of dotted keys to distributions:
+The search space (``pcctune.orchestration.search_space``) is a YAML mapping of dotted keys to distributions:
 
     stages.0.learning_rate: {type: float, low: 1.0e-6, high: 1.0e-4, log: true}
     stages.0.epochs: {type: categorical, choices: [1, 2, 3]}
@@ -30,25 +32,24 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 from transformers import TrainerCallback
 
 from pcctune.data.cache import senteval_folder
 from pcctune.data.tasks import load_test_tasks
-from pcctune.errors import PcctuneError, first_refusal
+from pcctune.errors import PcctuneError
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.orchestration.run_folder import holds_a_run, is_run_of
+from pcctune.orchestration.search_space import Distribution, edges, load_space, space_values, suggest
 from pcctune.provenance import code_digest, file_sha256, library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
 from pcctune.training.checkpoints import CHECKPOINTS
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
-from pcctune.yaml_input import read_yaml
 
 BEST_CONFIG = "best_config.yaml"
 """The winner's full config in the sweep's folder, ready to train."""
@@ -59,66 +60,6 @@ def finished_trials(study: Any) -> list[Any]:
     import optuna
 
     return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
-
-
-class Distribution(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["float", "int", "categorical"]
-    low: float | None = None
-    high: float | None = None
-    log: bool = False
-    choices: list[Any] | None = None
-
-
-def load_space(path: Path) -> dict[str, Distribution]:
-    """The search space: dotted config keys → distributions (one clear error for a bad file)."""
-    raw = read_yaml(path, "search space file") or {}
-    if not isinstance(raw, dict) or not raw:
-        raise PcctuneError(f"{path}: a search space is a YAML mapping of dotted keys to distributions")
-    space = {}
-    for key, value in raw.items():
-        try:
-            space[key] = spec = Distribution.model_validate(value)
-        except ValidationError as error:
-            where, message = first_refusal(error)
-            raise PcctuneError(f"{path}: {key}: {where + ': ' if where else ''}{message}") from None
-        if spec.type == "categorical" and not spec.choices:
-            raise PcctuneError(f"{path}: {key}: a categorical distribution needs choices")
-        if spec.type != "categorical" and (spec.low is None or spec.high is None or spec.low >= spec.high):
-            raise PcctuneError(f"{path}: {key}: a {spec.type} distribution needs low < high")
-        if spec.log and spec.type != "categorical" and (spec.low or 0) <= 0:
-            raise PcctuneError(f"{path}: {key}: a log distribution needs low > 0")
-    return space
-
-
-def space_values(space: dict[str, Distribution]) -> list[tuple[str, Any]]:
-    """Every value a trial may give a key that shows whether the config takes it: a numeric distribution's
-    bounds, every choice of a categorical one."""
-    return [
-        (key, value)
-        for key, spec in space.items()
-        for value in (
-            spec.choices or []
-            if spec.type == "categorical"
-            else [int(spec.low or 0), int(spec.high or 0)]
-            if spec.type == "int"
-            else [spec.low, spec.high]
-        )
-    ]
-
-
-def suggest(trial: Any, space: dict[str, Distribution]) -> dict[str, Any]:
-    """The trial's value for every key of the space (as ``--set`` overrides)."""
-    values: dict[str, Any] = {}
-    for key, spec in space.items():
-        if spec.type == "categorical":
-            values[key] = trial.suggest_categorical(key, spec.choices)
-        elif spec.type == "int":
-            values[key] = trial.suggest_int(key, int(spec.low or 0), int(spec.high or 0), log=spec.log)
-        else:
-            values[key] = trial.suggest_float(key, float(spec.low or 0), float(spec.high or 0), log=spec.log)
-    return values
 
 
 class ReportToPruner(TrainerCallback):
@@ -293,25 +234,67 @@ def drop_checkpoints(run_folder: Path) -> None:
         shutil.rmtree(checkpoints)
 
 
-def summarise(results: list[RunResult], params: dict[str, Any], dev: float) -> BenchmarkResult:
-    """The winner's last-stage scores over seeds: one row per seed and their mean ± std."""
+def where_the_winner_sits(
+    space: dict[str, Distribution], params: dict[str, Any], results: list[RunResult]
+) -> tuple[list[str], bool]:
+    """One line per finding about the winner (each value at an edge of its space,
+    ``pcctune.orchestration.search_space.edges``; how many seed runs' last stage was best at its last dev
+    evaluation, ``StageRecord.best_at_last_evaluation``) and whether the space may hold it back: a value at an edge,
+    or more than half of the seed runs best at their last evaluation (still improving where the schedule stopped)."""
+    at_edges = edges(space, params)
+    lines = [f"{key} = {params[key]:g} sits at {where}" for key, where in at_edges.items()]
+    known = [r.stages[-1].best_at_last_evaluation for r in results if r.stages]
+    flags = [flag for flag in known if flag is not None]
+    if flags:
+        lines.append(f"best at its last dev evaluation in {sum(flags)} of {len(flags)} seed runs")
+    return lines, bool(at_edges) or 2 * sum(flags) > len(flags)
+
+
+def summarise(
+    results: list[RunResult], params: dict[str, Any], dev: float, space: dict[str, Distribution]
+) -> BenchmarkResult:
+    """The winner's last-stage scores over seeds (one row per seed) and where it sits in its space."""
     rows = []
     for index, result in enumerate(results, start=1):
         scores = list(result.sts_by_stage.values())[-1]
-        rows.append(
-            BenchmarkRow(
-                label=f"seed {index}",
-                sts=scores,
-                details={"best_dev": result.stages[-1].best_dev_spearman if result.stages else None},
-            )
-        )
+        last = result.stages[-1] if result.stages else None
+        details: dict[str, Any] = {
+            "best_dev": last.best_dev_spearman if last else None,
+            "best_at_last_evaluation": last.best_at_last_evaluation if last else None,
+        }
+        rows.append(BenchmarkRow(label=f"seed {index}", sts=scores, details=details))
+    findings, held_back = where_the_winner_sits(space, params, results)
     return BenchmarkResult(
         name="sweep",
         settings=f"winner {params} (dev {dev:.4f})",
         versions=library_versions(),
         rows=rows,
-        details={"params": params, "dev": dev},
+        details={"params": params, "dev": dev, "where_the_winner_sits": findings, "space_may_hold_it_back": held_back},
     )
+
+
+HELD_BACK = (
+    "the space may hold the winner back ({findings}): widen it past that edge, or lengthen the schedule, and sweep "
+    "again before comparing it (a method stopped at the edge of its space has not shown its best)"
+)
+
+
+def write_summary(summary: BenchmarkResult, seeds: int, output: Path, console: Console) -> None:
+    """``sweep.json`` and ``summary.md`` (the table over seeds, the winner, where it sits), the table printed, and a
+    warning where the space may hold the winner back."""
+    summary.to_disk(output / "sweep.json")
+    columns = list(summary.rows[0].sts)
+    table = ScoreTable(
+        f"winner over {seeds} seeds", columns, [(r.label, r.sts) for r in summary.rows], first_column="run"
+    )
+    table.rows.append(("mean ± std", {c: mean_std_cell([r.sts[c] for r in summary.rows]) for c in columns}))
+    findings = summary.details["where_the_winner_sits"]
+    where = "".join(f"- {line}\n" for line in findings) or "- inside its space on every key\n"
+    text = f"{table.to_markdown()}\n\n{summary.settings}\n\nWhere the winner sits in its space:\n\n{where}"
+    write_text(output / "summary.md", text)
+    table.print(console)
+    if summary.details["space_may_hold_it_back"]:
+        console.print(f"[yellow]{HELD_BACK.format(findings='; '.join(findings))}[/yellow]")
 
 
 def run_sweep(
@@ -339,13 +322,6 @@ def run_sweep(
         study = sweep.search(trials)
     params = sweep.winner(study)
     console.print(f"winner: {params} (dev {study.best_value:.4f}) -> {output / BEST_CONFIG}")
-    summary = summarise(sweep.seed_runs(params, seeds), params, study.best_value)
-    summary.to_disk(output / "sweep.json")
-    columns = list(summary.rows[0].sts)
-    table = ScoreTable(
-        f"winner over {seeds} seeds", columns, [(r.label, r.sts) for r in summary.rows], first_column="run"
-    )
-    table.rows.append(("mean ± std", {c: mean_std_cell([r.sts[c] for r in summary.rows]) for c in columns}))
-    write_text(output / "summary.md", table.to_markdown() + f"\n\n{summary.settings}\n")
-    table.print(console)
+    summary = summarise(sweep.seed_runs(params, seeds), params, study.best_value, sweep.space)
+    write_summary(summary, seeds, output, console)
     return summary

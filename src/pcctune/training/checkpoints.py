@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
@@ -62,3 +64,14 @@ def last_complete_checkpoint(folder: Path) -> str | None:
             return str(path)
         logger.warning("skipping incomplete checkpoint %s (a run killed while saving it)", path)
     return None
+
+
+def best_at_last_evaluation(history: Sequence[dict[str, Any]], metric: str | None, best: str | None) -> bool | None:
+    """Whether the dev-best checkpoint ``best`` (``…/checkpoint-N``) is the stage's last dev evaluation in the
+    trainer's ``history`` (the rows holding ``metric``): its dev score may still have been rising, so a search that
+    stopped it there has not seen where it peaks. ``None`` where the stage had no dev evaluation or kept no best."""
+    steps = [row["step"] for row in history if metric is not None and metric in row]
+    match = CHECKPOINT.match(Path(best).name) if best else None
+    if not steps or match is None:
+        return None
+    return int(match.group(1)) == max(steps)

@@ -40,7 +40,7 @@ from pcctune.modeling.template import TemplateTransformer, check_budget, model_t
 from pcctune.seeding import random_state_kept
 from pcctune.training.batching import BatchPlan, plan_batches
 from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
-from pcctune.training.checkpoints import CHECKPOINTS, FINAL, last_complete_checkpoint
+from pcctune.training.checkpoints import CHECKPOINTS, FINAL, best_at_last_evaluation, last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
 from pcctune.training.dev import DevSTSEvaluator, dev_evaluator, dev_metric, holds_out
@@ -141,6 +141,8 @@ class StageResult:
     plot: Path
     start_dev: float | None = None
     """The starting model's dev score, before the first step (``pcctune.training.start``); rank 0 only."""
+    best_at_last_evaluation: bool | None = None
+    """Whether the dev-best checkpoint is the last dev evaluation (``pcctune.training.checkpoints``)."""
 
 
 def in_batch_negatives(stage: StageConfig) -> bool:
@@ -345,8 +347,7 @@ def run_stage(
     checkpoint; ``keep_last`` saves the last step in ``stage_dir/last`` (for a next stage's ``init: final``)."""
     check_template_budget(model, stage)
     checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / CHECKPOINTS) if resume else None)
-    memory = PeakMemory()
-    clock = StageClock(cost_in(checkpoint), memory)
+    clock = StageClock(cost_in(checkpoint), memory := PeakMemory())
     dataset = train_dataset(stage, senteval_dir, stage_dir, run.seed, holds_out(stage, senteval_dir))
     plan = plan_batches(
         stage.batch_size, launched_world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size
@@ -378,4 +379,5 @@ def run_stage(
         history,
         stage_dir / CURVES,
         start,
+        best_at_last_evaluation(history, dev_metric(stage.dev), trainer.state.best_model_checkpoint),
     )

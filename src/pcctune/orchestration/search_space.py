@@ -1,0 +1,112 @@
+"""A sweep's search space: dotted config keys → optuna distributions, read and checked from YAML, sampled per
+trial, and where a winning value sits in it.
+
+A comparison of methods gives each the same search over a space that holds each one's good region; a winner at the
+edge of the space may be held back by the space rather than by its method (`reproductions/leakage/README.md`:
+CoSENT's first winner, at the space's longest schedule, read below the base model; grown from 4 to 32 epochs it
+read level with the Pearson loss). ``edges`` finds such values, so ``pcctune sweep`` can say so.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pcctune.errors import PcctuneError, first_refusal
+from pcctune.yaml_input import read_yaml
+
+EDGE = 0.1
+"""A numeric value within this share of its range from a bound (on the log scale for a log distribution) sits at
+the edge; so does the smallest or largest of three or more numeric choices (two choices always have one at each
+end, which says nothing)."""
+
+
+class Distribution(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["float", "int", "categorical"]
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: list[Any] | None = None
+
+
+def load_space(path: Path) -> dict[str, Distribution]:
+    """The search space: dotted config keys → distributions (one clear error for a bad file)."""
+    raw = read_yaml(path, "search space file") or {}
+    if not isinstance(raw, dict) or not raw:
+        raise PcctuneError(f"{path}: a search space is a YAML mapping of dotted keys to distributions")
+    space = {}
+    for key, value in raw.items():
+        try:
+            space[key] = spec = Distribution.model_validate(value)
+        except ValidationError as error:
+            where, message = first_refusal(error)
+            raise PcctuneError(f"{path}: {key}: {where + ': ' if where else ''}{message}") from None
+        if spec.type == "categorical" and not spec.choices:
+            raise PcctuneError(f"{path}: {key}: a categorical distribution needs choices")
+        if spec.type != "categorical" and (spec.low is None or spec.high is None or spec.low >= spec.high):
+            raise PcctuneError(f"{path}: {key}: a {spec.type} distribution needs low < high")
+        if spec.log and spec.type != "categorical" and (spec.low or 0) <= 0:
+            raise PcctuneError(f"{path}: {key}: a log distribution needs low > 0")
+    return space
+
+
+def space_values(space: dict[str, Distribution]) -> list[tuple[str, Any]]:
+    """Every value a trial may give a key that shows whether the config takes it: a numeric distribution's
+    bounds, every choice of a categorical one."""
+    return [
+        (key, value)
+        for key, spec in space.items()
+        for value in (
+            spec.choices or []
+            if spec.type == "categorical"
+            else [int(spec.low or 0), int(spec.high or 0)]
+            if spec.type == "int"
+            else [spec.low, spec.high]
+        )
+    ]
+
+
+def suggest(trial: Any, space: dict[str, Distribution]) -> dict[str, Any]:
+    """The trial's value for every key of the space (as ``--set`` overrides)."""
+    values: dict[str, Any] = {}
+    for key, spec in space.items():
+        if spec.type == "categorical":
+            values[key] = trial.suggest_categorical(key, spec.choices)
+        elif spec.type == "int":
+            values[key] = trial.suggest_int(key, int(spec.low or 0), int(spec.high or 0), log=spec.log)
+        else:
+            values[key] = trial.suggest_float(key, float(spec.low or 0), float(spec.high or 0), log=spec.log)
+    return values
+
+
+def _scaled(value: float, spec: Distribution) -> float:
+    return math.log(value) if spec.log else value
+
+
+def edge(value: Any, spec: Distribution) -> str | None:
+    """Which edge of ``spec`` ``value`` sits at (``"the low end (1e-05)"``, ``"the largest of [1, 2, 4]"``), or
+    ``None`` inside the space."""
+    if spec.type == "categorical":
+        choices = spec.choices or []
+        numbers = [c for c in choices if isinstance(c, int | float) and not isinstance(c, bool)]
+        if len(numbers) < 3 or len(numbers) != len(choices):
+            return None
+        if value == min(numbers):
+            return f"the smallest of {sorted(numbers)}"
+        return f"the largest of {sorted(numbers)}" if value == max(numbers) else None
+    low, high = float(spec.low or 0), float(spec.high or 0)
+    share = (_scaled(float(value), spec) - _scaled(low, spec)) / (_scaled(high, spec) - _scaled(low, spec))
+    if share <= EDGE:
+        return f"the low end ({low:g})"
+    return f"the high end ({high:g})" if share >= 1 - EDGE else None
+
+
+def edges(space: dict[str, Distribution], params: dict[str, Any]) -> dict[str, str]:
+    """Each searched key whose value in ``params`` sits at an edge of its distribution, with that edge."""
+    found = {key: edge(params[key], spec) for key, spec in space.items() if key in params}
+    return {key: where for key, where in found.items() if where is not None}

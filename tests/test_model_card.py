@@ -180,3 +180,39 @@ def test_the_card_says_how_many_pairs_of_each_audited_source_are_test_pairs(tmp_
     )
     assert all(leakage_summary(entry) in section for entry in audit)  # the log's words
     assert "checked against the test sets" not in pcctune_section(config, record, "pcc", None, tmp_path)
+
+
+def test_the_card_says_when_a_stage_was_best_at_its_last_dev_evaluation(tmp_path):
+    from pcctune.results import StageRecord
+
+    (tmp_path / "modules.json").write_text('[{"type": "sentence_transformers.models.Transformer"}]')
+    config = RunConfig.model_validate(
+        {"model": "all-MiniLM-L6-v2", "stages": [{"name": "pcc", "loss": "pearson", "data": {"source": "stage2"}}]}
+    )
+
+    def section(at_last: bool) -> str:
+        stage = StageRecord(
+            stage="pcc",
+            loss="pearson",
+            train_examples=64,
+            trainable_fraction=1.0,
+            best_checkpoint="run/stage1-pcc/checkpoints/checkpoint-8",
+            best_dev_spearman=0.82,
+            best_at_last_evaluation=at_last,
+            final_dir="run/stage1-pcc/final",
+            plot="run/stage1-pcc/curves.png",
+            wall_time_s=1.0,
+            dev_pairs={"sick-trial": 491},
+        )
+        record = RunResult(
+            protocol="simcse-senteval",
+            data_dir="data",
+            seed=1,
+            config=config.model_dump(mode="json"),
+            sts_by_stage={"pcc": {"STS12": 71.0, "avg": 71.0}},
+            stages=[stage],
+        )
+        return pcctune_section(config, record, "pcc", None, tmp_path)
+
+    said = "the best was its last dev evaluation, so a longer schedule may score higher"
+    assert said in section(True) and said not in section(False)

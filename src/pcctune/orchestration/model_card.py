@@ -136,6 +136,8 @@ def _selection_lines(result: RunResult) -> list[str]:
         line = f"- `{stage.stage}`: checkpoint chosen on {dev}"
         if start_beaten(stage.start_dev_spearman, stage.best_dev_spearman) is False:
             line += "; no checkpoint scored above the model it started from there, so training did not help on dev"
+        if stage.best_at_last_evaluation:
+            line += "; the best was its last dev evaluation, so a longer schedule may score higher"
         filter_ = stage.leakage_filter
         if filter_ and filter_["level"] == "none":
             line += "; training pairs kept whole (`leakage: none`)"

@@ -164,20 +164,53 @@ def test_a_difference_round_trips_through_a_compare_record(tmp_path):
     assert load_result(tmp_path / "c.json").differences["avg"] == difference  # type: ignore[union-attr]
 
 
-def write_runs(root, side: str, gains: dict[str, float], seeds=SEEDS) -> None:
-    """A run folder per seed: before (the same for both sides) and one trained stage, each task + avg."""
+def write_runs(root, side: str, gains: dict[str, float], seeds=SEEDS, rising: tuple[int, ...] | None = None) -> None:
+    """A run folder per seed: before (the same for both sides) and one trained stage, each task + avg; with
+    ``rising``, the stage's record too, best at its last dev evaluation in the seeds named there."""
     rng = np.random.default_rng(11)
     for seed in seeds:
         base = {task: 75 + float(rng.normal(0, 0.5)) for task in SEVEN_TASKS}
         noise = np.random.default_rng([seed, ord(side[0])]).normal(0, 0.05, len(base))
         after = {task: value + gains.get(task, 0.0) + e for (task, value), e in zip(base.items(), noise, strict=True)}
+        stages = [] if rising is None else [stage_record(seed in rising)]
         RunResult(
             protocol="simcse-senteval",
             data_dir="d",
             seed=seed,
             config={"model": "m"},
             sts_by_stage={"before": base | {"avg": 70.0}, "pcc": after | {"avg": float(np.mean(list(after.values())))}},
+            stages=stages,
         ).to_disk(root / f"{side}-seed{seed}" / "results.json")
+
+
+def stage_record(at_last: bool) -> StageRecord:
+    return StageRecord(
+        stage="pcc",
+        loss="pearson",
+        train_examples=64,
+        trainable_fraction=1.0,
+        best_checkpoint="run/stage1-pcc/checkpoints/checkpoint-8",
+        best_at_last_evaluation=at_last,
+        final_dir="run/stage1-pcc/final",
+        plot="run/stage1-pcc/curves.png",
+        wall_time_s=1.0,
+    )
+
+
+def test_compare_names_the_runs_best_at_their_last_dev_evaluation(tmp_path, capsys):
+    write_runs(tmp_path, "a", {}, rising=(2,))
+    write_runs(tmp_path, "b", {}, rising=(1, 3, 4))
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*"], capsys)
+    assert code == 0, printed
+    result = pcctune.compare_runs(f"{tmp_path}/a-*", f"{tmp_path}/b-*")
+    assert result.rising_a == [str(tmp_path / "a-seed2" / "results.json")] and len(result.rising_b) == 3
+    assert "A: 1 of 5 runs best at their last dev evaluation" in printed
+    assert "their dev score may still have been rising there" in printed
+    assert "B: 3 of 5 runs best at their last dev evaluation" in printed
+    assert "most of its runs may still have been improving where their schedule stopped" in printed
+    write_runs(tmp_path / "none", "a", {}, rising=())
+    code, printed = run_cli(["compare", f"{tmp_path}/none/a-*", f"{tmp_path}/b-*"], capsys)
+    assert code == 0 and not [line for line in printed.splitlines() if line.startswith("A:") and "dev eval" in line]
 
 
 def test_compare_prints_each_task_with_its_interval_and_verdict(tmp_path, capsys):

@@ -400,6 +400,12 @@ class CompareResult(Record):
         default_factory=list,
         description="runs of either side left out of a paired comparison: no run of their seed on the other side",
     )
+    rising_a: list[str] = Field(
+        default_factory=list,
+        description="A's runs compared whose final stage was best at its last dev evaluation: their dev score may "
+        "still have been rising where the schedule stopped (empty for models, and for runs recorded before schema 5)",
+    )
+    rising_b: list[str] = Field(default_factory=list, description="B's runs, as rising_a")
     mean_a: Scores = Field(
         description="A's score of each task (× 100): the mean over the runs compared (the paired seeds' where the runs "
         "are paired, so that mean_b − mean_a is the difference), or its model's"

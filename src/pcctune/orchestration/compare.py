@@ -129,6 +129,19 @@ def side_scores(files: Sequence[Path], side: str, variant: str | None = None) ->
     return runs
 
 
+def still_rising(files: Sequence[Path], variant: str | None = None) -> list[str]:
+    """The runs of ``files`` whose compared final stage was best at its last dev evaluation
+    (``StageRecord.best_at_last_evaluation``): their dev score may still have been rising where the schedule
+    stopped, so a difference against them may be the schedule's rather than the method's."""
+    rising = []
+    for file in files:
+        record = RunResult.from_disk(file)
+        label = chosen_variant(record, file, variant)
+        if any(stage.stage == label and stage.best_at_last_evaluation for stage in record.stages):
+            rising.append(str(file))
+    return rising
+
+
 def shared_tasks(runs: Sequence[Scores], task: str | None) -> list[str]:
     """The tasks every run scored, in the first run's order; only ``task`` where one is named."""
     tasks = [name for name in runs[0] if all(name in scores for scores in runs)]
@@ -170,6 +183,8 @@ def compare_runs(
         variant_a=variant_a,
         variant_b=variant_b,
         left_out=[str(file) for side in (a, b) for seed, (file, _) in side.items() if paired and seed not in paired],
+        rising_a=still_rising([file for file, _ in used_a.values()], variant_a),
+        rising_b=still_rising([file for file, _ in used_b.values()], variant_b),
         mean_a={name: math.fsum(s[name] for _, s in used_a.values()) / len(used_a) for name in tasks},
         mean_b={name: math.fsum(s[name] for _, s in used_b.values()) / len(used_b) for name in tasks},
         differences={
@@ -368,11 +383,29 @@ def left_out_line(result: CompareResult) -> str | None:
     )
 
 
+def rising_line(name: str, rising: Sequence[str], compared: int) -> str | None:
+    """How many of a side's ``compared`` runs were best at their last dev evaluation, in one line; None where none
+    was."""
+    if not rising:
+        return None
+    reading = (
+        "most of its runs may still have been improving where their schedule stopped"
+        if 2 * len(rising) > compared
+        else "their dev score may still have been rising there"
+    )
+    return (
+        f"{name}: {len(rising)} of {compared} runs best at their last dev evaluation ({', '.join(rising)}); "
+        f"{reading}: a longer schedule may change B − A"
+    )
+
+
 def print_comparison(result: CompareResult, console: Console) -> None:
-    """The two sides, the runs left out, the table and the headline difference (``avg``, else the one task) in plain
-    words."""
+    """The two sides, the runs left out, the runs best at their last dev evaluation, the table and the headline
+    difference (``avg``, else the one task) in plain words."""
+    first = next(iter(result.differences.values()))
     lines: list[str | None] = [side_line("A", result.a, result.seeds_a, result.variant_a)]
     lines += [side_line("B", result.b, result.seeds_b, result.variant_b), left_out_line(result)]
+    lines += [rising_line("A", result.rising_a, first.n_a), rising_line("B", result.rising_b, first.n_b)]
     for line in lines:
         if line is not None:  # paths whole, unwrapped: they can be copied
             console.print(line, highlight=False, markup=False, soft_wrap=True)

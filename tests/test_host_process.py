@@ -181,3 +181,26 @@ def test_a_stage_puts_transformers_log_level_back():
     with log_level_kept():
         transformers.logging.set_verbosity(transformers.logging.ERROR if before != transformers.logging.ERROR else 10)
     assert transformers.logging.get_verbosity() == before
+
+
+def test_drawing_a_plot_leaves_the_hosts_matplotlib_as_it_was(tmp_path):
+    """A notebook's backend and open figures survive pcctune's plots: it draws outside pyplot (in a process of its
+    own here, as the backend is process-wide)."""
+    import subprocess
+    import sys
+
+    png = str(tmp_path / "curves.png")
+    script = f"""
+from pathlib import Path
+import matplotlib
+matplotlib.use("pdf")  # the host's choice, e.g. a notebook's inline backend
+import matplotlib.pyplot as plt
+plt.figure()
+from pcctune.training.plots import plot_training
+metric = "eval_dev_spearman_cosine"
+plot_training([{{"step": 2, "loss": 0.5}}, {{"step": 2, metric: 0.8}}], metric, "t", Path({png!r}))
+print(matplotlib.get_backend(), plt.get_fignums())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "pdf [1]" and (tmp_path / "curves.png").stat().st_size > 1000

@@ -143,9 +143,9 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """Average Spearman against the batch size (log scale), mean ± std over seeds, one line per loss."""
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
-    figure, ax = plt.subplots(figsize=(6.5, 3.8))
+    figure, ax = subplots(figsize=(6.5, 3.8))
     for loss in sorted({r["loss"] for r in rows}):
         batches = sorted({r["batch"] for r in rows if r["loss"] == loss})
         values = [[r["sts"]["avg"] for r in rows if r["loss"] == loss and r["batch"] == b] for b in batches]

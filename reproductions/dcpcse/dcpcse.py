@@ -110,10 +110,10 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """Average Spearman per variant (mean ± std over seeds), one group of bars per config."""
     import numpy as np
 
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
     configs = list(dict.fromkeys(r["config"] for r in rows))
-    figure, ax = plt.subplots(figsize=(7, 3.6))
+    figure, ax = subplots(figsize=(7, 3.6))
     width = 0.8 / len(VARIANTS)
     for i, variant in enumerate(VARIANTS):
         values = [[r["sts"]["avg"] for r in rows if r["config"] == c and r["variant"] == variant] for c in configs]

@@ -122,13 +122,13 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
 
 def bar_plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """Average Spearman of every row: zero-shot in gray, ICL in orange, trained rows in blue."""
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
     colors = [
         "tab:blue" if row["row"].startswith("stage") else "tab:orange" if "ICL" in row["row"] else "gray"
         for row in rows
     ]
-    figure, ax = plt.subplots(figsize=(9, 4.2))
+    figure, ax = subplots(figsize=(9, 4.2))
     ax.barh(range(len(rows)), [row["sts"]["avg"] for row in rows], color=colors)
     ax.set_yticks(range(len(rows)), [row["row"] for row in rows], fontsize=8)
     ax.invert_yaxis()

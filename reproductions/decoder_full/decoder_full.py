@@ -157,9 +157,9 @@ TIME_NOTE = (
 
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> Path:
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
-    figure, ax = plt.subplots(figsize=(8, 3.6))
+    figure, ax = subplots(figsize=(8, 3.6))
     labels, means, errors = [], [], []
     for row in rows:
         values = [s["paper"]["avg"] for s in row["seeds"] if s["paper"] is not None]

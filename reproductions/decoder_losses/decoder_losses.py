@@ -510,9 +510,9 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """The seven-task average of each row: a bar at the mean, a dot per seed; this claim's stage 1 dashed; the axis
     starts 2 points below the lowest average, so that the differences show."""
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
-    figure, ax = plt.subplots(figsize=(8, 3.6))
+    figure, ax = subplots(figsize=(8, 3.6))
     found = groups(rows)
     shown = [kind for kind in (*LOSSES, CONTRASTIVE) if found[kind]]
     for y, kind in enumerate(shown):

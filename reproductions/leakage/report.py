@@ -345,9 +345,9 @@ def write_front_page(readme: Path) -> None:
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """all-MiniLM-L6-v2's seven-task average per loss and level: each seed a dot, the mean a bar, the base model
     dotted."""
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
-    figure, ax = plt.subplots(figsize=(8, 4.2))
+    figure, ax = subplots(figsize=(8, 4.2))
     levels = [level.value for level in LeakageLevel]
     for offset, loss in enumerate(LOSSES):
         for x, level in enumerate(levels):
@@ -371,9 +371,9 @@ def family_plot(corrected: dict[tuple[str, str], Corrected], path: Path) -> None
     """The wide search's family as a forest: Pearson − each loss on the seven-task average, each comparison's mean
     with its uncorrected 95 % interval (thick) and Bonferroni's simultaneous interval over the planned family (thin,
     capped): a win with its size where the thin line clears 0."""
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
-    figure, ax = plt.subplots(figsize=(7, 0.5 * len(corrected) + 1.4))
+    figure, ax = subplots(figsize=(7, 0.5 * len(corrected) + 1.4))
     for y, found in enumerate(reversed(corrected.values())):
         plain, joint = found.plain, found.simultaneous
         ax.errorbar(
@@ -423,10 +423,10 @@ def growth_plot(found: dict[str, Any], path: Path) -> None:
     """The grown search at a glance: per block, each loss's mean best dev against its schedule's epochs (log scale),
     its first winner and the points grown from it at the same learning rate joined by a line, the half-rate points
     hollow; a line still rising at its right end is a loss the space stopped too early."""
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
     curves = growth_curves(found)
-    figure, axes = plt.subplots(1, max(1, len(curves)), figsize=(5 * max(1, len(curves)), 3.8), squeeze=False)
+    figure, axes = subplots(1, max(1, len(curves)), figsize=(5 * max(1, len(curves)), 3.8), squeeze=False)
     for ax, (block, losses) in zip(axes[0], curves.items(), strict=False):
         for k, (loss, points) in enumerate(losses.items()):
             full = [(epochs, mean) for epochs, mean, half in points if not half]

@@ -150,12 +150,12 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """Average Spearman per variant, mean ± std over seeds."""
     import numpy as np
 
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
     variants = [v for v in [BASE, *VARIANTS] if any(r["variant"] == v for r in rows)]
     values = [[r["sts"]["avg"] for r in rows if r["variant"] == v] for v in variants]
     errors = [float(np.std(v, ddof=1)) if len(v) > 1 else 0.0 for v in values]
-    figure, ax = plt.subplots(figsize=(7, 0.45 * len(variants) + 1.2))
+    figure, ax = subplots(figsize=(7, 0.45 * len(variants) + 1.2))
     ax.barh(variants, [float(np.mean(v)) for v in values], xerr=errors, capsize=3)
     ax.invert_yaxis()
     low = min(min(v) for v in values)

@@ -140,7 +140,7 @@ def table(results: Rows, details: dict[str, Any]) -> str:
 
 
 def bar_plot(results: Rows, details: dict[str, Any], path: Path) -> None:
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
     base = details["base"]
     labels = ["base"] + [r["loss"] if r["concat"] == "uv_absdiff" else f"{r['loss']}\n({r['concat']})" for r in results]
@@ -148,7 +148,7 @@ def bar_plot(results: Rows, details: dict[str, Any], path: Path) -> None:
     stds = [0.0] + [
         np.std(avgs, ddof=1) if len(avgs := [run["sts"]["avg"] for run in r["runs"]]) > 1 else 0.0 for r in results
     ]
-    figure, ax = plt.subplots(figsize=(max(8, len(labels) * 0.9), 4.2))
+    figure, ax = subplots(figsize=(max(8, len(labels) * 0.9), 4.2))
     ax.bar(range(len(labels)), means, yerr=stds, capsize=3, color=["gray"] + ["tab:blue"] * len(results))
     ax.axhline(base["avg"], ls=":", c="gray")
     ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)

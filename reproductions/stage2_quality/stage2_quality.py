@@ -133,13 +133,13 @@ def _spread(values: list[float]) -> float:
 
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
     base, model, rows = details["base"], details["model"], in_fixed_order(rows)
     labels = ["base model", *(row["loss"] for row in rows)]
     means = [base["avg"], *(row["sts"]["avg"] for row in rows)]
     stds = [0.0, *(_spread([s["avg"] for s in row["sts_seeds"]]) for row in rows)]
-    figure, ax = plt.subplots(figsize=(max(7, len(labels) * 1.1), 4.2))
+    figure, ax = subplots(figsize=(max(7, len(labels) * 1.1), 4.2))
     colors = {"Pcc family": "tab:blue", "sentence-transformers": "tab:orange"}
     ax.bar(range(len(labels)), means, yerr=stds, capsize=3, color=["gray", *(colors[family(r["loss"])] for r in rows)])
     ax.legend(handles=[Patch(color=color, label=name) for name, color in colors.items()], loc="upper right", fontsize=8)

@@ -97,9 +97,9 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """One line per template across the three phases (mean over seeds)."""
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
-    figure, ax = plt.subplots(figsize=(6, 3.6))
+    figure, ax = subplots(figsize=(6, 3.6))
     for template in dict.fromkeys(r["template"] for r in rows):
         ax.plot(
             list(PHASES.values()), [np.mean(_averages(rows, template, p)) for p in PHASES], marker="o", label=template

@@ -150,13 +150,13 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
     """Per task: pcctune's senteval probe minus SentEval's own accuracy, with a ±0.5 band."""
-    from pcctune.plotting import plt, save_figure
+    from pcctune.plotting import save_figure, subplots
 
     found = {(r["model"], r["probe"], r["task"]): r["accuracy"] for r in rows}
     models = [m for m in dict.fromkeys(r["model"] for r in rows) if (m, REFERENCE) in {(k[0], k[1]) for k in found}]
     if not models:
         return
-    figure, ax = plt.subplots(figsize=(7, 3.5))
+    figure, ax = subplots(figsize=(7, 3.5))
     width = 0.8 / len(models)
     for i, model in enumerate(models):
         tasks = [t for t in TRANSFER_TASKS if (model, "senteval", t) in found and (model, REFERENCE, t) in found]

@@ -10,7 +10,7 @@ import numpy as np
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import SHORT_NAMES
 from pcctune.evaluation.bound import EXACT_LIMIT, PAPER_LIMIT, best_two_valued_spearman, binary_bound
-from pcctune.plotting import plt, save_figure
+from pcctune.plotting import save_figure, subplots
 
 
 def dataset_ceilings(tasks: list[STSTask]) -> dict[str, dict[str, Any]]:
@@ -33,7 +33,7 @@ def dataset_ceilings(tasks: list[STSTask]) -> dict[str, dict[str, Any]]:
 def plot_bounds(ceilings: dict[str, dict[str, Any]] | None, model_scores: dict[str, float] | None, path: Path) -> Path:
     """Left: both bounds against n. Right: each test set's ceiling next to a model's scores."""
     panels = 2 if ceilings else 1
-    figure, axes = plt.subplots(1, panels, figsize=(6 * panels, 3.8), squeeze=False)
+    figure, axes = subplots(1, panels, figsize=(6 * panels, 3.8), squeeze=False)
     ns = np.unique(np.logspace(np.log10(2), 4, 300).astype(int))
     bounds = [binary_bound(int(n)) for n in ns]
     ax = axes[0][0]

@@ -9,7 +9,7 @@ import numpy as np
 
 from pcctune.correlation import correlation
 from pcctune.data.tasks import SHORT_NAMES
-from pcctune.plotting import plt, save_figure
+from pcctune.plotting import save_figure, subplots
 
 
 def bar_plot(rows: Mapping[str, Mapping[str, float]], section: str, path: Path) -> Path:
@@ -17,7 +17,7 @@ def bar_plot(rows: Mapping[str, Mapping[str, float]], section: str, path: Path) 
     columns = list(next(iter(rows.values())))
     x = np.arange(len(columns))
     width = 0.8 / len(rows)
-    figure, ax = plt.subplots(figsize=(max(7, len(columns) * 1.1), 4))
+    figure, ax = subplots(figsize=(max(7, len(columns) * 1.1), 4))
     for index, (label, values) in enumerate(rows.items()):
         ax.bar(x + (index - (len(rows) - 1) / 2) * width, [values.get(c, np.nan) for c in columns], width, label=label)
     ax.set_xticks(x, [SHORT_NAMES.get(c, c) for c in columns], rotation=20)
@@ -33,7 +33,7 @@ def bar_plot(rows: Mapping[str, Mapping[str, float]], section: str, path: Path) 
 
 def scatter_plot(cosines: np.ndarray, gold: np.ndarray, title: str, path: Path) -> Path:
     """Predicted cosine against gold score for every pair of one task."""
-    figure, ax = plt.subplots(figsize=(5, 4.2))
+    figure, ax = subplots(figsize=(5, 4.2))
     ax.scatter(gold, cosines, s=4, alpha=0.35)
     rho = correlation(cosines, gold).spearman * 100
     ax.set(xlabel="gold score", ylabel="cosine similarity", title=f"{title} (Spearman × 100 = {rho:.2f})")

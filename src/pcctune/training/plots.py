@@ -7,7 +7,7 @@ from pathlib import Path
 
 from matplotlib.ticker import MaxNLocator
 
-from pcctune.plotting import plt, save_figure
+from pcctune.plotting import save_figure, subplots
 
 PANEL_CHARS = 48
 """The longest title line a panel holds whole (a 5-inch panel at matplotlib's default title size); longer lines wrap."""
@@ -18,7 +18,7 @@ def plot_training(log_history: list[dict], metric: str | None, title: str, path:
     marker, so a short run's single evaluation shows; titles wrap rather than run off the panel."""
     losses = [(e["step"], e["loss"]) for e in log_history if "loss" in e]
     dev = [(e["step"], e[metric] * 100) for e in log_history if metric and metric in e]
-    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    figure, axes = subplots(1, 2, figsize=(10, 3.6))
     if losses:
         axes[0].plot(*zip(*losses, strict=True), marker="o", markersize=4)
     axes[0].set(title="training loss", xlabel="step", ylabel="loss")

@@ -92,6 +92,7 @@ def test_sweep_selects_on_dev_only_survives_a_kill_and_scores_the_winner(sweep_i
     summary = BenchmarkResult.from_disk(folder / "sweep" / "sweep.json")
     assert [r.label for r in summary.rows] == ["seed 1", "seed 2"] and "avg" in summary.rows[0].sts
     assert "mean ± std" in (folder / "sweep" / "summary.md").read_text()
+    assert (folder / "sweep" / "space.png").stat().st_size > 1000  # every complete trial against each searched value
     # each seed run's record says whether its best checkpoint was its last dev evaluation, and the summary counts them
     flags = [row.details["best_at_last_evaluation"] for row in summary.rows]
     assert all(isinstance(flag, bool) for flag in flags), flags
@@ -342,3 +343,29 @@ def test_a_stage_knows_whether_its_best_checkpoint_was_its_last_dev_evaluation()
     assert best_at_last_evaluation(history, metric, "out/checkpoints/checkpoint-2") is False
     assert best_at_last_evaluation(history, None, "out/checkpoints/checkpoint-4") is None  # no dev set
     assert best_at_last_evaluation(history, metric, None) is None
+
+
+def test_the_space_plot_draws_each_key_with_its_trials_and_the_winner(tmp_path, monkeypatch):
+    import pcctune.orchestration.search_space as search_space
+    from pcctune.orchestration.search_space import Distribution, plot_space
+
+    drawn = {}
+    saved = search_space.save_figure
+    monkeypatch.setattr(
+        search_space, "save_figure", lambda figure, path: drawn.update(figure=figure) or saved(figure, path)
+    )
+    space = {
+        "stages.0.learning_rate": Distribution(type="float", low=1e-5, high=1e-3, log=True),
+        "stages.0.epochs": Distribution(type="categorical", choices=[1, 2, 4]),
+    }
+    trials = [
+        ({"stages.0.learning_rate": 2e-5, "stages.0.epochs": 1}, 0.80),
+        ({"stages.0.learning_rate": 5e-4, "stages.0.epochs": 4}, 0.85),
+    ]
+    path = plot_space(space, trials, trials[1], tmp_path / "space.png")
+    assert path.stat().st_size > 1000
+    rate, epochs = drawn["figure"].axes
+    assert rate.get_xscale() == "log" and rate.get_title() == "stages.0.learning_rate"
+    assert [label.get_text() for label in epochs.get_xticklabels()] == ["1", "2", "4"]
+    trial_points, winner = (collection.get_offsets() for collection in epochs.collections)
+    assert trial_points.tolist() == [[0, 80.0], [2, 85.0]] and winner.tolist() == [[2, 85.0]]

@@ -10,12 +10,14 @@ read level with the Pearson loss). ``edges`` finds such values, so ``pcctune swe
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pcctune.errors import PcctuneError, first_refusal
+from pcctune.plotting import save_figure, subplots
 from pcctune.yaml_input import read_yaml
 
 EDGE = 0.1
@@ -110,3 +112,40 @@ def edges(space: dict[str, Distribution], params: dict[str, Any]) -> dict[str, s
     """Each searched key whose value in ``params`` sits at an edge of its distribution, with that edge."""
     found = {key: edge(params[key], spec) for key, spec in space.items() if key in params}
     return {key: where for key, where in found.items() if where is not None}
+
+
+def plot_space(
+    space: dict[str, Distribution],
+    trials: Sequence[tuple[dict[str, Any], float]],
+    winner: tuple[dict[str, Any], float],
+    path: Path,
+) -> Path:
+    """One panel per searched key: each finished trial's dev score (× 100) against its value, the winner starred and
+    a numeric range's bounds drawn, so that a winner at an edge of the space shows. ``trials`` and ``winner``:
+    ``(params, dev score as a fraction)``."""
+    figure, axes = subplots(1, len(space), figsize=(4.2 * len(space), 3.4), squeeze=False)
+    for ax, (key, spec) in zip(axes[0], space.items(), strict=True):
+        at = _positions(ax, spec)
+        shown = [(at(params[key]), score * 100) for params, score in trials if key in params]
+        ax.scatter([x for x, _ in shown], [y for _, y in shown], s=18, color="tab:blue", label="trial")
+        ax.scatter([at(winner[0][key])], [winner[1] * 100], s=140, marker="*", color="tab:red", label="winner")
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel("value (log scale)" if spec.log else "value")
+    axes[0][0].set_ylabel("dev (Spearman × 100)")
+    axes[0][0].legend(fontsize=8)
+    return save_figure(figure, path)
+
+
+def _positions(ax: Any, spec: Distribution) -> Any:
+    """Where a value of ``spec`` goes on ``ax``'s x axis (a categorical's choices in their order, as labels), with a
+    numeric range's bounds drawn."""
+    if spec.type == "categorical":
+        labels = [str(choice) for choice in spec.choices or []]
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_xlim(-0.5, len(labels) - 0.5)
+        return lambda value: labels.index(str(value))
+    for bound in (spec.low, spec.high):
+        ax.axvline(bound, color="grey", linestyle=":", linewidth=1)
+    if spec.log:
+        ax.set_xscale("log")
+    return lambda value: value

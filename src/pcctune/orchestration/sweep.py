@@ -10,7 +10,8 @@
 3. **Seeds**: the winner runs once per seed (``OUTPUT/seeds/seed-S``) with the test evaluation, and
    the seven tasks + avg are summarised as mean ± std (``OUTPUT/summary.md``, ``OUTPUT/sweep.json``).
 4. **Where the winner sits**: each searched value at an edge of its space, and how many seed runs were best at
-   their last dev evaluation; a warning where either says the space may hold the winner back.
+   their last dev evaluation; a warning where either says the space may hold the winner back. ``OUTPUT/space.png``
+   draws every finished trial's dev score against each searched value.
 
 Interrupted anywhere, the same command continues: finished trials are in the study, a trial that
 was running when the process died is marked failed and replaced, and finished seed runs are kept. The study
@@ -44,7 +45,7 @@ from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.orchestration.run_folder import holds_a_run, is_run_of
-from pcctune.orchestration.search_space import Distribution, edges, load_space, space_values, suggest
+from pcctune.orchestration.search_space import Distribution, edges, load_space, plot_space, space_values, suggest
 from pcctune.provenance import code_digest, file_sha256, library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
 from pcctune.training.checkpoints import CHECKPOINTS
@@ -53,6 +54,8 @@ from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
 
 BEST_CONFIG = "best_config.yaml"
 """The winner's full config in the sweep's folder, ready to train."""
+SPACE_PLOT = "space.png"
+"""Each finished trial's dev score against each searched value, the winner starred (``search_space.plot_space``)."""
 
 
 def finished_trials(study: Any) -> list[Any]:
@@ -60,6 +63,14 @@ def finished_trials(study: Any) -> list[Any]:
     import optuna
 
     return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
+
+
+def complete_trials(study: Any) -> list[tuple[dict[str, Any], float]]:
+    """``(params, dev score)`` of every trial that ran to its end (not the pruned ones: their score is mid-run)."""
+    import optuna
+
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    return [(trial.params, trial.value) for trial in complete]
 
 
 class ReportToPruner(TrainerCallback):
@@ -178,6 +189,7 @@ class Sweep:
         path = self.output / BEST_CONFIG
         dump_config(config, path)
         write_text(path, header + path.read_text(encoding="utf-8"))
+        plot_space(self.space, complete_trials(study), (best.params, best.value), self.output / SPACE_PLOT)
         return dict(best.params)
 
     def seed_runs(self, params: dict[str, Any], seeds: int) -> list[RunResult]:

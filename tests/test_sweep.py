@@ -369,3 +369,7 @@ def test_the_space_plot_draws_each_key_with_its_trials_and_the_winner(tmp_path, 
     assert [label.get_text() for label in epochs.get_xticklabels()] == ["1", "2", "4"]
     trial_points, winner = (collection.get_offsets() for collection in epochs.collections)
     assert trial_points.tolist() == [[0, 80.0], [2, 85.0]] and winner.tolist() == [[2, 85.0]]
+    wide = {f"stages.0.key{index}": Distribution(type="float", low=0.0, high=1.0) for index in range(5)}
+    plot_space(wide, [({key: 0.5 for key in wide}, 0.8)], ({key: 0.5 for key in wide}, 0.8), tmp_path / "wide.png")
+    shown = [ax for ax in drawn["figure"].axes if ax.get_visible()]
+    assert len(shown) == 5 and len(drawn["figure"].axes) == 8  # two rows of four, the last three panels hidden

@@ -114,6 +114,10 @@ def edges(space: dict[str, Distribution], params: dict[str, Any]) -> dict[str, s
     return {key: where for key, where in found.items() if where is not None}
 
 
+PANELS_A_ROW = 4
+"""The panels of ``plot_space`` a row holds: a space of more keys wraps onto further rows."""
+
+
 def plot_space(
     space: dict[str, Distribution],
     trials: Sequence[tuple[dict[str, Any], float]],
@@ -123,15 +127,20 @@ def plot_space(
     """One panel per searched key: each finished trial's dev score (× 100) against its value, the winner starred and
     a numeric range's bounds drawn, so that a winner at an edge of the space shows. ``trials`` and ``winner``:
     ``(params, dev score as a fraction)``."""
-    figure, axes = subplots(1, len(space), figsize=(4.2 * len(space), 3.4), squeeze=False)
-    for ax, (key, spec) in zip(axes[0], space.items(), strict=True):
+    columns = min(len(space), PANELS_A_ROW)
+    rows = math.ceil(len(space) / columns)
+    figure, axes = subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(space) :]:
+        ax.set_visible(False)
+    for ax, (key, spec) in zip(axes.flat, space.items(), strict=False):
         at = _positions(ax, spec)
         shown = [(at(params[key]), score * 100) for params, score in trials if key in params]
         ax.scatter([x for x, _ in shown], [y for _, y in shown], s=18, color="tab:blue", label="trial")
         ax.scatter([at(winner[0][key])], [winner[1] * 100], s=140, marker="*", color="tab:red", label="winner")
         ax.set_title(key, fontsize=9)
         ax.set_xlabel("value (log scale)" if spec.log else "value")
-    axes[0][0].set_ylabel("dev (Spearman × 100)")
+    for row in axes:
+        row[0].set_ylabel("dev (Spearman × 100)")
     axes[0][0].legend(fontsize=8)
     return save_figure(figure, path)
 

@@ -458,3 +458,18 @@ def test_a_binding_winner_at_8x_is_the_claims_limit_not_a_search_still_growing(m
     rows["minilm-sentence-cosine_mse"] = rows["minilm-sentence-cosent"]
     words = report.caveats({}, rows, ("sentence",))
     assert words.startswith("Final (a winner at 8× grows no further") and "The search grows" not in words
+
+
+def test_the_front_pages_verdict_names_the_grown_winners_level_by_level():
+    runs = {
+        "minilm-sentence-pearson": [{"point": "3x2"}],
+        "minilm-sentence-cosent": [{"point": "3x8"}],
+        "minilm-sentence-angle": [{"point": 3}],
+        "minilm-pair-cosent": [{"point": "3x4h"}],
+        "minilm-pair-pearson": [{"point": 3}],
+    }
+    clause = report.grown_winners(runs, ("sentence", "pair"))
+    assert clause == (
+        " and their growth where a winner binds (Pearson's 3x2 and CoSENT's 3x8 at `sentence`; CoSENT's 3x4h at `pair`)"
+    )
+    assert report.grown_winners({"minilm-sentence-pearson": [{"point": 3}]}, ("sentence",)) == ""  # none grown yet

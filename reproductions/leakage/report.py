@@ -187,14 +187,30 @@ def readme_verdict(levels: tuple[str, ...] = FRONT_PAGE) -> str:
     found, levels = front_page(levels)
     corrected, by_cell = wide_family(found), groups(found["rows"])
     searched = ", ".join(f"{seed_span(found['seeds']['search'][level])} at `{level}`" for level in levels)
+    family = planned_comparisons()
     return (
-        f"**Verdict on the encoder** (all-MiniLM-L6-v2, {len(found['design'])} settings per loss, search seeds "
-        f"{searched}, test seeds {seed_span(found['seeds']['test'])}; Holm over the {planned_comparisons()} planned "
-        f"comparisons; intervals {simultaneous_label(planned_comparisons())}): Pearson "
+        f"**Verdict on the encoder** (all-MiniLM-L6-v2, {len(found['design'])} settings per loss"
+        f"{grown_winners(by_cell, levels)}, search seeds {searched}, test seeds {seed_span(found['seeds']['test'])}; "
+        f"Holm over the {family} planned comparisons; intervals {simultaneous_label(family)}): Pearson "
         + ", and ".join(decided_phrases(corrected, levels))
         + ". "
         + caveats(found, by_cell, levels)
     )
+
+
+def grown_winners(by_cell: dict[str, list[dict[str, Any]]], levels: tuple[str, ...]) -> str:
+    """The clause naming the winners at ``levels`` that are grown points, level by level (`` and their growth where
+    a winner binds (Pearson's 3x2 and CoSENT's 3x8 at `sentence`)``); empty while none is."""
+    by_level = []
+    for level in levels:
+        grown = [
+            f"{NAMES.get(loss, 'Pearson')}'s {runs[0]['point']}"
+            for loss in LOSSES
+            if (runs := by_cell.get(f"minilm-{level}-{loss}")) and not isinstance(runs[0]["point"], int)
+        ]
+        if grown:
+            by_level.append(f"{' and '.join(grown)} at `{level}`")
+    return f" and their growth where a winner binds ({'; '.join(by_level)})" if by_level else ""
 
 
 def decided_phrases(corrected: dict[tuple[str, str], Corrected], levels: tuple[str, ...]) -> list[str]:

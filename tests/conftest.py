@@ -190,6 +190,24 @@ def tiny_run(model: Path, senteval: Path, pairs: Path, out: Path, **stage) -> di
     }
 
 
+def stage_record(at_last: bool | None, **fields):
+    """A trained stage's record (``pcctune.results.StageRecord``) whose best checkpoint was (``at_last``) or was not
+    its last dev evaluation; ``fields`` change any other field."""
+    from pcctune.results import StageRecord
+
+    values = {
+        "stage": "pcc",
+        "loss": "pearson",
+        "train_examples": 64,
+        "trainable_fraction": 1.0,
+        "best_checkpoint": "run/stage1-pcc/checkpoints/checkpoint-8",
+        "final_dir": "run/stage1-pcc/final",
+        "plot": "run/stage1-pcc/curves.png",
+        "wall_time_s": 1.0,
+    }
+    return StageRecord(**values | {"best_at_last_evaluation": at_last} | fields)
+
+
 def write_run_config(folder: Path, model: Path, senteval: Path, out: Path, **stage) -> Path:
     """``tiny_run``'s config written as ``out.name``.yaml in ``folder``: what ``pcctune train`` reads."""
     import yaml

@@ -20,7 +20,7 @@ from pcctune.modeling.build import build_model
 from pcctune.orchestration.compare import compare_models, run_record
 from pcctune.results import CompareResult, Difference, RunResult, StageRecord, load_result
 from pcctune.training.config import RunConfig
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli, stage_record
 
 SEEDS = range(1, 6)
 
@@ -181,20 +181,6 @@ def write_runs(root, side: str, gains: dict[str, float], seeds=SEEDS, rising: tu
             sts_by_stage={"before": base | {"avg": 70.0}, "pcc": after | {"avg": float(np.mean(list(after.values())))}},
             stages=stages,
         ).to_disk(root / f"{side}-seed{seed}" / "results.json")
-
-
-def stage_record(at_last: bool) -> StageRecord:
-    return StageRecord(
-        stage="pcc",
-        loss="pearson",
-        train_examples=64,
-        trainable_fraction=1.0,
-        best_checkpoint="run/stage1-pcc/checkpoints/checkpoint-8",
-        best_at_last_evaluation=at_last,
-        final_dir="run/stage1-pcc/final",
-        plot="run/stage1-pcc/curves.png",
-        wall_time_s=1.0,
-    )
 
 
 def test_compare_names_the_runs_best_at_their_last_dev_evaluation(tmp_path, capsys):

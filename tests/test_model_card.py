@@ -25,7 +25,7 @@ from pcctune.orchestration.model_card import (
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig
-from tests.conftest import one_step_stage2, pairs_jsonl, tiny_run
+from tests.conftest import one_step_stage2, pairs_jsonl, stage_record, tiny_run
 
 ROOT = Path(__file__).parents[1]
 
@@ -183,27 +183,13 @@ def test_the_card_says_how_many_pairs_of_each_audited_source_are_test_pairs(tmp_
 
 
 def test_the_card_says_when_a_stage_was_best_at_its_last_dev_evaluation(tmp_path):
-    from pcctune.results import StageRecord
-
     (tmp_path / "modules.json").write_text('[{"type": "sentence_transformers.models.Transformer"}]')
     config = RunConfig.model_validate(
         {"model": "all-MiniLM-L6-v2", "stages": [{"name": "pcc", "loss": "pearson", "data": {"source": "stage2"}}]}
     )
 
     def section(at_last: bool) -> str:
-        stage = StageRecord(
-            stage="pcc",
-            loss="pearson",
-            train_examples=64,
-            trainable_fraction=1.0,
-            best_checkpoint="run/stage1-pcc/checkpoints/checkpoint-8",
-            best_dev_spearman=0.82,
-            best_at_last_evaluation=at_last,
-            final_dir="run/stage1-pcc/final",
-            plot="run/stage1-pcc/curves.png",
-            wall_time_s=1.0,
-            dev_pairs={"sick-trial": 491},
-        )
+        stage = stage_record(at_last, best_dev_spearman=0.82, dev_pairs={"sick-trial": 491})
         record = RunResult(
             protocol="simcse-senteval",
             data_dir="data",

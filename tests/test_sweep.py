@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.conftest import pairs_jsonl, run_cli
+from tests.conftest import pairs_jsonl, run_cli, stage_record
 
 
 @pytest.fixture()
@@ -284,20 +284,9 @@ def test_a_study_no_trial_finished_in_becomes_the_next_sweeps_and_a_finished_one
 
 
 def _seed_run(best_at_last: bool | None):
-    from pcctune.results import RunResult, StageRecord
+    from pcctune.results import RunResult
 
-    stage = StageRecord(
-        stage="pcc",
-        loss="pearson",
-        train_examples=32,
-        trainable_fraction=1.0,
-        best_checkpoint="run/checkpoints/checkpoint-4",
-        best_at_last_evaluation=best_at_last,
-        final_dir="run/final",
-        plot="run/curves.png",
-        wall_time_s=1.0,
-    )
-    return RunResult(protocol="simcse-senteval", data_dir="d", seed=1, config={}, stages=[stage])
+    return RunResult(protocol="simcse-senteval", data_dir="d", seed=1, config={}, stages=[stage_record(best_at_last)])
 
 
 def test_a_value_at_the_edge_of_its_space_is_named_and_one_inside_is_not():

@@ -362,3 +362,53 @@ def test_the_space_plot_draws_each_key_with_its_trials_and_the_winner(tmp_path, 
     plot_space(wide, [({key: 0.5 for key in wide}, 0.8)], ({key: 0.5 for key in wide}, 0.8), tmp_path / "wide.png")
     shown = [ax for ax in drawn["figure"].axes if ax.get_visible()]
     assert len(shown) == 5 and len(drawn["figure"].axes) == 8  # two rows of four, the last three panels hidden
+
+
+def test_grow_trains_the_winner_at_longer_schedules_and_chooses_again_on_dev(sweep_inputs, monkeypatch, capsys):
+    import pcctune.orchestration.pipeline as pipeline
+    from pcctune.results import BenchmarkResult
+
+    folder = sweep_inputs
+    trained: list[str] = []
+    real_train = pipeline.Pipeline.train
+
+    def spy(self, *args, **kwargs):
+        trained.append(str(self.config.output_dir))
+        return real_train(self, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline.Pipeline, "train", spy)
+    args = ["sweep", str(folder / "run.yaml"), "--space", str(folder / "space.yaml"), "--trials", "2"]
+    args += ["--seeds", "1", "--output", str(folder / "sweep"), "--grow"]
+    code, output = run_cli(args, capsys)
+    assert code == 0, output
+    growth = BenchmarkResult.from_disk(folder / "sweep" / "sweep.json").details["growth"]
+    assert growth["key"] == "stages.0.max_steps" and list(growth["scores"])[:3] == ["1", "2", "4"]
+    scores = {int(factor): dev for factor, dev in growth["scores"].items()}
+    assert ("8" in growth["scores"]) == (max(scores[f] for f in (1, 2, 4)) == scores[4] > max(scores[1], scores[2]))
+    assert scores[growth["chosen"]] == max(scores.values())  # chosen again on dev, among the first winner too
+    best = yaml.safe_load((folder / "sweep" / "best_config.yaml").read_text())
+    assert best["stages"][0]["max_steps"] == 4 * growth["chosen"]  # the seed runs train the chosen schedule
+    assert any("/grown/x2" in path for path in trained) and any("/grown/x4" in path for path in trained)
+    assert f"chosen {growth['chosen']}×" in (folder / "sweep" / "summary.md").read_text()
+    trained.clear()
+    code, output = run_cli(args, capsys)  # a rerun reads the grown runs back
+    assert code == 0 and not trained, output
+
+
+def test_the_longest_schedule_leading_is_the_sweeps_limit_and_a_grown_key_is_read_from_its_growth():
+    from pcctune.orchestration.search_space import Distribution
+    from pcctune.orchestration.sweep import Growth, leading, where_the_winner_sits
+
+    assert leading({1: ({}, 0.80), 2: ({}, 0.82), 4: ({}, 0.82)}) == 2  # the shortest of equals
+    assert leading({1: ({}, 0.80), 2: ({}, None)}) == 1  # a run without a score never leads
+    space = {"stages.0.epochs": Distribution(type="categorical", choices=[1, 2, 4])}
+    params = {"stages.0.epochs": 16}  # 4, grown to 4×: beyond the space, read from its growth instead
+    growth = Growth("stages.0.epochs", {1: 0.80, 2: 0.81, 4: 0.82, 8: 0.83}, 8)
+    lines, held = where_the_winner_sits(space, params, [], growth)
+    assert held and lines == [
+        "grown (stages.0.epochs): 1× dev 0.8000; 2× dev 0.8100; 4× dev 0.8200; 8× dev 0.8300; chosen 8×: the longest "
+        "schedule grown leads, the limit of this sweep"
+    ]
+    inside = Growth("stages.0.epochs", {1: 0.80, 2: 0.83, 4: 0.82}, 2)
+    lines, held = where_the_winner_sits(space, {"stages.0.epochs": 8}, [], inside)
+    assert not held and lines == ["grown (stages.0.epochs): 1× dev 0.8000; 2× dev 0.8300; 4× dev 0.8200; chosen 2×"]

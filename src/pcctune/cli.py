@@ -332,13 +332,20 @@ def sweep_command(
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="fixed override for every run: stages.0.epochs=2")
     ] = None,
+    grow: Annotated[
+        bool,
+        typer.Option(
+            help="also train the winner at 2× and 4× its last stage's schedule (8× where 4× leads) and choose again "
+            "on dev: the same growth for every sweep, so methods compared through their sweeps are not stopped early"
+        ),
+    ] = False,
 ) -> None:
     """Search CONFIG's hyperparameters on dev data (optuna), then score the winner on the test sets over seeds."""
     from pcctune.orchestration.sweep import run_sweep
 
     again = shlex.join(["pcctune", *sys.argv[1:]])
     with _interrupt_says(f"interrupted; finished trials are kept in {output}; continue with: {again}"):
-        run_sweep(config, space, trials, seeds, output, _overrides(set_, None, data), console, prune_after)
+        run_sweep(config, space, trials, seeds, output, _overrides(set_, None, data), console, prune_after, grow)
 
 
 @app.command("icl")

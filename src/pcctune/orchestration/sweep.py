@@ -6,7 +6,9 @@
    evaluations during training are reported to the pruner. Trials read **no test set**: they run
    with ``tasks=[]``, so the seven STS test sets are never loaded before the winner is fixed (the
    leakage filter reads the test pairs only to remove them from the training and dev data).
-2. **Winner**: the best trial's full config is written to ``OUTPUT/best_config.yaml``, ready to train.
+2. **Winner**: the best trial's full config is written to ``OUTPUT/best_config.yaml``, ready to train; with
+   ``--grow``, after the winner has also trained at longer schedules (``OUTPUT/grown/xF``) and been chosen again
+   on dev.
 3. **Seeds**: the winner runs once per seed (``OUTPUT/seeds/seed-S``) with the test evaluation, and
    the seven tasks + avg are summarised as mean ± std (``OUTPUT/summary.md``, ``OUTPUT/sweep.json``).
 4. **Where the winner sits**: each searched value at an edge of its space, and how many seed runs were best at
@@ -29,9 +31,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +58,30 @@ from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
 
 BEST_CONFIG = "best_config.yaml"
 """The winner's full config in the sweep's folder, ready to train."""
+GROWTH = (2, 4)
+"""``--grow``: the winner's last-stage schedule is also trained at these multiples (its warm-up ratio kept); where
+the largest leads, once more at ``LAST_GROWTH``. Every sweep with ``--grow`` grows alike, so that methods
+compared through their sweeps get the same growth (``reproductions/leakage/README.md``, the growth rule)."""
+LAST_GROWTH = 8
+
+
+@dataclass
+class Growth:
+    """``--grow``'s runs: the schedule key grown, each multiple's dev score (1: the search's winner) and the
+    multiple chosen on dev."""
+
+    key: str
+    scores: dict[int, float | None]
+    chosen: int
+
+    def line(self) -> str:
+        """Each multiple's dev score and the one chosen, in one line."""
+        tried = "; ".join(
+            f"{factor}× dev {'—' if dev is None else f'{dev:.4f}'}" for factor, dev in self.scores.items()
+        )
+        return f"grown ({self.key}): {tried}; chosen {self.chosen}×"
+
+
 SPACE_PLOT = "space.png"
 """Each finished trial's dev score against each searched value, the winner starred (``search_space.plot_space``)."""
 
@@ -179,18 +207,46 @@ class Sweep:
             self.console.print(f"trial {trial.number}: dev {value} with {values}")
         return study
 
-    def winner(self, study: Any) -> dict[str, Any]:
+    def winner(self, study: Any, params: dict[str, Any], value: float) -> None:
+        """Write the winner's config (``params``: the best trial's, grown where ``--grow`` chose a longer schedule,
+        dev score ``value``) and the space plot."""
         best = study.best_trial
-        config = self.config(best.params, self.output / "winner")
         header = (
             f"# Chosen by `pcctune sweep {self.config_path}` over {len(study.trials)} trials on dev data "
-            f"({self.metric} = {best.value:.4f}, trial {best.number}); values: {best.params}\n"
+            f"({self.metric} = {value:.4f}, trial {best.number}); values: {params}\n"
         )
         path = self.output / BEST_CONFIG
-        dump_config(config, path)
+        dump_config(self.config(params, self.output / "winner"), path)
         write_text(path, header + path.read_text(encoding="utf-8"))
         plot_space(self.space, complete_trials(study), (best.params, best.value), self.output / SPACE_PLOT)
-        return dict(best.params)
+
+    def grown_run(self, params: dict[str, Any], factor: int) -> tuple[dict[str, Any], float | None]:
+        """The winner's ``params`` with its last stage's schedule times ``factor`` (``OUTPUT/grown/xF``, dev data
+        only, continued or read back on a rerun), and its dev score."""
+        key, length = schedule(self.config(params, self.output / "grown"))
+        grown = {**params, key: length * factor}
+        folder = self.output / "grown" / f"x{factor}"
+        config = self.config(grown, folder, evaluate_before=False, evaluate_after_each_stage=False)
+        held = holds_a_run(folder)
+        ours = held and is_run_of(config)
+        record = run_pipeline(config, tasks=[], resume=ours, overwrite=held and not ours, console=self.console)
+        drop_checkpoints(folder)
+        return grown, record.stages[-1].best_dev_spearman if record.stages else None
+
+    def grow(self, params: dict[str, Any], value: float) -> tuple[dict[str, Any], float, Growth]:
+        """The winner at 1× and each of ``GROWTH``'s multiples of its schedule (and ``LAST_GROWTH`` where the
+        largest leads), chosen again on dev: the chosen params, their dev score and the growth."""
+        tried: dict[int, tuple[dict[str, Any], float | None]] = {1: (params, value)}
+        for factor in GROWTH:
+            tried[factor] = self.grown_run(params, factor)
+        if leading(tried) == GROWTH[-1]:
+            tried[LAST_GROWTH] = self.grown_run(params, LAST_GROWTH)
+        chosen = leading(tried)
+        grown, score = tried[chosen]
+        key, _ = schedule(self.config(params, self.output / "grown"))
+        growth = Growth(key, {factor: dev for factor, (_, dev) in tried.items()}, chosen)
+        self.console.print(growth.line())
+        return grown, value if score is None else score, growth
 
     def seed_runs(self, params: dict[str, Any], seeds: int) -> list[RunResult]:
         results = []
@@ -204,6 +260,22 @@ class Sweep:
             results.append(run_pipeline(config, resume=ours, overwrite=held and not ours, console=self.console))
             drop_checkpoints(folder)
         return results
+
+
+def schedule(config: RunConfig) -> tuple[str, float]:
+    """The dotted key of the last stage's schedule and its length: ``max_steps`` where the stage counts steps,
+    else ``epochs``."""
+    index, stage = len(config.stages) - 1, config.stages[-1]
+    return (
+        (f"stages.{index}.max_steps", stage.max_steps)
+        if stage.max_steps > 0
+        else (f"stages.{index}.epochs", stage.epochs)
+    )
+
+
+def leading(tried: dict[int, tuple[dict[str, Any], float | None]]) -> int:
+    """The multiple whose dev score is highest (the shortest of equals; a run without a score never leads)."""
+    return max(tried, key=lambda factor: (tried[factor][1] if tried[factor][1] is not None else -math.inf, -factor))
 
 
 def sweep_identity(base: RunConfig, space: dict[str, Distribution], prune_after: int, senteval: Path) -> str:
@@ -247,25 +319,33 @@ def drop_checkpoints(run_folder: Path) -> None:
 
 
 def where_the_winner_sits(
-    space: dict[str, Distribution], params: dict[str, Any], results: list[RunResult]
+    space: dict[str, Distribution], params: dict[str, Any], results: list[RunResult], growth: Growth | None = None
 ) -> tuple[list[str], bool]:
-    """One line per finding about the winner (each value at an edge of its space,
-    ``pcctune.orchestration.search_space.edges``; how many seed runs' last stage was best at its last dev
-    evaluation, ``StageRecord.best_at_last_evaluation``) and whether the space may hold it back: a value at an edge,
-    or more than half of the seed runs best at their last evaluation (still improving where the schedule stopped)."""
-    at_edges = edges(space, params)
+    """One line per finding about the winner (each searched value at an edge of its space,
+    ``pcctune.orchestration.search_space.edges``; its ``growth``; how many seed runs' last stage was best at its last
+    dev evaluation, ``StageRecord.best_at_last_evaluation``) and whether the space may hold it back: a value at an
+    edge, the longest schedule grown leading, or more than half of the seed runs best at their last evaluation
+    (still improving where the schedule stopped). A grown schedule is read from its growth, not its space."""
+    at_edges = edges(space, {key: value for key, value in params.items() if growth is None or key != growth.key})
     lines = [f"{key} = {params[key]:g} sits at {where}" for key, where in at_edges.items()]
+    limit = growth is not None and growth.chosen == max(growth.scores) > 1
+    if growth is not None:
+        lines.append(growth.line() + (": the longest schedule grown leads, the limit of this sweep" if limit else ""))
     known = [r.stages[-1].best_at_last_evaluation for r in results if r.stages]
     flags = [flag for flag in known if flag is not None]
     if flags:
         lines.append(f"best at its last dev evaluation in {sum(flags)} of {len(flags)} seed runs")
-    return lines, bool(at_edges) or 2 * sum(flags) > len(flags)
+    return lines, bool(at_edges) or limit or 2 * sum(flags) > len(flags)
 
 
 def summarise(
-    results: list[RunResult], params: dict[str, Any], dev: float, space: dict[str, Distribution]
+    results: list[RunResult],
+    params: dict[str, Any],
+    dev: float,
+    space: dict[str, Distribution],
+    growth: Growth | None = None,
 ) -> BenchmarkResult:
-    """The winner's last-stage scores over seeds (one row per seed) and where it sits in its space."""
+    """The winner's last-stage scores over seeds (one row per seed), its growth and where it sits in its space."""
     rows = []
     for index, result in enumerate(results, start=1):
         scores = list(result.sts_by_stage.values())[-1]
@@ -275,13 +355,14 @@ def summarise(
             "best_at_last_evaluation": last.best_at_last_evaluation if last else None,
         }
         rows.append(BenchmarkRow(label=f"seed {index}", sts=scores, details=details))
-    findings, held_back = where_the_winner_sits(space, params, results)
+    findings, held_back = where_the_winner_sits(space, params, results, growth)
+    details = {"params": params, "dev": dev, "where_the_winner_sits": findings, "space_may_hold_it_back": held_back}
     return BenchmarkResult(
         name="sweep",
         settings=f"winner {params} (dev {dev:.4f})",
         versions=library_versions(),
         rows=rows,
-        details={"params": params, "dev": dev, "where_the_winner_sits": findings, "space_may_hold_it_back": held_back},
+        details=details | {"growth": None if growth is None else asdict(growth)},
     )
 
 
@@ -318,11 +399,13 @@ def run_sweep(
     overrides: dict[str, Any],
     console: Console,
     prune_after: int = 0,
+    grow: bool = False,
 ) -> BenchmarkResult:
     """Search ``trials`` trials on dev data, write the winner's config, score it over ``seeds`` seeds.
 
     ``prune_after``: no trial is pruned before this training step (optuna's ``n_warmup_steps``), so a
     loss whose dev curve starts late (soft Spearman in the stage-2 loss sweeps) is not cut at its first evaluation.
+    ``grow``: the winner is also trained at longer schedules (``GROWTH``) and chosen again on dev (``Sweep.grow``).
     """
     if trials < 1 or seeds < 1:
         raise PcctuneError("--trials and --seeds must be at least 1")
@@ -332,8 +415,11 @@ def run_sweep(
     sweep = Sweep(config_path, load_space(space_path), output, overrides, console, prune_after)
     with optuna_warnings_only():
         study = sweep.search(trials)
-    params = sweep.winner(study)
-    console.print(f"winner: {params} (dev {study.best_value:.4f}) -> {output / BEST_CONFIG}")
-    summary = summarise(sweep.seed_runs(params, seeds), params, study.best_value, sweep.space)
+    params, value, growth = dict(study.best_params), float(study.best_value), None
+    if grow:
+        params, value, growth = sweep.grow(params, value)
+    sweep.winner(study, params, value)
+    console.print(f"winner: {params} (dev {value:.4f}) -> {output / BEST_CONFIG}")
+    summary = summarise(sweep.seed_runs(params, seeds), params, value, sweep.space, growth)
     write_summary(summary, seeds, output, console)
     return summary

@@ -1,5 +1,5 @@
 """A sweep's search space: dotted config keys → optuna distributions, read and checked from YAML, sampled per
-trial, and where a winning value sits in it.
+trial, where a winning value sits in it, and the trials drawn across it.
 
 A comparison of methods gives each the same search over a space that holds each one's good region; a winner at the
 edge of the space may be held back by the space rather than by its method (`reproductions/leakage/README.md`:
@@ -27,6 +27,8 @@ end, which says nothing)."""
 
 
 class Distribution(BaseModel):
+    """One key's distribution, as optuna's ``suggest_float`` / ``suggest_int`` / ``suggest_categorical`` take it."""
+
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["float", "int", "categorical"]

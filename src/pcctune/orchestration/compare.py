@@ -112,10 +112,16 @@ def chosen_variant(record: RunResult, file: Path, variant: str | None) -> str:
     return matches[0]
 
 
-def side_scores(files: Sequence[Path], side: str, variant: str | None = None) -> dict[int, tuple[Path, Scores]]:
+def side_scores(
+    files: Sequence[Path], side: str, variant: str | None = None
+) -> tuple[dict[int, tuple[Path, Scores]], set[int]]:
     """``{seed: (run record, its final stage's scores)}`` of one side's runs (``variant``: the final stage of runs
-    trained with ``--compare``); two runs of one seed on a side are an error."""
+    trained with ``--compare``), and the seeds whose compared stage was best at its last dev evaluation
+    (``StageRecord.best_at_last_evaluation``: its dev score may still have been rising where the schedule stopped, so
+    a difference against it may be the schedule's rather than the method's); two runs of one seed on a side are an
+    error."""
     runs: dict[int, tuple[Path, Scores]] = {}
+    rising: set[int] = set()
     for file in files:
         record = RunResult.from_disk(file)
         if record.seed in runs:
@@ -126,20 +132,9 @@ def side_scores(files: Sequence[Path], side: str, variant: str | None = None) ->
         if label not in record.sts_by_stage:
             raise PcctuneError(f"{file}: the run has no STS scores after its stage {label}")
         runs[record.seed] = file, record.sts_by_stage[label]
-    return runs
-
-
-def still_rising(files: Sequence[Path], variant: str | None = None) -> list[str]:
-    """The runs of ``files`` whose compared final stage was best at its last dev evaluation
-    (``StageRecord.best_at_last_evaluation``): their dev score may still have been rising where the schedule
-    stopped, so a difference against them may be the schedule's rather than the method's."""
-    rising = []
-    for file in files:
-        record = RunResult.from_disk(file)
-        label = chosen_variant(record, file, variant)
         if any(stage.stage == label and stage.best_at_last_evaluation for stage in record.stages):
-            rising.append(str(file))
-    return rising
+            rising.add(record.seed)
+    return runs, rising
 
 
 def shared_tasks(runs: Sequence[Scores], task: str | None) -> list[str]:
@@ -171,7 +166,7 @@ def compare_runs(
     a loss for B only where the interval excludes 0, else a tie. Where the runs are paired, ``mean_a`` and ``mean_b``
     are the means over the paired seeds, and the runs of the other seeds are named in ``left_out``."""
     files_a, files_b = side_files(runs_a), side_files(runs_b)
-    a, b = side_scores(files_a, "A", variant_a), side_scores(files_b, "B", variant_b)
+    (a, rising_a), (b, rising_b) = side_scores(files_a, "A", variant_a), side_scores(files_b, "B", variant_b)
     tasks = shared_tasks([scores for _, scores in [*a.values(), *b.values()]], task)
     paired = paired_seeds(a, b)
     used_a, used_b = ({seed: side[seed] for seed in paired} if paired else side for side in (a, b))
@@ -183,8 +178,8 @@ def compare_runs(
         variant_a=variant_a,
         variant_b=variant_b,
         left_out=[str(file) for side in (a, b) for seed, (file, _) in side.items() if paired and seed not in paired],
-        rising_a=still_rising([file for file, _ in used_a.values()], variant_a),
-        rising_b=still_rising([file for file, _ in used_b.values()], variant_b),
+        rising_a=[str(file) for seed, (file, _) in used_a.items() if seed in rising_a],
+        rising_b=[str(file) for seed, (file, _) in used_b.items() if seed in rising_b],
         mean_a={name: math.fsum(s[name] for _, s in used_a.values()) / len(used_a) for name in tasks},
         mean_b={name: math.fsum(s[name] for _, s in used_b.values()) / len(used_b) for name in tasks},
         differences={

@@ -220,30 +220,37 @@ class Sweep:
         write_text(path, header + path.read_text(encoding="utf-8"))
         plot_space(self.space, complete_trials(study), (best.params, best.value), self.output / SPACE_PLOT)
 
-    def grown_run(self, params: dict[str, Any], factor: int) -> tuple[dict[str, Any], float | None]:
-        """The winner's ``params`` with its last stage's schedule times ``factor`` (``OUTPUT/grown/xF``, dev data
-        only, continued or read back on a rerun), and its dev score."""
-        key, length = schedule(self.config(params, self.output / "grown"))
-        grown = {**params, key: length * factor}
-        folder = self.output / "grown" / f"x{factor}"
-        config = self.config(grown, folder, evaluate_before=False, evaluate_after_each_stage=False)
+    def own_run(self, config: RunConfig, **options: Any) -> RunResult:
+        """Train ``config`` in its folder of the sweep, continuing or reading back a run of this config there and
+        replacing one of another (a rerun whose search found another winner), then drop its checkpoints."""
+        folder = Path(config.output_dir)
         held = holds_a_run(folder)
         ours = held and is_run_of(config)
-        record = run_pipeline(config, tasks=[], resume=ours, overwrite=held and not ours, console=self.console)
+        record = run_pipeline(config, resume=ours, overwrite=held and not ours, console=self.console, **options)
         drop_checkpoints(folder)
-        return grown, record.stages[-1].best_dev_spearman if record.stages else None
+        return record
 
     def grow(self, params: dict[str, Any], value: float) -> tuple[dict[str, Any], float, Growth]:
-        """The winner at 1× and each of ``GROWTH``'s multiples of its schedule (and ``LAST_GROWTH`` where the
-        largest leads), chosen again on dev: the chosen params, their dev score and the growth."""
+        """The winner at 1× and each of ``GROWTH``'s multiples of its last stage's schedule (and ``LAST_GROWTH``
+        where the largest leads), each in ``OUTPUT/grown/xF`` on dev data only, chosen again on dev: the chosen
+        params, their dev score and the growth."""
+        key, length = schedule(self.config(params, self.output / "grown"))
         tried: dict[int, tuple[dict[str, Any], float | None]] = {1: (params, value)}
+
+        def grown_run(factor: int) -> tuple[dict[str, Any], float | None]:
+            grown = {**params, key: length * factor}
+            folder = self.output / "grown" / f"x{factor}"
+            record = self.own_run(
+                self.config(grown, folder, evaluate_before=False, evaluate_after_each_stage=False), tasks=[]
+            )
+            return grown, record.stages[-1].best_dev_spearman if record.stages else None
+
         for factor in GROWTH:
-            tried[factor] = self.grown_run(params, factor)
+            tried[factor] = grown_run(factor)
         if leading(tried) == GROWTH[-1]:
-            tried[LAST_GROWTH] = self.grown_run(params, LAST_GROWTH)
+            tried[LAST_GROWTH] = grown_run(LAST_GROWTH)
         chosen = leading(tried)
         grown, score = tried[chosen]
-        key, _ = schedule(self.config(params, self.output / "grown"))
         growth = Growth(key, {factor: dev for factor, (_, dev) in tried.items()}, chosen)
         self.console.print(growth.line())
         return grown, value if score is None else score, growth
@@ -252,13 +259,7 @@ class Sweep:
         results = []
         for seed in range(1, seeds + 1):
             folder = self.output / "seeds" / f"seed-{seed}"
-            config = self.config(params, folder, seed=seed, evaluate_before=False)
-            # a seed run of this winner is continued or read back; one of an earlier winner (a rerun with more
-            # trials found a better one) is trained again: the seeds/ folder is the sweep's own
-            held = holds_a_run(folder)
-            ours = held and is_run_of(config)
-            results.append(run_pipeline(config, resume=ours, overwrite=held and not ours, console=self.console))
-            drop_checkpoints(folder)
+            results.append(self.own_run(self.config(params, folder, seed=seed, evaluate_before=False)))
         return results
 
 
@@ -350,19 +351,24 @@ def summarise(
     for index, result in enumerate(results, start=1):
         scores = list(result.sts_by_stage.values())[-1]
         last = result.stages[-1] if result.stages else None
-        details: dict[str, Any] = {
+        run: dict[str, Any] = {
             "best_dev": last.best_dev_spearman if last else None,
             "best_at_last_evaluation": last.best_at_last_evaluation if last else None,
         }
-        rows.append(BenchmarkRow(label=f"seed {index}", sts=scores, details=details))
+        rows.append(BenchmarkRow(label=f"seed {index}", sts=scores, details=run))
     findings, held_back = where_the_winner_sits(space, params, results, growth)
-    details = {"params": params, "dev": dev, "where_the_winner_sits": findings, "space_may_hold_it_back": held_back}
     return BenchmarkResult(
         name="sweep",
         settings=f"winner {params} (dev {dev:.4f})",
         versions=library_versions(),
         rows=rows,
-        details=details | {"growth": None if growth is None else asdict(growth)},
+        details={
+            "params": params,
+            "dev": dev,
+            "where_the_winner_sits": findings,
+            "space_may_hold_it_back": held_back,
+            "growth": None if growth is None else asdict(growth),
+        },
     )
 
 

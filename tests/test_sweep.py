@@ -382,33 +382,53 @@ def test_grow_trains_the_winner_at_longer_schedules_and_chooses_again_on_dev(swe
     code, output = run_cli(args, capsys)
     assert code == 0, output
     growth = BenchmarkResult.from_disk(folder / "sweep" / "sweep.json").details["growth"]
-    assert growth["key"] == "stages.0.max_steps" and list(growth["scores"])[:3] == ["1", "2", "4"]
-    scores = {int(factor): dev for factor, dev in growth["scores"].items()}
-    assert ("8" in growth["scores"]) == (max(scores[f] for f in (1, 2, 4)) == scores[4] > max(scores[1], scores[2]))
-    assert scores[growth["chosen"]] == max(scores.values())  # chosen again on dev, among the first winner too
+    assert growth["key"] == "stages.0.max_steps" and list(growth["scores"])[:4] == ["x1", "x2", "x4", "x4h"]
+    first = {label: growth["scores"][label] for label in ("x1", "x2", "x4", "x4h")}
+    leader = max(first, key=lambda label: (first[label], -int(label[1:].rstrip("h")), not label.endswith("h")))
+    further = {"x4": "x8", "x4h": "x8h"}.get(leader)
+    assert list(growth["scores"])[4:] == ([further] if further else [])  # only a leading 4× grows once more
+    assert growth["scores"][growth["chosen"]] == max(growth["scores"].values())  # chosen again, the winner too
     best = yaml.safe_load((folder / "sweep" / "best_config.yaml").read_text())
-    assert best["stages"][0]["max_steps"] == 4 * growth["chosen"]  # the seed runs train the chosen schedule
-    assert any("/grown/x2" in path for path in trained) and any("/grown/x4" in path for path in trained)
-    assert f"chosen {growth['chosen']}×" in (folder / "sweep" / "summary.md").read_text()
+    chosen = growth["chosen"]
+    assert best["stages"][0]["max_steps"] == 4 * int(chosen[1:].rstrip("h"))  # the seed runs train the chosen one
+    assert any("/grown/x2" in path for path in trained) and any("/grown/x4h" in path for path in trained)
+    half = yaml.safe_load((folder / "sweep" / "grown" / "x4h" / "config.yaml").read_text())["stages"][0]
+    lr = yaml.safe_load((folder / "sweep" / "grown" / "x4" / "config.yaml").read_text())["stages"][0]["learning_rate"]
+    assert (
+        half["learning_rate"] == pytest.approx(lr / 2) and half["max_steps"] == 16 and half["warmup_ratio"] in (0, 0.1)
+    )
+    assert f"chosen {growth['chosen'][1:].rstrip('h')}×" in (folder / "sweep" / "summary.md").read_text()
     trained.clear()
     code, output = run_cli(args, capsys)  # a rerun reads the grown runs back
     assert code == 0 and not trained, output
 
 
 def test_the_longest_schedule_leading_is_the_sweeps_limit_and_a_grown_key_is_read_from_its_growth():
+    from pcctune.orchestration.growth import Growth, Multiple, leading
     from pcctune.orchestration.search_space import Distribution
-    from pcctune.orchestration.sweep import Growth, leading, where_the_winner_sits
+    from pcctune.orchestration.sweep import where_the_winner_sits
 
-    assert leading({1: ({}, 0.80), 2: ({}, 0.82), 4: ({}, 0.82)}) == 2  # the shortest of equals
-    assert leading({1: ({}, 0.80), 2: ({}, None)}) == 1  # a run without a score never leads
-    space = {"stages.0.epochs": Distribution(type="categorical", choices=[1, 2, 4])}
-    params = {"stages.0.epochs": 16}  # 4, grown to 4×: beyond the space, read from its growth instead
-    growth = Growth("stages.0.epochs", {1: 0.80, 2: 0.81, 4: 0.82, 8: 0.83}, 8)
-    lines, held = where_the_winner_sits(space, params, [], growth)
+    one, two, four, half = Multiple(1), Multiple(2), Multiple(4), Multiple(4, half_rate=True)
+    assert leading({one: 0.80, two: 0.82, four: 0.82}) == two  # the shortest of equals
+    assert leading({one: 0.80, half: 0.82, four: 0.82}) == four  # of equals, the one at its own rate
+    assert leading({one: 0.80, two: None}) == one  # a run without a score never leads
+    assert four.grows_further == Multiple(8) and half.grows_further == Multiple(8, True) and two.grows_further is None
+    space = {
+        "stages.0.epochs": Distribution(type="categorical", choices=[1, 2, 4]),
+        "stages.0.learning_rate": Distribution(type="float", low=1e-5, high=1e-3, log=True),
+    }
+    params = {"stages.0.epochs": 32, "stages.0.learning_rate": 5e-6}  # 4 at 1e-5, grown to 8× at half the rate
+    scores = {"x1": 0.80, "x2": 0.81, "x4": 0.82, "x4h": 0.825, "x8h": 0.83}
+    growth = Growth("stages.0.epochs", "stages.0.learning_rate", scores, "x8h")
+    lines, held = where_the_winner_sits(space, params, [], growth)  # both values read from the growth, not the space
     assert held and lines == [
-        "grown (stages.0.epochs): 1× dev 0.8000; 2× dev 0.8100; 4× dev 0.8200; 8× dev 0.8300; chosen 8×: the longest "
-        "schedule grown leads, the limit of this sweep"
+        "grown (stages.0.epochs): 1× dev 0.8000; 2× dev 0.8100; 4× dev 0.8200; 4× at half the learning rate dev "
+        "0.8250; 8× at half the learning rate dev 0.8300; chosen 8× at half the learning rate: the longest schedule "
+        "grown leads, the limit of this sweep"
     ]
-    inside = Growth("stages.0.epochs", {1: 0.80, 2: 0.83, 4: 0.82}, 2)
-    lines, held = where_the_winner_sits(space, {"stages.0.epochs": 8}, [], inside)
-    assert not held and lines == ["grown (stages.0.epochs): 1× dev 0.8000; 2× dev 0.8300; 4× dev 0.8200; chosen 2×"]
+    inside = Growth("stages.0.epochs", "stages.0.learning_rate", {"x1": 0.80, "x2": 0.83, "x4": 0.82}, "x2")
+    lines, held = where_the_winner_sits(space, {"stages.0.epochs": 8, "stages.0.learning_rate": 1e-5}, [], inside)
+    assert held and lines == [  # the rate the search chose is still read against its space
+        "stages.0.learning_rate = 1e-05 sits at the low end (1e-05)",
+        "grown (stages.0.epochs): 1× dev 0.8000; 2× dev 0.8300; 4× dev 0.8200; chosen 2×",
+    ]

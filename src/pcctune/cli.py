@@ -335,8 +335,9 @@ def sweep_command(
     grow: Annotated[
         bool,
         typer.Option(
-            help="also train the winner at 2× and 4× its last stage's schedule (8× where 4× leads) and choose again "
-            "on dev: the same growth for every sweep, so methods compared through their sweeps are not stopped early"
+            help="also train the winner at 2× and 4× its last stage's schedule and at 4× with half its learning rate "
+            "(8× where a 4× leads) and choose again on dev: the same growth for every sweep, so methods compared "
+            "through their sweeps are not stopped early"
         ),
     ] = False,
 ) -> None:

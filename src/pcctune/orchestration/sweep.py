@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,14 @@ from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
+from pcctune.orchestration.growth import (
+    FIRST_GROWTH,
+    SEARCHED,
+    Growth,
+    Multiple,
+    leading,
+    parse,
+)
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.orchestration.run_folder import holds_a_run, is_run_of
 from pcctune.orchestration.search_space import Distribution, edges, load_space, plot_space, space_values, suggest
@@ -58,30 +65,6 @@ from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
 
 BEST_CONFIG = "best_config.yaml"
 """The winner's full config in the sweep's folder, ready to train."""
-GROWTH = (2, 4)
-"""``--grow``: the winner's last-stage schedule is also trained at these multiples (its warm-up ratio kept); where
-the largest leads, once more at ``LAST_GROWTH``. Every sweep with ``--grow`` grows alike, so that methods
-compared through their sweeps get the same growth (``reproductions/leakage/README.md``, the growth rule)."""
-LAST_GROWTH = 8
-
-
-@dataclass
-class Growth:
-    """``--grow``'s runs: the schedule key grown, each multiple's dev score (1: the search's winner) and the
-    multiple chosen on dev."""
-
-    key: str
-    scores: dict[int, float | None]
-    chosen: int
-
-    def line(self) -> str:
-        """Each multiple's dev score and the one chosen, in one line."""
-        tried = "; ".join(
-            f"{factor}× dev {'—' if dev is None else f'{dev:.4f}'}" for factor, dev in self.scores.items()
-        )
-        return f"grown ({self.key}): {tried}; chosen {self.chosen}×"
-
-
 SPACE_PLOT = "space.png"
 """Each finished trial's dev score against each searched value, the winner starred (``search_space.plot_space``)."""
 
@@ -231,27 +214,27 @@ class Sweep:
         return record
 
     def grow(self, params: dict[str, Any], value: float) -> tuple[dict[str, Any], float, Growth]:
-        """The winner at 1× and each of ``GROWTH``'s multiples of its last stage's schedule (and ``LAST_GROWTH``
-        where the largest leads), each in ``OUTPUT/grown/xF`` on dev data only, chosen again on dev: the chosen
-        params, their dev score and the growth."""
-        key, length = schedule(self.config(params, self.output / "grown"))
-        tried: dict[int, tuple[dict[str, Any], float | None]] = {1: (params, value)}
+        """The winner grown (``pcctune.orchestration.growth``: ``FIRST_GROWTH``, then 8× where a 4× run leads), each
+        in ``OUTPUT/grown/<label>`` on dev data only, chosen again on dev: the chosen params, their dev score and the
+        growth."""
+        config = self.config(params, self.output / "grown")
+        tried: dict[Multiple, tuple[dict[str, Any], float | None]] = {SEARCHED: (params, value)}
 
-        def grown_run(factor: int) -> tuple[dict[str, Any], float | None]:
-            grown = {**params, key: length * factor}
-            folder = self.output / "grown" / f"x{factor}"
+        def grown_run(multiple: Multiple) -> None:
+            grown = multiple.params(params, config)
+            folder = self.output / "grown" / multiple.label
             record = self.own_run(
                 self.config(grown, folder, evaluate_before=False, evaluate_after_each_stage=False), tasks=[]
             )
-            return grown, record.stages[-1].best_dev_spearman if record.stages else None
+            tried[multiple] = grown, record.stages[-1].best_dev_spearman if record.stages else None
 
-        for factor in GROWTH:
-            tried[factor] = grown_run(factor)
-        if leading(tried) == GROWTH[-1]:
-            tried[LAST_GROWTH] = grown_run(LAST_GROWTH)
-        chosen = leading(tried)
-        grown, score = tried[chosen]
-        growth = Growth(key, {factor: dev for factor, (_, dev) in tried.items()}, chosen)
+        for multiple in FIRST_GROWTH:
+            grown_run(multiple)
+        further = leading({multiple: dev for multiple, (_, dev) in tried.items()}).grows_further
+        if further is not None:
+            grown_run(further)
+        growth = Growth.of(config, {multiple: dev for multiple, (_, dev) in tried.items()})
+        grown, score = tried[parse(growth.chosen)]
         self.console.print(growth.line())
         return grown, value if score is None else score, growth
 
@@ -261,22 +244,6 @@ class Sweep:
             folder = self.output / "seeds" / f"seed-{seed}"
             results.append(self.own_run(self.config(params, folder, seed=seed, evaluate_before=False)))
         return results
-
-
-def schedule(config: RunConfig) -> tuple[str, float]:
-    """The dotted key of the last stage's schedule and its length: ``max_steps`` where the stage counts steps,
-    else ``epochs``."""
-    index, stage = len(config.stages) - 1, config.stages[-1]
-    return (
-        (f"stages.{index}.max_steps", stage.max_steps)
-        if stage.max_steps > 0
-        else (f"stages.{index}.epochs", stage.epochs)
-    )
-
-
-def leading(tried: dict[int, tuple[dict[str, Any], float | None]]) -> int:
-    """The multiple whose dev score is highest (the shortest of equals; a run without a score never leads)."""
-    return max(tried, key=lambda factor: (tried[factor][1] if tried[factor][1] is not None else -math.inf, -factor))
 
 
 def sweep_identity(base: RunConfig, space: dict[str, Distribution], prune_after: int, senteval: Path) -> str:
@@ -326,10 +293,13 @@ def where_the_winner_sits(
     ``pcctune.orchestration.search_space.edges``; its ``growth``; how many seed runs' last stage was best at its last
     dev evaluation, ``StageRecord.best_at_last_evaluation``) and whether the space may hold it back: a value at an
     edge, the longest schedule grown leading, or more than half of the seed runs best at their last evaluation
-    (still improving where the schedule stopped). A grown schedule is read from its growth, not its space."""
-    at_edges = edges(space, {key: value for key, value in params.items() if growth is None or key != growth.key})
+    (still improving where the schedule stopped). A grown schedule (and a halved learning rate) is read from its
+    growth, not its space."""
+    at_edges = edges(
+        space, {key: value for key, value in params.items() if growth is None or key not in growth.keys_set()}
+    )
     lines = [f"{key} = {params[key]:g} sits at {where}" for key, where in at_edges.items()]
-    limit = growth is not None and growth.chosen == max(growth.scores) > 1
+    limit = growth is not None and growth.at_limit
     if growth is not None:
         lines.append(growth.line() + (": the longest schedule grown leads, the limit of this sweep" if limit else ""))
     known = [r.stages[-1].best_at_last_evaluation for r in results if r.stages]
@@ -411,7 +381,8 @@ def run_sweep(
 
     ``prune_after``: no trial is pruned before this training step (optuna's ``n_warmup_steps``), so a
     loss whose dev curve starts late (soft Spearman in the stage-2 loss sweeps) is not cut at its first evaluation.
-    ``grow``: the winner is also trained at longer schedules (``GROWTH``) and chosen again on dev (``Sweep.grow``).
+    ``grow``: the winner is also trained at longer schedules and chosen again on dev (``Sweep.grow``,
+    ``pcctune.orchestration.growth``).
     """
     if trials < 1 or seeds < 1:
         raise PcctuneError("--trials and --seeds must be at least 1")

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-FIRST_FACTORS = (2, 4)
-"""The first growth of a winner's epochs."""
-HALF_RATE_FACTOR = 4
-"""The epochs factor of the half-learning-rate point, grown where the training set is ``sentence``-sized."""
-FURTHER = {4: 8}
+from pcctune.orchestration.growth import FIRST_FACTORS, HALF_RATE_FACTOR, LAST_FACTOR
+
+# The factors are pcctune's own (``pcctune sweep --grow`` grows alike); here the half-rate point is grown only where
+# the training set is ``sentence``-sized.
+FURTHER = {FIRST_FACTORS[-1]: LAST_FACTOR}
 """A winner at 4× its epochs grows once more, to 8×; a winner at 8× is the limit of the claim."""
 LAST_STEP_SEEDS = 3
 """A cell binds where its winner is best at its last step in this many of its test seeds or more."""

@@ -40,7 +40,7 @@ def test_layers_contract_holds_and_catches_an_upward_import(tmp_path):
 @pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is installed by `make lint` / the lint extra")
 def test_the_cli_contract_catches_a_command_that_reaches_below_orchestration(tmp_path):
     shutil.copytree(SRC, tmp_path / "pcctune")
-    cli = tmp_path / "pcctune" / "cli.py"
+    cli = tmp_path / "pcctune" / "cli" / "evaluation.py"
     cli.write_text(cli.read_text() + "\n\ndef _below():\n    import pcctune.modeling.build  # noqa\n")
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0 and "The CLI is a door" in broken.stdout and "BROKEN" in broken.stdout

@@ -110,7 +110,7 @@ def test_eval_defaults_are_the_librarys():
     model and the data folder are arguments ``run_eval`` requires)."""
     import inspect
 
-    from pcctune.cli import eval_command
+    from pcctune.cli.evaluation import eval_command
     from pcctune.orchestration.evaluate import run_eval
 
     library = inspect.signature(run_eval).parameters

@@ -14,7 +14,7 @@ import torch
 
 import pcctune
 import pcctune.modeling.encoding as encoding
-from pcctune import cli
+from pcctune.cli import process as cli
 from pcctune.errors import PcctuneError
 from pcctune.host_settings import (
     LIBRARY_DEFAULT,

@@ -81,7 +81,7 @@ def test_the_wheel_installs_the_command_and_the_type_hints(wheel):
     entry_points = dist_info(wheel, "entry_points.txt")
     assert "[console_scripts]" in entry_points and "pcctune = pcctune.cli:main" in entry_points
     names = set(wheel.namelist())
-    assert "pcctune/py.typed" in names and "pcctune/cli.py" in names
+    assert "pcctune/py.typed" in names and "pcctune/cli/__init__.py" in names
     assert not any(name.startswith(("tests/", "reproductions/", "benchmarks/")) for name in names)
 
 

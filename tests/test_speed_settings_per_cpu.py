@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from pcctune import cli
 from pcctune import host_settings as hs
+from pcctune.cli import process as cli
 from pcctune.cpu_kind import CPUKind, parse_cpuinfo
 from pcctune.host_settings import LIBRARY_DEFAULT, SPEEDUPS, SPEEDUPS_ENV, WORKERS, command_line_choice
 

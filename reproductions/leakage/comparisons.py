@@ -60,20 +60,6 @@ def family(rows: Rows, complete: Collection[str]) -> dict[tuple[str, str], Corre
     return dict(zip(comparisons, corrected.values(), strict=True))
 
 
-def decision(loss: str, result: Corrected) -> str:
-    """What the family says of Pearson − ``loss``: a win only where Holm's decision rejects, with its size where the
-    simultaneous interval excludes 0 too and its sign alone where that interval still holds 0 (the most a bound
-    compatible with Holm's decisions gives it); otherwise a tie, with the bound the simultaneous interval sets, which
-    is not an equivalence."""
-    low, high = result.simultaneous.low, result.simultaneous.high
-    if not result.holm.rejected:
-        return f"a tie (the simultaneous interval holds 0: the difference lies within [{low:+.2f}, {high:+.2f}])"
-    winner = "Pearson wins" if result.plain.mean > 0 else f"{loss} wins"
-    if result.simultaneous.verdict == "tie":
-        return f"{winner} by Holm's decision, its sign only (the simultaneous interval holds 0)"
-    return f"{winner} by Holm's decision, the simultaneous interval excluding 0"
-
-
 def against_pearson(found: dict[str, Rows], block: wide.Block) -> dict[str, tuple[dict[int, float], dict[int, float]]]:
     """Each other loss of ``block`` → (its seven-task averages, Pearson's), by test seed, where the two share at
     least two seeds (one seed, as in ``--quick``: no comparison)."""

@@ -12,7 +12,6 @@ from reproductions._common import Rows
 from reproductions.leakage import growth, wide
 from reproductions.leakage.cells import SHORT, TASKS, cell_text, groups
 from reproductions.leakage.comparisons import (
-    decision,
     interval,
     level_contrasts,
     outside_family,
@@ -281,15 +280,15 @@ def wide_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Correc
 
 
 def comparison_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> list[str]:
-    """Each comparison of the ``corrected`` family (``comparisons.wide_family``), called as
-    :func:`reproductions.leakage.comparisons.decision` reads it; then the complete blocks off the front page
+    """Each comparison of the ``corrected`` family (``comparisons.wide_family``), called as ``Corrected.decision``
+    reads it (B: Pearson, A: the other loss); then the complete blocks off the front page
     (``comparisons.outside_family``) and the level contrasts (``comparisons.level_contrasts``), uncorrected."""
     lines = []
     for (block, loss), result in corrected.items():
         lines.append(
             f"- **wide, {block}**, Pearson − {loss} over {result.plain.n_a} paired seeds: {interval(result.plain)} "
             f"(95 %, uncorrected), {interval(result.simultaneous)} ({result.method}), Holm's adjusted p "
-            f"{result.holm.adjusted:.4f}: {decision(loss, result)}"
+            f"{result.holm.adjusted:.4f}: {result.decision(loss, 'Pearson')}"
         )
     complete = wide.complete_blocks(found["progress"])
     return lines + outside_family(found["rows"], complete) + level_contrasts(found["rows"], complete)

@@ -67,11 +67,13 @@ _EXPORTS: dict[str, str] = {
     "seed_difference": "pcctune.evaluation.compare",
     "paired_bootstrap": "pcctune.evaluation.compare",
     "holm_differences": "pcctune.evaluation.multiple",
+    "compare_family": "pcctune.orchestration.compare_family",
     # records
     "EvalResult": "pcctune.results",
     "RunResult": "pcctune.results",
     "SourceLeakage": "pcctune.results",
     "CompareResult": "pcctune.results",
+    "FamilyResult": "pcctune.results",
     "Difference": "pcctune.results",
     # what pcctune may change in the process (docs/speed-settings.md)
     "cpu_speedups": "pcctune.host_settings",

@@ -418,9 +418,50 @@ class CompareResult(Record):
     versions: dict[str, str] = Field(default_factory=dict)
 
 
-AnyResult = EvalResult | RunResult | BenchmarkResult | AuditResult | CompareResult
+class FamilyComparison(BaseModel):
+    """One B of a family, read against A on one task (``pcctune.evaluation.multiple``)."""
+
+    b: list[str] = Field(description="B's run records compared (those of the paired seeds)")
+    seeds: list[int] = Field(description="the seeds both sides ran: the comparison pairs them")
+    left_out: list[str] = Field(
+        default_factory=list, description="runs of A or of this B left out: no run of their seed on the other side"
+    )
+    rising_b: list[str] = Field(
+        default_factory=list, description="B's runs compared whose final stage was best at its last dev evaluation"
+    )
+    mean_a: float = Field(description="A's mean score over the paired seeds (× 100)")
+    mean_b: float = Field(description="B's mean score over the paired seeds (× 100)")
+    plain: Difference = Field(description="B − A with its uncorrected 95 % paired t interval")
+    simultaneous: Difference = Field(description="B − A with Bonferroni's simultaneous interval over the family")
+    p: float = Field(description="the paired t test's two-sided p-value")
+    holm_p: float = Field(description="Holm's adjusted p-value over the family")
+    holm_rejects: bool = Field(description="whether Holm's step-down procedure rejects B − A = 0 at the family's 5 %")
+    decision: str = Field(description="what the family says of B − A, in words")
+
+
+class FamilyResult(Record):
+    """``pcctune compare A B1 B2 …``: each B − A on one task, read as one family of comparisons: the uncorrected
+    paired interval, Holm's decision and Bonferroni's simultaneous interval (``pcctune.evaluation.multiple``)."""
+
+    kind: ClassVar[str] = "compare-family"
+    created: str = Field(default_factory=utc_now)
+    a: list[str] = Field(description="side A: its run records")
+    seeds_a: list[int] = Field(description="the seeds of A's runs")
+    variant_a: str | None = Field(None, description="the final-stage variant of A's runs compared (--variant)")
+    variant_b: str | None = Field(None, description="the final-stage variant of every B's runs compared (--variant)")
+    rising_a: list[str] = Field(
+        default_factory=list, description="A's runs whose final stage was best at its last dev evaluation"
+    )
+    task: str = Field(description="the task compared (avg: the average of the seven)")
+    family_size: int = Field(description="the comparisons the family holds: the Bs given, or the number planned")
+    method: str = Field(description="the simultaneous intervals' method, level and family")
+    comparisons: dict[str, FamilyComparison] = Field(description="each B, by its name on the command line")
+    versions: dict[str, str] = Field(default_factory=dict)
+
+
+AnyResult = EvalResult | RunResult | BenchmarkResult | AuditResult | CompareResult | FamilyResult
 RECORDS: dict[str, type[Record]] = {
-    cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult, AuditResult, CompareResult)
+    cls.kind: cls for cls in (EvalResult, RunResult, BenchmarkResult, AuditResult, CompareResult, FamilyResult)
 }
 
 
@@ -477,7 +518,7 @@ def parse_result(payload: Any, source: str = "result") -> AnyResult:
         raise PcctuneError(f"{source}: not a pcctune result ({where}: {message})") from None
     except ValueError as error:
         raise PcctuneError(f"{source}: not a pcctune result ({error})") from None
-    assert isinstance(record, EvalResult | RunResult | BenchmarkResult | AuditResult | CompareResult)
+    assert isinstance(record, EvalResult | RunResult | BenchmarkResult | AuditResult | CompareResult | FamilyResult)
     return record
 
 

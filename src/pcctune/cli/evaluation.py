@@ -165,58 +165,74 @@ RunsArgument = Annotated[
         "(with --bootstrap: one model or one run folder)"
     ),
 ]
+SidesArgument = Annotated[
+    list[str],
+    typer.Argument(
+        help="B, as A; several Bs (each its own argument) are read as one family against A on --task (default avg): "
+        "Holm's decisions and Bonferroni's simultaneous intervals",
+        show_default=False,
+    ),
+]
+CompareTaskOption = Annotated[
+    str | None, typer.Option(help="only this task (e.g. STSBenchmark, avg); default: every task both sides scored")
+]
+FamilySizeOption = Annotated[
+    int | None,
+    typer.Option(min=1, help="the comparisons planned for the family, where only some have run (default: the Bs)"),
+]
+BootstrapOption = Annotated[
+    bool, typer.Option("--bootstrap", help="compare two models on the same STS test pairs instead of seeds")
+]
+BootstrapProtocolOption = Annotated[str | None, typer.Option(help="--bootstrap: " + " | ".join(PROTOCOLS))]
+BootstrapSeedOption = Annotated[
+    int | None, typer.Option(help=f"--bootstrap: seeds the resampling (default {BOOTSTRAP_SEED})")
+]
+ResamplesOption = Annotated[
+    int | None, typer.Option(min=100, help="--bootstrap: resamples of the test pairs (default: as eval --pairs)")
+]
+VariantOption = Annotated[
+    str | None,
+    typer.Option(
+        help="the final stage to compare of runs trained with --compare (its loss, e.g. pearson, or its label, "
+        "e.g. pcc-pearson), on both sides"
+    ),
+]
 
 
 @app.command("compare")
 def compare_command(
     runs_a: RunsArgument,
-    runs_b: RunsArgument,
-    task: Annotated[
-        str | None, typer.Option(help="only this task (e.g. STSBenchmark, avg); default: every task both sides scored")
-    ] = None,
-    bootstrap: Annotated[
-        bool, typer.Option("--bootstrap", help="compare two models on the same STS test pairs instead of seeds")
-    ] = False,
+    runs_b: SidesArgument,
+    task: CompareTaskOption = None,
+    family_size: FamilySizeOption = None,
+    bootstrap: BootstrapOption = False,
     data: DataOption = None,
-    protocol: Annotated[str | None, typer.Option(help="--bootstrap: " + " | ".join(PROTOCOLS))] = None,
-    seed: Annotated[
-        int | None, typer.Option(help=f"--bootstrap: seeds the resampling (default {BOOTSTRAP_SEED})")
-    ] = None,
-    resamples: Annotated[
-        int | None, typer.Option(min=100, help="--bootstrap: resamples of the test pairs (default: as eval --pairs)")
-    ] = None,
+    protocol: BootstrapProtocolOption = None,
+    seed: BootstrapSeedOption = None,
+    resamples: ResamplesOption = None,
     output: Annotated[Path | None, typer.Option(help="write the comparison record (JSON) here")] = None,
-    variant: Annotated[
-        str | None,
-        typer.Option(
-            help="the final stage to compare of runs trained with --compare (its loss, e.g. pearson, or its label, "
-            "e.g. pcc-pearson), on both sides"
-        ),
-    ] = None,
+    variant: VariantOption = None,
     variant_a: Annotated[str | None, typer.Option(help="as --variant, for A alone")] = None,
-    variant_b: Annotated[str | None, typer.Option(help="as --variant, for B alone")] = None,
+    variant_b: Annotated[str | None, typer.Option(help="as --variant, for B alone (every B)")] = None,
 ) -> None:
     """B − A of two sets of training runs: per STS task (after each run's final stage) and their average, the mean
     difference with its 95 % interval over seeds (paired by seed where both sides share 2 or more, the runs of other
     seeds then left out and named, else Welch's) and a verdict: a win or a loss only where the interval excludes 0,
     else a tie. With --bootstrap, two models scored on the same test pairs (a run folder's model as the run scored
-    it), the interval from a paired bootstrap over the pairs (the test set's noise, not the seeds')."""
+    it), the interval from a paired bootstrap over the pairs (the test set's noise, not the seeds'). With several Bs,
+    each B − A on one task, read as one family (Holm's decisions, Bonferroni's simultaneous intervals)."""
     from pcctune.orchestration.compare import run_compare
 
-    run_compare(
-        runs_a,
-        runs_b,
-        bootstrap,
-        data,
-        protocol,
-        task,
-        seed,
-        resamples,
-        output,
-        console,
-        variant_a or variant,
-        variant_b or variant,
-    )
+    bootstrapping = {"--bootstrap": bootstrap or None, "--data": data, "--protocol": protocol, "--seed": seed}
+    variants = {"variant_a": variant_a or variant, "variant_b": variant_b or variant}
+    if len(runs_b) == 1 and family_size is None:
+        run_compare(runs_a, runs_b[0], bootstrap, data, protocol, task, seed, resamples, output, console, **variants)
+        return
+    from pcctune.orchestration.compare_family import run_compare_family
+
+    if given := [flag for flag, value in {**bootstrapping, "--resamples": resamples}.items() if value is not None]:
+        raise PcctuneError(f"{', '.join(given)}: options of --bootstrap (two models); several Bs are runs over seeds")
+    run_compare_family(runs_a, runs_b, task, family_size, output, console, **variants)
 
 
 @app.command("report")

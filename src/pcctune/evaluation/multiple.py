@@ -120,6 +120,19 @@ class Corrected:
         """The simultaneous interval's method, level and family, as printed beside it."""
         return simultaneous_label(self.family_size, 1 - self.plain.confidence)
 
+    def decision(self, a: str = "A", b: str = "B") -> str:
+        """What the family says of B − A, in words: a win only where Holm's decision rejects, with its size where the
+        simultaneous interval excludes 0 too and its sign alone where that interval still holds 0 (the most a bound
+        compatible with Holm's decisions gives it); otherwise a tie, with the bound the simultaneous interval sets,
+        which is not an equivalence."""
+        low, high = self.simultaneous.low, self.simultaneous.high
+        if not self.holm.rejected:
+            return f"a tie (the simultaneous interval holds 0: the difference lies within [{low:+.2f}, {high:+.2f}])"
+        winner = f"{b} wins" if self.plain.mean > 0 else f"{a} wins"
+        if self.simultaneous.verdict == "tie":
+            return f"{winner} by Holm's decision, its sign only (the simultaneous interval holds 0)"
+        return f"{winner} by Holm's decision, the simultaneous interval excluding 0"
+
 
 def holm_differences(
     family: Mapping[str, tuple[Mapping[int, float], Mapping[int, float]]],

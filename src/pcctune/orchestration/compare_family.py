@@ -1,0 +1,173 @@
+"""``pcctune compare A B1 B2 …``: one method against several, read as one family of comparisons.
+
+Read at 95 % each, comparing a method with four others calls some win by chance far more often than 5 % of the time.
+Here every B − A on one task (the seven-task average unless ``--task`` names another) is paired by seed and read
+together (``pcctune.evaluation.multiple.holm_differences``): the uncorrected paired t interval, Holm's step-down
+decision (the chance of any false win in the family at most 5 %) and Bonferroni's simultaneous interval beside it.
+A win is called only where Holm rejects, with its size where the simultaneous interval excludes 0 and its sign alone
+where that interval still holds 0 (``Corrected.decision``). ``family_size`` reads a family planned in advance before
+all of it has run: its comparisons not run yet count as untested.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from pcctune.console import plain_console
+from pcctune.errors import PcctuneError
+from pcctune.evaluation.compare import MIN_PAIRED_SEEDS, paired_seeds
+from pcctune.evaluation.multiple import Corrected, holm_differences
+from pcctune.evaluation.tables import Cell, ScoreTable
+from pcctune.io import check_output_file
+from pcctune.orchestration.compare import (
+    AVERAGE,
+    Runs,
+    rising_line,
+    side_files,
+    side_line,
+    side_scores,
+)
+from pcctune.provenance import library_versions
+from pcctune.results import FamilyComparison, FamilyResult
+
+SideScores = dict[int, float]
+
+
+def side_name(runs: Runs) -> str:
+    """A side's name: its runs as given on the command line."""
+    return str(runs) if isinstance(runs, str | Path) else ",".join(map(str, runs))
+
+
+class Side:
+    """One side's runs: each seed's score on the task compared, its run record, and the seeds whose compared stage
+    was best at its last dev evaluation."""
+
+    def __init__(self, runs: Runs, name: str, task: str, variant: str | None) -> None:
+        found, self.rising = side_scores(side_files(runs), name, variant)
+        missing = [str(file) for file, scores in found.values() if task not in scores]
+        if missing:
+            raise PcctuneError(f"{name}: {', '.join(missing)} scored no {task}; name a task every run scored (--task)")
+        self.scores: SideScores = {seed: scores[task] for seed, (_, scores) in found.items()}
+        self.files = {seed: str(file) for seed, (file, _) in found.items()}
+
+
+def comparison(name: str, a: Side, b: Side, found: Corrected) -> FamilyComparison:
+    """One B of the family, over the seeds it shares with A."""
+    seeds = paired_seeds(a.scores, b.scores)
+    return FamilyComparison(
+        b=[b.files[seed] for seed in seeds],
+        seeds=seeds,
+        left_out=[side.files[seed] for side in (a, b) for seed in sorted(side.files) if seed not in seeds],
+        rising_b=[b.files[seed] for seed in seeds if seed in b.rising],
+        mean_a=math.fsum(a.scores[seed] for seed in seeds) / len(seeds),
+        mean_b=math.fsum(b.scores[seed] for seed in seeds) / len(seeds),
+        plain=found.plain,
+        simultaneous=found.simultaneous,
+        p=found.holm.p,
+        holm_p=found.holm.adjusted,
+        holm_rejects=found.holm.rejected,
+        decision=found.decision("A", name),
+    )
+
+
+def compare_family(
+    runs_a: Runs,
+    sides_b: Sequence[Runs],
+    task: str | None = None,
+    family_size: int | None = None,
+    variant_a: str | None = None,
+    variant_b: str | None = None,
+) -> FamilyResult:
+    """Each side of ``sides_b`` − ``runs_a`` on ``task`` (default the seven-task average), paired by seed, read as
+    one family of ``family_size`` comparisons (default: one per B). Sides as in ``compare_runs``; each B shares at
+    least two seeds with A."""
+    names = [side_name(side) for side in sides_b]
+    if len(set(names)) != len(names):
+        raise PcctuneError("a family names each B once: the same runs are given twice")
+    task = task or AVERAGE
+    a = Side(runs_a, "A", task, variant_a)
+    sides = {name: Side(side, name, task, variant_b) for name, side in zip(names, sides_b, strict=True)}
+    for name, b in sides.items():
+        if len(paired_seeds(a.scores, b.scores)) < MIN_PAIRED_SEEDS:
+            raise PcctuneError(
+                f"{name}: a family is read over paired seeds, and A and {name} share {len(set(a.files) & set(b.files))}"
+                f"; run at least {MIN_PAIRED_SEEDS} of the same seeds on both"
+            )
+    corrected = holm_differences({name: (a.scores, b.scores) for name, b in sides.items()}, family_size=family_size)
+    return FamilyResult(
+        a=[a.files[seed] for seed in sorted(a.files)],
+        seeds_a=sorted(a.files),
+        variant_a=variant_a,
+        variant_b=variant_b,
+        rising_a=[a.files[seed] for seed in sorted(a.rising)],
+        task=task,
+        family_size=family_size or len(names),
+        method=next(iter(corrected.values())).method,
+        comparisons={name: comparison(name, a, b, corrected[name]) for name, b in sides.items()},
+        versions=library_versions(),
+    )
+
+
+def family_table(result: FamilyResult) -> ScoreTable:
+    """One row per B: A and B over their paired seeds, B − A with its uncorrected and simultaneous intervals, the
+    p-values and whether Holm rejects."""
+    rows: dict[str, dict[str, Cell]] = {}
+    for name, found in result.comparisons.items():
+        rows[name] = {
+            "A": found.mean_a,
+            "B": found.mean_b,
+            "B − A": f"{found.plain.mean:+.2f}",
+            "seeds": len(found.seeds),
+            "95 % (uncorrected)": f"[{found.plain.low:+.2f}, {found.plain.high:+.2f}]",
+            result.method.split(",")[0]: f"[{found.simultaneous.low:+.2f}, {found.simultaneous.high:+.2f}]",
+            "p": f"{found.p:.4f}",
+            "Holm p": f"{found.holm_p:.4f}",
+            "Holm rejects": "yes" if found.holm_rejects else "no",
+        }
+    return ScoreTable.from_rows(rows, title=f"B − A on {result.task}, Spearman × 100", first_column="B")
+
+
+def print_family(result: FamilyResult, console: Console) -> None:
+    """A and each B, the runs best at their last dev evaluation, the table, then each B's decision in words."""
+    lines: list[str | None] = [side_line("A", result.a, result.seeds_a, result.variant_a)]
+    lines.append(rising_line("A", result.rising_a, len(result.seeds_a)))
+    for name, found in result.comparisons.items():
+        lines.append(side_line(name, found.b, found.seeds, result.variant_b))
+        if found.left_out:
+            lines.append(
+                f"left out of {name} − A: {', '.join(found.left_out)} (no run of their seed on the other side)"
+            )
+        lines.append(rising_line(name, found.rising_b, len(found.seeds)))
+    for line in lines:
+        if line is not None:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+    console.print(family_table(result).to_rich())
+    console.print(f"intervals: {result.method}; Holm's decisions over the same family", highlight=False)
+    for name, found in result.comparisons.items():
+        console.print(f"{name} − A: {found.decision}", highlight=False, markup=False, soft_wrap=True)
+
+
+def run_compare_family(
+    runs_a: Runs,
+    sides_b: Sequence[Runs],
+    task: str | None = None,
+    family_size: int | None = None,
+    output: Path | None = None,
+    console: Console | None = None,
+    variant_a: str | None = None,
+    variant_b: str | None = None,
+) -> FamilyResult:
+    """``pcctune compare A B1 B2 …``: ``compare_family``, printed and written to ``output``."""
+    console = console or plain_console()
+    if output is not None:
+        check_output_file(output)
+    result = compare_family(runs_a, sides_b, task, family_size, variant_a, variant_b)
+    print_family(result, console)
+    if output is not None:
+        result.to_disk(output)
+        console.print(f"comparison -> {output}", highlight=False, markup=False)
+    return result

@@ -1,0 +1,101 @@
+"""``pcctune compare A B1 B2 …``: several Bs read as one family against A, Holm's decisions with Bonferroni's
+simultaneous intervals beside them; a win with its size, a win by its sign only, or a tie, and the planned size of a
+family read early."""
+
+from __future__ import annotations
+
+import pytest
+from scipy import stats
+
+from pcctune.data.tasks import SEVEN_TASKS
+from pcctune.evaluation.compare import seed_difference
+from pcctune.evaluation.multiple import Corrected, HolmStep
+from pcctune.results import FamilyResult, RunResult
+from tests.conftest import assert_one_line_error, run_cli
+from tests.test_compare import SEEDS, write_runs
+
+
+def averages(root, side: str) -> dict[int, float]:
+    """Each seed's seven-task average, as the runs of ``side`` recorded it."""
+    files = sorted(root.glob(f"{side}-seed*/results.json"))
+    return {record.seed: record.sts_by_stage["pcc"]["avg"] for record in map(RunResult.from_disk, files)}
+
+
+def test_several_bs_are_read_as_one_family_with_holm_and_bonferroni(tmp_path, capsys):
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", dict.fromkeys(SEVEN_TASKS, 2.0))  # a clear gain
+    write_runs(tmp_path, "c", {})  # none
+    sides = [f"{tmp_path}/{side}-*" for side in "abc"]
+    out = tmp_path / "family.json"
+    code, printed = run_cli(["compare", *sides, "--output", str(out)], capsys)
+    assert code == 0, printed
+    record = FamilyResult.from_disk(out)
+    assert record.task == "avg" and record.family_size == 2 and list(record.comparisons) == sides[1:]
+    assert record.method == "Bonferroni 97.5 % simultaneous, family of 2"
+    a = averages(tmp_path, "a")
+    for side, name in zip("bc", sides[1:], strict=True):
+        found, b = record.comparisons[name], averages(tmp_path, side)
+        test = stats.ttest_rel([b[s] for s in SEEDS], [a[s] for s in SEEDS])
+        wide = test.confidence_interval(1 - 0.05 / 2)
+        assert found.p == pytest.approx(test.pvalue) and found.seeds == list(SEEDS)
+        assert (found.simultaneous.low, found.simultaneous.high) == pytest.approx((wide.low, wide.high))
+        assert found.simultaneous.low < found.plain.low and found.plain.high < found.simultaneous.high
+    gain, none = record.comparisons[sides[1]], record.comparisons[sides[2]]
+    smaller, larger = sorted([gain.p, none.p])
+    assert gain.holm_p == pytest.approx(min(1, 2 * smaller)) and none.holm_p == pytest.approx(max(2 * smaller, larger))
+    assert gain.holm_rejects and gain.decision == (
+        f"{sides[1]} wins by Holm's decision, the simultaneous interval excluding 0"
+    )
+    assert not none.holm_rejects and none.decision.startswith("a tie (the simultaneous interval holds 0")
+    assert "Bonferroni 97.5 % simultaneous" in printed and f"{sides[1]} − A: {gain.decision}" in printed
+
+
+def test_a_family_read_early_is_corrected_for_its_planned_size(tmp_path, capsys):
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", dict.fromkeys(SEVEN_TASKS, 0.05))
+    out = tmp_path / "early.json"
+    args = ["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*", "--family-size", "8", "--task", "STSBenchmark"]
+    code, printed = run_cli([*args, "--output", str(out)], capsys)
+    assert code == 0, printed
+    found = FamilyResult.from_disk(out).comparisons[f"{tmp_path}/b-*"]
+    assert FamilyResult.from_disk(out).method == "Bonferroni 99.375 % simultaneous, family of 8"
+    assert found.holm_p == pytest.approx(min(1.0, 8 * found.p))  # the seven not run yet stand in as untested
+
+
+def test_a_win_holm_calls_whose_simultaneous_interval_holds_zero_keeps_only_its_sign():
+    a = {1: 80.0, 2: 80.2, 3: 79.9}
+    b = {1: 80.5, 2: 80.8, 3: 80.6}
+    plain, wide = seed_difference(a, b), seed_difference(a, b, confidence=0.999)
+    assert plain.verdict == "win" and wide.verdict == "tie"
+    signed = Corrected(plain, HolmStep(0.01, 0.02, True), wide, 5)
+    assert signed.decision("cosent", "Pearson") == (
+        "Pearson wins by Holm's decision, its sign only (the simultaneous interval holds 0)"
+    )
+    lost = Corrected(seed_difference(b, a), HolmStep(0.01, 0.02, True), seed_difference(b, a, confidence=0.9), 5)
+    assert lost.decision("cosent", "Pearson").startswith("cosent wins by Holm's decision")
+
+
+@pytest.mark.parametrize(
+    ("extra", "pattern"),
+    [
+        (["--bootstrap"], "--bootstrap: options of --bootstrap (two models); several Bs are runs over seeds"),
+        (["--resamples", "200"], "--resamples: options of --bootstrap"),
+        (["--task", "STS99"], "scored no STS99; name a task every run scored (--task)"),
+    ],
+)
+def test_a_family_refuses_what_it_cannot_read_in_one_line(tmp_path, capsys, extra, pattern):
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", {})
+    write_runs(tmp_path, "c", {})
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*", f"{tmp_path}/c-*", *extra], capsys)
+    assert_one_line_error(code, printed, pattern)
+
+
+def test_a_family_needs_paired_seeds_and_each_b_once(tmp_path, capsys):
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", {}, seeds=range(11, 14))
+    a, b = f"{tmp_path}/a-*", f"{tmp_path}/b-*"
+    code, printed = run_cli(["compare", a, b, a], capsys)
+    assert_one_line_error(code, printed, f"{b}: a family is read over paired seeds, and A and {b} share 0")
+    code, printed = run_cli(["compare", a, a, a], capsys)
+    assert_one_line_error(code, printed, "a family names each B once")

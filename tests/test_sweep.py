@@ -432,3 +432,21 @@ def test_the_longest_schedule_leading_is_the_sweeps_limit_and_a_grown_key_is_rea
         "stages.0.learning_rate = 1e-05 sits at the low end (1e-05)",
         "grown (stages.0.epochs): 1× dev 0.8000; 2× dev 0.8300; 4× dev 0.8200; chosen 2×",
     ]
+
+
+def test_a_grown_run_multiplies_the_last_stages_schedule_and_halves_only_its_learning_rate(tmp_path):
+    from pcctune.orchestration.growth import FIRST_GROWTH, Growth, Multiple, parse
+    from pcctune.training.config import RunConfig
+
+    stage = {"name": "s", "loss": "pearson", "data": {"source": "stage2"}, "epochs": 3, "learning_rate": 6e-5}
+    first = {"name": "c", "loss": "infonce", "data": {"source": "snli"}, "epochs": 1, "learning_rate": 1e-4}
+    config = RunConfig.model_validate({"model": "m", "output_dir": str(tmp_path), "stages": [first, stage]})
+    params = {"stages.1.warmup_ratio": 0.05}
+    assert [m.label for m in FIRST_GROWTH] == ["x2", "x4", "x4h"]
+    assert Multiple(2).params(params, config) == {"stages.1.warmup_ratio": 0.05, "stages.1.epochs": 6}
+    halved = Multiple(4, half_rate=True).params(params, config)
+    assert halved == {"stages.1.warmup_ratio": 0.05, "stages.1.epochs": 12, "stages.1.learning_rate": 3e-5}
+    assert all(parse(m.label) == m for m in [*FIRST_GROWTH, Multiple(8), Multiple(8, True)])
+    growth = Growth.of(config, {Multiple(1): 0.80, Multiple(4): 0.81, Multiple(4, True): 0.82})
+    assert growth.chosen == "x4h" and growth.keys_set() == ["stages.1.epochs", "stages.1.learning_rate"]
+    assert not growth.at_limit  # 4× leads: it grows to 8× before the sweep calls a limit

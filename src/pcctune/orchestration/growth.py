@@ -79,14 +79,10 @@ class Growth:
         """The keys whose chosen values come from the growth rather than the search's space."""
         return [self.key] + ([self.rate_key] if parse(self.chosen).half_rate else [])
 
-    def multiples(self) -> list[Multiple]:
-        return [parse(label) for label in self.scores]
-
     @property
     def at_limit(self) -> bool:
-        """Whether the longest schedule grown leads (its largest multiple chosen, beyond the search's)."""
-        chosen = parse(self.chosen)
-        return chosen.factor > 1 and chosen.factor == max(multiple.factor for multiple in self.multiples())
+        """Whether the run chosen is one at ``LAST_FACTOR``: still leading where the growth stops."""
+        return parse(self.chosen).factor == LAST_FACTOR
 
     def line(self) -> str:
         """Each run's dev score and the one chosen, in one line."""

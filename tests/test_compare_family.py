@@ -26,9 +26,10 @@ def test_several_bs_are_read_as_one_family_with_holm_and_bonferroni(tmp_path, ca
     write_runs(tmp_path, "b", dict.fromkeys(SEVEN_TASKS, 2.0))  # a clear gain
     write_runs(tmp_path, "c", {})  # none
     sides = [f"{tmp_path}/{side}-*" for side in "abc"]
-    out = tmp_path / "family.json"
-    code, printed = run_cli(["compare", *sides, "--output", str(out)], capsys)
+    out, plot = tmp_path / "family.json", tmp_path / "family.png"
+    code, printed = run_cli(["compare", *sides, "--output", str(out), "--plot", str(plot)], capsys)
     assert code == 0, printed
+    assert plot.stat().st_size > 1000 and f"plot -> {plot}" in printed
     record = FamilyResult.from_disk(out)
     assert record.task == "avg" and record.family_size == 2 and list(record.comparisons) == sides[1:]
     assert record.method == "Bonferroni 97.5 % simultaneous, family of 2"
@@ -100,3 +101,26 @@ def test_a_family_needs_paired_seeds_and_each_b_once(tmp_path, capsys):
     assert_one_line_error(code, printed, f"{b}: a family is read over paired seeds, and A and {b} share 0")
     code, printed = run_cli(["compare", a, a, a], capsys)
     assert_one_line_error(code, printed, "a family names each B once")
+
+
+def test_the_family_plot_draws_each_comparison_with_both_intervals_first_on_top(tmp_path, monkeypatch):
+    import pcctune.evaluation.report as report
+
+    drawn = {}
+    saved = report.save_figure
+    monkeypatch.setattr(report, "save_figure", lambda figure, path: drawn.update(figure=figure) or saved(figure, path))
+    a = {1: 80.0, 2: 80.2, 3: 79.9}
+    win, tie = {1: 81.0, 2: 81.3, 3: 80.8}, {1: 80.1, 2: 80.0, 3: 80.0}
+    family = {name: (seed_difference(a, b), seed_difference(a, b, 0.99)) for name, b in (("win", win), ("tie", tie))}
+    path = report.family_plot(family, tmp_path / "f.png", "t", "x")
+    assert path.stat().st_size > 1000
+    (ax,) = drawn["figure"].axes
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["tie", "win"]  # bottom to top: the first on top
+    thick = [line for line in ax.get_lines() if line.get_linewidth() == 4]
+    assert [tuple(line.get_xdata()) for line in thick] == [
+        pytest.approx((found.low, found.high)) for found, _ in reversed(family.values())
+    ]
+    segments = [c.get_segments()[0] for c in ax.collections]  # the thin lines: the simultaneous intervals
+    assert [(s[0][0], s[1][0]) for s in segments] == [
+        pytest.approx((joint.low, joint.high)) for _, joint in reversed(family.values())
+    ]

@@ -384,32 +384,17 @@ def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:
 
 
 def family_plot(corrected: dict[tuple[str, str], Corrected], path: Path) -> None:
-    """The wide search's family as a forest: Pearson − each loss on the seven-task average, each comparison's mean
-    with its uncorrected 95 % interval (thick) and Bonferroni's simultaneous interval over the planned family (thin,
-    capped): a win with its size where the thin line clears 0."""
-    from pcctune.plotting import save_figure, subplots
+    """The wide search's family as a forest (``pcctune.evaluation.report.family_plot``): Pearson − each loss on the
+    seven-task average, uncorrected 95 % (thick) and Bonferroni's simultaneous interval over the planned family
+    (thin): a win with its size where the thin line clears 0."""
+    from pcctune.evaluation.report import family_plot as forest
 
-    figure, ax = subplots(figsize=(7, 0.5 * len(corrected) + 1.4))
-    for y, found in enumerate(reversed(corrected.values())):
-        plain, joint = found.plain, found.simultaneous
-        ax.errorbar(
-            plain.mean,
-            y,
-            xerr=[[plain.mean - joint.low], [joint.high - plain.mean]],
-            fmt="none",
-            ecolor="gray",
-            elinewidth=1,
-            capsize=4,
-        )
-        ax.plot([plain.low, plain.high], [y, y], c="C0", lw=4, solid_capstyle="butt")
-        ax.plot(plain.mean, y, "ko", ms=4)
-    ax.axvline(0, ls=":", c="gray")
-    ax.set_yticks(range(len(corrected)), [f"{block}: Pearson − {loss}" for block, loss in reversed(list(corrected))])
-    ax.set(
-        xlabel="difference of avg Spearman × 100 over paired test seeds",
+    forest(
+        {f"{block}: Pearson − {loss}": (found.plain, found.simultaneous) for (block, loss), found in corrected.items()},
+        path,
         title=f"wide search: 95 % (thick), {simultaneous_label(planned_comparisons())} (thin)",
+        xlabel="difference of avg Spearman × 100 over paired test seeds",
     )
-    save_figure(figure, path)
 
 
 def growth_curves(found: dict[str, Any]) -> dict[str, dict[str, list[tuple[int, float, bool]]]]:

@@ -211,6 +211,7 @@ def compare_command(
     seed: BootstrapSeedOption = None,
     resamples: ResamplesOption = None,
     output: Annotated[Path | None, typer.Option(help="write the comparison record (JSON) here")] = None,
+    plot: Annotated[Path | None, typer.Option(help="with several Bs: draw the family's intervals here (PNG)")] = None,
     variant: VariantOption = None,
     variant_a: Annotated[str | None, typer.Option(help="as --variant, for A alone")] = None,
     variant_b: Annotated[str | None, typer.Option(help="as --variant, for B alone (every B)")] = None,
@@ -225,14 +226,14 @@ def compare_command(
 
     bootstrapping = {"--bootstrap": bootstrap or None, "--data": data, "--protocol": protocol, "--seed": seed}
     variants = {"variant_a": variant_a or variant, "variant_b": variant_b or variant}
-    if len(runs_b) == 1 and family_size is None:
+    if len(runs_b) == 1 and family_size is None and plot is None:
         run_compare(runs_a, runs_b[0], bootstrap, data, protocol, task, seed, resamples, output, console, **variants)
         return
     from pcctune.orchestration.compare_family import run_compare_family
 
     if given := [flag for flag, value in {**bootstrapping, "--resamples": resamples}.items() if value is not None]:
         raise PcctuneError(f"{', '.join(given)}: options of --bootstrap (two models); several Bs are runs over seeds")
-    run_compare_family(runs_a, runs_b, task, family_size, output, console, **variants)
+    run_compare_family(runs_a, runs_b, task, family_size, output, console, plot=plot, **variants)
 
 
 @app.command("report")

@@ -21,6 +21,7 @@ from pcctune.console import plain_console
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.compare import MIN_PAIRED_SEEDS, paired_seeds
 from pcctune.evaluation.multiple import Corrected, holm_differences
+from pcctune.evaluation.report import family_plot
 from pcctune.evaluation.tables import Cell, ScoreTable
 from pcctune.io import check_output_file
 from pcctune.orchestration.compare import (
@@ -160,13 +161,20 @@ def run_compare_family(
     console: Console | None = None,
     variant_a: str | None = None,
     variant_b: str | None = None,
+    plot: Path | None = None,
 ) -> FamilyResult:
-    """``pcctune compare A B1 B2 …``: ``compare_family``, printed and written to ``output``."""
+    """``pcctune compare A B1 B2 …``: ``compare_family``, printed, written to ``output`` and drawn to ``plot``."""
     console = console or plain_console()
-    if output is not None:
-        check_output_file(output)
+    for path, flag in ((output, "--output"), (plot, "--plot")):
+        if path is not None:
+            check_output_file(path, flag)
     result = compare_family(runs_a, sides_b, task, family_size, variant_a, variant_b)
     print_family(result, console)
+    if plot is not None:
+        drawn = {f"{name} − A": (found.plain, found.simultaneous) for name, found in result.comparisons.items()}
+        title = f"{result.task}: 95 % (thick), {result.method} (thin)"
+        family_plot(drawn, plot, title, xlabel="B − A, Spearman × 100 over paired seeds")
+        console.print(f"plot -> {plot}", highlight=False, markup=False)
     if output is not None:
         result.to_disk(output)
         console.print(f"comparison -> {output}", highlight=False, markup=False)

@@ -100,7 +100,28 @@ def test_a_family_needs_paired_seeds_and_each_b_once(tmp_path, capsys):
     code, printed = run_cli(["compare", a, b, a], capsys)
     assert_one_line_error(code, printed, f"{b}: a family is read over paired seeds, and A and {b} share 0")
     code, printed = run_cli(["compare", a, a, a], capsys)
-    assert_one_line_error(code, printed, "a family names each B once")
+    assert_one_line_error(code, printed, "a family names each side once")
+    code, printed = run_cli(["compare", f"x={a}", f"x={b}", b], capsys)
+    assert_one_line_error(code, printed, "a family names each side once")
+
+
+def test_named_sides_speak_in_the_table_the_decisions_and_the_record(tmp_path, capsys):
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", dict.fromkeys(SEVEN_TASKS, 2.0))
+    write_runs(tmp_path, "c", {})
+    out = tmp_path / "named.json"
+    sides = [f"pearson={tmp_path}/a-*", f"cosent={tmp_path}/b-*", f"{tmp_path}/c-*"]
+    code, printed = run_cli(["compare", *sides, "--output", str(out)], capsys)
+    assert code == 0, printed
+    record = FamilyResult.from_disk(out)
+    assert record.name_a == "pearson" and list(record.comparisons) == ["cosent", f"{tmp_path}/c-*"]
+    assert (
+        record.comparisons["cosent"].decision == "cosent wins by Holm's decision, the simultaneous interval excluding 0"
+    )
+    assert f"cosent − pearson: {record.comparisons['cosent'].decision}" in printed
+    assert "B − pearson on avg" in printed and printed.splitlines()[0].startswith(
+        "pearson: 5 runs (seeds 1, 2, 3, 4, 5)"
+    )
 
 
 def test_the_family_plot_draws_each_comparison_with_both_intervals_first_on_top(tmp_path, monkeypatch):

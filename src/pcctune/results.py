@@ -445,6 +445,7 @@ class FamilyResult(Record):
 
     kind: ClassVar[str] = "compare-family"
     created: str = Field(default_factory=utc_now)
+    name_a: str = Field("A", description="side A's name (NAME=RUNS on the command line), A where none was given")
     a: list[str] = Field(description="side A: its run records")
     seeds_a: list[int] = Field(description="the seeds of A's runs")
     variant_a: str | None = Field(None, description="the final-stage variant of A's runs compared (--variant)")
@@ -455,7 +456,9 @@ class FamilyResult(Record):
     task: str = Field(description="the task compared (avg: the average of the seven)")
     family_size: int = Field(description="the comparisons the family holds: the Bs given, or the number planned")
     method: str = Field(description="the simultaneous intervals' method, level and family")
-    comparisons: dict[str, FamilyComparison] = Field(description="each B, by its name on the command line")
+    comparisons: dict[str, FamilyComparison] = Field(
+        description="each B, by its name on the command line (NAME of NAME=RUNS, else its runs as given)"
+    )
     versions: dict[str, str] = Field(default_factory=dict)
 
 

@@ -169,7 +169,7 @@ SidesArgument = Annotated[
     list[str],
     typer.Argument(
         help="B, as A; several Bs (each its own argument) are read as one family against A on --task (default avg): "
-        "Holm's decisions and Bonferroni's simultaneous intervals",
+        "Holm's decisions and Bonferroni's simultaneous intervals; there NAME=RUNS names a side (A too)",
         show_default=False,
     ),
 ]

@@ -12,6 +12,7 @@ all of it has run: its comparisons not run yet count as untested.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,9 +39,17 @@ from pcctune.results import FamilyComparison, FamilyResult
 SideScores = dict[int, float]
 
 
-def side_name(runs: Runs) -> str:
-    """A side's name: its runs as given on the command line."""
-    return str(runs) if isinstance(runs, str | Path) else ",".join(map(str, runs))
+NAMED = re.compile(r"([A-Za-z][\w.+-]*)=(.+)")
+"""A side given as ``NAME=RUNS`` (``cosent='runs/cosent-*'``): its name, then its runs."""
+
+
+def named(runs: Runs, default: str | None = None) -> tuple[str, Runs]:
+    """A side's name and its runs: ``NAME`` of ``NAME=RUNS``, else ``default``, else the runs as given."""
+    if isinstance(runs, str) and (found := NAMED.fullmatch(runs)):
+        return found[1], found[2]
+    if default is not None:
+        return default, runs
+    return str(runs) if isinstance(runs, str | Path) else ",".join(map(str, runs)), runs
 
 
 class Side:
@@ -56,7 +65,7 @@ class Side:
         self.files = {seed: str(file) for seed, (file, _) in found.items()}
 
 
-def comparison(name: str, a: Side, b: Side, found: Corrected) -> FamilyComparison:
+def comparison(name: str, name_a: str, a: Side, b: Side, found: Corrected) -> FamilyComparison:
     """One B of the family, over the seeds it shares with A."""
     seeds = paired_seeds(a.scores, b.scores)
     return FamilyComparison(
@@ -71,7 +80,7 @@ def comparison(name: str, a: Side, b: Side, found: Corrected) -> FamilyCompariso
         p=found.holm.p,
         holm_p=found.holm.adjusted,
         holm_rejects=found.holm.rejected,
-        decision=found.decision("A", name),
+        decision=found.decision(name_a, name),
     )
 
 
@@ -86,29 +95,32 @@ def compare_family(
     """Each side of ``sides_b`` − ``runs_a`` on ``task`` (default the seven-task average), paired by seed, read as
     one family of ``family_size`` comparisons (default: one per B). Sides as in ``compare_runs``; each B shares at
     least two seeds with A."""
-    names = [side_name(side) for side in sides_b]
-    if len(set(names)) != len(names):
-        raise PcctuneError("a family names each B once: the same runs are given twice")
+    name_a, runs_a = named(runs_a, "A")
+    named_sides = dict(named(side) for side in sides_b)
+    if len(named_sides) != len(sides_b) or name_a in named_sides:
+        raise PcctuneError("a family names each side once: give each B its own runs or its own NAME=RUNS")
     task = task or AVERAGE
-    a = Side(runs_a, "A", task, variant_a)
-    sides = {name: Side(side, name, task, variant_b) for name, side in zip(names, sides_b, strict=True)}
+    a = Side(runs_a, name_a, task, variant_a)
+    sides = {name: Side(side, name, task, variant_b) for name, side in named_sides.items()}
     for name, b in sides.items():
         if len(paired_seeds(a.scores, b.scores)) < MIN_PAIRED_SEEDS:
             raise PcctuneError(
-                f"{name}: a family is read over paired seeds, and A and {name} share {len(set(a.files) & set(b.files))}"
+                f"{name}: a family is read over paired seeds, and {name_a} and {name} share "
+                f"{len(set(a.files) & set(b.files))}"
                 f"; run at least {MIN_PAIRED_SEEDS} of the same seeds on both"
             )
     corrected = holm_differences({name: (a.scores, b.scores) for name, b in sides.items()}, family_size=family_size)
     return FamilyResult(
+        name_a=name_a,
         a=[a.files[seed] for seed in sorted(a.files)],
         seeds_a=sorted(a.files),
         variant_a=variant_a,
         variant_b=variant_b,
         rising_a=[a.files[seed] for seed in sorted(a.rising)],
         task=task,
-        family_size=family_size or len(names),
+        family_size=family_size or len(sides),
         method=next(iter(corrected.values())).method,
-        comparisons={name: comparison(name, a, b, corrected[name]) for name, b in sides.items()},
+        comparisons={name: comparison(name, name_a, a, b, corrected[name]) for name, b in sides.items()},
         versions=library_versions(),
     )
 
@@ -119,9 +131,9 @@ def family_table(result: FamilyResult) -> ScoreTable:
     rows: dict[str, dict[str, Cell]] = {}
     for name, found in result.comparisons.items():
         rows[name] = {
-            "A": found.mean_a,
+            result.name_a: found.mean_a,
             "B": found.mean_b,
-            "B − A": f"{found.plain.mean:+.2f}",
+            f"B − {result.name_a}": f"{found.plain.mean:+.2f}",
             "seeds": len(found.seeds),
             "95 % (uncorrected)": f"[{found.plain.low:+.2f}, {found.plain.high:+.2f}]",
             result.method.split(",")[0]: f"[{found.simultaneous.low:+.2f}, {found.simultaneous.high:+.2f}]",
@@ -129,13 +141,13 @@ def family_table(result: FamilyResult) -> ScoreTable:
             "Holm p": f"{found.holm_p:.4f}",
             "Holm rejects": "yes" if found.holm_rejects else "no",
         }
-    return ScoreTable.from_rows(rows, title=f"B − A on {result.task}, Spearman × 100", first_column="B")
+    return ScoreTable.from_rows(rows, title=f"B − {result.name_a} on {result.task}, Spearman × 100", first_column="B")
 
 
 def print_family(result: FamilyResult, console: Console) -> None:
     """A and each B, the runs best at their last dev evaluation, the table, then each B's decision in words."""
-    lines: list[str | None] = [side_line("A", result.a, result.seeds_a, result.variant_a)]
-    lines.append(rising_line("A", result.rising_a, len(result.seeds_a)))
+    lines: list[str | None] = [side_line(result.name_a, result.a, result.seeds_a, result.variant_a)]
+    lines.append(rising_line(result.name_a, result.rising_a, len(result.seeds_a)))
     for name, found in result.comparisons.items():
         lines.append(side_line(name, found.b, found.seeds, result.variant_b))
         if found.left_out:
@@ -149,7 +161,7 @@ def print_family(result: FamilyResult, console: Console) -> None:
     console.print(family_table(result).to_rich())
     console.print(f"intervals: {result.method}; Holm's decisions over the same family", highlight=False)
     for name, found in result.comparisons.items():
-        console.print(f"{name} − A: {found.decision}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"{name} − {result.name_a}: {found.decision}", highlight=False, markup=False, soft_wrap=True)
 
 
 def run_compare_family(
@@ -171,9 +183,9 @@ def run_compare_family(
     result = compare_family(runs_a, sides_b, task, family_size, variant_a, variant_b)
     print_family(result, console)
     if plot is not None:
-        drawn = {f"{name} − A": (found.plain, found.simultaneous) for name, found in result.comparisons.items()}
+        drawn = {f"{name} − {result.name_a}": (f.plain, f.simultaneous) for name, f in result.comparisons.items()}
         title = f"{result.task}: 95 % (thick), {result.method} (thin)"
-        family_plot(drawn, plot, title, xlabel="B − A, Spearman × 100 over paired seeds")
+        family_plot(drawn, plot, title, xlabel=f"B − {result.name_a}, Spearman × 100 over paired seeds")
         console.print(f"plot -> {plot}", highlight=False, markup=False)
     if output is not None:
         result.to_disk(output)

@@ -10,7 +10,7 @@ from scipy import stats
 from pcctune.data.tasks import SEVEN_TASKS
 from pcctune.evaluation.compare import seed_difference
 from pcctune.evaluation.multiple import Corrected, HolmStep
-from pcctune.results import FamilyResult, RunResult
+from pcctune.results import CompareResult, FamilyResult, RunResult
 from tests.conftest import assert_one_line_error, run_cli
 from tests.test_compare import SEEDS, write_runs
 
@@ -145,3 +145,16 @@ def test_the_family_plot_draws_each_comparison_with_both_intervals_first_on_top(
     assert [(s[0][0], s[1][0]) for s in segments] == [
         pytest.approx((joint.low, joint.high)) for _, joint in reversed(family.values())
     ]
+
+
+def test_two_named_sides_speak_by_their_names(tmp_path, capsys):
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", dict.fromkeys(SEVEN_TASKS, 2.0), seeds=range(1, 7))
+    out = tmp_path / "two.json"
+    code, printed = run_cli(["compare", f"mse={tmp_path}/a-*", f"pcc={tmp_path}/b-*", "--output", str(out)], capsys)
+    assert code == 0, printed
+    record = CompareResult.from_disk(out)
+    assert (record.name_a, record.name_b) == ("mse", "pcc") and len(record.a) == 5
+    assert printed.startswith("mse: 5 runs") and "pcc − mse, Spearman × 100" in printed
+    assert "mse, pcc and pcc − mse are over the 5 seeds both sides ran" in printed
+    assert f"avg: {record.differences['avg'].sentence('mse', 'pcc')}" in printed and "a win for pcc" in printed

@@ -390,6 +390,8 @@ class CompareResult(Record):
 
     kind: ClassVar[str] = "compare"
     created: str = Field(default_factory=utc_now)
+    name_a: str = Field("A", description="side A's name (NAME=RUNS on the command line), A where none was given")
+    name_b: str = Field("B", description="side B's name, as name_a")
     a: list[str] = Field(description="side A: its run records, or its model")
     b: list[str] = Field(description="side B: its run records, or its model")
     seeds_a: list[int] = Field(default_factory=list, description="the seeds of A's runs (none for a model)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,17 @@ Runs = str | Path | Sequence[str | Path]
 """One side's runs: paths or glob patterns (a string may hold several, comma-separated), each a run record
 (``results.json`` or a copy of one), a run folder, or a folder of run records."""
 AVERAGE = "avg"
+NAMED = re.compile(r"([A-Za-z][\w.+-]*)=(.+)")
+"""A side given as ``NAME=RUNS`` (``cosent='runs/cosent-*'``): its name, then its runs."""
+
+
+def named(runs: Runs, default: str | None = None) -> tuple[str, Runs]:
+    """A side's name and its runs: ``NAME`` of ``NAME=RUNS``, else ``default``, else the runs as given."""
+    if isinstance(runs, str) and (found := NAMED.fullmatch(runs)):
+        return found[1], found[2]
+    if default is not None:
+        return default, runs
+    return str(runs) if isinstance(runs, str | Path) else ",".join(map(str, runs)), runs
 
 
 def side_files(runs: Runs) -> list[Path]:
@@ -342,18 +354,19 @@ def runs_cell(difference: Difference) -> str:
 def compare_table(result: CompareResult) -> ScoreTable:
     """One row per task: A, B, B − A with its interval, what stands behind it, the method and the verdict."""
     rows: dict[str, dict[str, Cell]] = {}
+    a, b = result.name_a, result.name_b
     for name, difference in result.differences.items():
         low, high = difference.low, difference.high
         rows[SHORT_NAMES.get(name, name)] = {
-            "A": result.mean_a[name],
-            "B": result.mean_b[name],
-            "B − A": f"{difference.mean:+.2f}",
+            a: result.mean_a[name],
+            b: result.mean_b[name],
+            f"{b} − {a}": f"{difference.mean:+.2f}",
             f"{difference.confidence * 100:g} % interval": "—" if low is None else f"[{low:+.2f}, {high:+.2f}]",
             "n": runs_cell(difference),
             "method": difference.method,
             "verdict": difference.verdict,
         }
-    return ScoreTable.from_rows(rows, title="B − A, Spearman × 100", first_column="task")
+    return ScoreTable.from_rows(rows, title=f"{b} − {a}, Spearman × 100", first_column="task")
 
 
 def side_line(name: str, sources: Sequence[str], seeds: Sequence[int], variant: str | None = None) -> str:
@@ -370,15 +383,15 @@ def left_out_line(result: CompareResult) -> str | None:
     """The runs a paired comparison left out, by name, in one line; None where none was."""
     if not result.left_out:
         return None
-    paired = next(iter(result.differences.values())).n
+    paired, a, b = next(iter(result.differences.values())).n, result.name_a, result.name_b
     runs = "1 run" if len(result.left_out) == 1 else f"{len(result.left_out)} runs"
     return (
         f"left out: {runs} whose seed the other side did not run ({', '.join(result.left_out)}); "
-        f"A, B and B − A are over the {paired} seeds both sides ran"
+        f"{a}, {b} and {b} − {a} are over the {paired} seeds both sides ran"
     )
 
 
-def rising_line(name: str, rising: Sequence[str], compared: int) -> str | None:
+def rising_line(name: str, rising: Sequence[str], compared: int, difference: str = "B − A") -> str | None:
     """How many of a side's ``compared`` runs were best at their last dev evaluation, in one line; None where none
     was."""
     if not rising:
@@ -390,23 +403,24 @@ def rising_line(name: str, rising: Sequence[str], compared: int) -> str | None:
     )
     return (
         f"{name}: {len(rising)} of {compared} runs best at their last dev evaluation ({', '.join(rising)}); "
-        f"{reading}: a longer schedule may change B − A"
+        f"{reading}: a longer schedule may change {difference}"
     )
 
 
 def print_comparison(result: CompareResult, console: Console) -> None:
     """The two sides, the runs left out, the runs best at their last dev evaluation, the table and the headline
     difference (``avg``, else the one task) in plain words."""
-    first = next(iter(result.differences.values()))
-    lines: list[str | None] = [side_line("A", result.a, result.seeds_a, result.variant_a)]
-    lines += [side_line("B", result.b, result.seeds_b, result.variant_b), left_out_line(result)]
-    lines += [rising_line("A", result.rising_a, first.n_a), rising_line("B", result.rising_b, first.n_b)]
+    first, a, b = next(iter(result.differences.values())), result.name_a, result.name_b
+    lines: list[str | None] = [side_line(a, result.a, result.seeds_a, result.variant_a)]
+    lines += [side_line(b, result.b, result.seeds_b, result.variant_b), left_out_line(result)]
+    lines += [rising_line(a, result.rising_a, first.n_a, f"{b} − {a}")]
+    lines += [rising_line(b, result.rising_b, first.n_b, f"{b} − {a}")]
     for line in lines:
         if line is not None:  # paths whole, unwrapped: they can be copied
             console.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(compare_table(result).to_rich())
     headline = AVERAGE if AVERAGE in result.differences else next(iter(result.differences))
-    console.print(f"{headline}: {result.differences[headline].sentence()}", highlight=False, markup=False)
+    console.print(f"{headline}: {result.differences[headline].sentence(a, b)}", highlight=False, markup=False)
 
 
 def run_compare(
@@ -424,10 +438,13 @@ def run_compare(
     variant_b: str | None = None,
 ) -> CompareResult:
     """``pcctune compare``: ``compare_runs``, or with ``bootstrap`` ``compare_models`` (whose options
-    ``data``, ``protocol``, ``seed`` and ``resamples`` are); print it and write it to ``output``."""
+    ``data``, ``protocol``, ``seed`` and ``resamples`` are); print it and write it to ``output``. A side given as
+    ``NAME=RUNS`` goes by that name."""
     console = console or plain_console()
     if output is not None:
         check_output_file(output)
+    (name_a, spec_a), (name_b, spec_b) = named(runs_a, "A"), named(runs_b, "B")
+    runs_a, runs_b = str(spec_a), str(spec_b)
     options = {"--data": data, "--protocol": protocol, "--seed": seed, "--resamples": resamples}
     if bootstrap:
         result = compare_models(
@@ -445,6 +462,7 @@ def run_compare(
         raise PcctuneError(f"{', '.join(given)}: options of --bootstrap (two models scored on the test pairs)")
     else:
         result = compare_runs(runs_a, runs_b, task, variant_a, variant_b)
+    result = result.model_copy(update={"name_a": name_a, "name_b": name_b})
     print_comparison(result, console)
     if output is not None:
         result.to_disk(output)

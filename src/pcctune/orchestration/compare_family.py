@@ -12,7 +12,6 @@ all of it has run: its comparisons not run yet count as untested.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from pcctune.io import check_output_file
 from pcctune.orchestration.compare import (
     AVERAGE,
     Runs,
+    named,
     rising_line,
     side_files,
     side_line,
@@ -37,19 +37,6 @@ from pcctune.provenance import library_versions
 from pcctune.results import FamilyComparison, FamilyResult
 
 SideScores = dict[int, float]
-
-
-NAMED = re.compile(r"([A-Za-z][\w.+-]*)=(.+)")
-"""A side given as ``NAME=RUNS`` (``cosent='runs/cosent-*'``): its name, then its runs."""
-
-
-def named(runs: Runs, default: str | None = None) -> tuple[str, Runs]:
-    """A side's name and its runs: ``NAME`` of ``NAME=RUNS``, else ``default``, else the runs as given."""
-    if isinstance(runs, str) and (found := NAMED.fullmatch(runs)):
-        return found[1], found[2]
-    if default is not None:
-        return default, runs
-    return str(runs) if isinstance(runs, str | Path) else ",".join(map(str, runs)), runs
 
 
 class Side:

@@ -1,6 +1,6 @@
 """Typed, versioned result records (in the spirit of MTEB's ``TaskResult``).
 
-Every result pcctune writes is one of five records, each tagged with ``kind`` and
+Every result pcctune writes is one of six records, each tagged with ``kind`` and
 ``schema_version``:
 
 - ``EvalResult``: one model evaluated (``pcctune eval``): STS and/or transfer scores with
@@ -13,7 +13,10 @@ Every result pcctune writes is one of five records, each tagged with ``kind`` an
   schema 5 whether its dev-best checkpoint was its last dev evaluation (``StageRecord.best_at_last_evaluation``);
 - ``BenchmarkResult``: rows of a benchmark script, each a label, STS scores and details;
 - ``AuditResult``: training pairs checked against the test sets at every leakage level;
-- ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict.
+- ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict
+  (schema 6 adds the sides' names, ``name_a`` and ``name_b``; "A" and "B" in a record written before);
+- ``FamilyResult``: several B − A on one task read as one family (Holm's decisions, Bonferroni's simultaneous
+  intervals), from schema 6.
 
 ``load_result`` reads any of them, including files written before records were typed
 (schema version 0), which are migrated on load. The CLI, ``report`` and the benchmarks read
@@ -33,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 Scores = dict[str, float]
 
 

@@ -162,14 +162,14 @@ RunsArgument = Annotated[
     str,
     typer.Argument(
         help="run folders or result files, comma-separated; a quoted glob such as 'runs/pearson-*' takes every match "
-        "(with --bootstrap: one model or one run folder)"
+        "(with --bootstrap: one model or one run folder); NAME=RUNS names the side (pearson='runs/pearson-*')"
     ),
 ]
 SidesArgument = Annotated[
     list[str],
     typer.Argument(
         help="B, as A; several Bs (each its own argument) are read as one family against A on --task (default avg): "
-        "Holm's decisions and Bonferroni's simultaneous intervals; there NAME=RUNS names a side (A too)",
+        "Holm's decisions and Bonferroni's simultaneous intervals",
         show_default=False,
     ),
 ]

@@ -3,8 +3,8 @@ trial, where a winning value sits in it, and the trials drawn across it.
 
 A comparison of methods gives each the same search over a space that holds each one's good region; a winner at the
 edge of the space may be held back by the space rather than by its method (`reproductions/leakage/README.md`:
-CoSENT's first winner, at the space's longest schedule, read below the base model; grown from 4 to 32 epochs it
-read level with the Pearson loss). ``edges`` finds such values, so ``pcctune sweep`` can say so.
+CoSENT's and AnglE's first winners, at the space's longest schedule, read below the base model; grown from 4 to 32
+epochs they read level with the Pearson loss). ``edges`` finds such values, so ``pcctune sweep`` can say so.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pcctune.evaluation.multiple import Corrected, holm_differences
 from pcctune.evaluation.report import family_plot
 from pcctune.evaluation.tables import Cell, ScoreTable
 from pcctune.io import check_output_file
-from pcctune.orchestration.compare import (
+from pcctune.orchestration.compare_sides import (
     AVERAGE,
     Runs,
     named,

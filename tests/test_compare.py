@@ -257,10 +257,11 @@ def test_compare_errors_are_one_line(tmp_path, capsys):
 
 def test_bootstrap_between_two_models_on_the_test_pairs(tiny_bert, tiny_mpnet, shared_senteval, tmp_path, capsys):
     out = tmp_path / "models.json"
-    args = ["compare", str(tiny_bert), str(tiny_mpnet), "--bootstrap", "--data", str(shared_senteval)]
+    args = ["compare", f"bert={tiny_bert}", str(tiny_mpnet), "--bootstrap", "--data", str(shared_senteval)]
     code, printed = run_cli([*args, "--resamples", "200", "--output", str(out)], capsys)
     assert code == 0, printed
     record = CompareResult.from_disk(out)
+    assert (record.name_a, record.name_b, record.a) == ("bert", "B", [str(tiny_bert)])  # NAME=MODEL names a model
     evaluated = pcctune.evaluate(build_model(str(tiny_bert)), data=shared_senteval).sts
     assert evaluated is not None
     assert record.mean_a == pytest.approx(evaluated, abs=1e-3)  # the scores pcctune eval gives

@@ -448,5 +448,5 @@ def test_a_grown_run_multiplies_the_last_stages_schedule_and_halves_only_its_lea
     assert halved == {"stages.1.warmup_ratio": 0.05, "stages.1.epochs": 12, "stages.1.learning_rate": 3e-5}
     assert all(parse(m.label) == m for m in [*FIRST_GROWTH, Multiple(8), Multiple(8, True)])
     growth = Growth.of(config, {Multiple(1): 0.80, Multiple(4): 0.81, Multiple(4, True): 0.82})
-    assert growth.chosen == "x4h" and growth.keys_set() == ["stages.1.epochs", "stages.1.learning_rate"]
+    assert growth.chosen == "x4h" and growth.grown_keys() == ["stages.1.epochs", "stages.1.learning_rate"]
     assert not growth.at_limit  # 4× leads: it grows to 8× before the sweep calls a limit

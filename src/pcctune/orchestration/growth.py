@@ -75,7 +75,7 @@ class Growth:
         scores = {multiple.label: dev for multiple, dev in tried.items()}
         return cls(schedule(config)[0], learning_rate_key(config), scores, leading(tried).label)
 
-    def keys_set(self) -> list[str]:
+    def grown_keys(self) -> list[str]:
         """The keys whose chosen values come from the growth rather than the search's space."""
         return [self.key] + ([self.rate_key] if parse(self.chosen).half_rate else [])
 

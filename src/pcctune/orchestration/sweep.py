@@ -296,7 +296,7 @@ def where_the_winner_sits(
     (still improving where the schedule stopped). A grown schedule (and a halved learning rate) is read from its
     growth, not its space."""
     at_edges = edges(
-        space, {key: value for key, value in params.items() if growth is None or key not in growth.keys_set()}
+        space, {key: value for key, value in params.items() if growth is None or key not in growth.grown_keys()}
     )
     lines = [f"{key} = {params[key]:g} sits at {where}" for key, where in at_edges.items()]
     limit = growth is not None and growth.at_limit

@@ -209,7 +209,7 @@ def grown_winners(by_cell: dict[str, list[dict[str, Any]]], levels: tuple[str, .
             if (runs := by_cell.get(f"minilm-{level}-{loss}")) and not isinstance(runs[0]["point"], int)
         ]
         if grown:
-            by_level.append(f"{' and '.join(grown)} at `{level}`")
+            by_level.append(f"{listed(grown)} at `{level}`")
     return f" and their growth where a winner binds ({'; '.join(by_level)})" if by_level else ""
 
 

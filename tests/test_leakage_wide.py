@@ -351,7 +351,7 @@ def test_the_front_page_takes_a_level_from_the_wide_search_once_it_is_complete(m
 
 
 def test_the_family_plot_draws_each_comparisons_interval_and_holms_around_it(tmp_path, monkeypatch):
-    import pcctune.plotting
+    import pcctune.evaluation.report as figures
 
     shifts = {"pearson": 0.0, "cosine_mse": 0.1, "cosent": -3.0, "angle": -2.0, "contrastive": -1.0}
     rows = [
@@ -361,7 +361,7 @@ def test_the_family_plot_draws_each_comparisons_interval_and_holms_around_it(tmp
     ]
     corrected = comparisons.family(rows, complete={"sentence"})
     drawn = {}
-    monkeypatch.setattr(pcctune.plotting, "save_figure", lambda figure, path: drawn.update(figure=figure, path=path))
+    monkeypatch.setattr(figures, "save_figure", lambda figure, path: drawn.update(figure=figure, path=path))
     report.family_plot(corrected, tmp_path / "wide.png")
     ax = drawn["figure"].axes[0]
     labels = [label.get_text() for label in ax.get_yticklabels()]

@@ -222,16 +222,15 @@ def compare_command(
     else a tie. With --bootstrap, two models scored on the same test pairs (a run folder's model as the run scored
     it), the interval from a paired bootstrap over the pairs (the test set's noise, not the seeds'). With several Bs,
     each B − A on one task, read as one family (Holm's decisions, Bonferroni's simultaneous intervals)."""
-    from pcctune.orchestration.compare import run_compare
+    from pcctune.orchestration.compare import bootstrap_flags, run_compare
 
-    bootstrapping = {"--bootstrap": bootstrap or None, "--data": data, "--protocol": protocol, "--seed": seed}
     variants = {"variant_a": variant_a or variant, "variant_b": variant_b or variant}
     if len(runs_b) == 1 and family_size is None and plot is None:
         run_compare(runs_a, runs_b[0], bootstrap, data, protocol, task, seed, resamples, output, console, **variants)
         return
     from pcctune.orchestration.compare_family import run_compare_family
 
-    if given := [flag for flag, value in {**bootstrapping, "--resamples": resamples}.items() if value is not None]:
+    if given := ["--bootstrap"] * bootstrap + bootstrap_flags(data, protocol, seed, resamples):
         raise PcctuneError(f"{', '.join(given)}: options of --bootstrap (two models); several Bs are runs over seeds")
     run_compare_family(runs_a, runs_b, task, family_size, output, console, plot=plot, **variants)
 

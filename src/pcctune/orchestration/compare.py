@@ -289,6 +289,12 @@ def print_comparison(result: CompareResult, console: Console) -> None:
     console.print(f"{headline}: {result.differences[headline].sentence(a, b)}", highlight=False, markup=False)
 
 
+def bootstrap_flags(data: Path | None, protocol: str | None, seed: int | None, resamples: int | None) -> list[str]:
+    """The options of ``--bootstrap`` alone (two models scored on the test pairs) that were given."""
+    options = {"--data": data, "--protocol": protocol, "--seed": seed, "--resamples": resamples}
+    return [flag for flag, value in options.items() if value is not None]
+
+
 def run_compare(
     runs_a: str,
     runs_b: str,
@@ -311,7 +317,6 @@ def run_compare(
         check_output_file(output)
     (name_a, spec_a), (name_b, spec_b) = named(runs_a, "A"), named(runs_b, "B")
     runs_a, runs_b = str(spec_a), str(spec_b)
-    options = {"--data": data, "--protocol": protocol, "--seed": seed, "--resamples": resamples}
     if bootstrap:
         result = compare_models(
             runs_a,
@@ -324,7 +329,7 @@ def run_compare(
             variant_a,
             variant_b,
         )
-    elif given := [flag for flag, value in options.items() if value is not None]:
+    elif given := bootstrap_flags(data, protocol, seed, resamples):
         raise PcctuneError(f"{', '.join(given)}: options of --bootstrap (two models scored on the test pairs)")
     else:
         result = compare_runs(runs_a, runs_b, task, variant_a, variant_b)

@@ -250,7 +250,13 @@ def test_compare_errors_are_one_line(tmp_path, capsys):
     code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/a-*,{only_sick}"], capsys)
     assert_one_line_error(code, printed, "two runs of seed 1")
     code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/a-*", "--task", "MR"], capsys)
-    assert_one_line_error(code, printed, "task 'MR' is not scored by every run")
+    assert_one_line_error(code, printed, "no run scored 'MR': name a task every run scored (--task)")
+    sick_seed9 = tmp_path / "sick9.json"
+    RunResult(protocol="p", data_dir="d", seed=9, config={}, sts_by_stage={"pcc": {"SICKRelatedness": 80.0}}).to_disk(
+        sick_seed9
+    )
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/a-*,{sick_seed9}", "--task", "STS12"], capsys)
+    assert_one_line_error(code, printed, f"{sick_seed9} scored 'STS12': name a task every run scored (--task)")
     code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/a-*", "--resamples", "500"], capsys)
     assert_one_line_error(code, printed, "--resamples: options of --bootstrap")
 

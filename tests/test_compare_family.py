@@ -81,7 +81,7 @@ def test_a_win_holm_calls_whose_simultaneous_interval_holds_zero_keeps_only_its_
     [
         (["--bootstrap"], "--bootstrap: options of --bootstrap (two models); several Bs are runs over seeds"),
         (["--resamples", "200"], "--resamples: options of --bootstrap"),
-        (["--task", "STS99"], "scored no STS99; name a task every run scored (--task)"),
+        (["--task", "STS99"], "no run scored 'STS99': name a task every run scored (--task)"),
         (["--family-size", "1"], "a family of 1 planned comparisons cannot hold 2 p-values"),
     ],
 )

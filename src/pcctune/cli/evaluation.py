@@ -211,7 +211,10 @@ def compare_command(
     seed: BootstrapSeedOption = None,
     resamples: ResamplesOption = None,
     output: Annotated[Path | None, typer.Option(help="write the comparison record (JSON) here")] = None,
-    plot: Annotated[Path | None, typer.Option(help="with several Bs: draw the family's intervals here (PNG)")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="draw each B − A with its intervals here (PNG); reads the Bs as a family, one B too"),
+    ] = None,
     variant: VariantOption = None,
     variant_a: Annotated[str | None, typer.Option(help="as --variant, for A alone")] = None,
     variant_b: Annotated[str | None, typer.Option(help="as --variant, for B alone (every B)")] = None,
@@ -220,8 +223,9 @@ def compare_command(
     difference with its 95 % interval over seeds (paired by seed where both sides share 2 or more, the runs of other
     seeds then left out and named, else Welch's) and a verdict: a win or a loss only where the interval excludes 0,
     else a tie. With --bootstrap, two models scored on the same test pairs (a run folder's model as the run scored
-    it), the interval from a paired bootstrap over the pairs (the test set's noise, not the seeds'). With several Bs,
-    each B − A on one task, read as one family (Holm's decisions, Bonferroni's simultaneous intervals)."""
+    it), the interval from a paired bootstrap over the pairs (the test set's noise, not the seeds'). With several Bs
+    (or one B with --family-size or --plot), each B − A on one task, read as one family (Holm's decisions,
+    Bonferroni's simultaneous intervals)."""
     from pcctune.orchestration.compare import bootstrap_flags, run_compare
 
     variants = {"variant_a": variant_a or variant, "variant_b": variant_b or variant}

@@ -71,7 +71,7 @@ def compare_runs(
     are the means over the paired seeds, and the runs of the other seeds are named in ``left_out``."""
     files_a, files_b = side_files(runs_a), side_files(runs_b)
     (a, rising_a), (b, rising_b) = side_scores(files_a, "A", variant_a), side_scores(files_b, "B", variant_b)
-    tasks = shared_tasks([scores for _, scores in [*a.values(), *b.values()]], task)
+    tasks = shared_tasks(dict([*a.values(), *b.values()]), task)
     paired = paired_seeds(a, b)
     used_a, used_b = ({seed: side[seed] for seed in paired} if paired else side for side in (a, b))
     return CompareResult(

@@ -12,7 +12,8 @@ all of it has run: its comparisons not run yet count as untested.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -29,6 +30,7 @@ from pcctune.orchestration.compare_sides import (
     Runs,
     named,
     rising_line,
+    shared_tasks,
     side_files,
     side_line,
     side_scores,
@@ -39,17 +41,28 @@ from pcctune.results import FamilyComparison, FamilyResult
 SideScores = dict[int, float]
 
 
+@dataclass(frozen=True)
 class Side:
     """One side's runs: each seed's score on the task compared, its run record, and the seeds whose compared stage
     was best at its last dev evaluation."""
 
-    def __init__(self, runs: Runs, name: str, task: str, variant: str | None) -> None:
-        found, self.rising = side_scores(side_files(runs), name, variant)
-        missing = [str(file) for file, scores in found.values() if task not in scores]
-        if missing:
-            raise PcctuneError(f"{name}: {', '.join(missing)} scored no {task}; name a task every run scored (--task)")
-        self.scores: SideScores = {seed: scores[task] for seed, (_, scores) in found.items()}
-        self.files = {seed: str(file) for seed, (file, _) in found.items()}
+    scores: SideScores
+    files: dict[int, str]
+    rising: set[int]
+
+
+def read_sides(sides: Mapping[str, Runs], task: str, variant: Mapping[str, str | None]) -> dict[str, Side]:
+    """Each named side's runs read from disk, every run checked to have scored ``task``."""
+    found = {name: side_scores(side_files(runs), name, variant[name]) for name, runs in sides.items()}
+    shared_tasks({file: scores for runs, _ in found.values() for file, scores in runs.values()}, task)
+    return {
+        name: Side(
+            scores={seed: scores[task] for seed, (_, scores) in runs.items()},
+            files={seed: str(file) for seed, (file, _) in runs.items()},
+            rising=rising,
+        )
+        for name, (runs, rising) in found.items()
+    }
 
 
 def comparison(name: str, name_a: str, a: Side, b: Side, found: Corrected) -> FamilyComparison:
@@ -87,8 +100,9 @@ def compare_family(
     if len(named_sides) != len(sides_b) or name_a in named_sides:
         raise PcctuneError("a family names each side once: give each B its own runs or its own NAME=RUNS")
     task = task or AVERAGE
-    a = Side(runs_a, name_a, task, variant_a)
-    sides = {name: Side(side, name, task, variant_b) for name, side in named_sides.items()}
+    variants = {name_a: variant_a} | dict.fromkeys(named_sides, variant_b)
+    sides = read_sides({name_a: runs_a, **named_sides}, task, variants)
+    a = sides.pop(name_a)
     for name, b in sides.items():
         if len(paired_seeds(a.scores, b.scores)) < MIN_PAIRED_SEEDS:
             raise PcctuneError(

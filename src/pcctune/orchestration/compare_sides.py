@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import glob
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -119,15 +119,19 @@ def side_scores(
     return runs, rising
 
 
-def shared_tasks(runs: Sequence[Scores], task: str | None) -> list[str]:
-    """The tasks every run scored, in the first run's order; only ``task`` where one is named."""
-    tasks = [name for name in runs[0] if all(name in scores for scores in runs)]
+def shared_tasks(runs: Mapping[Path, Scores], task: str | None) -> list[str]:
+    """The tasks every run (its record file and its scores) scored, in the first run's order; only ``task`` where
+    one is named, an error naming the runs that did not score it."""
+    scores = list(runs.values())
+    tasks = [name for name in scores[0] if all(name in run for run in scores)]
     if not tasks:
-        raise PcctuneError("the runs of A and B share no STS task: nothing to compare")
+        raise PcctuneError("the runs compared share no STS task: nothing to compare")
     if task is None:
         return tasks
     if task not in tasks:
-        raise PcctuneError(f"task {task!r} is not scored by every run; choose from {', '.join(tasks)}")
+        missing = [str(file) for file, run in runs.items() if task not in run]
+        which = "no run" if len(missing) == len(runs) else ", ".join(missing)
+        raise PcctuneError(f"{which} scored {task!r}: name a task every run scored (--task): {', '.join(tasks)}")
     return [task]
 
 

@@ -228,12 +228,15 @@ class Sweep:
             )
             tried[multiple] = grown, record.stages[-1].best_dev_spearman if record.stages else None
 
+        def dev_scores() -> dict[Multiple, float | None]:
+            return {multiple: dev for multiple, (_, dev) in tried.items()}
+
         for multiple in FIRST_GROWTH:
             grown_run(multiple)
-        further = leading({multiple: dev for multiple, (_, dev) in tried.items()}).grows_further
+        further = leading(dev_scores()).grows_further
         if further is not None:
             grown_run(further)
-        growth = Growth.of(config, {multiple: dev for multiple, (_, dev) in tried.items()})
+        growth = Growth.of(config, dev_scores())
         grown, score = tried[parse(growth.chosen)]
         self.console.print(growth.line())
         return grown, value if score is None else score, growth

@@ -91,36 +91,22 @@ def seed_difference(a: Mapping[int, float], b: Mapping[int, float], confidence: 
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise PcctuneError(f"{side}: the score of seed {seed} is {value!r}; a comparison needs finite numbers")
     shared = paired_seeds(a, b)
+    ends: tuple[float | None, float | None]
+    method: str | None
     if shared:
         differences = np.array([b[seed] - a[seed] for seed in shared], dtype=np.float64)
-        mean = float(differences.mean())
+        mean, n_a, n_b, method = float(differences.mean()), len(shared), len(shared), "paired t"
         ends = (mean, mean) if np.ptp(differences) == 0 else _ends(ttest_1samp(differences, 0.0), confidence)
-        return Difference(
-            mean=mean,
-            low=ends[0],
-            high=ends[1],
-            confidence=confidence,
-            method="paired t",
-            n_a=len(shared),
-            n_b=len(shared),
-        )
-    runs_a, runs_b = np.array(list(a.values()), dtype=np.float64), np.array(list(b.values()), dtype=np.float64)
-    mean = float(runs_b.mean() - runs_a.mean())
-    if min(len(runs_a), len(runs_b)) < 2:
-        return Difference(
-            mean=mean, low=None, high=None, confidence=confidence, method=None, n_a=len(runs_a), n_b=len(runs_b)
-        )
-    still = np.ptp(runs_a) == np.ptp(runs_b) == 0
-    ends = (mean, mean) if still else _ends(ttest_ind(runs_b, runs_a, equal_var=False), confidence)
-    return Difference(
-        mean=mean,
-        low=ends[0],
-        high=ends[1],
-        confidence=confidence,
-        method="Welch t",
-        n_a=len(runs_a),
-        n_b=len(runs_b),
-    )
+    else:
+        runs_a, runs_b = np.array(list(a.values()), dtype=np.float64), np.array(list(b.values()), dtype=np.float64)
+        mean, n_a, n_b, method = float(runs_b.mean() - runs_a.mean()), len(runs_a), len(runs_b), "Welch t"
+        if min(n_a, n_b) < 2:
+            ends, method = (None, None), None
+        elif np.ptp(runs_a) == np.ptp(runs_b) == 0:
+            ends = (mean, mean)
+        else:
+            ends = _ends(ttest_ind(runs_b, runs_a, equal_var=False), confidence)
+    return Difference(mean=mean, low=ends[0], high=ends[1], confidence=confidence, method=method, n_a=n_a, n_b=n_b)
 
 
 def _difference(statistic: Statistic) -> Callable[..., np.ndarray]:

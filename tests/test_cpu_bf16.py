@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from pcctune.modeling import cpu_bf16
-from pcctune.orchestration.pipeline import warn_bf16_on_cpu
+from pcctune.orchestration.run_checks import warn_bf16_on_cpu
 from pcctune.training.config import RunConfig
 from tests.conftest import one_step_stage2, run_cli
 

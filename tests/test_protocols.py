@@ -159,7 +159,8 @@ def test_sentence_max_tokens_needs_a_template(tiny_bert, tiny_llama, shared_sent
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
-    from pcctune.orchestration.pipeline import run_pipeline, validate_run
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.orchestration.run_checks import validate_run
     from pcctune.training.stage import training_lengths
 
     with pytest.raises(PcctuneError, match="sentence_max_tokens cuts the sentence before it fills the template"):

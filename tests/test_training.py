@@ -345,7 +345,7 @@ def test_a_run_is_resumed_only_on_the_data_its_recorded_scores_rest_on(tiny_bert
 
 
 def test_resume_checks_data_by_name_and_by_content_where_an_older_record_named_files_otherwise(tmp_path):
-    from pcctune.orchestration.pipeline import check_same_data
+    from pcctune.orchestration.run_checks import check_same_data
     from pcctune.results import RunResult
 
     def record(files: dict[str, str]) -> RunResult:

@@ -17,8 +17,9 @@ from sentence_transformers import SentenceTransformer
 
 import pcctune.evaluation.sts as sts_module
 from pcctune.data.sts import STSPair
-from pcctune.modeling.build import build_model
+from pcctune.modeling.build import build_model, resolve_source
 from pcctune.modeling.encoding import encode_texts, encode_unique
+from pcctune.modeling.prompts import check_prompt_name
 from pcctune.orchestration.encode import run_encode
 from pcctune.orchestration.evaluate import run_eval
 from pcctune.testing import SENTENCES
@@ -26,7 +27,7 @@ from pcctune.training.batching import plan_batches
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.dev import DevSTSEvaluator
 from pcctune.training.stage import training_arguments
-from tests.conftest import assert_one_line_error, run_cli, write_csv
+from tests.conftest import assert_one_line_error, one_step_stage2, run_cli, write_csv
 from tests.test_native_save import NO_PCCTUNE
 
 PROMPTS = {"query": "query: ", "other": "a different instruction: "}
@@ -145,16 +146,40 @@ def test_pcctune_encode_applies_the_prompt(prompted_bert):
     np.testing.assert_allclose(named, model.encode(TEXTS, prompt_name="other", convert_to_numpy=True), atol=1e-5)
 
 
-def test_an_unknown_prompt_name_is_one_line_and_writes_nothing(prompted_bert, tmp_path, capsys):
+def refuse_loading(*_: object, **__: object) -> None:
+    raise AssertionError("the model loaded before its prompt name was checked")
+
+
+def test_an_unknown_prompt_name_is_one_line_before_the_model_loads(
+    prompted_bert, shared_senteval, tmp_path, capsys, monkeypatch
+):
+    import pcctune.orchestration.encode as encode_module
+    import pcctune.orchestration.evaluate as evaluate_module
+    import pcctune.orchestration.pipeline as pipeline_module
+
+    for module in (encode_module, evaluate_module, pipeline_module):
+        monkeypatch.setattr(module, "build_model", refuse_loading)
+    refusal = "the model has no prompt named 'passage'; its prompts: query, document, other"
     out = tmp_path / "r.json"
     pairs = write_csv(tmp_path / "p.csv", [(a, b, i % 5) for i, (a, b) in enumerate(sentence_pairs(8))])
     args = ["eval", str(prompted_bert), "--pairs", str(pairs), "--prompt-name", "passage", "--output", str(out)]
-    code, output = run_cli(args, capsys)
-    errors = [line for line in output.splitlines() if line.startswith("error:")]
-    assert code == 2 and len(errors) == 1 and "'passage' not found" in errors[0], output  # after the model loaded
+    assert_one_line_error(*run_cli(args, capsys), refusal)
     assert not out.exists()
+    assert_one_line_error(*run_cli(["encode", str(prompted_bert), "a", "--prompt-name", "passage"], capsys), refusal)
+    config = tmp_path / "run.yaml"
+    run = {"model": str(prompted_bert), "data_dir": str(shared_senteval), "output_dir": str(tmp_path / "run")}
+    config.write_text(json.dumps(run | {"prompt_name": "passage", "stages": [one_step_stage2()]}), encoding="utf-8")
+    assert_one_line_error(*run_cli(["train", str(config)], capsys), refusal)
+    assert not (tmp_path / "run").exists()
     code, output = run_cli(["encode", str(prompted_bert), "a", "--prompt", "x", "--prompt-name", "query"], capsys)
     assert_one_line_error(code, output, "not both")
+
+
+@pytest.mark.parametrize("name", ["other", "document"])
+def test_a_prompt_name_the_model_loads_with_passes_the_early_check(prompted_bert, name):
+    """The saved prompts and those every SentenceTransformer starts with, as the loaded model holds them."""
+    assert name in loaded(prompted_bert).prompts
+    check_prompt_name(resolve_source(str(prompted_bert)), name)
 
 
 def test_training_passes_the_prompt_in_force_to_the_trainer():

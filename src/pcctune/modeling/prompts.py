@@ -16,9 +16,15 @@ the model then carries it into ``encode``, a save and the cache keys, which hash
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
 from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
+from pcctune.modeling.build import ModelSource
+from pcctune.modeling.saving import SENTENCE_TRANSFORMERS_CONFIG, is_saved_model
 
 GIVEN_PROMPT_NAME = "sts"
 """The name under which a prompt text given to ``use_prompt`` joins the model's ``prompts``, unless it already holds
@@ -32,8 +38,34 @@ def prompt_in_force(
     resolved by sentence-transformers itself; a name the model lacks is refused in one line."""
     try:
         return model._resolve_prompt(prompt, prompt_name)
-    except ValueError as error:
-        raise PcctuneError(f"{error} (prompt_name names one of the model's prompts)") from None
+    except ValueError:
+        raise no_such_prompt(str(prompt_name), model.prompts) from None
+
+
+def no_such_prompt(prompt_name: str, names: Iterable[str]) -> PcctuneError:
+    """The one-line refusal of a prompt name the model lacks, naming the prompts it has."""
+    return PcctuneError(f"the model has no prompt named {prompt_name!r}; its prompts: {', '.join(names) or 'none'}")
+
+
+def saved_prompt_names(folder: Path) -> list[str] | None:
+    """The prompt names a sentence-transformers model saved in ``folder`` loads with, read without loading it: those
+    every ``SentenceTransformer`` starts with (its ``_default_prompts``) and the folder's saved ``prompts``; ``None``
+    where the folder holds no saved model."""
+    if not is_saved_model(folder):
+        return None
+    settings = folder / SENTENCE_TRANSFORMERS_CONFIG
+    saved = json.loads(settings.read_text(encoding="utf-8")).get("prompts", {}) if settings.is_file() else {}
+    return list(dict.fromkeys([*SentenceTransformer._default_prompts, *saved]))
+
+
+def check_prompt_name(source: ModelSource, prompt_name: str | None) -> None:
+    """Refuse, before the model loads, a ``prompt_name`` its saved folder lacks. A model that is not a saved folder
+    here (a Hub id, a plain Hugging Face folder) is checked once it loads (``prompt_in_force``)."""
+    if prompt_name is None or source.origin == "hub":
+        return
+    names = saved_prompt_names(Path(source.path))
+    if names is not None and prompt_name not in names:
+        raise no_such_prompt(prompt_name, names)
 
 
 def check_prompt_choice(prompt: str | None, prompt_name: str | None) -> None:

@@ -16,6 +16,7 @@ from pcctune.losses.registry import resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import quantization_settings
 from pcctune.modeling.build import ModelSource, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
+from pcctune.modeling.prompts import check_prompt_name
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import check_stage_data
@@ -49,6 +50,7 @@ def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = 
     if source.origin != "local":  # a saved folder may carry a template: checked when scored
         protocol.check_model(config.template, config.model)
     check_sentence_cut(config, source)
+    check_prompt_name(source, config.prompt_name)
     quantization_settings(config.adapter)
     check_report_to(config.report_to)
     stages = [*config.stages[:-1], *compared_stages(config.stages[-1], compare)] if compare else config.stages

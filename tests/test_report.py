@@ -77,3 +77,27 @@ def test_a_run_record_of_schema_1_reads_its_scores_as_sts_by_stage(tmp_path):
     assert isinstance(record, RunResult) and record.sts_by_stage == {"pcc": {"STS12": 70.0, "avg": 70.0}}
     saved = json.loads(record.to_disk(tmp_path / "r.json").read_text())
     assert saved["schema_version"] == SCHEMA_VERSION and "sts" not in saved and saved["sts_by_stage"]
+
+
+def test_report_shows_each_comparison_record_with_its_table_and_verdict(tmp_path, capsys):
+    from tests.test_compare import write_runs
+
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", {"STS12": 1.0})
+    write_runs(tmp_path, "c", {})
+    a, b, c = (f"{tmp_path}/{side}-*" for side in "abc")
+    assert run_cli(["compare", a, f"pearson={b}", "--output", str(tmp_path / "two.json")], capsys)[0] == 0
+    family = ["compare", f"cosine={a}", f"pearson={b}", f"cosent={c}", "--output", str(tmp_path / "family.json")]
+    assert run_cli(family, capsys)[0] == 0
+    code, printed = run_cli(
+        ["report", str(tmp_path / "two.json"), str(tmp_path / "family.json"), "--output", str(tmp_path / "rep")], capsys
+    )
+    assert code == 0, printed
+    report = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert "## pearson − A, Spearman × 100 (two.json)" in report and "| STS12 |" in report
+    assert "\navg: " in report  # the headline difference in words
+    assert "## B − cosine on avg, Spearman × 100 (family.json)" in report
+    assert "- pearson − cosine: " in report and "- cosent − cosine: " in report
+    assert "Holm's decisions over the same family" in report
+    assert "![family](family_1.png)" in report and (tmp_path / "rep" / "family_1.png").stat().st_size > 1000
+    assert "## STS" not in report  # comparison records add no score rows

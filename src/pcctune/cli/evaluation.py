@@ -241,13 +241,14 @@ def compare_command(
 
 @app.command("report")
 def report_command(
-    runs: Annotated[list[Path], typer.Argument(help="result JSON files or run folders")],
+    runs: Annotated[list[Path], typer.Argument(help="result JSON files (eval, run or compare records) or run folders")],
     output: Annotated[Path, typer.Option(help="folder for report.md and plots")] = Path("runs/report"),
     scatter_model: Annotated[str | None, typer.Option(help="also plot predicted vs gold for this model")] = None,
     scatter_task: Annotated[str, typer.Option(help="task of the scatter plot")] = "STSBenchmark",
     data: DataOption = None,
 ) -> None:
-    """Turn result JSONs into a markdown table (with deltas to the first run) and plots."""
+    """Turn result JSONs into a markdown table (with deltas to the first run) and plots; each comparison record
+    (pcctune compare --output) adds its table and verdict."""
     from pcctune.orchestration.report import write_report
     from pcctune.paths import resolve_senteval_dir
 

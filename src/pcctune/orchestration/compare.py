@@ -273,20 +273,36 @@ def left_out_line(result: CompareResult) -> str | None:
     )
 
 
-def print_comparison(result: CompareResult, console: Console) -> None:
-    """The two sides, the runs left out, the runs best at their last dev evaluation, the table and the headline
-    difference (``avg``, else the one task) in plain words."""
+def comparison_lines(result: CompareResult) -> list[str]:
+    """The two sides, the runs left out and the runs best at their last dev evaluation, a line each."""
     first, a, b = next(iter(result.differences.values())), result.name_a, result.name_b
     lines: list[str | None] = [side_line(a, result.a, result.seeds_a, result.variant_a)]
     lines += [side_line(b, result.b, result.seeds_b, result.variant_b), left_out_line(result)]
     lines += [rising_line(a, result.rising_a, first.n_a, f"{b} − {a}")]
     lines += [rising_line(b, result.rising_b, first.n_b, f"{b} − {a}")]
-    for line in lines:
-        if line is not None:  # paths whole, unwrapped: they can be copied
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return [line for line in lines if line is not None]
+
+
+def headline(result: CompareResult) -> str:
+    """The headline difference (``avg``, else the one task) in plain words."""
+    task = AVERAGE if AVERAGE in result.differences else next(iter(result.differences))
+    return f"{task}: {result.differences[task].sentence(result.name_a, result.name_b)}"
+
+
+def print_comparison(result: CompareResult, console: Console) -> None:
+    """The two sides and their runs (``comparison_lines``), the table and the headline difference."""
+    for line in comparison_lines(result):  # paths whole, unwrapped: they can be copied
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(compare_table(result).to_rich())
-    headline = AVERAGE if AVERAGE in result.differences else next(iter(result.differences))
-    console.print(f"{headline}: {result.differences[headline].sentence(a, b)}", highlight=False, markup=False)
+    console.print(headline(result), highlight=False, markup=False)
+
+
+def comparison_markdown(result: CompareResult, source: str) -> list[str]:
+    """The comparison as ``print_comparison`` shows it, as markdown lines under a heading naming ``source`` (its
+    record's file; ``pcctune report``)."""
+    table = compare_table(result)
+    sides = [f"- {line}" for line in comparison_lines(result)]
+    return [f"## {table.title} ({source})", "", *sides, "", table.to_markdown(), "", headline(result), ""]
 
 
 def bootstrap_flags(data: Path | None, protocol: str | None, seed: int | None, resamples: int | None) -> list[str]:

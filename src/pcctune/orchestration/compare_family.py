@@ -132,8 +132,8 @@ def family_table(result: FamilyResult) -> ScoreTable:
     rows: dict[str, dict[str, Cell]] = {}
     for name, found in result.comparisons.items():
         rows[name] = {
-            result.name_a: found.mean_a,
-            "B": found.mean_b,
+            f"{result.name_a} (mean)": found.mean_a,
+            "B (mean)": found.mean_b,
             f"B − {result.name_a}": f"{found.plain.mean:+.2f}",
             "seeds": len(found.seeds),
             "95 % (uncorrected)": f"[{found.plain.low:+.2f}, {found.plain.high:+.2f}]",
@@ -145,8 +145,8 @@ def family_table(result: FamilyResult) -> ScoreTable:
     return ScoreTable.from_rows(rows, title=f"B − {result.name_a} on {result.task}, Spearman × 100", first_column="B")
 
 
-def print_family(result: FamilyResult, console: Console) -> None:
-    """A and each B, the runs best at their last dev evaluation, the table, then each B's decision in words."""
+def family_lines(result: FamilyResult) -> list[str]:
+    """A and each B, the runs left out and the runs best at their last dev evaluation, a line each."""
     lines: list[str | None] = [side_line(result.name_a, result.a, result.seeds_a, result.variant_a)]
     lines.append(rising_line(result.name_a, result.rising_a, len(result.seeds_a)))
     for name, found in result.comparisons.items():
@@ -156,13 +156,50 @@ def print_family(result: FamilyResult, console: Console) -> None:
                 f"left out of {name} − A: {', '.join(found.left_out)} (no run of their seed on the other side)"
             )
         lines.append(rising_line(name, found.rising_b, len(found.seeds)))
-    for line in lines:
-        if line is not None:
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return [line for line in lines if line is not None]
+
+
+def decision_lines(result: FamilyResult) -> list[str]:
+    """The intervals' method, then each B's decision in words."""
+    decisions = [f"{name} − {result.name_a}: {found.decision}" for name, found in result.comparisons.items()]
+    return [f"intervals: {result.method}; Holm's decisions over the same family", *decisions]
+
+
+def print_family(result: FamilyResult, console: Console) -> None:
+    """A and each B (``family_lines``), the table, then each B's decision in words."""
+    for line in family_lines(result):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(family_table(result).to_rich())
-    console.print(f"intervals: {result.method}; Holm's decisions over the same family", highlight=False)
-    for name, found in result.comparisons.items():
-        console.print(f"{name} − {result.name_a}: {found.decision}", highlight=False, markup=False, soft_wrap=True)
+    for line in decision_lines(result):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def draw_family(result: FamilyResult, path: Path) -> Path:
+    """Each B − A with its uncorrected and its simultaneous interval, one row each (a forest)."""
+    drawn = {f"{name} − {result.name_a}": (f.plain, f.simultaneous) for name, f in result.comparisons.items()}
+    title = f"{result.task}: 95 % (thick), {result.method} (thin)"
+    return family_plot(drawn, path, title, xlabel=f"B − {result.name_a}, Spearman × 100 over paired seeds")
+
+
+def family_markdown(result: FamilyResult, source: str, plot: Path) -> list[str]:
+    """The family as ``print_family`` shows it, as markdown lines under a heading naming ``source`` (its record's
+    file), with its forest drawn to ``plot`` (``pcctune report``)."""
+    table = family_table(result)
+    sides = [f"- {line}" for line in family_lines(result)]
+    decisions = [f"- {line}" for line in decision_lines(result)]
+    figure = draw_family(result, plot).name
+    return [
+        f"## {table.title} ({source})",
+        "",
+        *sides,
+        "",
+        table.to_markdown(),
+        "",
+        *decisions,
+        "",
+        f"![family]({figure})",
+        "",
+    ]
 
 
 def run_compare_family(
@@ -184,9 +221,7 @@ def run_compare_family(
     result = compare_family(runs_a, sides_b, task, family_size, variant_a, variant_b)
     print_family(result, console)
     if plot is not None:
-        drawn = {f"{name} − {result.name_a}": (f.plain, f.simultaneous) for name, f in result.comparisons.items()}
-        title = f"{result.task}: 95 % (thick), {result.method} (thin)"
-        family_plot(drawn, plot, title, xlabel=f"B − {result.name_a}, Spearman × 100 over paired seeds")
+        draw_family(result, plot)
         console.print(f"plot -> {plot}", highlight=False, markup=False)
     if output is not None:
         result.to_disk(output)

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pcctune.errors import PcctuneError, first_refusal
-from pcctune.orchestration.report import result_files
+from pcctune.orchestration.records import result_files
 from pcctune.results import RunResult, Scores
 from pcctune.training.config import RunConfig
 

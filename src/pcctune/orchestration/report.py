@@ -1,4 +1,5 @@
-"""``pcctune report``: result records → a markdown report with tables (deltas to the first run) and plots."""
+"""``pcctune report``: result records → a markdown report with tables (deltas to the first run) and plots, and the
+tables and verdicts of the comparison records among them (``pcctune compare --output``)."""
 
 from __future__ import annotations
 
@@ -12,29 +13,13 @@ from pcctune.evaluation.protocols import senteval_text
 from pcctune.evaluation.report import bar_plot, scatter_plot
 from pcctune.evaluation.tables import ScoreTable, interval_table
 from pcctune.io import check_output_folder, write_text
-from pcctune.orchestration.run_folder import RESULTS
-from pcctune.results import AnyResult, EvalResult, RunResult, TaskScore, load_result
+from pcctune.orchestration.compare import comparison_markdown
+from pcctune.orchestration.compare_family import family_markdown
+from pcctune.orchestration.records import load_records
+from pcctune.results import AnyResult, CompareResult, EvalResult, FamilyResult, RunResult, TaskScore
 
 Section = dict[str, dict[str, float]]
 SECTIONS = (("sts", "STS (Spearman × 100; deltas vs the first row)"), ("transfer", "Transfer (accuracy)"))
-
-
-def result_files(path: Path) -> list[Path]:
-    """A result file, a run folder's ``results.json``, or every JSON of a folder."""
-    if path.is_file():
-        return [path]
-    if path.is_dir():
-        if (path / RESULTS).is_file():
-            return [path / RESULTS]
-        files = sorted(path.glob("*.json"))
-        if files:
-            return files
-    raise PcctuneError(f"no result JSON at {path}")
-
-
-def load_records(paths: list[Path]) -> list[tuple[Path, AnyResult]]:
-    """Every result record of the files and folders given, with its file."""
-    return [(file, load_result(file)) for path in paths for file in result_files(path)]
 
 
 def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
@@ -47,8 +32,8 @@ def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
                 runs[f"{prefix}: {label}"] = {"sts": values}
         elif isinstance(record, EvalResult) and record.sections():
             runs[eval_label(record, file, runs)] = record.sections()
-        else:
-            raise PcctuneError(f"{file}: no 'sts' or 'transfer' results in it")
+        elif not isinstance(record, CompareResult | FamilyResult):  # each its own section: comparison_sections
+            raise PcctuneError(f"{file}: no 'sts' or 'transfer' results and no comparison in it")
     return runs
 
 
@@ -84,8 +69,23 @@ def model_scatter(model_spec: str, task_name: str, senteval_dir: Path, path: Pat
     return scatter_plot(cosines, gold, f"{model_spec} on {task_name}", path)
 
 
+def comparison_sections(records: list[tuple[Path, AnyResult]], output: Path) -> list[str]:
+    """A section per ``pcctune compare`` record read: its sides, table and verdict (a family's forest drawn as
+    ``family_<n>.png``)."""
+    parts: list[str] = []
+    families = 0
+    for file, record in records:
+        if isinstance(record, CompareResult):
+            parts += comparison_markdown(record, file.name)
+        elif isinstance(record, FamilyResult):
+            families += 1
+            parts += family_markdown(record, file.name, output / f"family_{families}.png")
+    return parts
+
+
 def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path] | None = None) -> str:
-    """Write ``output/report.md`` with a table and a bar plot per section (and a scatter plot); return it."""
+    """Write ``output/report.md`` with a table and a bar plot per section, each comparison record's table and verdict
+    (and a scatter plot); return it."""
     check_output_folder(output)
     records = load_records(paths)
     runs = runs_of(records)
@@ -99,6 +99,7 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
     for label, scores in collect_intervals(records).items():
         table = interval_table(scores, first_column="test set").to_markdown()
         parts += [f"## {label}: your pairs with their bootstrap intervals (× 100)", "", table, ""]
+    parts += comparison_sections(records, output)
     if scatter is not None:
         model, task, senteval = scatter
         plot = model_scatter(model, task, senteval, output / "scatter.png")

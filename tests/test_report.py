@@ -10,7 +10,8 @@ import pytest
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.report import scatter_plot
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.orchestration.report import load_records, runs_of, section_rows
+from pcctune.orchestration.records import load_records
+from pcctune.orchestration.report import runs_of, section_rows
 from pcctune.results import EvalResult, RunResult
 from tests.conftest import run_cli
 

@@ -8,9 +8,11 @@ import json
 import pytest
 import torch
 import yaml
+from rich.console import Console
 from torch import nn
 
 import pcctune.training.stage as stage_module
+from pcctune.training.health import SKIPPED
 from tests.conftest import assert_one_line_error, pairs_jsonl, run_cli, tiny_run
 
 BAD_STEP = 3
@@ -78,9 +80,15 @@ def test_skip_drops_the_bad_batches_and_finishes(diverging, tiny_llama, mini_sen
     out = tmp_path / "run"
     pairs = pairs_jsonl(tmp_path / "pairs.jsonl")
     config = tiny_run(tiny_llama, mini_senteval, pairs, out, learning_rate=1e-3, on_nonfinite="skip", dev="none")
-    run_pipeline(RunConfig.model_validate(config))
+    console = Console(record=True, width=400)
+    record = run_pipeline(RunConfig.model_validate(config), console=console)
     final = stage_module.SentenceTransformer(str(out / "stage1-pcc" / "final"))
     assert all(torch.isfinite(p).all() for p in final.parameters())
+    skipped = config["stages"][0]["max_steps"] - BAD_STEP + 1  # every step from the bad one on
+    assert record.stages[0].skipped_steps == skipped
+    assert f"{skipped} steps skipped for a non-finite loss or gradient" in console.export_text()
+    history = json.loads((out / "stage1-pcc" / "log_history.json").read_text())
+    assert [row["step"] for row in history if SKIPPED in row] == list(range(BAD_STEP, BAD_STEP + skipped))
 
 
 def test_a_second_writer_is_refused_and_a_stale_lock_is_taken_over(tiny_llama, mini_senteval, tmp_path, caplog):

@@ -10,7 +10,8 @@ Every result pcctune writes is one of six records, each tagged with ``kind`` and
   (schema 3; a record written before has neither, and loads with both empty), and one ``SourceLeakage`` per
   source a stage trains or selects on (``leakage_audit``; empty in a record written before it); schema 4 adds
   each stage's starting dev score (``StageRecord.start_dev_spearman``; ``None`` in a record written before), and
-  schema 5 whether its dev-best checkpoint was its last dev evaluation (``StageRecord.best_at_last_evaluation``);
+  schema 5 whether its dev-best checkpoint was its last dev evaluation (``StageRecord.best_at_last_evaluation``),
+  schema 7 the steps ``on_nonfinite: skip`` dropped (``StageRecord.skipped_steps``);
 - ``BenchmarkResult``: rows of a benchmark script, each a label, STS scores and details;
 - ``AuditResult``: training pairs checked against the test sets at every leakage level;
 - ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict
@@ -36,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 Scores = dict[str, float]
 
 
@@ -245,6 +246,11 @@ class StageRecord(BaseModel):
         description="whether best_checkpoint is the stage's last dev evaluation: its dev score may still have been "
         "rising, so a search that stopped the schedule there has not seen its peak (None before schema 5, or "
         "without a dev set)",
+    )
+    skipped_steps: int | None = Field(
+        None,
+        description="the steps on_nonfinite: skip dropped for a non-finite loss or gradient: they applied nothing "
+        "(None before schema 7)",
     )
     final_dir: str
     plot: str

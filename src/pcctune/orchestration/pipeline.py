@@ -60,7 +60,7 @@ from pcctune.training.checkpoints import FINAL, TRAINER_STATE
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import stage2_set
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
-from pcctune.training.health import NonFiniteTraining
+from pcctune.training.health import NonFiniteTraining, skipped_steps
 from pcctune.training.stage import StageResult, continued_model, run_stage
 from pcctune.training.start import start_beaten
 
@@ -282,6 +282,7 @@ class Pipeline:
             checkpoint=from_here,
             keep_last=index + 1 < len(stages) and stages[index + 1].init == "final",
         )
+        skipped = skipped_steps(result.log_history)
         self.result.stages.append(
             StageRecord(
                 stage=stage.name + suffix,
@@ -293,6 +294,7 @@ class Pipeline:
                 best_dev_spearman=result.best_dev,
                 start_dev_spearman=result.start_dev,
                 best_at_last_evaluation=result.best_at_last_evaluation,
+                skipped_steps=skipped,
                 final_dir=str(result.final_dir),
                 plot=str(result.plot),
                 wall_time_s=result.cost.seconds,
@@ -308,6 +310,7 @@ class Pipeline:
         self.console.print(
             f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
             f"{dev_line(result, stage.keep_start_if_best)}"
+            + (f"; {skipped} steps skipped for a non-finite loss or gradient (on_nonfinite: skip)" if skipped else "")
         )
         return stage_dir
 

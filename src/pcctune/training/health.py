@@ -8,8 +8,9 @@ optimizer step (a non-finite loss gives non-finite gradients too):
 - ``on_nonfinite: stop`` (default) raises ``NonFiniteTraining``, naming the step: the stage writes
   no final model and no results, its last checkpoint (saved before the bad step) is kept, and the run
   may be resumed with a lower learning rate (``pcctune.orchestration.run_folder``);
-- ``on_nonfinite: skip`` drops that batch's gradients (the optimizer skips parameters without one) and
-  counts the skipped steps.
+- ``on_nonfinite: skip`` drops that batch's gradients (the optimizer skips parameters without one) and logs the
+  step in the trainer's log history (``SKIPPED``), which checkpoints keep and a resume restores, so the stage's
+  record counts every skipped step once (``skipped_steps``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from transformers import TrainerCallback
 from pcctune.errors import PcctuneError
 
 OnNonFinite = Literal["stop", "skip"]
+SKIPPED = "nonfinite_skipped"
+"""The key of the trainer's log row that ``on_nonfinite: skip`` writes for each step it dropped."""
 
 
 class NonFiniteTraining(PcctuneError):
@@ -47,7 +50,6 @@ class NonFiniteGuard(TrainerCallback):
 
     def __init__(self, parameters: list[nn.Parameter], stage: str, policy: OnNonFinite = "stop") -> None:
         self.parameters, self.stage, self.policy = parameters, stage, policy
-        self.skipped = 0
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if finite_gradients(self.parameters):
@@ -56,4 +58,9 @@ class NonFiniteGuard(TrainerCallback):
             raise NonFiniteTraining(self.stage, state.global_step + 1)
         for parameter in self.parameters:
             parameter.grad = None
-        self.skipped += 1
+        state.log_history.append({SKIPPED: 1, "step": state.global_step + 1})
+
+
+def skipped_steps(history: list[dict[str, Any]]) -> int:
+    """How many steps ``on_nonfinite: skip`` dropped, from the trainer's log ``history``."""
+    return sum(1 for row in history if SKIPPED in row)

@@ -188,8 +188,8 @@ def test_the_card_says_when_a_stage_was_best_at_its_last_dev_evaluation(tmp_path
         {"model": "all-MiniLM-L6-v2", "stages": [{"name": "pcc", "loss": "pearson", "data": {"source": "stage2"}}]}
     )
 
-    def section(at_last: bool) -> str:
-        stage = stage_record(at_last, best_dev_spearman=0.82, dev_pairs={"sick-trial": 491})
+    def section(at_last: bool, skipped: int | None = None) -> str:
+        stage = stage_record(at_last, best_dev_spearman=0.82, dev_pairs={"sick-trial": 491}, skipped_steps=skipped)
         record = RunResult(
             protocol="simcse-senteval",
             data_dir="data",
@@ -202,3 +202,5 @@ def test_the_card_says_when_a_stage_was_best_at_its_last_dev_evaluation(tmp_path
 
     said = "the best was its last dev evaluation, so a longer schedule may score higher"
     assert said in section(True) and said not in section(False)
+    skipped = "3 steps skipped for a non-finite loss or gradient"
+    assert skipped in section(False, 3) and "skipped" not in section(False, 0) + section(False)

@@ -129,7 +129,8 @@ def _audit_lines(result: RunResult) -> list[str]:
 
 
 def _selection_lines(result: RunResult) -> list[str]:
-    """Per stage: the dev parts that chose its checkpoint (pairs kept by the leakage filter) and the filter itself."""
+    """Per stage: the dev parts that chose its checkpoint (pairs kept by the leakage filter), the steps it skipped
+    (``on_nonfinite: skip``) and the filter itself."""
     lines = []
     for stage in result.stages:
         dev = ", ".join(f"`{part}` ({pairs} pairs)" for part, pairs in stage.dev_pairs.items()) or "none"
@@ -138,6 +139,8 @@ def _selection_lines(result: RunResult) -> list[str]:
             line += "; no checkpoint scored above the model it started from there, so training did not help on dev"
         if stage.best_at_last_evaluation:
             line += "; the best was its last dev evaluation, so a longer schedule may score higher"
+        if stage.skipped_steps:
+            line += f"; {stage.skipped_steps} steps skipped for a non-finite loss or gradient (`on_nonfinite: skip`)"
         filter_ = stage.leakage_filter
         if filter_ and filter_["level"] == "none":
             line += "; training pairs kept whole (`leakage: none`)"

@@ -68,10 +68,13 @@ def check_prompt_name(source: ModelSource, prompt_name: str | None) -> None:
         raise no_such_prompt(prompt_name, names)
 
 
-def check_prompt_choice(prompt: str | None, prompt_name: str | None) -> None:
-    """Refuse a prompt text and a prompt name together (before any model loads)."""
+def check_prompt_choice(prompt: str | None, prompt_name: str | None, source: ModelSource | None = None) -> None:
+    """Refuse a prompt text and a prompt name together, and a name the model from ``source`` lacks where its saved
+    folder says so (``check_prompt_name``), before any model loads."""
     if prompt is not None and prompt_name is not None:
         raise PcctuneError("give a prompt or a prompt_name, not both")
+    if source is not None:
+        check_prompt_name(source, prompt_name)
 
 
 def use_prompt(

@@ -32,7 +32,7 @@ from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.fingerprint import computation_key
-from pcctune.modeling.prompts import check_prompt_choice, check_prompt_name, prompt_in_force, use_prompt
+from pcctune.modeling.prompts import check_prompt_choice, prompt_in_force, use_prompt
 from pcctune.modeling.quantization import FOUR_BIT_TYPES, FourBitType
 from pcctune.modeling.template import model_template
 from pcctune.modeling.vector_store import VectorStore
@@ -201,8 +201,7 @@ def run_eval(
     """Evaluate ``model_spec`` (with ``adapter``) on ``tasks`` or your own ``pairs`` under its prompt (or ``prompt`` /
     ``prompt_name``) as ``model.encode`` reads it; checked before encoding, written atomically once complete."""
     started = time.perf_counter()
-    check_prompt_choice(prompt, prompt_name)
-    check_prompt_name(resolve_source(model_spec), prompt_name)
+    check_prompt_choice(prompt, prompt_name, resolve_source(model_spec))
     with writing_output(output):
         own = load_pair_sets(pairs, columns, split) if pairs else []
         senteval, sts_tasks, transfer_tasks = eval_tasks(data, tasks, protocol, own)

@@ -134,6 +134,38 @@ def load_for_evaluation(config: RunConfig, final: Path) -> SentenceTransformer:
     return build_model(str(final), dtype=config.dtype, full_precision_base=eval_precision(config) == "16bit")
 
 
+def stage_record(
+    stage: StageConfig,
+    suffix: str,
+    source: str | None,
+    result: StageResult,
+    model: SentenceTransformer,
+    senteval: Path,
+) -> StageRecord:
+    """The record of a stage trained (``result``; ``source``: the model it continued, ``None`` for the base)."""
+    return StageRecord(
+        stage=stage.name + suffix,
+        loss=stage.loss,
+        init=None if source is None else stage.init,
+        train_examples=result.examples,
+        trainable_fraction=round(trainable_fraction(model), 6),
+        best_checkpoint=result.best_checkpoint,
+        best_dev_spearman=result.best_dev,
+        start_dev_spearman=result.start_dev,
+        best_at_last_evaluation=result.best_at_last_evaluation,
+        skipped_steps=skipped_steps(result.log_history),
+        final_dir=str(result.final_dir),
+        plot=str(result.plot),
+        wall_time_s=result.cost.seconds,
+        cpu_time_s=result.cost.cpu_seconds,
+        peak_memory_mb=result.cost.peak_memory_mb,
+        memory_kind=result.memory_kind,
+        sessions=result.cost.sessions,
+        dev_pairs={part: len(pairs) for part, pairs in stage_dev_parts(stage, senteval).items()},
+        leakage_filter=leakage_filter(stage, senteval),
+    )
+
+
 @dataclass
 class Pipeline:
     """One run of ``config``: the stages in order, an STS evaluation after each, one ``RunResult``.
@@ -282,35 +314,13 @@ class Pipeline:
             checkpoint=from_here,
             keep_last=index + 1 < len(stages) and stages[index + 1].init == "final",
         )
-        skipped = skipped_steps(result.log_history)
-        self.result.stages.append(
-            StageRecord(
-                stage=stage.name + suffix,
-                loss=stage.loss,
-                init=None if source is None else stage.init,
-                train_examples=result.examples,
-                trainable_fraction=round(trainable_fraction(model), 6),
-                best_checkpoint=result.best_checkpoint,
-                best_dev_spearman=result.best_dev,
-                start_dev_spearman=result.start_dev,
-                best_at_last_evaluation=result.best_at_last_evaluation,
-                skipped_steps=skipped,
-                final_dir=str(result.final_dir),
-                plot=str(result.plot),
-                wall_time_s=result.cost.seconds,
-                cpu_time_s=result.cost.cpu_seconds,
-                peak_memory_mb=result.cost.peak_memory_mb,
-                memory_kind=result.memory_kind,
-                sessions=result.cost.sessions,
-                dev_pairs={part: len(pairs) for part, pairs in stage_dev_parts(stage, self.senteval).items()},
-                leakage_filter=leakage_filter(stage, self.senteval),
-            )
-        )
+        record = stage_record(stage, suffix, source, result, model, self.senteval)
+        self.result.stages.append(record)
         self.record()
+        skipped = f"; {record.skipped_steps} steps skipped for a non-finite loss or gradient (on_nonfinite: skip)"
         self.console.print(
-            f"stage {stage.name}{suffix}: {result.examples} training examples ({stage.loss}); "
-            f"{dev_line(result, stage.keep_start_if_best)}"
-            + (f"; {skipped} steps skipped for a non-finite loss or gradient (on_nonfinite: skip)" if skipped else "")
+            f"stage {record.stage}: {result.examples} training examples ({stage.loss}); "
+            f"{dev_line(result, stage.keep_start_if_best)}{skipped if record.skipped_steps else ''}"
         )
         return stage_dir
 

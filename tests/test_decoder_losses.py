@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from reproductions.decoder_losses import decoder_losses as grid
+from reproductions.decoder_losses import design, tables
 
 from pcctune.results import BenchmarkResult, RunResult
 
@@ -36,19 +37,19 @@ def _args(out: Path) -> argparse.Namespace:
 def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(quick):
     records = quick / "records"
     stage1 = RunResult.from_disk(records / "stage1.json")
-    assert stage1.seed == grid.STAGE1_SEED and stage1.config["stages"][0]["dev"] == "none"
+    assert stage1.seed == design.STAGE1_SEED and stage1.config["stages"][0]["dev"] == "none"
     assert list(stage1.sts_by_stage) == ["contrastive-nli"]  # scored on the test sets, not before training
-    assert {key: stage1.config[key] for key in grid.SPEED} == grid.SPEED
+    assert {key: stage1.config[key] for key in design.SPEED} == design.SPEED
     model = str(quick / "runs" / "stage1" / "stage1-contrastive-nli" / "final")
     recipe_rate = 5.0e-4
     search = [RunResult.from_disk(path) for path in sorted((records / "search").glob("*.json"))]
     assert len(search) == 2 * 2  # --quick: Pearson and cosine-MSE at the recipe's rate and half of it
-    assert grid.SEARCH_SEED not in grid.TEST_SEEDS
+    assert design.SEARCH_SEED not in design.TEST_SEEDS
     for run in search:
         stage = run.config["stages"][0]
-        assert run.seed == grid.SEARCH_SEED and run.sts_by_stage == {}  # no test set read while searching
+        assert run.seed == design.SEARCH_SEED and run.sts_by_stage == {}  # no test set read while searching
         assert run.config["model"] == model and stage["data"]["leakage"] == "pair"
-        assert {key: run.config[key] for key in grid.SPEED} == grid.SPEED  # every run alike, stage 1 too
+        assert {key: run.config[key] for key in design.SPEED} == design.SPEED  # every run alike, stage 1 too
         assert stage["learning_rate"] in (recipe_rate, recipe_rate / 2) and run.stages[0].best_dev_spearman is not None
     for loss in ("pearson", "cosine_mse"):
         tried = {
@@ -77,7 +78,7 @@ def test_the_table_and_verdict_come_from_the_records(quick):
     verdict = table[table.index("\n**") + 1 :]
     assert verdict.startswith("**not decided yet**") and "- Pearson − cosine-MSE = " in verdict
     assert "over 2 paired seeds" in verdict and (quick / "decoder_losses.png").stat().st_size > 0
-    assert grid.table([], {"search": [], "rates": [5e-4], "search_seed": 101}).count("not run yet") >= 4
+    assert tables.table([], {"search": [], "rates": [5e-4], "search_seed": 101}).count("not run yet") >= 4
 
 
 def test_a_second_run_plans_nothing_and_a_lost_stage_one_is_built_again_only_when_runs_remain(quick, tmp_path):
@@ -101,30 +102,30 @@ def _rows(kind: str, averages: list[float]) -> list[dict]:
 def test_the_verdict_is_held_only_where_pearson_beats_both_and_a_tie_where_the_interval_holds_0():
     pearson = _rows("pearson", [75.0, 75.5, 76.0])
     cosine_below, cosent_below = _rows("cosine_mse", [74.0, 74.4, 75.1]), _rows("cosent", [73.0, 73.6, 73.9])
-    held = grid.verdict([*pearson, *cosine_below, *cosent_below])
+    held = tables.verdict([*pearson, *cosine_below, *cosent_below])
     assert held[0].startswith("**held**") and any(
         line.startswith("- stage 1 + Pearson (Pcc) − its stage 1 = +5.50 [") for line in held
     )
     tied = _rows("cosine_mse", [75.5, 75.0, 76.2])  # Pearson − it: −0.5, +0.5, −0.2
-    not_held = grid.verdict([*pearson, *tied, *cosent_below])
+    not_held = tables.verdict([*pearson, *tied, *cosent_below])
     assert not_held[0] == "**not held**: Pearson's stage 2 does not beat both: a tie with cosine-MSE."
     assert not_held[1].startswith("- Pearson − cosine-MSE = -0.07 [") and not_held[1].endswith(": a tie")
     cosent_above = _rows("cosent", [76.0, 76.4, 77.1])
-    assert grid.verdict([*pearson, *cosine_below, *cosent_above])[0].endswith(": CoSENT above it.")
-    assert grid.verdict([*pearson, *cosine_below])[0].startswith("**not decided yet**")
-    assert grid.verdict([])[0].startswith("**not run yet**")
+    assert tables.verdict([*pearson, *cosine_below, *cosent_above])[0].endswith(": CoSENT above it.")
+    assert tables.verdict([*pearson, *cosine_below])[0].startswith("**not decided yet**")
+    assert tables.verdict([])[0].startswith("**not run yet**")
 
 
 def test_stage_one_under_the_speed_settings_is_read_against_decoder_fulls_build_before_them():
     before = {"label": "stage1_before_speed", "sts": {"avg": 74.0572}}
-    assert grid.speed_check([{"label": "stage1", "sts": {"avg": 74.09}}, before]) == [
+    assert tables.speed_check([{"label": "stage1", "sts": {"avg": 74.09}}, before]) == [
         "- stage 1 built under the speed settings: 74.09 against 74.06 for decoder_full's build before them, +0.03: "
         "within the 0.05 this claim allows"
     ]
-    assert grid.speed_check([{"label": "stage1", "sts": {"avg": 73.98}}, before])[0].endswith(
+    assert tables.speed_check([{"label": "stage1", "sts": {"avg": 73.98}}, before])[0].endswith(
         "-0.08: outside the 0.05 this claim allows"
     )
-    assert grid.speed_check([before]) == []
+    assert tables.speed_check([before]) == []
 
 
 def test_the_test_seeds_run_one_seed_at_a_time_every_loss_of_a_seed_in_turn(quick, tmp_path):
@@ -140,14 +141,16 @@ def test_the_test_seeds_run_one_seed_at_a_time_every_loss_of_a_seed_in_turn(quic
 
 def test_the_front_page_phrase_counts_the_records_then_reads_the_verdict(quick, tmp_path):
     args = _args(quick)
-    complete = grid.front_page_phrase(args)  # --quick: every planned run has its record
+    complete = tables.front_page_phrase(args)  # --quick: every planned run has its record
     assert complete.startswith("against cosine-MSE and CoSENT (`reproductions/decoder_losses`, 2 seeds): **")
     assert "Pearson − cosine-MSE = " in complete
     out = tmp_path / "copy"
     shutil.copytree(quick / "records", out / "records")
     (out / "records" / "cosine_mse-seed2.json").unlink()
-    assert "**not been run yet** (`reproductions/decoder_losses`: 8 of 9 records;" in grid.front_page_phrase(_args(out))
+    assert "**not been run yet** (`reproductions/decoder_losses`: 8 of 9 records;" in tables.front_page_phrase(
+        _args(out)
+    )
     readme = tmp_path / "README.md"
     readme.write_text("Pearson beats X; against cosine-MSE and CoSENT it has\nold words. Every claim, each number.\n")
-    grid.write_front_page(readme, "against cosine-MSE and CoSENT new words")
+    tables.write_front_page(readme, "against cosine-MSE and CoSENT new words")
     assert readme.read_text() == "Pearson beats X; against cosine-MSE and CoSENT new words. Every claim, each number.\n"

@@ -171,13 +171,13 @@ def test_the_summary_writes_the_front_pages_table_and_verdict_from_the_records(t
 
 
 def test_the_decoder_sentence_reads_the_decoder_claims_records():
-    """The front page's words on the decoder claim are what its records give (``decoder_losses.front_page_phrase``:
-    the records landed until all have, then the verdict)."""
+    """The front page's words on the decoder claim are what its records give (``front_page_phrase`` of
+    ``reproductions/decoder_losses/tables.py``: the records landed until all have, then the verdict)."""
     import argparse
 
-    from reproductions.decoder_losses import decoder_losses as claim
+    from reproductions.decoder_losses import design, tables
 
-    args = argparse.Namespace(output=claim.HERE, runs=ROOT / "runs" / "decoder_losses", quick=False, model=None)
+    args = argparse.Namespace(output=design.HERE, runs=ROOT / "runs" / "decoder_losses", quick=False, model=None)
     args.recipe, args.data = ROOT / "configs" / "paper_recipe_smollm2_cpu.yaml", None
     text = " ".join(README.read_text(encoding="utf-8").split())
-    assert claim.front_page_phrase(args) in text
+    assert tables.front_page_phrase(args) in text

@@ -1,0 +1,158 @@
+"""The decoder claim's design: the model, losses, search, seeds and speed settings fixed before the first run, each
+run's config and where its record lives, and which runs the records call for (``decoder_losses.py`` runs them,
+``tables.py`` reads them)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from reproductions._common import kept
+
+from pcctune.data.tasks import SEVEN_TASKS
+from pcctune.results import RunResult
+from pcctune.training.config import RunConfig, load_config
+
+HERE = Path(__file__).resolve().parent
+DECODER_FULL = HERE.parent / "decoder_full" / "records"
+TASKS = list(SEVEN_TASKS)
+LOSSES = ("pearson", "cosine_mse", "cosent")
+CONTRASTIVE = "contrastive"
+LABELS = {
+    "stage1": "stage 1 (InfoNCE, QLoRA)",
+    "pearson": "stage 1 + Pearson (Pcc)",
+    "cosine_mse": "stage 1 + cosine-MSE",
+    "cosent": "stage 1 + CoSENT",
+    CONTRASTIVE: "decoder_full's stage 1 + contrastive stage 2",
+}
+STAGE1_SEED, SEARCH_SEED, TEST_SEEDS = 1, 101, (1, 2, 3)
+RATE_FACTORS = (1.0, 0.5, 2.0)
+"""The search: the recipe's stage-2 learning rate, half and double it; the winner has the best dev score (the
+recipe's on a tie)."""
+REBUILD_TOLERANCE = 0.05
+"""How far apart (seven-task average, Spearman × 100) two builds of one stage 1 may score and still count as one."""
+SPEED = {"dropout_sampler": "gaps", "onednn": "on"}
+"""The CPU speed settings of every run here, stage 1 and each loss alike: dropout masks drawn by their gaps (the same
+distribution from another random stream, ``pcctune.modeling.gap_dropout``) and LoRA's float32 layers through oneDNN
+as well as the 4-bit ones (the same products up to float rounding); with GradCache for every loss and the 4-bit
+weights dequantized once (the library's defaults now), a recipe stage-2 step went from 23.61 s to 17.25 s (Pearson)
+and from 22.70 s to 15.68 s (cosine-MSE) on the Zen 5 EPYC (``benchmarks/results/speed``, section 16). The recipe's
+own settings are unchanged; stage 1 built under these is read against ``decoder_full``'s build before them
+(:data:`BEFORE_SPEED`)."""
+BEFORE_SPEED = ("seed1.json", "contrastive-nli")
+"""``decoder_full``'s record and stage of the recipe's stage 1 built before :data:`SPEED` (the same recipe and seed):
+the build this claim's stage 1 must land within :data:`REBUILD_TOLERANCE` of, or the table says by how much not."""
+QUICK_STAGE = {"batch_size": 2, "max_steps": 1, "eval_steps": 1, "save_total_limit": 1}
+"""--quick: one step of two examples per stage on a tiny random decoder, the dev set SICK trial's few pairs."""
+
+
+def records(args: argparse.Namespace) -> Path:
+    return Path(args.output) / "records"
+
+
+def search_record(args: argparse.Namespace, loss: str, rate: float) -> Path:
+    """Where the search run of ``loss`` at ``rate`` keeps its record."""
+    return records(args) / "search" / f"{search_name(loss, rate)}.json"
+
+
+def test_record(args: argparse.Namespace, loss: str, seed: int) -> Path:
+    """Where the test run of ``loss``'s winner at ``seed`` keeps its record."""
+    return records(args) / f"{loss}-seed{seed}.json"
+
+
+def losses(args: argparse.Namespace) -> tuple[str, ...]:
+    return LOSSES[:2] if args.quick else LOSSES
+
+
+def search_factors(args: argparse.Namespace) -> tuple[float, ...]:
+    return RATE_FACTORS[:2] if args.quick else RATE_FACTORS
+
+
+def seeds_of(args: argparse.Namespace) -> tuple[int, ...]:
+    return TEST_SEEDS[:2] if args.quick else TEST_SEEDS
+
+
+def recipe(args: argparse.Namespace) -> RunConfig:
+    return load_config(args.recipe)
+
+
+def stage1_folder(args: argparse.Namespace) -> Path:
+    return Path(args.runs) / "stage1"
+
+
+def stage1_model(args: argparse.Namespace) -> Path:
+    """The saved model every stage-2 run continues: stage 1's last step (it selects no dev checkpoint)."""
+    return stage1_folder(args) / f"stage1-{recipe(args).stages[0].name}" / "final"
+
+
+def stage1_built(args: argparse.Namespace) -> bool:
+    """Whether this machine holds the finished stage 1 (its model and the run's results)."""
+    return (stage1_model(args) / "modules.json").is_file() and (stage1_folder(args) / "results.json").is_file()
+
+
+def _run_config(args: argparse.Namespace, raw: dict[str, Any], stage: dict[str, Any], **run: Any) -> RunConfig:
+    """``raw`` (a dumped recipe) with one stage and ``run``'s fields; ``--quick`` shrinks the stage's budget."""
+    if args.quick:
+        stage = stage | QUICK_STAGE | ({"dev": "sick-trial"} if stage["dev"] != "none" else {})
+    payload = raw | SPEED | {"evaluate_before": False, "data_dir": args.data, "stages": [stage]} | run
+    return RunConfig.model_validate(payload | ({"model": args.model} if args.model and "model" not in run else {}))
+
+
+def stage1_config(args: argparse.Namespace) -> RunConfig:
+    """The recipe's stage 1 alone at seed 1, selecting no dev checkpoint (its final model is its last step)."""
+    raw = recipe(args).model_dump(mode="json", exclude_unset=True)
+    stage = raw["stages"][0] | {"dev": "none"}
+    return _run_config(args, raw, stage, seed=STAGE1_SEED, output_dir=str(stage1_folder(args)))
+
+
+def stage2_config(args: argparse.Namespace, loss: str, rate: float, seed: int, name: str) -> RunConfig:
+    """The recipe's stage 2 with ``loss`` at ``rate``, continuing stage 1 (the saved model keeps its template),
+    trained on the stage-2 set filtered at ``pair``, checkpoints chosen on the dev sets filtered alike."""
+    raw = recipe(args).model_dump(mode="json", exclude_unset=True)
+    stage = raw["stages"][1] | {"name": loss, "loss": loss, "learning_rate": rate}
+    stage["data"] = stage["data"] | {"leakage": "pair"}
+    run = {"model": str(stage1_model(args)), "template": None, "seed": seed, "output_dir": str(Path(args.runs) / name)}
+    return _run_config(args, raw, stage, **run)
+
+
+def rate_of(args: argparse.Namespace, factor: float) -> float:
+    return recipe(args).stages[1].learning_rate * factor
+
+
+def search_name(loss: str, rate: float) -> str:
+    return f"{loss}-lr{rate:.1e}-seed{SEARCH_SEED}"
+
+
+def best_dev(result: RunResult) -> float:
+    value = result.stages[0].best_dev_spearman
+    return float("-inf") if value is None else value
+
+
+def winner(args: argparse.Namespace, loss: str) -> float | None:
+    """The searched learning rate with the best dev score, once every search run of ``loss`` has a record."""
+    rates = [rate_of(args, factor) for factor in search_factors(args)]
+    results = [kept(search_record(args, loss, rate)) for rate in rates]
+    if any(result is None for result in results):
+        return None
+    scores = [best_dev(result) for result in results if result is not None]
+    return rates[scores.index(max(scores))]
+
+
+def alike(average: float, other: float) -> bool:
+    """Whether two stage-1 averages lie within :data:`REBUILD_TOLERANCE` of each other."""
+    return abs(average - other) <= REBUILD_TOLERANCE
+
+
+def stage1_avg(result: RunResult) -> float:
+    return float(next(iter(result.sts_by_stage.values()))["avg"])
+
+
+def progress(args: argparse.Namespace) -> list[list[Any]]:
+    """[part, records, planned] of the claim's runs: stage 1, the search (every loss at every rate) and the test
+    seeds (every loss's winner at every seed)."""
+    rates = [rate_of(args, factor) for factor in search_factors(args)]
+    search = [search_record(args, loss, rate) for loss in losses(args) for rate in rates]
+    tests = [test_record(args, loss, seed) for loss in losses(args) for seed in seeds_of(args)]
+    found = {"stage 1": [records(args) / "stage1.json"], "search runs": search, "test runs": tests}
+    return [[part, sum(path.is_file() for path in paths), len(paths)] for part, paths in found.items()]

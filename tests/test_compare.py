@@ -17,7 +17,7 @@ from pcctune.data.tasks import SEVEN_TASKS
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.compare import paired_bootstrap, paired_bootstrap_mean, seed_difference
 from pcctune.modeling.build import build_model
-from pcctune.orchestration.compare import compare_models, run_record
+from pcctune.orchestration.compare_models import compare_models, run_record
 from pcctune.results import CompareResult, Difference, RunResult, StageRecord, load_result
 from pcctune.training.config import RunConfig
 from tests.conftest import assert_one_line_error, run_cli, stage_record

@@ -15,7 +15,7 @@ from pcctune.evaluation.protocols import load_protocol_tasks
 from pcctune.evaluation.sts import task_cosines
 from pcctune.modeling.build import build_model
 from pcctune.modeling.quantization import linear_4bit_layers
-from pcctune.orchestration.compare import compare_models
+from pcctune.orchestration.compare_models import compare_models
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.results import CompareResult, RunResult
 from pcctune.training.config import RunConfig

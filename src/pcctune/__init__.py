@@ -63,7 +63,7 @@ _EXPORTS: dict[str, str] = {
     "train": "pcctune.orchestration.library",
     # is B better than A? (docs/evaluation.md, "Comparing runs")
     "compare_runs": "pcctune.orchestration.compare",
-    "compare_models": "pcctune.orchestration.compare",
+    "compare_models": "pcctune.orchestration.compare_models",
     "seed_difference": "pcctune.evaluation.compare",
     "paired_bootstrap": "pcctune.evaluation.compare",
     "holm_differences": "pcctune.evaluation.multiple",

@@ -309,7 +309,7 @@ def test_a_value_at_the_edge_of_its_space_is_named_and_one_inside_is_not():
 
 def test_the_sweep_says_when_its_space_may_hold_the_winner_back():
     from pcctune.orchestration.search_space import Distribution
-    from pcctune.orchestration.sweep import where_the_winner_sits
+    from pcctune.orchestration.sweep_summary import where_the_winner_sits
 
     space = {"stages.0.learning_rate": Distribution(type="float", low=1e-5, high=1e-3, log=True)}
     inside = {"stages.0.learning_rate": 1e-4}
@@ -406,7 +406,7 @@ def test_grow_trains_the_winner_at_longer_schedules_and_chooses_again_on_dev(swe
 def test_the_longest_schedule_leading_is_the_sweeps_limit_and_a_grown_key_is_read_from_its_growth():
     from pcctune.orchestration.growth import Growth, Multiple, leading
     from pcctune.orchestration.search_space import Distribution
-    from pcctune.orchestration.sweep import where_the_winner_sits
+    from pcctune.orchestration.sweep_summary import where_the_winner_sits
 
     one, two, four, half = Multiple(1), Multiple(2), Multiple(4), Multiple(4, half_rate=True)
     assert leading({one: 0.80, two: 0.82, four: 0.82}) == two  # the shortest of equals

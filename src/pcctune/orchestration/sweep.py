@@ -34,7 +34,6 @@ import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,6 @@ from transformers import TrainerCallback
 from pcctune.data.cache import senteval_folder
 from pcctune.data.tasks import load_test_tasks
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.growth import (
     FIRST_GROWTH,
@@ -56,9 +54,10 @@ from pcctune.orchestration.growth import (
 )
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.orchestration.run_folder import holds_a_run, is_run_of
-from pcctune.orchestration.search_space import Distribution, edges, load_space, plot_space, space_values, suggest
+from pcctune.orchestration.search_space import Distribution, load_space, plot_space, space_values, suggest
+from pcctune.orchestration.sweep_summary import summarise, write_summary
 from pcctune.provenance import code_digest, file_sha256, library_versions
-from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
+from pcctune.results import BenchmarkResult, RunResult
 from pcctune.training.checkpoints import CHECKPOINTS
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
@@ -287,86 +286,6 @@ def drop_checkpoints(run_folder: Path) -> None:
     """
     for checkpoints in run_folder.glob(f"*/{CHECKPOINTS}"):
         shutil.rmtree(checkpoints)
-
-
-def where_the_winner_sits(
-    space: dict[str, Distribution], params: dict[str, Any], results: list[RunResult], growth: Growth | None = None
-) -> tuple[list[str], bool]:
-    """One line per finding about the winner (each searched value at an edge of its space,
-    ``pcctune.orchestration.search_space.edges``; its ``growth``; how many seed runs' last stage was best at its last
-    dev evaluation, ``StageRecord.best_at_last_evaluation``) and whether the space may hold it back: a value at an
-    edge, the longest schedule grown leading, or more than half of the seed runs best at their last evaluation
-    (still improving where the schedule stopped). A grown schedule (and a halved learning rate) is read from its
-    growth, not its space."""
-    at_edges = edges(
-        space, {key: value for key, value in params.items() if growth is None or key not in growth.grown_keys()}
-    )
-    lines = [f"{key} = {params[key]:g} sits at {where}" for key, where in at_edges.items()]
-    limit = growth is not None and growth.at_limit
-    if growth is not None:
-        lines.append(growth.line() + (": the longest schedule grown leads, the limit of this sweep" if limit else ""))
-    known = [r.stages[-1].best_at_last_evaluation for r in results if r.stages]
-    flags = [flag for flag in known if flag is not None]
-    if flags:
-        lines.append(f"best at its last dev evaluation in {sum(flags)} of {len(flags)} seed runs")
-    return lines, bool(at_edges) or limit or 2 * sum(flags) > len(flags)
-
-
-def summarise(
-    results: list[RunResult],
-    params: dict[str, Any],
-    dev: float,
-    space: dict[str, Distribution],
-    growth: Growth | None = None,
-) -> BenchmarkResult:
-    """The winner's last-stage scores over seeds (one row per seed), its growth and where it sits in its space."""
-    rows = []
-    for index, result in enumerate(results, start=1):
-        scores = list(result.sts_by_stage.values())[-1]
-        last = result.stages[-1] if result.stages else None
-        run: dict[str, Any] = {
-            "best_dev": last.best_dev_spearman if last else None,
-            "best_at_last_evaluation": last.best_at_last_evaluation if last else None,
-        }
-        rows.append(BenchmarkRow(label=f"seed {index}", sts=scores, details=run))
-    findings, held_back = where_the_winner_sits(space, params, results, growth)
-    return BenchmarkResult(
-        name="sweep",
-        settings=f"winner {params} (dev {dev:.4f})",
-        versions=library_versions(),
-        rows=rows,
-        details={
-            "params": params,
-            "dev": dev,
-            "where_the_winner_sits": findings,
-            "space_may_hold_it_back": held_back,
-            "growth": None if growth is None else asdict(growth),
-        },
-    )
-
-
-HELD_BACK = (
-    "the space may hold the winner back ({findings}): widen it past that edge, or lengthen the schedule, and sweep "
-    "again before comparing it (a method stopped at the edge of its space has not shown its best)"
-)
-
-
-def write_summary(summary: BenchmarkResult, seeds: int, output: Path, console: Console) -> None:
-    """``sweep.json`` and ``summary.md`` (the table over seeds, the winner, where it sits), the table printed, and a
-    warning where the space may hold the winner back."""
-    summary.to_disk(output / "sweep.json")
-    columns = list(summary.rows[0].sts)
-    table = ScoreTable(
-        f"winner over {seeds} seeds", columns, [(r.label, r.sts) for r in summary.rows], first_column="run"
-    )
-    table.rows.append(("mean ± std", {c: mean_std_cell([r.sts[c] for r in summary.rows]) for c in columns}))
-    findings = summary.details["where_the_winner_sits"]
-    where = "".join(f"- {line}\n" for line in findings) or "- inside its space on every key\n"
-    text = f"{table.to_markdown()}\n\n{summary.settings}\n\nWhere the winner sits in its space:\n\n{where}"
-    write_text(output / "summary.md", text)
-    table.print(console)
-    if summary.details["space_may_hold_it_back"]:
-        console.print(f"[yellow]{HELD_BACK.format(findings='; '.join(findings))}[/yellow]")
 
 
 def run_sweep(

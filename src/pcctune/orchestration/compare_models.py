@@ -18,7 +18,7 @@ from pcctune.correlation import correlation
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.compare import TestSet, check_finite, paired_bootstrap_mean, paired_seeds, seed_difference
+from pcctune.evaluation.compare import TestSet, check_finite, paired_bootstrap_mean
 from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import task_cosines
@@ -26,61 +26,14 @@ from pcctune.modeling.build import build_model
 from pcctune.modeling.saving import is_saved_model
 from pcctune.orchestration.compare_sides import (
     AVERAGE,
-    Runs,
     chosen_variant,
     run_config,
-    shared_tasks,
-    side_files,
-    side_scores,
 )
 from pcctune.orchestration.pipeline import load_for_evaluation, prepare_for_eval
 from pcctune.orchestration.run_folder import RESULTS
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import CompareResult, RunResult
 from pcctune.seeding import BOOTSTRAP_SEED, DEFAULT_SEED, seeded
-
-
-def compare_runs(
-    runs_a: Runs,
-    runs_b: Runs,
-    task: str | None = None,
-    variant_a: str | None = None,
-    variant_b: str | None = None,
-) -> CompareResult:
-    """B − A of two sets of training runs, for every STS task both sides scored (or only ``task``, e.g.
-    ``"STSBenchmark"`` or ``"avg"``), each score the one after a run's final stage (``variant_a``, ``variant_b``:
-    which final stage, for runs trained with ``--compare``).
-
-    ``runs_a``, ``runs_b``: run folders, run records (``results.json``) or glob patterns, as a list or as one
-    comma-separated string. Each difference has its 95 % interval over seeds, paired by seed where the two sides
-    share at least 2 seeds, else Welch's (``pcctune.evaluation.compare.seed_difference``), and a verdict: a win or
-    a loss for B only where the interval excludes 0, else a tie. Where the runs are paired, ``mean_a`` and ``mean_b``
-    are the means over the paired seeds, and the runs of the other seeds are named in ``left_out``."""
-    files_a, files_b = side_files(runs_a), side_files(runs_b)
-    (a, rising_a), (b, rising_b) = side_scores(files_a, "A", variant_a), side_scores(files_b, "B", variant_b)
-    tasks = shared_tasks(dict([*a.values(), *b.values()]), task)
-    paired = paired_seeds(a, b)
-    used_a, used_b = ({seed: side[seed] for seed in paired} if paired else side for side in (a, b))
-    return CompareResult(
-        a=[str(file) for file in files_a],
-        b=[str(file) for file in files_b],
-        seeds_a=sorted(a),
-        seeds_b=sorted(b),
-        variant_a=variant_a,
-        variant_b=variant_b,
-        left_out=[str(file) for side in (a, b) for seed, (file, _) in side.items() if paired and seed not in paired],
-        rising_a=[str(file) for seed, (file, _) in used_a.items() if seed in rising_a],
-        rising_b=[str(file) for seed, (file, _) in used_b.items() if seed in rising_b],
-        mean_a={name: math.fsum(s[name] for _, s in used_a.values()) / len(used_a) for name in tasks},
-        mean_b={name: math.fsum(s[name] for _, s in used_b.values()) / len(used_b) for name in tasks},
-        differences={
-            name: seed_difference(
-                {seed: s[name] for seed, (_, s) in a.items()}, {seed: s[name] for seed, (_, s) in b.items()}
-            )
-            for name in tasks
-        },
-        versions=library_versions(),
-    )
 
 
 def run_record(spec: str | Path) -> Path | None:

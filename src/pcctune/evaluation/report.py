@@ -3,6 +3,7 @@ comparisons as a forest."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -42,6 +43,10 @@ def scatter_plot(cosines: np.ndarray, gold: np.ndarray, title: str, path: Path) 
     return save_figure(figure, path)
 
 
+TITLE_CHARS = 56
+"""The widest line of a family plot's title: what the axes of a 7-inch figure hold beside long labels."""
+
+
 def family_plot(family: Mapping[str, tuple[Difference, Difference]], path: Path, title: str, xlabel: str) -> Path:
     """A family of comparisons as a forest, the first on top: each ``(uncorrected, simultaneous)`` difference's mean
     with its uncorrected interval (thick) and its simultaneous interval over the family (thin, capped), so that a win
@@ -66,5 +71,5 @@ def family_plot(family: Mapping[str, tuple[Difference, Difference]], path: Path,
         ax.plot(plain.mean, y, "ko", ms=4)
     ax.axvline(0, ls=":", c="gray")
     ax.set_yticks(range(len(family)), list(reversed(list(family))))
-    ax.set(xlabel=xlabel, title=title)
+    ax.set(xlabel=xlabel, title=textwrap.fill(title, TITLE_CHARS))  # a long family's name wraps, not cut off
     return save_figure(figure, path)

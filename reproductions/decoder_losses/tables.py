@@ -136,7 +136,7 @@ def front_page_phrase(args: argparse.Namespace) -> str:
     if done < planned:
         return (
             f"{FRONT_PAGE_START} it has **not been run yet** (`reproductions/decoder_losses`: {done} of {planned} "
-            "records; its runs are planned on the CPU, after the encoder's grown search)"
+            "records; its runs are planned on the CPU, after the encoder's grown search at `sentence` and the control)"
         )
     first, *rest = verdict(collect(args))
     compared = "; ".join(line.removeprefix("- ") for line in rest[: len(LOSSES) - 1])

@@ -32,6 +32,7 @@ __all__ = [
 
 
 def is_distributed() -> bool:
+    """True when more than one process trains (torchrun, accelerate)."""
     return get_world_size() > 1
 
 

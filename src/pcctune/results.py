@@ -74,6 +74,9 @@ class Record(BaseModel):
 
 
 class SubsetScore(BaseModel):
+    """One subset of an STS task (a year's source file, e.g. STS12's ``MSRpar``): its pair count and its Spearman
+    and Pearson correlations (× 100)."""
+
     name: str
     n: int
     spearman: float
@@ -174,6 +177,9 @@ class TaskScore(BaseModel):
 
 
 class TransferScore(BaseModel):
+    """One SentEval transfer task: the probe's test accuracy (%) over ``n_test`` examples, and its F1 where the task
+    reports one (MRPC)."""
+
     name: str
     accuracy: float
     n_test: int
@@ -224,6 +230,9 @@ class EvalResult(Record):
 
 
 class StageRecord(BaseModel):
+    """One trained stage of a run (``RunResult.stages``): its loss, data, the dev checkpoint it chose, what it cost
+    and the leakage filter on its pairs."""
+
     stage: str
     loss: str
     init: str | None = Field(None, description="what it continued: the previous stage's 'final' or 'best' model")
@@ -351,12 +360,17 @@ class RunResult(Record):
 
 
 class BenchmarkRow(BaseModel):
+    """One row of a benchmark or a claim's table: its label, its STS scores (× 100) and anything else it measured."""
+
     label: str
     sts: Scores = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
 
 
 class BenchmarkResult(Record):
+    """What a benchmark script or a claim of ``reproductions/`` records (its ``runs.json``) and what ``pcctune sweep``
+    writes (``sweep.json``): its rows, the settings in words, the library versions and its own details."""
+
     kind: ClassVar[str] = "benchmark"
     name: str
     settings: str = ""

@@ -45,6 +45,9 @@ def exact_rho(n: int, k: int) -> float:
 
 @dataclass(frozen=True)
 class Bound:
+    """The two ceilings of a binary scorer on ``n`` pairs: the paper's formula (eq. 2–4) and the exact Spearman of
+    tie-averaged ranks, each with the number of "high" predictions that reaches it."""
+
     n: int
     paper: float
     paper_k: int

@@ -54,6 +54,9 @@ def paper_sentence(sentence: str) -> str:
 
 @dataclass(frozen=True)
 class Protocol:
+    """A named evaluation protocol: the form of the test text it scores (as given, or SentEval's tokenized text) and
+    whether it edits a templated sentence as the papers' code does; ``summary`` says it in words."""
+
     name: str
     text_form: Literal["given", "tokenized"]
     edits_templated_sentences: bool
@@ -86,6 +89,7 @@ DEFAULT_PROTOCOL = "simcse-senteval"
 
 
 def get_protocol(name: str) -> Protocol:
+    """The protocol named ``name``; an unknown name is refused in one line naming the known ones."""
     if name not in PROTOCOLS:
         raise PcctuneError(f"unknown protocol {name!r}; choose from {', '.join(PROTOCOLS)}")
     return PROTOCOLS[name]

@@ -17,6 +17,9 @@ from pcctune.errors import PcctuneError
 
 @dataclass(frozen=True)
 class BatchPlan:
+    """How one global batch is trained: its size (the loss's group), each process's share, no accumulation (always
+    1), and the GradCache mini-batch that bounds memory (``None``: the share at once)."""
+
     group_size: int
     per_device_batch_size: int
     gradient_accumulation_steps: int

@@ -35,6 +35,8 @@ from pcctune.yaml_input import read_yaml
 
 
 class Strict(BaseModel):
+    """A config section that refuses a key it does not know (a misspelt setting is an error, not a default)."""
+
     model_config = ConfigDict(extra="forbid")
 
 

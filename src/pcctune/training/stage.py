@@ -130,6 +130,9 @@ def check_template_budget(model: SentenceTransformer, stage: StageConfig) -> Non
 
 @dataclass
 class StageResult:
+    """What a trained stage hands back to its run: what it cost, its data's size, its final model, the dev checkpoint
+    it chose and its score, the trainer's log and the plot of its curves."""
+
     cost: StageCost
     memory_kind: str
     name: str

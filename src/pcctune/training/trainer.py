@@ -37,6 +37,8 @@ from pcctune.training.lengths import InputLengths, input_lengths
 
 
 class PcctuneTrainer(SentenceTransformerTrainer):
+    """sentence-transformers' trainer with the behaviours this module's docstring lists changed for pcctune's runs."""
+
     model_card_callback_class = QuietWidgetCallback
     last_dir: Path | None = None
     """Where the last step's model is saved before the best checkpoint is loaded (None: not kept)."""

@@ -102,3 +102,17 @@ def test_report_shows_each_comparison_record_with_its_table_and_verdict(tmp_path
     assert "Holm's decisions over the same family" in report
     assert "![family](family_1.png)" in report and (tmp_path / "rep" / "family_1.png").stat().st_size > 1000
     assert "## STS" not in report  # comparison records add no score rows
+
+
+def test_a_sweep_summary_reports_its_winners_seed_runs(tmp_path, capsys):
+    from pcctune.results import BenchmarkResult, BenchmarkRow
+
+    rows = [BenchmarkRow(label=f"seed {seed}", sts=dict.fromkeys(TASKS, 70.0 + seed)) for seed in (1, 2)]
+    BenchmarkResult(name="sweep", rows=[*rows, BenchmarkRow(label="no scores")]).to_disk(tmp_path / "s" / "sweep.json")
+    runs = runs_of(load_records([tmp_path / "s"]))
+    assert list(runs) == ["sweep: seed 1", "sweep: seed 2"]  # a row without scores is no row of the table
+    code, printed = run_cli(["report", str(tmp_path / "s"), "--output", str(tmp_path / "rep")], capsys)
+    assert code == 0 and "| sweep: seed 2 | 72.00 (+1.00)" in printed
+    BenchmarkResult(name="empty", rows=[BenchmarkRow(label="x")]).to_disk(tmp_path / "e.json")
+    with pytest.raises(PcctuneError, match="no 'sts' or 'transfer' results"):
+        runs_of(load_records([tmp_path / "e.json"]))

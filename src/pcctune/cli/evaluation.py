@@ -241,7 +241,9 @@ def compare_command(
 
 @app.command("report")
 def report_command(
-    runs: Annotated[list[Path], typer.Argument(help="result JSON files (eval, run or compare records) or run folders")],
+    runs: Annotated[
+        list[Path], typer.Argument(help="result JSON files (eval, run, sweep or compare records) or their folders")
+    ],
     output: Annotated[Path, typer.Option(help="folder for report.md and plots")] = Path("runs/report"),
     scatter_model: Annotated[str | None, typer.Option(help="also plot predicted vs gold for this model")] = None,
     scatter_task: Annotated[str, typer.Option(help="task of the scatter plot")] = "STSBenchmark",

@@ -16,14 +16,24 @@ from pcctune.io import check_output_folder, write_text
 from pcctune.orchestration.compare import comparison_markdown
 from pcctune.orchestration.compare_family import family_markdown
 from pcctune.orchestration.records import load_records
-from pcctune.results import AnyResult, CompareResult, EvalResult, FamilyResult, RunResult, TaskScore
+from pcctune.results import (
+    AnyResult,
+    BenchmarkResult,
+    CompareResult,
+    EvalResult,
+    FamilyResult,
+    RunResult,
+    TaskScore,
+)
 
 Section = dict[str, dict[str, float]]
 SECTIONS = (("sts", "STS (Spearman × 100; deltas vs the first row)"), ("transfer", "Transfer (accuracy)"))
 
 
 def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
-    """``{run label: {"sts": {...}, "transfer": {...}}}`` from every eval or run record read (``load_records``)."""
+    """``{run label: {"sts": {...}, "transfer": {...}}}`` from every eval or run record read (``load_records``), and
+    every scored row of a benchmark record (a sweep's ``sweep.json``: its winner's seed runs; a claim's
+    ``runs.json``)."""
     runs: dict[str, Section] = {}
     for file, record in records:
         if isinstance(record, RunResult):
@@ -32,6 +42,8 @@ def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
                 runs[f"{prefix}: {label}"] = {"sts": values}
         elif isinstance(record, EvalResult) and record.sections():
             runs[eval_label(record, file, runs)] = record.sections()
+        elif isinstance(record, BenchmarkResult) and any(row.sts for row in record.rows):
+            runs |= {f"{record.name}: {row.label}": {"sts": row.sts} for row in record.rows if row.sts}
         elif not isinstance(record, CompareResult | FamilyResult):  # each its own section: comparison_sections
             raise PcctuneError(f"{file}: no 'sts' or 'transfer' results and no comparison in it")
     return runs

@@ -31,22 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reproductions._common import Measured, claim, kept, run_jobs, save_rows, train_once
-from reproductions.decoder_losses.design import (
-    SEARCH_SEED,
-    alike,
-    losses,
-    rate_of,
-    records,
-    search_factors,
-    search_record,
-    seeds_of,
-    stage1_avg,
-    stage1_built,
-    stage1_config,
-    stage2_config,
-    test_record,
-    winner,
-)
+from reproductions.decoder_losses import design
 from reproductions.decoder_losses.tables import (
     SETTINGS,
     collect,
@@ -65,26 +50,31 @@ def missing_runs(args: argparse.Namespace) -> Iterator[tuple[str, RunConfig, Pat
     """(name, config, record, scored on the test sets) of each run the records call for and do not hold yet: every
     search run, then the test seeds one seed at a time, each seed's losses one after another (their differences are
     paired by seed, so a seed's runs follow each other on one machine), each loss once its search has run."""
-    for loss in losses(args):
-        for factor in search_factors(args):
-            rate = rate_of(args, factor)
-            record = search_record(args, loss, rate)
+    for loss in design.losses(args):
+        for factor in design.search_factors(args):
+            rate = design.rate_of(args, factor)
+            record = design.search_record(args, loss, rate)
             if not record.is_file():
-                yield record.stem, stage2_config(args, loss, rate, SEARCH_SEED, record.stem), record, False
-    chosen = {loss: winner(args, loss) for loss in losses(args)}
-    for seed in seeds_of(args):
+                yield (
+                    record.stem,
+                    design.stage2_config(args, loss, rate, design.SEARCH_SEED, record.stem),
+                    record,
+                    False,
+                )
+    chosen = {loss: design.winner(args, loss) for loss in design.losses(args)}
+    for seed in design.seeds_of(args):
         for loss, rate in chosen.items():
-            record = test_record(args, loss, seed)
+            record = design.test_record(args, loss, seed)
             if rate is not None and not record.is_file():
-                yield record.stem, stage2_config(args, loss, rate, seed, record.stem), record, True
+                yield record.stem, design.stage2_config(args, loss, rate, seed, record.stem), record, True
 
 
 def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
     """(name, function, its arguments) of each job the records allow now: stage 1 while it has no record, or while
     runs remain and this machine lacks its model; else the missing stage-2 runs."""
     missing = list(missing_runs(args))
-    if not (records(args) / "stage1.json").is_file() or (missing and not stage1_built(args)):
-        yield "stage1", build_stage1, stage1_config(args), records(args)
+    if not (design.records(args) / "stage1.json").is_file() or (missing and not design.stage1_built(args)):
+        yield "stage1", build_stage1, design.stage1_config(args), design.records(args)
         return
     for name, config, record, score in missing:
         yield name, train_once, config, record, score
@@ -92,9 +82,9 @@ def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
 
 def build_stage1(config: RunConfig, folder: Path) -> None:
     """Build (or resume) stage 1 and score it: the first build's record is ``stage1.json``; a later build's is
-    ``stage1_rebuilt.json``, and one whose test average is not within :data:`REBUILD_TOLERANCE` of the first stops
-    the runner. A rebuild that passes is another model that scores alike (stage-2 records name their machine); the
-    check chooses nothing."""
+    ``stage1_rebuilt.json``, and one whose test average is not within ``design.REBUILD_TOLERANCE`` of the first
+    stops the runner. A rebuild that passes is another model that scores alike (stage-2 records name their machine);
+    the check chooses nothing."""
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.orchestration.run_folder import holds_a_run
 
@@ -104,8 +94,8 @@ def build_stage1(config: RunConfig, folder: Path) -> None:
         result.to_disk(folder / "stage1.json")
         return
     result.to_disk(folder / "stage1_rebuilt.json")
-    recorded, rebuilt = stage1_avg(first), stage1_avg(result)
-    if not alike(rebuilt, recorded):
+    recorded, rebuilt = design.stage1_avg(first), design.stage1_avg(result)
+    if not design.alike(rebuilt, recorded):
         raise SystemExit(
             f"stage 1 built again here scores {rebuilt:.4f} against the first build's {recorded:.4f}: the stage-2 runs "
             f"would continue another model. Bring the first build's {config.output_dir} here, or start over."

@@ -23,7 +23,7 @@ from pathlib import Path
 from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
-from pcctune.modeling.build import ModelSource
+from pcctune.modeling.build import ModelSource, resolve_source
 from pcctune.modeling.saving import SENTENCE_TRANSFORMERS_CONFIG, is_saved_model
 
 GIVEN_PROMPT_NAME = "sts"
@@ -68,13 +68,14 @@ def check_prompt_name(source: ModelSource, prompt_name: str | None) -> None:
         raise no_such_prompt(prompt_name, names)
 
 
-def check_prompt_choice(prompt: str | None, prompt_name: str | None, source: ModelSource | None = None) -> None:
-    """Refuse a prompt text and a prompt name together, and a name the model from ``source`` lacks where its saved
-    folder says so (``check_prompt_name``), before any model loads."""
+def check_prompt_choice(prompt: str | None, prompt_name: str | None, model: str | None = None) -> None:
+    """Refuse a prompt text and a prompt name together, and a name the model ``model`` (a spec as ``build_model``
+    takes it) lacks where its saved folder says so (``check_prompt_name``), before any model loads; the model's
+    source is resolved only where a name is given."""
     if prompt is not None and prompt_name is not None:
         raise PcctuneError("give a prompt or a prompt_name, not both")
-    if source is not None:
-        check_prompt_name(source, prompt_name)
+    if model is not None and prompt_name is not None:
+        check_prompt_name(resolve_source(model), prompt_name)
 
 
 def use_prompt(

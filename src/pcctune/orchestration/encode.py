@@ -8,7 +8,7 @@ import numpy as np
 from rich.console import Console
 
 from pcctune.io import check_output_file, write_with
-from pcctune.modeling.build import PoolingName, build_model, resolve_source
+from pcctune.modeling.build import PoolingName, build_model
 from pcctune.modeling.encoding import encode_texts
 from pcctune.modeling.prompts import check_prompt_choice
 
@@ -26,7 +26,7 @@ def run_encode(
 ) -> np.ndarray:
     """The sentences' embeddings (float32) under the model's default prompt, or ``prompt`` / ``prompt_name``
     (``pcctune.modeling.prompts``), saved to ``output`` or shown as their cosine matrix."""
-    check_prompt_choice(prompt, prompt_name, resolve_source(model))
+    check_prompt_choice(prompt, prompt_name, model)
     if output is not None:
         check_output_file(output)
     built = build_model(model, template=template, pooling=pooling, dtype=dtype)

@@ -201,7 +201,7 @@ def run_eval(
     """Evaluate ``model_spec`` (with ``adapter``) on ``tasks`` or your own ``pairs`` under its prompt (or ``prompt`` /
     ``prompt_name``) as ``model.encode`` reads it; checked before encoding, written atomically once complete."""
     started = time.perf_counter()
-    check_prompt_choice(prompt, prompt_name, resolve_source(model_spec))
+    check_prompt_choice(prompt, prompt_name, model_spec)
     with writing_output(output):
         own = load_pair_sets(pairs, columns, split) if pairs else []
         senteval, sts_tasks, transfer_tasks = eval_tasks(data, tasks, protocol, own)

@@ -25,6 +25,7 @@ from pcctune.orchestration.compare_models import compare_models
 from pcctune.orchestration.compare_sides import (
     AVERAGE,
     Runs,
+    markdown_section,
     named,
     rising_line,
     shared_tasks,
@@ -144,11 +145,8 @@ def print_comparison(result: CompareResult, console: Console) -> None:
 
 
 def comparison_markdown(result: CompareResult, source: str) -> list[str]:
-    """The comparison as ``print_comparison`` shows it, as markdown lines under a heading naming ``source`` (its
-    record's file; ``pcctune report``)."""
-    table = compare_table(result)
-    sides = [f"- {line}" for line in comparison_lines(result)]
-    return [f"## {table.title} ({source})", "", *sides, "", table.to_markdown(), "", headline(result), ""]
+    """The comparison as ``print_comparison`` shows it, as markdown lines under a heading naming ``source``."""
+    return markdown_section(compare_table(result), source, comparison_lines(result), [headline(result)])
 
 
 def bootstrap_flags(data: Path | None, protocol: str | None, seed: int | None, resamples: int | None) -> list[str]:

@@ -28,6 +28,7 @@ from pcctune.io import check_output_file
 from pcctune.orchestration.compare_sides import (
     AVERAGE,
     Runs,
+    markdown_section,
     named,
     rising_line,
     shared_tasks,
@@ -182,24 +183,11 @@ def draw_family(result: FamilyResult, path: Path) -> Path:
 
 
 def family_markdown(result: FamilyResult, source: str, plot: Path) -> list[str]:
-    """The family as ``print_family`` shows it, as markdown lines under a heading naming ``source`` (its record's
-    file), with its forest drawn to ``plot`` (``pcctune report``)."""
-    table = family_table(result)
-    sides = [f"- {line}" for line in family_lines(result)]
+    """The family as ``print_family`` shows it, as markdown lines under a heading naming ``source``, with its forest
+    drawn to ``plot`` (``pcctune report``)."""
     decisions = [f"- {line}" for line in decision_lines(result)]
-    figure = draw_family(result, plot).name
-    return [
-        f"## {table.title} ({source})",
-        "",
-        *sides,
-        "",
-        table.to_markdown(),
-        "",
-        *decisions,
-        "",
-        f"![family]({figure})",
-        "",
-    ]
+    figure = f"![family]({draw_family(result, plot).name})"
+    return markdown_section(family_table(result), source, family_lines(result), [*decisions, "", figure])
 
 
 def run_compare_family(

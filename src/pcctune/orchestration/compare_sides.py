@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pcctune.errors import PcctuneError, first_refusal
+from pcctune.evaluation.tables import ScoreTable
 from pcctune.orchestration.records import result_files
 from pcctune.results import RunResult, Scores
 from pcctune.training.config import RunConfig
@@ -133,6 +134,13 @@ def shared_tasks(runs: Mapping[Path, Scores], task: str | None) -> list[str]:
         which = "no run" if len(missing) == len(runs) else ", ".join(missing)
         raise PcctuneError(f"{which} scored {task!r}: name a task every run scored (--task): {', '.join(tasks)}")
     return [task]
+
+
+def markdown_section(table: ScoreTable, source: str, lines: Sequence[str], after: Sequence[str]) -> list[str]:
+    """A comparison as markdown lines (``pcctune report``): a heading of ``table``'s title and ``source`` (its
+    record's file), ``lines`` as bullets, the table, then ``after``."""
+    sides = [f"- {line}" for line in lines]
+    return [f"## {table.title} ({source})", "", *sides, "", table.to_markdown(), "", *after, ""]
 
 
 def side_line(name: str, sources: Sequence[str], seeds: Sequence[int], variant: str | None = None) -> str:

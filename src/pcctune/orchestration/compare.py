@@ -27,6 +27,7 @@ from pcctune.orchestration.compare_sides import (
     Runs,
     markdown_section,
     named,
+    print_section,
     rising_line,
     shared_tasks,
     side_files,
@@ -138,10 +139,7 @@ def headline(result: CompareResult) -> str:
 
 def print_comparison(result: CompareResult, console: Console) -> None:
     """The two sides and their runs (``comparison_lines``), the table and the headline difference."""
-    for line in comparison_lines(result):  # paths whole, unwrapped: they can be copied
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-    console.print(compare_table(result).to_rich())
-    console.print(headline(result), highlight=False, markup=False)
+    print_section(console, compare_table(result), comparison_lines(result), [headline(result)])
 
 
 def comparison_markdown(result: CompareResult, source: str) -> list[str]:

@@ -30,6 +30,7 @@ from pcctune.orchestration.compare_sides import (
     Runs,
     markdown_section,
     named,
+    print_section,
     rising_line,
     shared_tasks,
     side_files,
@@ -168,11 +169,7 @@ def decision_lines(result: FamilyResult) -> list[str]:
 
 def print_family(result: FamilyResult, console: Console) -> None:
     """A and each B (``family_lines``), the table, then each B's decision in words."""
-    for line in family_lines(result):
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-    console.print(family_table(result).to_rich())
-    for line in decision_lines(result):
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    print_section(console, family_table(result), family_lines(result), decision_lines(result))
 
 
 def draw_family(result: FamilyResult, path: Path) -> Path:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
+from rich.console import Console
 
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.evaluation.tables import ScoreTable
@@ -134,6 +135,16 @@ def shared_tasks(runs: Mapping[Path, Scores], task: str | None) -> list[str]:
         which = "no run" if len(missing) == len(runs) else ", ".join(missing)
         raise PcctuneError(f"{which} scored {task!r}: name a task every run scored (--task): {', '.join(tasks)}")
     return [task]
+
+
+def print_section(console: Console, table: ScoreTable, lines: Sequence[str], after: Sequence[str]) -> None:
+    """A comparison on the console: ``lines`` (paths whole, unwrapped, so they can be copied), ``table``, then
+    ``after``; the same parts ``markdown_section`` writes."""
+    for line in lines:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    console.print(table.to_rich())
+    for line in after:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def markdown_section(table: ScoreTable, source: str, lines: Sequence[str], after: Sequence[str]) -> list[str]:

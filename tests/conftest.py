@@ -141,6 +141,15 @@ def pairs_jsonl(path: Path, count: int = 48, distinct: bool = False) -> Path:
     return path
 
 
+def hub_cache(root: Path, repo: str, model: Path, commit: str) -> Path:
+    """``root`` laid out as a Hugging Face cache holding ``model`` as ``repo`` at ``commit`` (its ``main``)."""
+    folder = root / f"models--{repo.replace('/', '--')}"
+    shutil.copytree(model, folder / "snapshots" / commit)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text(commit)
+    return root
+
+
 def write_csv(path: Path, rows, header=("sentence1", "sentence2", "score")) -> Path:
     """``rows`` as a csv file with ``header``, quoted as the csv module quotes: a user's pair file."""
     import csv

@@ -29,7 +29,7 @@ from pcctune.orchestration.pipeline import Pipeline, load_base
 from pcctune.paths import files_state
 from pcctune.testing import write_tokenized_copy
 from pcctune.training.config import AdapterConfig, RunConfig
-from tests.conftest import one_step_stage2
+from tests.conftest import hub_cache, one_step_stage2
 
 
 @pytest.fixture
@@ -213,15 +213,6 @@ def test_the_code_digest_follows_what_a_module_imports_and_nothing_else(tmp_path
     path = edited / "data" / "sts.py"
     path.write_text(path.read_text() + "\n# edited after the first digest\n")
     assert digest(edited) != first
-
-
-def hub_cache(root: Path, repo: str, model: Path, commit: str) -> Path:
-    """``root`` laid out as a Hugging Face cache holding ``model`` as ``repo`` at ``commit`` (its ``main``)."""
-    folder = root / f"models--{repo.replace('/', '--')}"
-    shutil.copytree(model, folder / "snapshots" / commit)
-    (folder / "refs").mkdir()
-    (folder / "refs" / "main").write_text(commit)
-    return root
 
 
 def test_one_hub_id_held_by_two_caches_is_two_models(case, tiny_bert, tiny_mpnet, monkeypatch):

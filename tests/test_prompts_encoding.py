@@ -17,9 +17,10 @@ from sentence_transformers import SentenceTransformer
 
 import pcctune.evaluation.sts as sts_module
 from pcctune.data.sts import STSPair
+from pcctune.errors import PcctuneError
 from pcctune.modeling.build import build_model, resolve_source
 from pcctune.modeling.encoding import encode_texts, encode_unique
-from pcctune.modeling.prompts import check_prompt_name
+from pcctune.modeling.prompts import check_prompt_choice, check_prompt_name
 from pcctune.orchestration.encode import run_encode
 from pcctune.orchestration.evaluate import run_eval
 from pcctune.testing import SENTENCES
@@ -27,7 +28,7 @@ from pcctune.training.batching import plan_batches
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.dev import DevSTSEvaluator
 from pcctune.training.stage import training_arguments
-from tests.conftest import assert_one_line_error, one_step_stage2, run_cli, write_csv
+from tests.conftest import assert_one_line_error, hub_cache, one_step_stage2, run_cli, write_csv
 from tests.test_native_save import NO_PCCTUNE
 
 PROMPTS = {"query": "query: ", "other": "a different instruction: "}
@@ -180,6 +181,27 @@ def test_a_prompt_name_the_model_loads_with_passes_the_early_check(prompted_bert
     """The saved prompts and those every SentenceTransformer starts with, as the loaded model holds them."""
     assert name in loaded(prompted_bert).prompts
     check_prompt_name(resolve_source(str(prompted_bert)), name)
+
+
+def test_a_hub_models_unknown_prompt_name_is_refused_from_its_settings_alone(prompted_bert, tmp_path, monkeypatch):
+    """A Hub id's two settings files are read from the cache its load reads (``SENTENCE_TRANSFORMERS_HOME`` where
+    set, else the Hugging Face cache), without its weights; a Hub id nothing here holds is left to its load."""
+    from huggingface_hub import constants
+
+    weightless = tmp_path / "settings-only"
+    weightless.mkdir()
+    for name in ("modules.json", "config_sentence_transformers.json"):
+        (weightless / name).write_bytes((prompted_bert / name).read_bytes())
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    cache = hub_cache(tmp_path / "hf", "org/prompted", weightless, "a" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.delenv("SENTENCE_TRANSFORMERS_HOME", raising=False)
+    with pytest.raises(PcctuneError, match="no prompt named 'passage'; its prompts: query, document, other$"):
+        check_prompt_choice(None, "passage", "org/prompted")
+    check_prompt_choice(None, "other", "org/prompted")
+    check_prompt_choice(None, "passage", "org/not-cached")  # unknown here: its load checks it
+    monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(tmp_path / "elsewhere"))
+    check_prompt_choice(None, "passage", "org/prompted")  # the load would not read the Hugging Face cache now
 
 
 def test_training_passes_the_prompt_in_force_to_the_trainer():

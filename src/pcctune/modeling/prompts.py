@@ -17,14 +17,16 @@ the model then carries it into ``encode``, a save and the cache keys, which hash
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.util import load_file_path
 
 from pcctune.errors import PcctuneError
 from pcctune.modeling.build import ModelSource, resolve_source
-from pcctune.modeling.saving import SENTENCE_TRANSFORMERS_CONFIG, is_saved_model
+from pcctune.modeling.saving import MODULES_FILE, SENTENCE_TRANSFORMERS_CONFIG
 
 GIVEN_PROMPT_NAME = "sts"
 """The name under which a prompt text given to ``use_prompt`` joins the model's ``prompts``, unless it already holds
@@ -47,30 +49,40 @@ def no_such_prompt(prompt_name: str, names: Iterable[str]) -> PcctuneError:
     return PcctuneError(f"the model has no prompt named {prompt_name!r}; its prompts: {', '.join(names) or 'none'}")
 
 
-def saved_prompt_names(folder: Path) -> list[str] | None:
-    """The prompt names a sentence-transformers model saved in ``folder`` loads with, read without loading it: those
-    every ``SentenceTransformer`` starts with (its ``_default_prompts``) and the folder's saved ``prompts``; ``None``
-    where the folder holds no saved model."""
-    if not is_saved_model(folder):
+def saved_prompt_names(model: str) -> list[str] | None:
+    """The prompt names the sentence-transformers model ``model`` (a local folder or a Hub id) loads with, read from
+    its two small settings files, without its weights: those every ``SentenceTransformer`` starts with (its
+    ``_default_prompts``) and its saved ``prompts``. A Hub model's files come through sentence-transformers' own
+    ``load_file_path`` from the cache its load reads (``SENTENCE_TRANSFORMERS_HOME`` where set, else the Hugging
+    Face cache), downloaded where missing. ``None`` where ``model`` is not known here to be a saved
+    sentence-transformers model: a plain Hugging Face model, a Hub id not cached while offline, a Hub that does not
+    answer (the load then says why)."""
+    cache = os.getenv("SENTENCE_TRANSFORMERS_HOME")  # where the load looks first, as SentenceTransformer does
+    try:
+        modules = load_file_path(model, MODULES_FILE, cache_folder=cache)
+        settings = load_file_path(model, SENTENCE_TRANSFORMERS_CONFIG, cache_folder=cache) if modules else None
+    except OSError:  # the Hub unreachable or refusing (huggingface_hub's HTTP errors are OSErrors)
         return None
-    settings = folder / SENTENCE_TRANSFORMERS_CONFIG
-    saved = json.loads(settings.read_text(encoding="utf-8")).get("prompts", {}) if settings.is_file() else {}
+    if modules is None:
+        return None
+    saved = json.loads(Path(settings).read_text(encoding="utf-8")).get("prompts", {}) if settings else {}
     return list(dict.fromkeys([*SentenceTransformer._default_prompts, *saved]))
 
 
 def check_prompt_name(source: ModelSource, prompt_name: str | None) -> None:
-    """Refuse, before the model loads, a ``prompt_name`` its saved folder lacks. A model that is not a saved folder
-    here (a Hub id, a plain Hugging Face folder) is checked once it loads (``prompt_in_force``)."""
-    if prompt_name is None or source.origin == "hub":
+    """Refuse, before the model loads, a ``prompt_name`` the model's saved settings lack: a saved folder's, or a Hub
+    model's two settings files (fetched alone, so a misspelt name costs no weights download). A model whose prompts
+    cannot be read first (``saved_prompt_names`` is ``None``) is checked once it loads (``prompt_in_force``)."""
+    if prompt_name is None:
         return
-    names = saved_prompt_names(Path(source.path))
+    names = saved_prompt_names(source.path)
     if names is not None and prompt_name not in names:
         raise no_such_prompt(prompt_name, names)
 
 
 def check_prompt_choice(prompt: str | None, prompt_name: str | None, model: str | None = None) -> None:
     """Refuse a prompt text and a prompt name together, and a name the model ``model`` (a spec as ``build_model``
-    takes it) lacks where its saved folder says so (``check_prompt_name``), before any model loads; the model's
+    takes it) lacks where its saved settings say so (``check_prompt_name``), before any model loads; the model's
     source is resolved only where a name is given."""
     if prompt is not None and prompt_name is not None:
         raise PcctuneError("give a prompt or a prompt_name, not both")

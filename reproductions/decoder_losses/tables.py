@@ -291,7 +291,9 @@ def verdict(rows: Rows) -> list[str]:
 def table(rows: Rows, details: dict[str, Any]) -> str:
     """The scores' table, the search's table, the progress and the verdict, all from the records."""
     search = ["", f"Search (seed {details['search_seed']}, best dev Spearman × 100, dev sets filtered at pair):", ""]
-    done = ["", "Progress (runs with a record):", "", "| part | records | planned |", "| --- | --- | --- |"]
+    lead = "Progress (runs with a record; `python -m reproductions decoder_losses --rerun` runs the missing ones in "
+    lead += "order, a run cut off resuming from its last checkpoint, and rewrites this table):"
+    done = ["", lead, "", "| part | records | planned |", "| --- | --- | --- |"]
     done += [f"| {part} | {count} | {planned} |" for part, count, planned in details.get("progress", [])]
     return "\n".join([*score_table(rows), *search, *search_table(details), *done, "", *verdict(rows)])
 

@@ -38,6 +38,12 @@ def transfer_table(scores: dict[str, dict[str, float]], base: float | None = Non
     return "\n".join(lines)
 
 
+PROGRESS_LEAD = (
+    "Progress (runs with a record; `python -m reproductions leakage --rerun -- --cells BLOCK --jobs 2` runs a "
+    "block's missing runs in order, a run cut off resuming from its last checkpoint, and rewrites this table):"
+)
+
+
 def progress_table(blocks: list[dict[str, Any]]) -> str:
     """Which blocks are complete: their runs with a record of those planned (complete: every search and test run,
     what the level's verdict reads), and their transfer evaluations."""
@@ -90,7 +96,7 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
         if corrected:
             lines += ["", comparison_table(wide_family(first))]
     if found.get("progress"):
-        lines += ["", "Progress (runs with a record):", "", progress_table(found["progress"])]
+        lines += ["", PROGRESS_LEAD, "", progress_table(found["progress"])]
     if found["search"]:
         searched = found["seeds"]["search"]
         planned = {

@@ -53,6 +53,15 @@ def _resume_command() -> str:
     return shlex.join(["pcctune", *args, "--resume"])
 
 
+CheckOption = Annotated[
+    bool,
+    typer.Option(
+        help="check the run and print what each stage will train (examples, steps, dev evaluations); "
+        "train nothing, write nothing, load no weights"
+    ),
+]
+
+
 @app.command("train")
 def train_command(
     config: Annotated[Path, typer.Argument(help="YAML run config (see configs/)")],
@@ -75,6 +84,7 @@ def train_command(
             "ids; default: the config's tasks"
         ),
     ] = None,
+    check: CheckOption = False,
 ) -> None:
     """Run the stages of CONFIG (stage 1 contrastive, stage 2 Pearson), evaluating after each."""
     from pcctune.distributed import finish
@@ -84,6 +94,11 @@ def train_command(
         raise PcctuneError("--resume continues a run and --overwrite replaces it; pass one of them")
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
     run = _train_config(config, set_, output_dir, data, tasks)
+    if check:
+        from pcctune.orchestration.run_plan import run_check
+
+        run_check(run, losses, resume or resume_from is not None, overwrite, console)
+        return
     with interrupt_says(f"interrupted; checkpoints are kept in {run.output_dir}; continue with: {_resume_command()}"):
         run_pipeline(
             run,

@@ -12,6 +12,8 @@ own stage-1 build) stand beside them. Differences are paired by seed
 (:func:`pcctune.evaluation.compare.seed_difference`, 95 % interval): a tie where the interval holds 0.
 
     python -m reproductions decoder_losses --rerun                 # every missing run, one at a time; resumable
+    python -m reproductions decoder_losses --rerun -- --max-runs 1 # stage 1 alone, on every core; then
+    python -m reproductions decoder_losses --rerun -- --jobs 2     # the stage-2 runs two at a time (a 2-core CPU)
     python -m reproductions decoder_losses --rerun -- --jobs 4     # up to four at once (a machine with a GPU)
     python -m reproductions decoder_losses --summarize             # table.md and decoder_losses.png from runs.json
 
@@ -118,7 +120,9 @@ def measure(args: argparse.Namespace) -> Measured:
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each in its own process (a GPU machine)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="runs at once, each in its own process with its share of the cores"
+    )
     parser.add_argument("--max-runs", type=int, default=None, help="stop after this many runs (0: only runs.json)")
     parser.add_argument("--runs", type=Path, default=Path("runs/decoder_losses"), help="run folders (out of git)")
     parser.add_argument("--recipe", type=Path, default=Path("configs/paper_recipe_smollm2_cpu.yaml"))

@@ -131,6 +131,20 @@ def flop_rate(found: dict[str, Any], timed: list[list[float]]) -> dict[str, floa
     return {"gflops": round(rate, 1), "fp32_peak_gflops": round(peak, 1), "share_of_peak": round(rate / peak, 3)}
 
 
+def parallel_summary(lines: Path) -> str:
+    """A markdown table of ``run_decoder_stage2_parallel.sh``'s lines: per round, the steps a second of one process
+    on both cores and of two processes at once (one thread each, their rates summed), and their ratio."""
+    runs = [json.loads(line) for line in lines.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
+    ones = [run for run in runs if run["label"].startswith("1 process")]
+    twos = [run for run in runs if run["label"].startswith("2 processes")]
+    rows = ["| round | 1 process × 2 threads | 2 processes × 1 thread | ratio |", "| --- | --- | --- | --- |"]
+    for k, one in enumerate(ones):
+        single = 1 / one["mean_step_s"]
+        both = sum(1 / run["mean_step_s"] for run in twos[2 * k : 2 * k + 2])
+        rows.append(f"| {k + 1} | {single:.4f} steps/s | {both:.4f} steps/s | {both / single:.2f} |")
+    return "\n".join(rows + ["", f"CPU: {runs[0]['cpu']}"])
+
+
 def summary(lines: Path) -> str:
     """A markdown table of the runs in ``lines`` (one JSON line each): by loss and label, each run's mean step, the
     mean over runs, the FLOP rate's share of the fp32 peak and the profiled step's parts as shares of their sum."""
@@ -162,9 +176,13 @@ def main() -> None:
     parser.add_argument("--data", default=os.environ.get("PCCTUNE_DATA", str(HERE.parents[3] / "shared" / "data")))
     parser.add_argument("--label", default="", help="a name for the run's line (e.g. before, after)")
     parser.add_argument("--summarize", type=Path, default=None, help="a file of this script's lines: their table")
+    parser.add_argument("--parallel", type=Path, default=None, help="run_decoder_stage2_parallel.sh's lines: a table")
     args = parser.parse_args()
     if args.summarize is not None:
         print(summary(args.summarize))
+        return
+    if args.parallel is not None:
+        print(parallel_summary(args.parallel))
         return
 
     import torch

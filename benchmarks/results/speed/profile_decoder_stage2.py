@@ -137,6 +137,8 @@ def parallel_summary(lines: Path) -> str:
     runs = [json.loads(line) for line in lines.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
     ones = [run for run in runs if run["label"].startswith("1 process")]
     twos = [run for run in runs if run["label"].startswith("2 processes")]
+    if len(twos) != 2 * len(ones) or any(run["mean_step_s"] is None for run in runs):
+        raise SystemExit(f"{lines}: {len(ones)} one-process and {len(twos)} two-process runs with a time; want 1:2")
     rows = ["| round | 1 process × 2 threads | 2 processes × 1 thread | ratio |", "| --- | --- | --- | --- |"]
     for k, one in enumerate(ones):
         single = 1 / one["mean_step_s"]

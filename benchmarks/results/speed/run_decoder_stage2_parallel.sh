@@ -4,7 +4,7 @@
 # two, then two, one); one JSON line per process into the log, then the throughput table (--parallel). Run on a quiet
 # machine: nothing else on its cores.
 #   bash benchmarks/results/speed/run_decoder_stage2_parallel.sh > benchmarks/results/speed/run_decoder_stage2_parallel_zen5.log
-set -u
+set -uo pipefail
 cd "$(dirname "$0")/../../.."
 HERE=benchmarks/results/speed
 AFTER="--set dequantized_cache_mb=2048 --set dropout_sampler=gaps --set onednn=on"

@@ -97,7 +97,7 @@ def train_command(
     if check:
         from pcctune.orchestration.run_plan import run_check
 
-        run_check(run, losses, resume or resume_from is not None, overwrite, console)
+        run_check(run, losses, resume, overwrite, str(resume_from) if resume_from else None, console)
         return
     with interrupt_says(f"interrupted; checkpoints are kept in {run.output_dir}; continue with: {_resume_command()}"):
         run_pipeline(

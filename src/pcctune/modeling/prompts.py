@@ -50,22 +50,22 @@ def no_such_prompt(prompt_name: str, names: Iterable[str]) -> PcctuneError:
 
 
 def saved_prompt_names(model: str) -> list[str] | None:
-    """The prompt names the sentence-transformers model ``model`` (a local folder or a Hub id) loads with, read from
-    its two small settings files, without its weights: those every ``SentenceTransformer`` starts with (its
-    ``_default_prompts``) and its saved ``prompts``. A Hub model's files come through sentence-transformers' own
-    ``load_file_path`` from the cache its load reads (``SENTENCE_TRANSFORMERS_HOME`` where set, else the Hugging
+    """The prompt names the saved settings of the sentence-transformers model ``model`` (a local folder or a Hub id)
+    give it, read from its two small settings files, without its weights: those every ``SentenceTransformer`` starts
+    with (its ``_default_prompts``) and its saved ``prompts``. A Hub model's files come through sentence-transformers'
+    own ``load_file_path`` from the cache its load reads (``SENTENCE_TRANSFORMERS_HOME`` where set, else the Hugging
     Face cache), downloaded where missing. ``None`` where ``model`` is not known here to be a saved
     sentence-transformers model: a plain Hugging Face model, a Hub id not cached while offline, a Hub that does not
-    answer (the load then says why)."""
+    answer, a damaged settings file (the load then says why)."""
     cache = os.getenv("SENTENCE_TRANSFORMERS_HOME")  # where the load looks first, as SentenceTransformer does
     try:
         modules = load_file_path(model, MODULES_FILE, cache_folder=cache)
         settings = load_file_path(model, SENTENCE_TRANSFORMERS_CONFIG, cache_folder=cache) if modules else None
-    except OSError:  # the Hub unreachable or refusing (huggingface_hub's HTTP errors are OSErrors)
+        saved = json.loads(Path(settings).read_text(encoding="utf-8")).get("prompts", {}) if settings else {}
+    except Exception:  # noqa: BLE001 - whatever the Hub or a file raises here, the model's load reports in one line
         return None
     if modules is None:
         return None
-    saved = json.loads(Path(settings).read_text(encoding="utf-8")).get("prompts", {}) if settings else {}
     return list(dict.fromkeys([*SentenceTransformer._default_prompts, *saved]))
 
 

@@ -351,6 +351,20 @@ class Pipeline:
         return self.result
 
 
+def check_start(config: RunConfig, resume: bool, overwrite: bool, resume_from: str | None) -> None:
+    """What a run refuses before anything else: a ``resume_from`` that is no trainer checkpoint, and (rank 0, which
+    owns the folder; the other ranks start while it writes) a run folder it may not touch."""
+    if resume_from is not None and not (Path(resume_from) / TRAINER_STATE).is_file():
+        raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no {TRAINER_STATE})")
+    if is_main_process():
+        check_run_folder(config, resume, overwrite)
+
+
+def finished(config: RunConfig, resume: bool, resume_from: str | None) -> bool:
+    """A resumed run that has its results already: it trains and rewrites nothing."""
+    return resume and resume_from is None and (Path(config.output_dir) / RESULTS).is_file()
+
+
 @random_state_kept()
 def run_pipeline(
     config: RunConfig,
@@ -374,12 +388,9 @@ def run_pipeline(
     console = console or plain_console()
     resume = resume or resume_from is not None
     main = is_main_process()
-    if resume_from is not None and not (Path(resume_from) / TRAINER_STATE).is_file():
-        raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no {TRAINER_STATE})")
-    if main:  # rank 0 owns the folder; the other ranks start while it writes
-        check_run_folder(config, resume, overwrite)
+    check_start(config, resume, overwrite, resume_from)
     out = Path(config.output_dir)
-    if resume and resume_from is None and (out / RESULTS).is_file():
+    if finished(config, resume, resume_from):
         console.print(f"{out} is finished; its results are unchanged")
         return RunResult.from_disk(out / RESULTS)
     senteval = senteval_folder(config.data_dir)

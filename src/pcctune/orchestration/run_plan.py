@@ -1,7 +1,9 @@
-"""``pcctune train CONFIG --check``: a run checked and planned without training it, loading its weights or writing a
-file. It makes every check a run makes before its first step (the run folder, ``run_checks.validate_run``, each
-source's leakage audit) and says what each stage will train: its examples, its optimizer steps as the trainer counts
-them and its dev evaluations, so a mistake in a run of hours shows in seconds."""
+"""``pcctune train CONFIG --check``: a run checked and planned without training it or loading its weights. It makes
+the checks ``run_pipeline`` makes before its first step, in its order (the checkpoint and run folder, the test tasks
+and data files, a resumed run's data, ``run_checks.validate_run``, each source's leakage audit) and says what each
+stage will train: its examples, its optimizer steps as the trainer counts them and its dev evaluations, so a mistake
+in a run of hours shows in seconds. Nothing is written to the run folder or pcctune's cache; like a run, it may fetch
+the SentEval data or a Hub model's settings files where they are missing."""
 
 from __future__ import annotations
 
@@ -9,22 +11,20 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets import Dataset
 from rich.console import Console
 
 from pcctune.console import plain_console
+from pcctune.data.audit import waiting_checks
 from pcctune.data.cache import senteval_folder
-from pcctune.distributed import launched_world_size
+from pcctune.distributed import is_main_process, launched_world_size
 from pcctune.evaluation.tables import Cell, ScoreTable
 from pcctune.losses.registry import loss_spec
+from pcctune.orchestration.pipeline import Pipeline, check_start, finished
 from pcctune.orchestration.run_checks import compared_stages, validate_run
-from pcctune.orchestration.run_folder import check_run_folder
-from pcctune.training.audit import audit_line, stage_audit
-from pcctune.training.batching import plan_batches
+from pcctune.training.batching import planned_steps, steps_per_epoch
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
 from pcctune.training.dev import holds_out, stage_dev_parts
-from pcctune.training.sampling import SourceBatchSampler
 
 
 @dataclass(frozen=True)
@@ -42,18 +42,6 @@ class StagePlan:
     dev_evaluations: int | None
 
 
-def batches_per_epoch(stage: StageConfig, dataset: Dataset, world_size: int, seed: int) -> int:
-    """Optimizer steps in one pass over ``dataset``, as the trainer counts them: full batches only
-    (``dataloader_drop_last``): sentence-transformers' samplers ``len(dataset) // batch``, a ``group_by_source``
-    stage's sampler the full batches of each source; each process takes its share of them."""
-    per_device = plan_batches(stage.batch_size, world_size).per_device_batch_size
-    if stage.group_by_source:
-        batches = len(SourceBatchSampler(dataset, per_device, drop_last=True, seed=seed))
-    else:
-        batches = len(dataset) // per_device
-    return math.ceil(batches / world_size)
-
-
 def stage_plan(stage: StageConfig, label: str, run: RunConfig, senteval: Path, world_size: int) -> StagePlan:
     """``stage``'s plan under ``label``: its training set read and filtered as its training reads it (less a held-out
     dev share), its steps and its dev evaluations."""
@@ -61,25 +49,45 @@ def stage_plan(stage: StageConfig, label: str, run: RunConfig, senteval: Path, w
     if loss_spec(stage.loss).data == "preferences":
         return StagePlan(label, stage.loss, None, stage.batch_size, None, dev_pairs, None)
     dataset = train_dataset(stage, senteval, seed=run.seed, holdout=holds_out(stage, senteval))
-    per_epoch = batches_per_epoch(stage, dataset, world_size, run.seed)
-    steps = stage.max_steps if stage.max_steps > 0 else math.ceil(stage.epochs * per_epoch)
+    steps = planned_steps(stage, steps_per_epoch(stage, dataset, world_size, run.seed))
     evaluations = 1 + math.ceil(steps / stage.eval_steps) if stage.dev != "none" else 0
     return StagePlan(label, stage.loss, len(dataset), stage.batch_size, steps, dev_pairs, evaluations)
 
 
-def check_run(
-    config: RunConfig, compare: list[str] | None = None, resume: bool = False, overwrite: bool = False
-) -> list[StagePlan]:
-    """Every check ``run_pipeline`` makes before it trains, then each stage's plan (the last stage once per
-    ``compare`` loss, named as its folder is: ``NAME-LOSS``); nothing is trained or written, and no weights load."""
-    check_run_folder(config, resume, overwrite)
-    senteval = senteval_folder(config.data_dir)
-    validate_run(config, senteval, compare)
+def planned_stages(config: RunConfig, compare: list[str] | None) -> list[tuple[StageConfig, str]]:
+    """Each stage the run trains and its label: the last stage once per ``compare`` loss, labelled as the run names
+    its folder (``NAME-LOSS``, the loss as given)."""
     labelled = [(stage, stage.name) for stage in config.stages]
     if compare:
         last = labelled.pop()[0]
-        labelled += [(variant, f"{last.name}-{variant.loss}") for variant in compared_stages(last, compare)]
-    return [stage_plan(stage, label, config, senteval, launched_world_size()) for stage, label in labelled]
+        variants = compared_stages(last, compare)
+        labelled += [(variant, f"{last.name}-{loss}") for loss, variant in zip(compare, variants, strict=True)]
+    return labelled
+
+
+def check_run(
+    config: RunConfig,
+    compare: list[str] | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    resume_from: str | None = None,
+    console: Console | None = None,
+) -> list[StagePlan]:
+    """Every check ``run_pipeline`` makes before it trains, in its order, each source's leakage audit printed (rank
+    0), then each stage's plan (``planned_stages``) for the processes launched; none for a finished run resumed.
+    Leakage checks made here are not kept in the cache."""
+    console = console or plain_console()
+    resume = resume or resume_from is not None
+    check_start(config, resume, overwrite, resume_from)
+    if finished(config, resume, resume_from):
+        return []
+    senteval = senteval_folder(config.data_dir)
+    with waiting_checks():  # never kept: a check leaves the cache as it found it
+        pipeline = Pipeline(config, senteval, console, resume, compare, resume_from=resume_from)  # test tasks, data
+        validate_run(config, senteval, compare)
+        pipeline.audit()
+        world = launched_world_size()
+        return [stage_plan(stage, label, config, senteval, world) for stage, label in planned_stages(config, compare)]
 
 
 def plan_table(plans: list[StagePlan]) -> ScoreTable:
@@ -102,16 +110,25 @@ def run_check(
     compare: list[str] | None = None,
     resume: bool = False,
     overwrite: bool = False,
+    resume_from: str | None = None,
     console: Console | None = None,
 ) -> list[StagePlan]:
-    """``pcctune train CONFIG --check``: ``check_run``, with each source's leakage audit line and the plan's table
-    printed."""
+    """``pcctune train CONFIG --check``: ``check_run``, then (rank 0) the plan's table and what was planned for."""
     console = console or plain_console()
-    plans = check_run(config, compare, resume, overwrite)
-    senteval = senteval_folder(config.data_dir)
-    for stage in config.stages:
-        for entry in stage_audit(stage, senteval):
-            console.print(audit_line(entry), highlight=False, markup=False, soft_wrap=True)
+    plans = check_run(config, compare, resume, overwrite, resume_from, console)
+    if not is_main_process():
+        return plans
+    if not plans:
+        console.print(f"{config.output_dir} is finished: --resume trains nothing", highlight=False, markup=False)
+        return plans
     console.print(plan_table(plans).to_rich())
-    console.print(f"checked: nothing was trained or written, and {config.model}'s weights were not loaded")
+    world = launched_world_size()
+    processes = "1 process" if world == 1 else f"{world} processes"
+    resumed = "; a resumed run trains only what its checkpoints lack" if resume or resume_from else ""
+    console.print(
+        f"checked for {processes}{resumed}: nothing was trained or written, and {config.model}'s weights were not "
+        "loaded",
+        highlight=False,
+        markup=False,
+    )
     return plans

@@ -6,13 +6,25 @@ which splits a batch into separate loss computations, would silently shrink the 
 configured ``batch_size`` is the group, each process holds ``batch_size / world_size`` pairs,
 and memory is bounded by GradCache mini-batches instead. A requested accumulation of A steps is
 translated into mini-batches of ``per_device / A``, which use the same memory.
+
+``steps_per_epoch`` and ``planned_steps`` count a stage's optimizer steps as the trainer will: full batches only
+(``dataloader_drop_last``), each process taking an equal share of them (sentence-transformers' trainer turns
+accelerate's ``even_batches`` off, so a remainder that does not divide is dropped).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pcctune.errors import PcctuneError
+from pcctune.training.sampling import SourceBatchSampler
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from pcctune.training.config import StageConfig
 
 
 @dataclass(frozen=True)
@@ -40,3 +52,26 @@ def plan_batches(
     if mini_batch_size is not None and mini_batch_size >= per_device:
         mini_batch_size = None
     return BatchPlan(group_size, per_device, 1, mini_batch_size)
+
+
+def steps_per_epoch(stage: StageConfig, dataset: Dataset, world_size: int, seed: int) -> int:
+    """Optimizer steps in one pass over ``dataset`` on ``world_size`` processes: its full batches
+    (``len(dataset) // per-process batch`` for sentence-transformers' samplers; for ``group_by_source``, the full
+    batches of each source its ``SourceBatchSampler`` draws), an equal share for each process. A by-source stage
+    whose sources give no process a full batch is refused in one line (the trainer would train nothing)."""
+    per_device = plan_batches(stage.batch_size, world_size).per_device_batch_size
+    if not stage.group_by_source:
+        return len(dataset) // per_device // world_size
+    batches = len(SourceBatchSampler(dataset, per_device, drop_last=True, seed=seed))
+    if batches < world_size:
+        raise PcctuneError(
+            f"stage {stage.name!r}: group_by_source trains batches of one source, and its {len(dataset)} examples "
+            f"give {batches} full batch(es) of {per_device} for {world_size} process(es); lower batch_size"
+        )
+    return batches // world_size
+
+
+def planned_steps(stage: StageConfig, per_epoch: int) -> int:
+    """The optimizer steps a stage trains: ``max_steps`` where set, else its epochs of ``per_epoch`` steps (rounded
+    up, as transformers' trainer rounds a fractional epoch)."""
+    return stage.max_steps if stage.max_steps > 0 else math.ceil(stage.epochs * per_epoch)

@@ -38,7 +38,7 @@ from pcctune.modeling.prompts import prompt_in_force
 from pcctune.modeling.saving import is_saved_model, save_model
 from pcctune.modeling.template import TemplateTransformer, check_budget, model_template, template_tokens
 from pcctune.seeding import random_state_kept
-from pcctune.training.batching import BatchPlan, plan_batches
+from pcctune.training.batching import BatchPlan, plan_batches, planned_steps, steps_per_epoch
 from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL, best_at_last_evaluation, last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
@@ -264,13 +264,14 @@ def save_stage(
 def check_stage_disk(
     model: SentenceTransformer,
     stage: StageConfig,
-    steps_per_epoch: int,
+    dataset: Dataset,
     args: SentenceTransformerTrainingArguments,
     stage_dir: Path,
     keep_last: bool,
 ) -> None:
-    """Stop before training when the stage's checkpoints and saved models would not fit the free disk."""
-    steps = stage.max_steps if stage.max_steps > 0 else math.ceil(stage.epochs * steps_per_epoch)
+    """Stop before training when the stage's checkpoints and saved models would not fit the free disk (or, a
+    ``group_by_source`` stage, when its sources give no full batch: ``steps_per_epoch``)."""
+    steps = planned_steps(stage, steps_per_epoch(stage, dataset, launched_world_size(), args.seed))
     selects = args.metric_for_best_model is not None
     kept = checkpoints_kept(steps, stage.eval_steps, stage.save_total_limit, selects)
     kept += stage.save_every_minutes is not None  # the one resume point written by the clock
@@ -356,7 +357,7 @@ def run_stage(
         stage.batch_size, launched_world_size(), stage.gradient_accumulation_steps, stage.mini_batch_size
     )
     args = training_arguments(stage, run, stage_dir, plan, prompt_in_force(model))
-    check_stage_disk(model, stage, len(dataset) // plan.group_size, args, stage_dir, keep_last)
+    check_stage_disk(model, stage, dataset, args, stage_dir, keep_last)
     with pooled_embeddings(model, active=issubclass(loss_spec(stage.loss).cls, RegressionLoss)):
         loss = stage_loss(stage, model, plan, class_count(stage, dataset), senteval_dir, run.seed)
         trainer = stage_trainer(model, stage, args, dataset, loss, [clock, *(callbacks or [])], senteval_dir)

@@ -200,6 +200,9 @@ def test_a_hub_models_unknown_prompt_name_is_refused_from_its_settings_alone(pro
         check_prompt_choice(None, "passage", "org/prompted")
     check_prompt_choice(None, "other", "org/prompted")
     check_prompt_choice(None, "passage", "org/not-cached")  # unknown here: its load checks it
+    (weightless / "config_sentence_transformers.json").write_text("{not json", encoding="utf-8")
+    hub_cache(tmp_path / "hf", "org/damaged", weightless, "b" * 40)
+    check_prompt_choice(None, "passage", "org/damaged")  # a damaged settings file: its load reports it
     monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(tmp_path / "elsewhere"))
     check_prompt_choice(None, "passage", "org/prompted")  # the load would not read the Hugging Face cache now
 

@@ -95,9 +95,9 @@ def train_command(
     losses = [loss.strip() for loss in compare.split(",")] if compare else None
     run = _train_config(config, set_, output_dir, data, tasks)
     if check:
-        from pcctune.orchestration.run_plan import run_check
+        from pcctune.orchestration.run_plan import check_run
 
-        run_check(run, losses, resume, overwrite, str(resume_from) if resume_from else None, console)
+        check_run(run, losses, resume, overwrite, str(resume_from) if resume_from else None, console)
         return
     with interrupt_says(f"interrupted; checkpoints are kept in {run.output_dir}; continue with: {_resume_command()}"):
         run_pipeline(

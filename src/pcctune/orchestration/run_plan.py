@@ -73,13 +73,14 @@ def check_run(
     resume_from: str | None = None,
     console: Console | None = None,
 ) -> list[StagePlan]:
-    """Every check ``run_pipeline`` makes before it trains, in its order, each source's leakage audit printed (rank
-    0), then each stage's plan (``planned_stages``) for the processes launched; none for a finished run resumed.
-    Leakage checks made here are not kept in the cache."""
+    """``pcctune train CONFIG --check``: every check ``run_pipeline`` makes before it trains, in its order, each
+    source's leakage audit line printed, then each stage's plan (``planned_stages``) for the processes launched and
+    its table (rank 0); no plan for a finished run resumed. Leakage checks made here are not kept in the cache."""
     console = console or plain_console()
     resume = resume or resume_from is not None
     check_start(config, resume, overwrite, resume_from)
     if finished(config, resume, resume_from):
+        console.print(f"{config.output_dir} is finished: --resume trains nothing", highlight=False, markup=False)
         return []
     senteval = senteval_folder(config.data_dir)
     with waiting_checks():  # never kept: a check leaves the cache as it found it
@@ -87,7 +88,11 @@ def check_run(
         validate_run(config, senteval, compare)
         pipeline.audit()
         world = launched_world_size()
-        return [stage_plan(stage, label, config, senteval, world) for stage, label in planned_stages(config, compare)]
+        plans = [stage_plan(stage, label, config, senteval, world) for stage, label in planned_stages(config, compare)]
+    if is_main_process():
+        console.print(plan_table(plans).to_rich())
+        console.print(planned_for(config, world, resume), highlight=False, markup=False)
+    return plans
 
 
 def plan_table(plans: list[StagePlan]) -> ScoreTable:
@@ -105,30 +110,9 @@ def plan_table(plans: list[StagePlan]) -> ScoreTable:
     return ScoreTable.from_rows(rows, title="what each stage will train", first_column="stage")
 
 
-def run_check(
-    config: RunConfig,
-    compare: list[str] | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    resume_from: str | None = None,
-    console: Console | None = None,
-) -> list[StagePlan]:
-    """``pcctune train CONFIG --check``: ``check_run``, then (rank 0) the plan's table and what was planned for."""
-    console = console or plain_console()
-    plans = check_run(config, compare, resume, overwrite, resume_from, console)
-    if not is_main_process():
-        return plans
-    if not plans:
-        console.print(f"{config.output_dir} is finished: --resume trains nothing", highlight=False, markup=False)
-        return plans
-    console.print(plan_table(plans).to_rich())
-    world = launched_world_size()
-    processes = "1 process" if world == 1 else f"{world} processes"
-    resumed = "; a resumed run trains only what its checkpoints lack" if resume or resume_from else ""
-    console.print(
-        f"checked for {processes}{resumed}: nothing was trained or written, and {config.model}'s weights were not "
-        "loaded",
-        highlight=False,
-        markup=False,
-    )
-    return plans
+def planned_for(config: RunConfig, world_size: int, resume: bool) -> str:
+    """The check's last line: what it planned for, and what it did not do."""
+    processes = "1 process" if world_size == 1 else f"{world_size} processes"
+    resumed = "; a resumed run trains only what its checkpoints lack" if resume else ""
+    done = f"nothing was trained or written, and {config.model}'s weights were not loaded"
+    return f"checked for {processes}{resumed}: {done}"

@@ -12,6 +12,7 @@ import os
 import pickle
 import socket
 import time
+from typing import Any
 
 import pytest
 import torch
@@ -156,12 +157,17 @@ def _spawn_with_deadline(worker, args: tuple, timeout_s: float = 300) -> None:
             pytest.fail(f"two processes still running after {timeout_s} s: one waits on a collective, or never exits")
 
 
-@pytest.fixture(scope="module")
-def two_process_results(tiny_bert, tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("ddp") / "rank0.pkl")
-    _spawn_with_deadline(_worker, (2, _free_port(), str(tiny_bert), out))
+def _rank0_results(worker, tiny_bert, folder) -> Any:
+    """What rank 0 of two spawned processes running ``worker`` on ``tiny_bert`` pickled into ``folder``."""
+    out = str(folder / "rank0.pkl")
+    _spawn_with_deadline(worker, (2, _free_port(), str(tiny_bert), out))
     with open(out, "rb") as handle:
         return pickle.load(handle)
+
+
+@pytest.fixture(scope="module")
+def two_process_results(tiny_bert, tmp_path_factory):
+    return _rank0_results(_worker, tiny_bert, tmp_path_factory.mktemp("ddp"))
 
 
 @pytest.mark.parametrize(("kind", "mini_batch"), CASES)
@@ -306,10 +312,7 @@ def _chunked_ddp_steps(rank: int, world: int, model_path: str) -> dict:
 
 @pytest.fixture(scope="module")
 def chunked_ddp_results(tiny_bert, tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("ddp-chunks") / "rank0.pkl")
-    _spawn_with_deadline(_chunked_ddp_worker, (2, _free_port(), str(tiny_bert), out))
-    with open(out, "rb") as handle:
-        return pickle.load(handle)
+    return _rank0_results(_chunked_ddp_worker, tiny_bert, tmp_path_factory.mktemp("ddp-chunks"))
 
 
 def test_length_chunks_under_ddp_run_equal_forward_passes_with_the_unchunked_gradients(chunked_ddp_results):

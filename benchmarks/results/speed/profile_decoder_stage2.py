@@ -179,6 +179,7 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a name for the run's line (e.g. before, after)")
     parser.add_argument("--summarize", type=Path, default=None, help="a file of this script's lines: their table")
     parser.add_argument("--parallel", type=Path, default=None, help="run_decoder_stage2_parallel.sh's lines: a table")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads, as the runner's --jobs")
     args = parser.parse_args()
     if args.summarize is not None:
         print(summary(args.summarize))
@@ -189,6 +190,9 @@ def main() -> None:
 
     import torch
     import yaml
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
 
     from pcctune.cpu_kind import this_cpu
     from pcctune.orchestration.pipeline import run_pipeline

@@ -42,9 +42,20 @@ def compared_stages(stage: StageConfig, compare: list[str]) -> list[StageConfig]
     return variants
 
 
-def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = None) -> None:
+def planned_stages(config: RunConfig, compare: list[str] | None) -> list[tuple[StageConfig, str]]:
+    """Each stage the run trains and its label: the last stage once per ``compare`` loss (``compared_stages``),
+    labelled as the run names its folder (``NAME-LOSS``, the loss as given)."""
+    labelled = [(stage, stage.name) for stage in config.stages]
+    if compare:
+        last = labelled.pop()[0]
+        variants = compared_stages(last, compare)
+        labelled += [(variant, f"{last.name}-{loss}") for loss, variant in zip(compare, variants, strict=True)]
+    return labelled
+
+
+def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = None) -> list[tuple[StageConfig, str]]:
     """Everything that can fail before training, checked before any file is written: with ``compare``, the last
-    stage's data under each loss compared in its place."""
+    stage's data under each loss compared in its place. Returns the stages it checked (``planned_stages``)."""
     protocol = get_protocol(config.eval_protocol)
     source = resolve_source(config.model)
     if source.origin != "local":  # a saved folder may carry a template: checked when scored
@@ -53,10 +64,11 @@ def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = 
     check_prompt_name(source, config.prompt_name)
     quantization_settings(config.adapter)
     check_report_to(config.report_to)
-    stages = [*config.stages[:-1], *compared_stages(config.stages[-1], compare)] if compare else config.stages
-    for stage in stages:
+    stages = planned_stages(config, compare)
+    for stage, _ in stages:
         check_stage_data(stage, senteval)
     warn_bf16_on_cpu(config)
+    return stages
 
 
 def check_sentence_cut(config: RunConfig, source: ModelSource) -> None:

@@ -20,7 +20,7 @@ from pcctune.distributed import is_main_process, launched_world_size
 from pcctune.evaluation.tables import Cell, ScoreTable
 from pcctune.losses.registry import loss_spec
 from pcctune.orchestration.pipeline import Pipeline, check_start, finished
-from pcctune.orchestration.run_checks import compared_stages, validate_run
+from pcctune.orchestration.run_checks import validate_run
 from pcctune.training.batching import planned_steps, steps_per_epoch
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
@@ -54,17 +54,6 @@ def stage_plan(stage: StageConfig, label: str, run: RunConfig, senteval: Path, w
     return StagePlan(label, stage.loss, len(dataset), stage.batch_size, steps, dev_pairs, evaluations)
 
 
-def planned_stages(config: RunConfig, compare: list[str] | None) -> list[tuple[StageConfig, str]]:
-    """Each stage the run trains and its label: the last stage once per ``compare`` loss, labelled as the run names
-    its folder (``NAME-LOSS``, the loss as given)."""
-    labelled = [(stage, stage.name) for stage in config.stages]
-    if compare:
-        last = labelled.pop()[0]
-        variants = compared_stages(last, compare)
-        labelled += [(variant, f"{last.name}-{loss}") for loss, variant in zip(compare, variants, strict=True)]
-    return labelled
-
-
 def check_run(
     config: RunConfig,
     compare: list[str] | None = None,
@@ -74,8 +63,9 @@ def check_run(
     console: Console | None = None,
 ) -> list[StagePlan]:
     """``pcctune train CONFIG --check``: every check ``run_pipeline`` makes before it trains, in its order, each
-    source's leakage audit line printed, then each stage's plan (``planned_stages``) for the processes launched and
-    its table (rank 0); no plan for a finished run resumed. Leakage checks made here are not kept in the cache."""
+    source's leakage audit line printed, then the plan of each stage it checked (``run_checks.planned_stages``) for
+    the processes launched and its table (rank 0); no plan for a finished run resumed. Leakage checks made here are
+    not kept in the cache."""
     console = console or plain_console()
     resume = resume or resume_from is not None
     check_start(config, resume, overwrite, resume_from)
@@ -85,10 +75,10 @@ def check_run(
     senteval = senteval_folder(config.data_dir)
     with waiting_checks():  # never kept: a check leaves the cache as it found it
         pipeline = Pipeline(config, senteval, console, resume, compare, resume_from=resume_from)  # test tasks, data
-        validate_run(config, senteval, compare)
+        stages = validate_run(config, senteval, compare)
         pipeline.audit()
         world = launched_world_size()
-        plans = [stage_plan(stage, label, config, senteval, world) for stage, label in planned_stages(config, compare)]
+        plans = [stage_plan(stage, label, config, senteval, world) for stage, label in stages]
     if is_main_process():
         console.print(plan_table(plans).to_rich())
         console.print(planned_for(config, world, resume), highlight=False, markup=False)

@@ -292,6 +292,8 @@ def test_kill_and_resume_mid_stage_two_gives_identical_metrics(qlora, tiny_llama
     # stage two's cost adds the steps the killed process kept in checkpoint-2 to the resumed process's
     kept = json.loads((killed / "stage2-two" / "checkpoints" / "checkpoint-2" / "stage_cost.json").read_text())
     assert kept["sessions"] == 1 and [s.sessions for s in resumed.stages] == [1, 2]
+    threads = torch.get_num_threads()  # each process that trained a stage adds its thread count
+    assert [s.torch_threads for s in resumed.stages] == [[threads], [threads, threads]]
     assert 0 < kept["seconds"] < resumed.stages[1].wall_time_s
     assert 0 < kept["cpu_seconds"] < resumed.stages[1].cpu_time_s
     assert resumed.stages[1].peak_memory_mb >= kept["peak_memory_mb"] > 0

@@ -1,9 +1,12 @@
-"""A stage's cost record: wall time counts pauses, CPU time does not; an older checkpoint leaves CPU time unknown."""
+"""A stage's cost record: wall time counts pauses, CPU time does not; each process's thread count is kept; an older
+checkpoint leaves what it did not count unknown."""
 
 from __future__ import annotations
 
 import json
 import time
+
+import torch
 
 from pcctune.training.memory import PeakMemory
 from pcctune.training.stage_cost import COST_FILE, StageClock, StageCost, cost_in
@@ -18,6 +21,21 @@ def test_cpu_time_leaves_out_what_the_process_did_not_spend_computing():
     assert 7.0 <= total.cpu_seconds < 7.3
 
 
+def test_each_process_that_trained_the_stage_adds_its_thread_count(tmp_path):
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with PeakMemory() as memory:
+            first = StageClock(StageCost(), memory).total()
+        (tmp_path / COST_FILE).write_text(json.dumps({**first.__dict__, "threads": list(first.threads)}))
+        torch.set_num_threads(2)
+        with PeakMemory() as memory:
+            resumed = StageClock(cost_in(str(tmp_path)), memory).total()
+    finally:
+        torch.set_num_threads(threads)
+    assert first.threads == (1,) and resumed.threads == (1, 2) and resumed.sessions == 2
+
+
 def test_a_checkpoint_from_before_the_cpu_count_leaves_it_unknown(tmp_path):
     older, newer = tmp_path / "older", tmp_path / "newer"
     for folder, cost in (
@@ -27,6 +45,7 @@ def test_a_checkpoint_from_before_the_cpu_count_leaves_it_unknown(tmp_path):
         folder.mkdir()
         (folder / COST_FILE).write_text(json.dumps(cost))
     assert cost_in(str(older)).cpu_seconds is None and cost_in(str(newer)).cpu_seconds == 4.0
-    assert cost_in(None) == StageCost()
+    assert cost_in(str(older)).threads is None and cost_in(None) == StageCost()
     with PeakMemory() as memory:
-        assert StageClock(cost_in(str(older)), memory).total().cpu_seconds is None
+        total = StageClock(cost_in(str(older)), memory).total()
+    assert total.cpu_seconds is None and total.threads is None

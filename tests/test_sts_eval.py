@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from scipy.stats import spearmanr
 
 from pcctune.data.tasks import load_test_tasks
@@ -54,7 +55,7 @@ def test_run_writes_a_complete_record(mini_senteval, tiny_bert, tmp_path):
     assert set(saved["sts"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg"}
     assert all(len(h) == 64 for h in saved["data_files_sha256"].values())
     assert "sentence-transformers" in saved["versions"] and saved["wall_time_s"] > 0
-    import torch
+    assert saved["torch_threads"] == torch.get_num_threads()
 
     expected = f"cuda: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "cpu: "
     assert saved["versions"]["device"].startswith(expected) and len(saved["versions"]["device"]) > len("cpu: ")

@@ -11,7 +11,9 @@ Every result pcctune writes is one of six records, each tagged with ``kind`` and
   source a stage trains or selects on (``leakage_audit``; empty in a record written before it); schema 4 adds
   each stage's starting dev score (``StageRecord.start_dev_spearman``; ``None`` in a record written before), and
   schema 5 whether its dev-best checkpoint was its last dev evaluation (``StageRecord.best_at_last_evaluation``),
-  schema 7 the steps ``on_nonfinite: skip`` dropped (``StageRecord.skipped_steps``);
+  schema 7 the steps ``on_nonfinite: skip`` dropped (``StageRecord.skipped_steps``), schema 8 torch's thread
+  count in each process that trained a stage (``StageRecord.torch_threads``) and in the one that evaluated
+  (``RunResult.torch_threads``; ``EvalResult.torch_threads`` too);
 - ``BenchmarkResult``: rows of a benchmark script, each a label, STS scores and details;
 - ``AuditResult``: training pairs checked against the test sets at every leakage level;
 - ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict
@@ -37,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 Scores = dict[str, float]
 
 
@@ -205,6 +207,9 @@ class EvalResult(Record):
     cpu_settings: str | None = Field(
         None, description="the CPU speed settings in force and why (pcctune.host_settings.settings_line)"
     )
+    torch_threads: int | None = Field(
+        None, description="torch's intra-op thread count in the process that made the record (None before schema 8)"
+    )
     seed: int | None = Field(None, description="seeds torch and the bootstrap intervals of a user's pairs")
     data_dir: str | None = Field(description="the SentEval folder read; None when only a user's pairs were scored")
     data_files_sha256: dict[str, str] = Field(
@@ -266,6 +271,11 @@ class StageRecord(BaseModel):
     wall_time_s: float = Field(description="the stage's training time, summed over the processes that trained it")
     cpu_time_s: float | None = Field(
         None, description="their CPU seconds, all threads (pauses and competing processes do not count)"
+    )
+    torch_threads: list[int] | None = Field(
+        None,
+        description="torch's intra-op thread count in each process that trained the stage, in order (None before "
+        "schema 8, or where a checkpoint from before it started the stage)",
     )
     peak_memory_mb: float | None = None
     memory_kind: str | None = None
@@ -329,6 +339,9 @@ class RunResult(Record):
     versions: dict[str, str] = Field(default_factory=dict)
     cpu_settings: str | None = Field(
         None, description="the CPU speed settings in force and why (pcctune.host_settings.settings_line)"
+    )
+    torch_threads: int | None = Field(
+        None, description="torch's intra-op thread count in the process that made the record (None before schema 8)"
     )
     config: dict[str, Any]
     eval_precision: str | None = Field(None, description="base of a QLoRA run's test evaluations: 16bit or 4bit")

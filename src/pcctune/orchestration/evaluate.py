@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+import torch
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
 
@@ -246,6 +247,7 @@ def eval_record(
         data_files_sha256=data_hashes,
         versions=library_versions(),
         cpu_settings=settings_line(),
+        torch_threads=torch.get_num_threads(),
         wall_time_s=round(time.perf_counter() - started, 2),
         **settings,
     )

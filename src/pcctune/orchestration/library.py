@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from datasets import Dataset, DatasetInfo
 from sentence_transformers import SentenceTransformer
 
@@ -22,7 +23,7 @@ from pcctune.data.stage2 import build_stage2_set
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import check_loaded_model, evaluate_sts
-from pcctune.host_settings import with_workers
+from pcctune.host_settings import settings_line, with_workers
 from pcctune.modeling.template import model_template
 from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hashes, sts_section
 from pcctune.orchestration.pipeline import run_pipeline
@@ -103,6 +104,8 @@ def evaluate(
         data_dir=str(senteval) if senteval else None,
         data_files_sha256=file_hashes([f for task in tasks for f in task.files], senteval) | pair_hashes(own),
         versions=library_versions(),
+        cpu_settings=settings_line(),
+        torch_threads=torch.get_num_threads(),
         wall_time_s=round(time.perf_counter() - started, 2),
         sts=sts_section(scores, avg, average=not own),
         sts_detail=scores,

@@ -8,7 +8,8 @@ the last checkpoint of a killed process are trained again, so their time is not 
 
 Wall time also counts what the process did not spend training: hours stopped (``kill -STOP``) or waiting for cores
 that other processes held. The stage's CPU time (``time.process_time``: every thread of the process) does not, so
-both are kept; one thread alone on its core gives CPU time ≈ wall time.
+both are kept; one thread alone on its core gives CPU time ≈ wall time. How many threads torch computed on in each
+process is kept beside them: the same stage costs other seconds on one thread than on two.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from transformers import TrainerCallback
 
 from pcctune.io import write_json
@@ -30,13 +32,15 @@ COST_FILE = "stage_cost.json"
 
 @dataclass(frozen=True)
 class StageCost:
-    """Seconds, peak memory (MB), the number of processes (sessions) that trained a stage so far, and their CPU
-    seconds (None when a checkpoint from before this count started it)."""
+    """Seconds, peak memory (MB), the number of processes (sessions) that trained a stage so far, their CPU seconds,
+    and torch's intra-op thread count in each of them, in order (either None when a checkpoint from before its count
+    started the stage)."""
 
     seconds: float = 0.0
     peak_memory_mb: float = 0.0
     sessions: int = 0
     cpu_seconds: float | None = 0.0
+    threads: tuple[int, ...] | None = ()
 
 
 def cost_in(checkpoint: str | None) -> StageCost:
@@ -44,17 +48,20 @@ def cost_in(checkpoint: str | None) -> StageCost:
     path = Path(checkpoint) / COST_FILE if checkpoint else None
     if path is None or not path.is_file():
         return StageCost()
-    return StageCost(**{"cpu_seconds": None} | json.loads(path.read_text()))
+    kept = {"cpu_seconds": None, "threads": None} | json.loads(path.read_text())
+    return StageCost(**kept | {"threads": None if kept["threads"] is None else tuple(kept["threads"])})
 
 
 class StageClock(TrainerCallback):
-    """Counts this process's time and peak memory on top of ``before``, and writes the total into every checkpoint."""
+    """Counts this process's time and peak memory on top of ``before``, and writes the total into every checkpoint.
+    The thread count is torch's when the clock starts, the count the stage trains with."""
 
     def __init__(self, before: StageCost, memory: PeakMemory) -> None:
         self.before = before
         self.memory = memory
         self.started = time.perf_counter()
         self.cpu_started = time.process_time()
+        self.threads = torch.get_num_threads()
 
     def total(self) -> StageCost:
         cpu_before = self.before.cpu_seconds
@@ -63,6 +70,7 @@ class StageClock(TrainerCallback):
             peak_memory_mb=round(max(self.before.peak_memory_mb, self.memory.so_far()), 1),
             sessions=self.before.sessions + 1,
             cpu_seconds=None if cpu_before is None else round(cpu_before + time.process_time() - self.cpu_started, 1),
+            threads=None if self.before.threads is None else (*self.before.threads, self.threads),
         )
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

@@ -116,3 +116,17 @@ def test_a_sweep_summary_reports_its_winners_seed_runs(tmp_path, capsys):
     BenchmarkResult(name="empty", rows=[BenchmarkRow(label="x")]).to_disk(tmp_path / "e.json")
     with pytest.raises(PcctuneError, match="no 'sts' or 'transfer' results"):
         runs_of(load_records([tmp_path / "e.json"]))
+
+
+def test_a_claim_whose_rows_hold_seeds_reports_their_mean():
+    """decoder_full's rows keep each seed's papers'-protocol scores; the row's scores are their mean."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "reproductions" / "decoder_full" / "runs.json"
+    runs = runs_of(load_records([path]))
+    record = json.loads(path.read_text())
+    pcc = next(row for row in record["rows"] if row["label"] == "stage 1 + Pcc (Pearson)")
+    seeds = [seed["paper"]["avg"] for seed in pcc["details"]["seeds"]]
+    assert len(seeds) == 3 and runs["decoder_full: stage 1 + Pcc (Pearson)"]["sts"]["avg"] == pytest.approx(
+        np.mean(seeds), abs=1e-4
+    )

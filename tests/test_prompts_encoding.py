@@ -207,6 +207,38 @@ def test_a_hub_models_unknown_prompt_name_is_refused_from_its_settings_alone(pro
     check_prompt_choice(None, "passage", "org/prompted")  # the load would not read the Hugging Face cache now
 
 
+def test_a_cached_hub_model_that_holds_the_prompt_name_passes_without_asking_the_hub(
+    prompted_bert, tmp_path, monkeypatch
+):
+    """Only a name the cached settings lack asks the Hub (an unreachable Hub makes each ask wait), before refusing."""
+    from huggingface_hub import constants
+
+    from pcctune.modeling import prompts
+
+    weightless = tmp_path / "settings-only"
+    weightless.mkdir()
+    for name in ("modules.json", "config_sentence_transformers.json"):
+        (weightless / name).write_bytes((prompted_bert / name).read_bytes())
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # a Hub call reads the cache here instead of waiting
+    monkeypatch.setattr(
+        constants, "HF_HUB_CACHE", str(hub_cache(tmp_path / "hf", "org/prompted", weightless, "a" * 40))
+    )
+    monkeypatch.delenv("SENTENCE_TRANSFORMERS_HOME", raising=False)
+    asked, load_file_path = [], prompts.load_file_path
+
+    def recording(*args, **kwargs):
+        asked.append(kwargs["local_files_only"])
+        return load_file_path(*args, **kwargs)
+
+    monkeypatch.setattr(prompts, "load_file_path", recording)
+    check_prompt_choice(None, "other", "org/prompted")
+    assert asked == [True, True]  # modules.json and the settings, from the cache alone
+    asked.clear()
+    with pytest.raises(PcctuneError, match="no prompt named 'passage'"):
+        check_prompt_choice(None, "passage", "org/prompted")
+    assert asked == [True, True, False, False]  # the Hub asked before the refusal
+
+
 def test_training_passes_the_prompt_in_force_to_the_trainer():
     stage = StageConfig.model_validate({"name": "s", "loss": "pearson", "data": {"source": "stage2"}, "dev": "none"})
     run = RunConfig(model="m", stages=[stage])

@@ -49,18 +49,20 @@ def no_such_prompt(prompt_name: str, names: Iterable[str]) -> PcctuneError:
     return PcctuneError(f"the model has no prompt named {prompt_name!r}; its prompts: {', '.join(names) or 'none'}")
 
 
-def saved_prompt_names(model: str) -> list[str] | None:
+def saved_prompt_names(model: str, cached_only: bool = False) -> list[str] | None:
     """The prompt names the saved settings of the sentence-transformers model ``model`` (a local folder or a Hub id)
     give it, read from its two small settings files, without its weights: those every ``SentenceTransformer`` starts
     with (its ``_default_prompts``) and its saved ``prompts``. A Hub model's files come through sentence-transformers'
     own ``load_file_path`` from the cache its load reads (``SENTENCE_TRANSFORMERS_HOME`` where set, else the Hugging
-    Face cache), downloaded where missing. ``None`` where ``model`` is not known here to be a saved
-    sentence-transformers model: a plain Hugging Face model, a Hub id not cached while offline, a Hub that does not
-    answer, a damaged settings file (the load then says why)."""
+    Face cache), downloaded where missing unless ``cached_only`` (the cache alone, no Hub call). ``None`` where
+    ``model`` is not known here to be a saved sentence-transformers model: a plain Hugging Face model, a Hub id not
+    cached while offline (or with ``cached_only``), a Hub that does not answer, a damaged settings file (the load
+    then says why)."""
     cache = os.getenv("SENTENCE_TRANSFORMERS_HOME")  # where the load looks first, as SentenceTransformer does
+    local = {"cache_folder": cache, "local_files_only": cached_only}
     try:
-        modules = load_file_path(model, MODULES_FILE, cache_folder=cache)
-        settings = load_file_path(model, SENTENCE_TRANSFORMERS_CONFIG, cache_folder=cache) if modules else None
+        modules = load_file_path(model, MODULES_FILE, **local)
+        settings = load_file_path(model, SENTENCE_TRANSFORMERS_CONFIG, **local) if modules else None
         saved = json.loads(Path(settings).read_text(encoding="utf-8")).get("prompts", {}) if settings else {}
     except Exception:  # noqa: BLE001 - whatever the Hub or a file raises here, the model's load reports in one line
         return None
@@ -72,10 +74,14 @@ def saved_prompt_names(model: str) -> list[str] | None:
 def check_prompt_name(source: ModelSource, prompt_name: str | None) -> None:
     """Refuse, before the model loads, a ``prompt_name`` the model's saved settings lack: a saved folder's, or a Hub
     model's two settings files (fetched alone, so a misspelt name costs no weights download). A model whose prompts
-    cannot be read first (``saved_prompt_names`` is ``None``) is checked once it loads (``prompt_in_force``)."""
+    cannot be read first (``saved_prompt_names`` is ``None``) is checked once it loads (``prompt_in_force``). A name
+    the cached settings hold passes without asking the Hub (which, unreachable with ``HF_HUB_OFFLINE`` unset, makes
+    each call wait through its retries); any other is checked against the Hub's latest settings before a refusal."""
     if prompt_name is None:
         return
-    names = saved_prompt_names(source.path)
+    names = saved_prompt_names(source.path, cached_only=True)
+    if names is None or prompt_name not in names:
+        names = saved_prompt_names(source.path)
     if names is not None and prompt_name not in names:
         raise no_such_prompt(prompt_name, names)
 

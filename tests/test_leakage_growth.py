@@ -152,6 +152,31 @@ def test_the_tables_read_a_changed_winner_once_all_its_test_seeds_have_run(tmp_p
     assert progress["growth"] == [11, 11]  # 3 grown points × 2 search seeds, 5 test seeds
 
 
+def test_a_level_still_growing_is_read_at_every_losss_first_winner(tmp_path):
+    """One loss's grown winner, tested on every seed, joins the family only once the level's growth is settled:
+    never some losses at their grown winners and others at their first."""
+    from reproductions.leakage.wide_tables import wide_table
+
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson", "cosent"])
+    for cell in (PEARSON, COSENT):
+        search(args, cell, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6} if cell == PEARSON else {3: 0.8})
+        test_runs(args, cell, 3, last_steps=0)
+    for seed in wide.TEST_SEEDS:
+        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, last=False)
+    found = wide.details(args)  # CoSENT's grown points have not run: the level is still growing
+    assert {row["point"] for row in found["rows"]} == {3} and found["first_rows"] == []
+    growing = found["growing_rows"]  # (the fake records copy point 3's settings: told apart by their dev score)
+    assert {(row["cell"], row["best_dev"]) for row in growing} == {(PEARSON.name, 0.85)} and len(growing) == 5
+    assert wide.winner_results(args, wide.BY_NAME["sentence"], PEARSON)[0] == ""
+    shown = wide_table(found, {})
+    assert "still under way" in shown and "| sentence | 32 of 32 | 10 of 10 | yes | 11 of 17, so far |" in shown
+    search(args, COSENT, {3: 0.8, "3x2": 0.7, "3x4": 0.6, "3x4h": 0.5})  # CoSENT keeps point 3: settled
+    found = wide.details(args)
+    assert {(row["cell"], row["best_dev"]) for row in found["rows"]} == {(PEARSON.name, 0.85), (COSENT.name, 0.8)}
+    assert found["growing_rows"] == [] and len(found["first_rows"]) == 5
+    assert "| 17 of 17, complete |" in wide_table(found, {})
+
+
 def test_a_replaced_winner_stays_in_the_tables_as_the_first_search_left_it(tmp_path):
     """The first winners' rows remain printed (a claim's README quoting them stays backed) and the first search's
     records read again give them back."""

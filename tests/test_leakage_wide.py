@@ -121,9 +121,10 @@ def test_the_table_says_which_blocks_are_complete(tmp_path):
         fake_record(transfer / f"{name}.json", 0.8)
     by_block = {block["block"]: block for block in wide.progress(args)}
     expected = {"block": "sentence", "search": [16, 80], "test": [5, 25], "growth": [0, 0], "transfer": [2, 8]}
-    assert by_block["sentence"] == expected
+    assert by_block["sentence"] == expected | {"settled": True}  # nothing grows before the level is read
     assert by_block["pair"] == {
         "block": "pair",
+        "settled": True,
         "search": [0, 40],
         "test": [0, 25],
         "growth": [0, 0],
@@ -397,7 +398,11 @@ def test_blocks_off_the_front_page_and_their_level_contrasts_are_read_uncorrecte
     )
     cosent = next(line for line in control if "cosent" in line)
     assert "Pearson − cosent = +3.1" in cosent and cosent.endswith("a win for Pearson")
-    contrasts = comparisons.level_contrasts(rows, {"sentence", "control"})
+    first = [row | {"sts": {task: v + ("control" in row["cell"]) for task, v in row["sts"].items()}} for row in rows]
+    growing = comparisons.level_contrasts(rows, {"sentence", "control"}, first, settled={"sentence"})
+    assert all("control − sentence = +2.00" in line for line in growing[::2])  # both read at their first winners
+    assert all("each level's first winner: the grown search is not complete at both" in line for line in growing[::2])
+    contrasts = comparisons.level_contrasts(rows, {"sentence", "control"}, first, settled={"sentence", "control"})
     averages, by_task = contrasts[::2], contrasts[1::2]
     assert len(averages) == len(by_task) == 5 and all("control − sentence = +1.00" in line for line in averages)
     assert all(line.endswith("a win for control") for line in averages)
@@ -443,21 +448,24 @@ def test_the_front_pages_verdict_says_who_wins_each_comparison_level_by_level():
     assert not any(phrase.startswith("beats") and "AnglE" in phrase for phrase in phrases)
 
 
-def test_a_binding_winner_at_8x_is_the_claims_limit_not_a_search_still_growing(monkeypatch):
+def test_a_level_is_final_only_once_its_grown_search_is_settled(monkeypatch):
+    """While a level's growth is under way every loss there is read at its first winner and the verdict says it is
+    not final; once settled, a winner still best at its last step is as far as the growth rule takes it."""
     monkeypatch.setattr(report, "base_scores", lambda: {"avg": 70.0})
     rows = {
         f"minilm-sentence-{loss}": [
             {"sts": {"avg": 80.0}, "last_step": True, "first_evaluation": False, "point": point} for _ in range(5)
         ]
-        for loss, point in {"cosine_mse": "3x2", "cosent": "3x8", "angle": 3, "contrastive": "3x8h"}.items()
+        for loss, point in {"cosine_mse": "3x2", "cosent": "3x4h", "angle": 3, "contrastive": "3x8h"}.items()
     }
-    words = report.caveats({}, rows, ("sentence",))
-    assert words.startswith("Not final: best at their last step in most test seeds: cosine-MSE at `sentence` (5 of 5)")
-    assert "CoSENT at `sentence` (5 of 5, at 8×, the limit)" in words and "The search grows" in words
-    rows["minilm-sentence-angle"] = rows["minilm-sentence-cosent"]  # every binding winner at 8×
-    rows["minilm-sentence-cosine_mse"] = rows["minilm-sentence-cosent"]
-    words = report.caveats({}, rows, ("sentence",))
-    assert words.startswith("Final (a winner at 8× grows no further") and "The search grows" not in words
+    growing = {"progress": [{"block": "sentence", "settled": False}]}
+    words = report.caveats(growing, rows, ("sentence",))
+    assert words.startswith("Not final: the grown search at `sentence` is not complete, and until it is, every loss")
+    assert "best at their last step in most test seeds: cosine-MSE at `sentence` (5 of 5)," in words
+    assert "limit" not in words and "The search grows" in words
+    words = report.caveats({"progress": [{"block": "sentence", "settled": True}]}, rows, ("sentence",))
+    assert words.startswith("Final (the claim holds up to the largest schedule the growth rule tried)")
+    assert "CoSENT at `sentence` (5 of 5, the growth rule's limit)" in words and "The search grows" not in words
 
 
 def test_the_front_pages_verdict_names_the_grown_winners_level_by_level():

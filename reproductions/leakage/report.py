@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reproductions._common import ROOT, Rows
-from reproductions.leakage import growth, narrow, wide
+from reproductions.leakage import narrow, wide
 from reproductions.leakage.cells import (
     HERE,
     LOSSES,
@@ -268,18 +268,18 @@ def seed_span(seeds: list[int]) -> str:
 def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, ...]) -> str:
     """What the test runs show beside the decisions: the losses whose winners were best at their last step in most
     seeds, those below the base model, and those best at their first dev evaluation (a run that kept about what it
-    had before training, ``wide.first_evaluation``). Not final while a winner best at its last step can still grow
-    (below :data:`LIMIT` times its first schedule); final otherwise."""
+    had before training, ``wide.first_evaluation``). Not final while the grown search of a level is under way
+    (``wide.growth_settled``: every loss there is read at its first winner until then); final otherwise, where a
+    winner still best at its last step is as far as the growth rule takes it."""
     base = base_scores()["avg"]
-    binding, below, first, growing = [], [], [], False
+    settled = {block["block"] for block in found.get("progress", []) if block["settled"]}
+    binding, below, first = [], [], []
     for loss in LOSSES[1:]:
         for level in levels:
             runs = by_cell[f"minilm-{level}-{loss}"]
             last = sum(r["last_step"] for r in runs)
             if 2 * last > len(runs):
-                stopped = at_the_limit(runs[0]["point"])
-                growing |= not stopped
-                where = f", at {LIMIT}×, the limit" * stopped
+                where = ", the growth rule's limit" * (level in settled)
                 binding.append(f"{NAMES[loss]} at `{level}` ({last} of {len(runs)}{where})")
             mean = statistics.mean(r["sts"]["avg"] for r in runs)
             if mean < base:
@@ -294,22 +294,15 @@ def caveats(found: dict[str, Any], by_cell: dict[str, Rows], levels: tuple[str, 
         notes.append(f"below the base model's {base:.2f}: {', '.join(below)}")
     if first:
         notes.append(f"best at their first dev evaluation, about the base model: {', '.join(first)}")
+    growing = [f"`{level}`" for level in levels if level not in settled]
     if not growing:
-        at_limit = f" (a winner at {LIMIT}× grows no further: the claim holds up to its schedule)" * bool(binding)
+        at_limit = " (the claim holds up to the largest schedule the growth rule tried)" * bool(binding)
         return ("Final" + at_limit + ": " + "; ".join(notes) + ".") if notes else "Final: no winner binds."
     return (
-        "Not final: " + "; ".join(notes) + ". The search grows for every loss by the rule in the comparison's "
-        "README, and this verdict is generated again from the records as it lands."
+        f"Not final: the grown search at {' and '.join(growing)} is not complete, and until it is, every loss there "
+        "is read at its first winner" + "".join(f"; {note}" for note in notes) + ". The search grows for every "
+        "loss by the rule in the comparison's README, and this verdict is generated again from the records as it lands."
     )
-
-
-LIMIT = max(growth.FURTHER.values())
-"""The largest factor the growth rule multiplies a winner's epochs by."""
-
-
-def at_the_limit(point: Point) -> bool:
-    """Whether a winner is a point the growth rule grows no further: :data:`LIMIT` times its first schedule."""
-    return isinstance(point, str) and GrownPoint.parse(point).factor == LIMIT
 
 
 def short_decision(result: Corrected) -> str:
@@ -322,25 +315,27 @@ def short_decision(result: Corrected) -> str:
 def write_summary(args: argparse.Namespace) -> None:
     """table.md, verdict.md and the plots, from the records as they are now (the search's rows go into runs.json):
     ``leakage.png`` (every cell's seeds), ``growth.png`` once the wide search has grown (:func:`growth_plot`) and,
-    once a front-page level of the wide search is complete, ``wide.png`` (its family of comparisons)."""
-    rows = narrow.collect(args)
+    once a front-page level of the wide search is complete, ``wide.png`` (its family of comparisons), all into
+    ``--output``, whose records they read; the front page only where that is the claim's own folder."""
+    rows, out = narrow.collect(args), Path(args.output)
     if not rows:
         return
     found = summary_details(args)
     corrected = wide_family(found["wide"])
-    write_text(HERE / "table.md", table(rows, found) + "\n")
+    write_text(out / "table.md", table(rows, found) + "\n")
     lines = verdicts(rows) + transfer_verdicts(found["transfer"]) + wide_verdicts(found["wide"], corrected)
     if found["wide"]["first_rows"] and corrected:
         first = before_growth(found["wide"])
         lines += ["", "Before the grown search replaced a winner (the first search's winners):", ""]
         lines += comparison_verdicts(first, wide_family(first))
-    write_text(HERE / "verdict.md", "\n".join(lines) + "\n")
-    plot(rows, {}, HERE / "leakage.png")
+    write_text(out / "verdict.md", "\n".join(lines) + "\n")
+    plot(rows, {}, out / "leakage.png")
     if found["wide"]["growth"]:
-        growth_plot(found["wide"], HERE / "growth.png")
+        growth_plot(found["wide"], out / "growth.png")
     if corrected:
-        family_plot(corrected, HERE / "wide.png")
-        write_front_page(ROOT / "README.md")
+        family_plot(corrected, out / "wide.png")
+        if out.resolve() == HERE:
+            write_front_page(ROOT / "README.md")
 
 
 def write_front_page(readme: Path) -> None:

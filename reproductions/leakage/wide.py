@@ -238,6 +238,18 @@ def grown_runs(args: argparse.Namespace, block: Block, cells: list[Cell]) -> Ite
                 yield Run(cell, final, seed, True)
 
 
+def growth_settled(args: argparse.Namespace, block: Block) -> bool:
+    """Whether ``block``'s grown search is decided and run: every cell's winner among all its points is decided and
+    every grown run the records call for has its record (a level that does not bind grows nothing). Until then the
+    level is read at every loss's first winner, never some losses at their grown winners and others at their first."""
+    if not block.searched or not level_binds(args, block):
+        return True
+    cells = block.cells(args.losses)
+    if any(final_point(args, cell, grown_points(args, block, cell)) is None for cell in cells):
+        return False
+    return all(record_path(args, run).is_file() for run in grown_runs(args, block, cells))
+
+
 def chosen_blocks(args: argparse.Namespace) -> list[Block]:
     """The blocks ``--cells`` names (all by default), in :data:`BLOCKS`' order."""
     names = args.cells or list(BY_NAME)
@@ -336,10 +348,11 @@ def scored_results(args: argparse.Namespace, block: Block, cell: Cell) -> dict[i
 
 def winner_results(args: argparse.Namespace, block: Block, cell: Cell) -> tuple[str, dict[int, Any]]:
     """``cell``'s winner as far as its test runs go: the grown search's (tag ``-3x2``, its point) once that winner has
-    run on every test seed, else the first search's (tag ``""``); with its test results by seed."""
+    run on every test seed and the level's growth is settled (:func:`growth_settled`), else the first search's (tag
+    ``""``); with its test results by seed."""
     seeds = scored_seeds(args, block)
     grown = {seed: kept(folder(args) / GROWN / f"{cell.name}-seed{seed}.json") for seed in seeds}
-    if block.searched and all(result is not None for result in grown.values()):
+    if block.searched and all(result is not None for result in grown.values()) and growth_settled(args, block):
         return f"-{final_point(args, cell, grown_points(args, block, cell))}", grown
     return "", scored_results(args, block, cell)
 
@@ -453,20 +466,24 @@ def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 def details(args: argparse.Namespace) -> dict[str, Any]:
     """What the wide search's tables read: its design and seeds, every search run (``search``: the design points';
     ``growth``: the grown points'), every test run's row (``rows``: each cell's winner, the grown search's once all
-    its test seeds have run; ``first_rows``: the first winners these replaced), the transfer scores (``transfer``:
-    the noise floor's first, then each cell's winner's model as :func:`transfer_models` names it;
+    its test seeds have run and its level's growth is settled; ``first_rows``: the first winners these replaced;
+    ``growing_rows``: grown winners tested at a level still growing, read into no family yet), the transfer scores
+    (``transfer``: the noise floor's first, then each cell's winner's model as :func:`transfer_models` names it;
     ``first_transfer``: the models of the first winners the grown search replaced)."""
     from pcctune.results import EvalResult
 
-    every = search_rows(args)
+    every, blocks = search_rows(args), progress(args)
     grown_search = [row for row in every if isinstance(row["point"], str)]
     points: dict[str, list[Any]] = {}
     for row in grown_search:
         points.setdefault(row["cell"], []).append((row["point"], row["settings"]))
     rows, grown = test_rows(args, folder(args), points), test_rows(args, folder(args) / GROWN, points)
     seeds_of = lambda cell: {row["seed"] for row in grown if row["cell"] == cell}  # noqa: E731
-    replaced = {row["cell"] for row in grown if seeds_of(row["cell"]) >= set(TEST_SEEDS)}
+    tested = {row["cell"] for row in grown if seeds_of(row["cell"]) >= set(TEST_SEEDS)}
+    settled = {block["block"] for block in blocks if block["settled"]}
+    replaced = {cell.name for block in BLOCKS if block.name in settled for cell in block.cells(args.losses)} & tested
     first_rows = [row for row in rows if row["cell"] in replaced]
+    growing_rows = [row for row in grown if row["cell"] in tested - replaced]
     rows = [row for row in rows if row["cell"] not in replaced] + [row for row in grown if row["cell"] in replaced]
     paths = sorted((folder(args) / "transfer").glob("*.json"), key=lambda p: (not p.stem.startswith("base"), p.stem))
     scores = {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
@@ -477,15 +494,16 @@ def details(args: argparse.Namespace) -> dict[str, Any]:
     seeds = {"search": searched, "test": list(TEST_SEEDS), "mpnet": list(MPNET_SEEDS)}
     search = [row for row in every if isinstance(row["point"], int)]
     found = {"design": list(design(args)), "seeds": seeds, "rows": rows, "first_rows": first_rows}
-    found |= {"search": search, "growth": grown_search, "transfer": transfer, "first_transfer": first_transfer}
-    return found | {"progress": progress(args)}
+    found |= {"growing_rows": growing_rows, "search": search, "growth": grown_search}
+    return found | {"transfer": transfer, "first_transfer": first_transfer, "progress": blocks}
 
 
 def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Each block's runs with a record against its planned runs: the search (every loss × design point × search
     seed), the test seeds (every loss × test seed), the grown search as far as its records decide it (each grown
-    point on the search seeds, each changed winner on the test seeds) and, where the block has them, the transfer
-    evaluations (the base model under each probe seed, each loss's best model)."""
+    point on the search seeds, each changed winner on the test seeds; ``settled``: :func:`growth_settled`) and,
+    where the block has them, the transfer evaluations (the base model under each probe seed, each loss's best
+    model)."""
     found = []
     for block in BLOCKS:
         cells = block.cells(args.losses)
@@ -509,7 +527,10 @@ def progress(args: argparse.Namespace) -> list[dict[str, Any]]:
             transfers += [any(transfer.glob(f"{name}-seed*.json")) for name in names]
         grown = [record_path(args, run).is_file() for run in grown_runs(args, block, cells)]
         counts = {"search": searches, "test": tests, "growth": grown, "transfer": transfers}
-        found.append({"block": block.name} | {part: [sum(done), len(done)] for part, done in counts.items()})
+        found.append(
+            {"block": block.name, "settled": growth_settled(args, block)}
+            | {part: [sum(done), len(done)] for part, done in counts.items()}
+        )
     return found
 
 

@@ -45,16 +45,18 @@ PROGRESS_LEAD = (
 
 
 def progress_table(blocks: list[dict[str, Any]]) -> str:
-    """Which blocks are complete: their runs with a record of those planned (complete: every search and test run,
-    what the level's verdict reads), and their transfer evaluations."""
-    header = ["block", "search runs", "test runs", "complete", "grown search", "transfer evaluations"]
+    """Which blocks are complete: their runs with a record of those planned (first search complete: every search
+    and test run of the first search, what the level's verdict reads), their grown search (complete once every
+    cell's winner is decided and tested: until then the level is read at its first winners) and their transfer
+    evaluations."""
+    header = ["block", "search runs", "test runs", "first search complete", "grown search", "transfer evaluations"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for block in blocks:
         (searched, searches), (tested, tests), (moved, transfers) = (block[k] for k in ("search", "test", "transfer"))
         search = f"{searched} of {searches}" if searches else "— (MiniLM's winners)"
         done = "yes" if block["block"] in wide.complete_blocks([block]) else "no"
         grown, planned = block.get("growth", (0, 0))
-        growing = f"{grown} of {planned} so far" if planned else "—"
+        growing = f"{grown} of {planned}, " + ("complete" if block["settled"] else "so far") if planned else "—"
         transfer = f"{moved} of {transfers}" if transfers else "—"
         lines.append(f"| {block['block']} | {search} | {tested} of {tests} | {done} | {growing} | {transfer} |")
     return "\n".join(lines)
@@ -95,6 +97,14 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
         ]
         if corrected:
             lines += ["", comparison_table(wide_family(first))]
+    if found.get("growing_rows"):
+        lines += [
+            "",
+            "Grown winners tested at levels whose grown search is still under way (read into no family until it is "
+            "complete there: until then every loss of the level is read at its first winner):",
+            "",
+            winners_table(found["growing_rows"]),
+        ]
     if found.get("progress"):
         lines += ["", PROGRESS_LEAD, "", progress_table(found["progress"])]
     if found["search"]:
@@ -297,4 +307,6 @@ def comparison_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], 
             f"{result.holm.adjusted:.4f}: {result.decision(loss, 'Pearson')}"
         )
     complete = wide.complete_blocks(found["progress"])
-    return lines + outside_family(found["rows"], complete) + level_contrasts(found["rows"], complete)
+    settled = {block["block"] for block in found["progress"] if block["settled"]}
+    first = before_growth(found)["rows"]
+    return lines + outside_family(found["rows"], complete) + level_contrasts(found["rows"], complete, first, settled)

@@ -179,9 +179,9 @@ def run_jobs(
 ) -> None:
     """Run the jobs ``ready()`` names until it names none, asking it again after each job: the records a job leaves
     decide what is ready next (a seed run once its search has run). One at a time in this process, or with ``jobs``
-    above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores (a machine with a
-    GPU and many cores; on two cores, measured against one run at a time in benchmarks/results/speed/README.md,
-    section 14), each started as soon as it is ready. At most
+    above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores and the CPU speed
+    settings in force here (a machine with a GPU and many cores; on two cores, measured against one run at a time in
+    benchmarks/results/speed/README.md, section 14), each started as soon as it is ready. At most
     ``max_runs`` jobs that ``counted`` counts; ``after`` runs after each job (a table rewritten from the records)."""
     if jobs <= 1:
         done = 0
@@ -210,10 +210,12 @@ def _run_in_parallel(
     import os
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
+    from pcctune.host_settings import host_settings
+
     threads = max(1, (os.cpu_count() or 1) // jobs)
     context = multiprocessing.get_context("spawn")
     running: dict[str, Future[Any]] = {}
-    done = 0
+    done, settings = 0, host_settings()
     with ProcessPoolExecutor(jobs, context, set_threads, (threads,), max_tasks_per_child=1) as pool:
         while True:
             for name, function, *arguments in ready():
@@ -221,7 +223,7 @@ def _run_in_parallel(
                     break
                 if name not in running:
                     print(f"[start] {name}", flush=True)
-                    running[name] = pool.submit(function, *arguments)
+                    running[name] = pool.submit(in_settings, settings, function, *arguments)
             if not running:
                 return
             finished, _ = wait(running.values(), return_when=FIRST_COMPLETED)
@@ -238,6 +240,15 @@ def set_threads(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
+
+
+def in_settings(settings: Any, function: Callable[..., Any], *arguments: Any) -> Any:
+    """``function(*arguments)`` under the CPU speed settings ``settings`` (``pcctune.host_settings``): a spawned
+    job's process starts with none of its parent's, which hold in the parent's context only."""
+    from pcctune.host_settings import using
+
+    with using(settings):
+        return function(*arguments)
 
 
 def load_rows(path: Path) -> tuple[Rows, BenchmarkResult | None]:

@@ -93,6 +93,34 @@ def test_a_second_run_plans_nothing_and_a_lost_stage_one_is_built_again_only_whe
     assert [job[0] for job in grid.ready_jobs(args)] == ["cosine_mse-seed2"]
 
 
+def test_a_stage_one_built_here_that_scores_unlike_the_first_build_stops_every_start(quick, tmp_path):
+    """A failed rebuild check is read again at every start: its model stays on disk, and no stage-2 run may
+    continue it."""
+    out = tmp_path / "copy"
+    shutil.copytree(quick / "records", out / "records")
+    shutil.copytree(quick / "runs" / "stage1", out / "runs" / "stage1")
+    (out / "records" / "cosine_mse-seed2.json").unlink()
+    args = _args(out)
+    assert [job[0] for job in grid.ready_jobs(args)] == ["cosine_mse-seed2"]  # the first build itself: alike
+    built = out / "runs" / "stage1" / "results.json"
+    result = RunResult.from_disk(built)
+    moved = {stage: scores | {"avg": scores["avg"] + 1.0} for stage, scores in result.sts_by_stage.items()}
+    result.model_copy(update={"sts_by_stage": moved}).to_disk(built)
+    for _ in range(2):
+        with pytest.raises(SystemExit, match="stage 1 built here .* the stage-2 runs would continue another model"):
+            list(grid.ready_jobs(args))
+
+
+def test_the_verdict_waits_for_every_test_run():
+    pearson, below = _rows("pearson", [80.0, 80.2, 80.1]), _rows("cosine_mse", [79.0, 79.1, 79.3])
+    cosent = _rows("cosent", [78.0, 78.4, 78.1])
+    assert tables.verdict([*pearson, *below, *cosent])[0].startswith("**held**")
+    waiting = tables.verdict([*pearson, *below, *cosent], complete=False)
+    assert (
+        waiting[0].startswith("**not decided yet**: not every test run") and "- Pearson − cosine-MSE = " in waiting[1]
+    )
+
+
 def _rows(kind: str, averages: list[float]) -> list[dict]:
     return [
         {"kind": kind, "seed": seed, "sts": {"avg": avg}, "stage1_avg": 70.0} for seed, avg in enumerate(averages, 1)
@@ -147,8 +175,8 @@ def test_the_front_page_phrase_counts_the_records_then_reads_the_verdict(quick, 
     out = tmp_path / "copy"
     shutil.copytree(quick / "records", out / "records")
     (out / "records" / "cosine_mse-seed2.json").unlink()
-    assert "**not been run yet** (`reproductions/decoder_losses`: 8 of 9 records;" in tables.front_page_phrase(
-        _args(out)
+    assert "runs are **under way**, no verdict yet (`reproductions/decoder_losses`: 8 of 9 records," in (
+        tables.front_page_phrase(_args(out))
     )
     readme = tmp_path / "README.md"
     readme.write_text("Pearson beats X; against cosine-MSE and CoSENT it has\nold words. Every claim, each number.\n")

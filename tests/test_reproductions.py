@@ -316,6 +316,29 @@ def test_the_leakage_grids_parallel_runner_starts_each_job_once_the_records_allo
     assert second.read_text() == "2"
 
 
+def _write_settings(path: Path) -> None:
+    """A parallel job: the CPU speed settings and the thread count it runs under (a module-level function, as a
+    spawned process imports it)."""
+    import torch
+
+    from pcctune.host_settings import host_settings
+
+    path.write_text(f"{host_settings().said()} | {torch.get_num_threads()}")
+
+
+def test_a_parallel_job_runs_under_its_parents_cpu_speed_settings_on_its_share_of_the_cores(tmp_path):
+    import os
+
+    from reproductions._common import run_jobs
+
+    from pcctune.host_settings import HostSettings, using
+
+    found = tmp_path / "settings.txt"
+    with using(HostSettings(workers=None, onednn=True)):
+        run_jobs(lambda: iter([("job", _write_settings, found)] if not found.exists() else []), jobs=2)
+    assert found.read_text() == f"workers, onednn | {max(1, (os.cpu_count() or 1) // 2)}"
+
+
 def test_the_leakage_table_shows_each_trained_model_before_training():
     from reproductions.leakage.cells import MPNET, base_scores
     from reproductions.leakage.report import base_rows

@@ -12,8 +12,8 @@ own stage-1 build) stand beside them. Differences are paired by seed
 (:func:`pcctune.evaluation.compare.seed_difference`, 95 % interval): a tie where the interval holds 0.
 
     python -m reproductions decoder_losses --rerun                 # every missing run, one at a time; resumable
-    python -m reproductions decoder_losses --rerun -- --max-runs 1 # stage 1 alone, on every core; then
-    python -m reproductions decoder_losses --rerun -- --jobs 2     # the stage-2 runs two at a time (a 2-core CPU)
+    python -m reproductions decoder_losses --rerun -- --jobs 2     # stage 1 alone on every core, then the stage-2
+                                                                   # runs two at a time (a 2-core CPU)
     python -m reproductions decoder_losses --rerun -- --jobs 4     # up to four at once (a machine with a GPU)
     python -m reproductions decoder_losses --summarize             # table.md and decoder_losses.png from runs.json
 
@@ -78,6 +78,7 @@ def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
     if not (design.records(args) / "stage1.json").is_file() or (missing and not design.stage1_built(args)):
         yield "stage1", build_stage1, design.stage1_config(args), design.records(args)
         return
+    design.check_stage1_build(args)
     for name, config, record, score in missing:
         yield name, train_once, config, record, score
 
@@ -85,8 +86,8 @@ def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
 def build_stage1(config: RunConfig, folder: Path) -> None:
     """Build (or resume) stage 1 and score it: the first build's record is ``stage1.json``; a later build's is
     ``stage1_rebuilt.json``, and one whose test average is not within ``design.REBUILD_TOLERANCE`` of the first
-    stops the runner. A rebuild that passes is another model that scores alike (stage-2 records name their machine);
-    the check chooses nothing."""
+    stops the runner before any stage-2 run (``design.check_stage1_build``, at every start). A rebuild that passes is
+    another model that scores alike (stage-2 records name their machine); the check chooses nothing."""
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.orchestration.run_folder import holds_a_run
 
@@ -96,12 +97,6 @@ def build_stage1(config: RunConfig, folder: Path) -> None:
         result.to_disk(folder / "stage1.json")
         return
     result.to_disk(folder / "stage1_rebuilt.json")
-    recorded, rebuilt = design.stage1_avg(first), design.stage1_avg(result)
-    if not design.alike(rebuilt, recorded):
-        raise SystemExit(
-            f"stage 1 built again here scores {rebuilt:.4f} against the first build's {recorded:.4f}: the stage-2 runs "
-            f"would continue another model. Bring the first build's {config.output_dir} here, or start over."
-        )
 
 
 def save_progress(args: argparse.Namespace) -> None:
@@ -114,7 +109,11 @@ def save_progress(args: argparse.Namespace) -> None:
 def measure(args: argparse.Namespace) -> Measured:
     if args.quick:
         args.runs = Path(args.output) / "runs"
-    run_jobs(lambda: ready_jobs(args), args.jobs, args.max_runs, lambda: save_progress(args))
+    max_runs, after = args.max_runs, lambda: save_progress(args)
+    if args.jobs > 1 and max_runs != 0 and next(iter(ready_jobs(args)), ("",))[0] == "stage1":
+        run_jobs(lambda: ready_jobs(args), 1, 1, after)  # stage 1 alone, in this process on every core
+        max_runs = None if max_runs is None else max_runs - 1
+    run_jobs(lambda: ready_jobs(args), args.jobs, max_runs, after)
     update_front_page(args)
     return Measured(collect(args), SETTINGS, details_of(args))
 

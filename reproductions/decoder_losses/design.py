@@ -91,6 +91,22 @@ def stage1_built(args: argparse.Namespace) -> bool:
     return (stage1_model(args) / "modules.json").is_file() and (stage1_folder(args) / "results.json").is_file()
 
 
+def check_stage1_build(args: argparse.Namespace) -> None:
+    """Stop where the stage 1 built on this machine scores outside :data:`REBUILD_TOLERANCE` of the first build
+    (``stage1.json``): every stage-2 run would continue another model. Read before any stage-2 run is handed out, so
+    a runner started again after a failed rebuild stops again."""
+    first = kept(records(args) / "stage1.json")
+    if first is None or not stage1_built(args):
+        return
+    here = RunResult.from_disk(stage1_folder(args) / "results.json")
+    if not alike(stage1_avg(here), stage1_avg(first)):
+        raise SystemExit(
+            f"stage 1 built here ({stage1_folder(args)}) scores {stage1_avg(here):.4f} against the first build's "
+            f"{stage1_avg(first):.4f}: the stage-2 runs would continue another model. Bring the first build's "
+            f"{stage1_folder(args)} here, or start over."
+        )
+
+
 def _run_config(args: argparse.Namespace, raw: dict[str, Any], stage: dict[str, Any], **run: Any) -> RunConfig:
     """``raw`` (a dumped recipe) with one stage and ``run``'s fields; ``--quick`` shrinks the stage's budget."""
     if args.quick:

@@ -133,10 +133,15 @@ def front_page_phrase(args: argparse.Namespace) -> str:
     then the verdict (held, or the loss that ties or beats Pearson) with Pearson's paired differences."""
     counts = progress(args)
     done, planned = sum(count for _, count, _ in counts), sum(total for *_, total in counts)
-    if done < planned:
+    if done == 0:
         return (
             f"{FRONT_PAGE_START} it has **not been run yet** (`reproductions/decoder_losses`: {done} of {planned} "
             "records; its runs are planned on the CPU, after the encoder's grown search at `sentence` and the control)"
+        )
+    if done < planned:
+        return (
+            f"{FRONT_PAGE_START} its runs are **under way**, no verdict yet (`reproductions/decoder_losses`: {done} "
+            f"of {planned} records, on the CPU in the background)"
         )
     first, *rest = verdict(collect(args))
     compared = "; ".join(line.removeprefix("- ") for line in rest[: len(LOSSES) - 1])
@@ -257,10 +262,11 @@ def speed_check(stage1_rows: Rows) -> list[str]:
     ]
 
 
-def verdict(rows: Rows) -> list[str]:
+def verdict(rows: Rows, complete: bool = True) -> list[str]:
     """The verdict in words, from the records: held where Pearson's interval over paired seeds lies above both
-    cosine-MSE and CoSENT, not held where either ties with it (the interval holds 0) or beats it; then every
-    comparison, and each stage-2 row against the stage-1 model it continues."""
+    cosine-MSE and CoSENT, not held where either ties with it (the interval holds 0) or beats it, and nothing decided
+    before every test run has its record (``complete``); then every comparison so far, and each stage-2 row against
+    the stage-1 model it continues."""
     found = groups(rows)
     pearson = found["pearson"]
     compared = {
@@ -270,6 +276,8 @@ def verdict(rows: Rows) -> list[str]:
     decided = {loss: d.verdict for loss, d in rivals.items() if d is not None and d.verdict is not None}
     if not pearson:
         lines = ["**not run yet**: Pearson's stage 2 has no record yet."]
+    elif not complete:
+        lines = ["**not decided yet**: not every test run has its record (Progress above); the differences so far:"]
     elif len(decided) < len(rivals):
         lines = ["**not decided yet**: cosine-MSE and CoSENT each need two seeds beside Pearson's."]
     elif all(outcome == "win" for outcome in decided.values()):
@@ -294,8 +302,10 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
     lead = "Progress (runs with a record; `python -m reproductions decoder_losses --rerun` runs the missing ones in "
     lead += "order, a run cut off resuming from its last checkpoint, and rewrites this table):"
     done = ["", lead, "", "| part | records | planned |", "| --- | --- | --- |"]
-    done += [f"| {part} | {count} | {planned} |" for part, count, planned in details.get("progress", [])]
-    return "\n".join([*score_table(rows), *search, *search_table(details), *done, "", *verdict(rows)])
+    progress = details.get("progress", [])
+    done += [f"| {part} | {count} | {planned} |" for part, count, planned in progress]
+    complete = all(count == planned for part, count, planned in progress if part == "test runs")
+    return "\n".join([*score_table(rows), *search, *search_table(details), *done, "", *verdict(rows, complete)])
 
 
 def plot(rows: Rows, details: dict[str, Any], path: Path) -> None:

@@ -59,10 +59,13 @@ def saved_prompt_names(model: str, cached_only: bool = False) -> list[str] | Non
     cached while offline (or with ``cached_only``), a Hub that does not answer, a damaged settings file (the load
     then says why)."""
     cache = os.getenv("SENTENCE_TRANSFORMERS_HOME")  # where the load looks first, as SentenceTransformer does
-    local = {"cache_folder": cache, "local_files_only": cached_only}
     try:
-        modules = load_file_path(model, MODULES_FILE, **local)
-        settings = load_file_path(model, SENTENCE_TRANSFORMERS_CONFIG, **local) if modules else None
+        modules = load_file_path(model, MODULES_FILE, cache_folder=cache, local_files_only=cached_only)
+        settings = (
+            load_file_path(model, SENTENCE_TRANSFORMERS_CONFIG, cache_folder=cache, local_files_only=cached_only)
+            if modules
+            else None
+        )
         saved = json.loads(Path(settings).read_text(encoding="utf-8")).get("prompts", {}) if settings else {}
     except Exception:  # noqa: BLE001 - whatever the Hub or a file raises here, the model's load reports in one line
         return None

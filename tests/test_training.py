@@ -151,6 +151,29 @@ def test_compare_runs_the_last_stage_once_per_loss(tiny_bert, mini_senteval, tmp
     assert examples["pcc-pearson"] == 48 and examples["pcc-contrastive"] < 48
 
 
+def test_a_compare_variant_starts_from_the_run_seed_whatever_ran_before_it(tiny_bert, mini_senteval, tmp_path):
+    """An MLP head is drawn at each stage's load: the second --compare variant draws the same first weights as the
+    same loss trained alone, not weights that depend on the first variant's draws."""
+    from safetensors.torch import load_file
+
+    def config(out):
+        run = _config(tiny_bert, mini_senteval, _pairs_file(tmp_path), tmp_path / out, max_steps=1)
+        return run.model_copy(update={"pooling_head": "mlp", "evaluate_before": False})
+
+    def weights(folder):
+        return {key: value for f in sorted(folder.rglob("*.safetensors")) for key, value in load_file(f).items()}
+
+    run_pipeline(
+        config("alone").model_copy(update={"stages": [config("x").stages[0].model_copy(update={"loss": "cosine_mse"})]})
+    )
+    run_pipeline(config("both"), compare=["pearson", "cosine_mse"])
+    alone, second = (
+        weights(tmp_path / "alone" / "stage1-pcc" / "final"),
+        weights(tmp_path / "both" / "stage1-pcc-cosine_mse" / "final"),
+    )
+    assert alone.keys() == second.keys() and all(torch.equal(alone[key], second[key]) for key in alone)
+
+
 def test_lora_adapter_trains_only_the_adapter(tiny_llama, mini_senteval, tmp_path):
     config = _config(tiny_llama, mini_senteval, _pairs_file(tmp_path), tmp_path / "lora", max_steps=2)
     config = config.model_copy(

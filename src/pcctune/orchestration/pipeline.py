@@ -296,13 +296,16 @@ class Pipeline:
         return label in self.result.sts_by_stage
 
     def train(self, index: int, stage: StageConfig, source: str | None, suffix: str) -> Path:
-        """Train one stage (or find it finished) and return its folder."""
+        """Train one stage (or find it finished) and return its folder. Each stage starts from the run's seed, so
+        what it draws (an MLP head's or LoRA's first weights, a loss's head, its data order) does not depend on what
+        the process drew before it: a stage found finished on a resume, or another ``--compare`` variant."""
         stage_dir = self.stage_dir(index, stage, suffix)
         from_here = self.resume_from if self.resume_from and Path(self.resume_from).parent.parent == stage_dir else None
         if self.resume and from_here is None and is_saved_model(stage_dir / FINAL):
             self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / FINAL}")
             return stage_dir
         self.forget(stage.name + suffix)
+        set_seed(self.config.seed)
         model = load_for_training(self.config, source)
         stages = self.config.stages
         result = run_stage(

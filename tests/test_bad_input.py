@@ -278,6 +278,22 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("pairs-fewer-than-batch", lambda c: _train(c, c.config(stage={"batch_size": 64})), "fewer than batch_size 64"),
     ("infonce-on-scored-pairs", lambda c: _train(c, c.config(stage={"loss": "infonce"})), "needs triplets"),
     # --- configs ---------------------------------------------------------------------------------
+    ("config-seed-negative", lambda c: _train(c, c.config(seed=-1)), "seed"),
+    ("config-seed-too-large", lambda c: _train(c, c.config(seed=2**32)), "seed"),
+    ("config-epochs-nan", lambda c: _train(c, c.config(stage={"epochs": float("nan"), "max_steps": -1})), "epochs"),
+    ("config-epochs-inf", lambda c: _train(c, c.config(stage={"epochs": float("inf"), "max_steps": -1})), "epochs"),
+    (
+        "config-label-range-one-value",
+        lambda c: _train(c, c.config(stage={"loss": "regression_mse", "regression": {"label_range": [1]}})),
+        "label_range",
+    ),
+    (
+        "config-label-range-reversed",
+        lambda c: _train(c, c.config(stage={"loss": "regression_mse", "regression": {"label_range": [5, 0]}})),
+        "low below high",
+    ),
+    ("eval-seed-negative", lambda c: _eval(c, None, "--seed", "-1"), "a seed is an integer from 0 to 4294967295"),
+    ("eval-probe-seed-too-large", lambda c: _eval(c, None, "--probe-seed", str(2**32)), "a seed is an integer from 0"),
     ("config-missing", lambda c: _train(c, str(c.inputs / "none.yaml")), "missing config file"),
     ("config-invalid-yaml", lambda c: _train(c, c.file("c.yaml", "model: [unclosed\n")), "invalid YAML"),
     ("config-is-a-folder", lambda c: _train(c, str(c.inputs)), "is a folder; give the config file"),

@@ -85,6 +85,20 @@ def test_a_decoder_template_reads_the_prompt_through_its_cached_prefix(prompted_
     np.testing.assert_allclose(encode_texts(model, TEXTS, reuse_prefix=False), expected, atol=1e-5)
 
 
+def test_a_truncate_dim_cuts_the_vectors_as_encode_does_and_keys_the_cache(prompted_bert, prompted_llama):
+    """A Matryoshka model saved with ``truncate_dim`` is scored on the vectors ``model.encode`` gives: cut."""
+    from pcctune.modeling.fingerprint import describe_modules
+
+    for folder in (prompted_bert, prompted_llama):
+        model = loaded(folder)
+        full, described = encode_texts(model, TEXTS), describe_modules(model)
+        model.truncate_dim = 4
+        cut = encode_texts(model, TEXTS, reuse_prefix=True)
+        assert cut.shape == (len(TEXTS), 4) and full.shape[1] > 4
+        np.testing.assert_allclose(cut, model.encode(TEXTS, convert_to_numpy=True), atol=1e-5)
+        assert describe_modules(model) != described
+
+
 @pytest.mark.parametrize("asked", [{"prompt_name": "other"}, {"prompt": ""}, {"prompt": "note: "}])
 def test_a_prompt_given_by_name_or_text_is_applied_as_encode_applies_it(prompted_bert, asked):
     model = loaded(prompted_bert)

@@ -14,8 +14,12 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from pcctune.errors import PcctuneError
+
 DEFAULT_SEED = 42  # a run's seed where its config or command names none (the CLI reads it before torch is imported)
 BOOTSTRAP_SEED = 0
+MAX_SEED = 2**32 - 1
+"""The largest seed NumPy's global generator takes (``transformers.set_seed`` seeds it too): seeds run from 0 to it."""
 """The seed of a bootstrap's resampling where none is given (``pcctune compare --bootstrap``,
 ``pcctune.evaluation.compare``)."""
 
@@ -41,6 +45,13 @@ def seeded(seed: int) -> Iterator[None]:
     """Run the block with every global generator seeded by ``seed``; restore their states afterwards."""
     from transformers import set_seed
 
+    check_seed(seed)
     with random_state_kept():
         set_seed(seed)
         yield
+
+
+def check_seed(seed: object) -> None:
+    """Refuse in one line a seed the generators do not take: an integer from 0 to :data:`MAX_SEED`."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise PcctuneError(f"seed {seed!r}: a seed is an integer from 0 to {MAX_SEED}")

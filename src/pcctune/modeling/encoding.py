@@ -39,7 +39,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.util import batch_to_device
+from sentence_transformers.util import batch_to_device, truncate_embeddings
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -190,13 +190,14 @@ def evaluating(model: nn.Module) -> AbstractContextManager[int]:
 def _encode_batch(
     model: SentenceTransformer, texts: list[str], prompt: str | None, prefix: CachedPrefix | None
 ) -> np.ndarray:
-    """One batch's embeddings under ``prompt``, over the template prefix's cached key/values where they apply."""
+    """One batch's embeddings under ``prompt``, over the template prefix's cached key/values where they apply, cut to
+    the model's ``truncate_dim`` as ``model.encode`` cuts them (a Matryoshka model saved with one)."""
     features = batch_to_device(tokenized(model, texts, prompt), model.device)
     if prefix is not None and prefix.covers(features["input_ids"]):
         embeddings = prefix.embed(model, features)
     else:
         embeddings = model(features)["sentence_embedding"]
-    return embeddings.float().cpu().numpy()
+    return truncate_embeddings(embeddings, model.truncate_dim).float().cpu().numpy()
 
 
 class EncodeOptions(TypedDict, total=False):

@@ -142,7 +142,7 @@ def describe_modules(model: SentenceTransformer) -> list[Any] | None:
         "prompts": model.prompts,
         "default_prompt_name": model.default_prompt_name,
         "similarity": model.similarity_fn_name,
-    }
+    } | ({"truncate_dim": model.truncate_dim} if model.truncate_dim is not None else {})
     return [modules, model_settings, tokenizer_state(tokenizer)]
 
 

@@ -40,7 +40,7 @@ from pcctune.modeling.vector_store import VectorStore
 from pcctune.modeling.weight_files import model_folders
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
-from pcctune.seeding import DEFAULT_SEED, seeded
+from pcctune.seeding import DEFAULT_SEED, check_seed, seeded
 
 TaskGroup = Literal["sts", "transfer", "all"]
 TASK_GROUPS: tuple[str, ...] = get_args(TaskGroup)  # the CLI offers them
@@ -202,6 +202,9 @@ def run_eval(
     """Evaluate ``model_spec`` (with ``adapter``) on ``tasks`` or your own ``pairs`` under its prompt (or ``prompt`` /
     ``prompt_name``) as ``model.encode`` reads it; checked before encoding, written atomically once complete."""
     started = time.perf_counter()
+    for given in (seed, probe_seed):
+        if given is not None:
+            check_seed(given)
     check_prompt_choice(prompt, prompt_name, model_spec)
     with writing_output(output):
         own = load_pair_sets(pairs, columns, split) if pairs else []
@@ -226,6 +229,11 @@ def run_eval(
     return result
 
 
+def pooling_mode(model: SentenceTransformer) -> str | None:
+    """The pooling mode of ``model``'s Pooling module, ``None`` for a model without one (a single module)."""
+    return next((module.pooling_mode for module in model if hasattr(module, "pooling_mode")), None)
+
+
 def eval_record(
     model: SentenceTransformer,
     model_spec: str,
@@ -242,7 +250,7 @@ def eval_record(
         adapter=str(adapter) if adapter is not None else None,
         template=model_template(model),
         prompt=prompt_in_force(model),
-        pooling=getattr(model[1], "pooling_mode", None),
+        pooling=pooling_mode(model),
         data_dir=str(senteval) if senteval else None,
         data_files_sha256=data_hashes,
         versions=library_versions(),

@@ -25,11 +25,11 @@ from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import check_loaded_model, evaluate_sts
 from pcctune.host_settings import settings_line, with_workers
 from pcctune.modeling.template import model_template
-from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hashes, sts_section
+from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hashes, pooling_mode, sts_section
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, RunResult
-from pcctune.seeding import DEFAULT_SEED
+from pcctune.seeding import DEFAULT_SEED, check_seed
 from pcctune.training.config import RunConfig, load_config
 
 
@@ -84,6 +84,7 @@ def evaluate(
     progress bar on standard error, as ``pcctune eval`` shows it (default: shown when standard error is a terminal or
     sentence-transformers' logger is at INFO; pass ``True`` in a notebook, ``False`` to keep quiet)."""
     started = time.perf_counter()
+    check_seed(seed)
     check_loaded_model(model, "evaluate")  # before any data is read
     if isinstance(pairs, Sequence) and not isinstance(pairs, str) and not pairs:
         raise PcctuneError("pairs is empty; give one or more test sets, or leave it out for the seven STS tasks")
@@ -95,17 +96,18 @@ def evaluate(
     with with_workers(workers):
         show = progress_by_default() if show_progress_bar is None else show_progress_bar
         scores, avg = evaluate_sts(model, tasks, protocol=protocol, interval_seed=interval_seed, show_progress=show)
+        settings, threads = settings_line(), torch.get_num_threads()  # what the encoding ran under
     return EvalResult(
         protocol=protocol,
         model=str(getattr(getattr(model[0], "model", None), "name_or_path", "") or type(model).__name__),
         template=model_template(model),
-        pooling=getattr(model[1], "pooling_mode", None) if len(model) > 1 else None,
+        pooling=pooling_mode(model),
         seed=interval_seed,
         data_dir=str(senteval) if senteval else None,
         data_files_sha256=file_hashes([f for task in tasks for f in task.files], senteval) | pair_hashes(own),
         versions=library_versions(),
-        cpu_settings=settings_line(),
-        torch_threads=torch.get_num_threads(),
+        cpu_settings=settings,
+        torch_threads=threads,
         wall_time_s=round(time.perf_counter() - started, 2),
         sts=sts_section(scores, avg, average=not own),
         sts_detail=scores,

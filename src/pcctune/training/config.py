@@ -30,7 +30,7 @@ from pcctune.modeling.build import PoolingName
 from pcctune.modeling.dtypes import DtypeName
 from pcctune.modeling.template import Template
 from pcctune.paths import config_path
-from pcctune.seeding import DEFAULT_SEED
+from pcctune.seeding import DEFAULT_SEED, MAX_SEED
 from pcctune.yaml_input import read_yaml
 
 
@@ -176,10 +176,17 @@ class RegressionConfig(Strict):
     concat: regression.Concat = Field(
         regression.CONCAT, description="the head's input: (u, v), |u−v| alone, or (u, v, |u−v|)"
     )
-    label_range: list[float] | None = Field(None, description="clip predictions into [low, high]")
+    label_range: tuple[float, float] | None = Field(None, description="clip predictions into [low, high]")
     head_warmup: Literal["none", "nli"] = Field(
         "none", description="step 1 of the two-step recipe: fit the head on NLI (0/1/2) with the encoder frozen"
     )
+
+    @field_validator("label_range")
+    @classmethod
+    def _low_below_high(cls, label_range: tuple[float, float] | None) -> tuple[float, float] | None:
+        if label_range is not None and not label_range[0] < label_range[1]:
+            raise ValueError(f"label_range {list(label_range)} is [low, high] with low below high")
+        return label_range
 
 
 PreferenceMode = Literal["anchor", "random"]
@@ -232,7 +239,7 @@ class StageConfig(Strict):
     mini_batch_size: int | None = Field(None, ge=1, description="GradCache mini-batch; bounds memory")
     gradient_accumulation_steps: int = Field(1, ge=1, description="translated into mini-batches, never splits a group")
     learning_rate: float = Field(2e-5, gt=0, description="peak learning rate (AdamW, linear decay)")
-    epochs: float = Field(1.0, description="passes over the data (ignored when max_steps > 0)")
+    epochs: float = Field(1.0, allow_inf_nan=False, description="passes over the data (ignored when max_steps > 0)")
     max_steps: int = Field(-1, description="optimizer steps; -1 trains for `epochs`")
     warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the steps spent warming the learning rate up")
     weight_decay: float = Field(0.0, ge=0, description="AdamW's decoupled weight decay")
@@ -416,7 +423,12 @@ class RunConfig(Strict):
         "(nn.Dropout, a draw per element) or gaps (the same distribution from the gaps between dropped elements, "
         "about p·n draws: faster where p ≤ 0.2, another random stream; pcctune.modeling.gap_dropout)",
     )
-    seed: int = Field(DEFAULT_SEED, description="seeds the trainer, the data order and the weights pcctune initialises")
+    seed: int = Field(
+        DEFAULT_SEED,
+        ge=0,
+        le=MAX_SEED,
+        description="seeds the trainer, the data order and the weights pcctune initialises (0 to 2**32 - 1)",
+    )
     data_dir: str | None = Field(None, description="SentEval folder (default: $PCCTUNE_DATA, else the cached copy)")
     output_dir: str = Field("runs/run", description="the run folder (stages, checkpoints, results.json)")
     tasks: Literal["sts", "none"] | list[str] = Field(

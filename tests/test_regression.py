@@ -142,3 +142,40 @@ def test_a_regression_stage_trains_its_head_on_the_pooled_embeddings(tiny_bert, 
     assert norms and not torch.allclose(torch.cat(norms), torch.ones(1), atol=1e-3)
     final = build_model(str(tmp_path / "run" / "stage1-r" / "final"))
     assert torch.allclose(torch.as_tensor(final.encode(SENTENCES[:3])).norm(dim=-1), torch.ones(3), atol=1e-5)
+
+
+def test_a_resumed_regression_stage_continues_the_head_it_trained(tiny_bert, shared_senteval, tmp_path):
+    """The head lives in the loss, which the trainer's checkpoints do not hold: each checkpoint keeps it, and a
+    stage cut after step 2 and resumed ends with the uninterrupted stage's weights."""
+    from safetensors.torch import load_file
+    from transformers import TrainerCallback
+
+    from pcctune.orchestration.pipeline import run_pipeline
+    from pcctune.training.callbacks import LOSS_PARAMETERS
+    from pcctune.training.config import RunConfig
+    from tests.conftest import pairs_jsonl
+
+    pairs = pairs_jsonl(tmp_path / "pairs.jsonl", 48)
+
+    def config(out):
+        stage = {"name": "r", "loss": "regression_mse", "data": {"source": "pairs", "path": str(pairs)}}
+        stage |= {"batch_size": 8, "max_steps": 4, "eval_steps": 2, "dev": "none", "learning_rate": 0.01}
+        run = {"model": str(tiny_bert), "data_dir": str(shared_senteval), "output_dir": str(tmp_path / out)}
+        return RunConfig.model_validate(run | {"tasks": "none", "evaluate_before": False, "stages": [stage]})
+
+    class CutAfterStep2(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            if state.global_step == 2:
+                raise KeyboardInterrupt
+
+    def weights(out):
+        return load_file(next((tmp_path / out / "stage1-r" / "final").rglob("model.safetensors")))
+
+    run_pipeline(config("whole"))
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(config("cut"), callbacks=[CutAfterStep2()])
+    checkpoint = tmp_path / "cut" / "stage1-r" / "checkpoints" / "checkpoint-2"
+    assert (checkpoint / LOSS_PARAMETERS).is_file()
+    run_pipeline(config("cut"), resume=True)
+    whole, resumed = weights("whole"), weights("cut")
+    assert all(torch.equal(whole[key], resumed[key]) for key in whole)

@@ -8,17 +8,27 @@
 - ``StepToLoss``: a loss whose schedule depends on the step (DCPCSE's MLM weight
   λ = 0.1 · 0.95^(step/100)) reads the trainer's global step, so the schedule continues where it
   was after ``--resume`` instead of restarting at step 0.
+- ``LossParameterCheckpoints``: the trainer's checkpoints hold the model's weights and the optimizer's
+  state, not a loss's own modules; this keeps those parameters in every checkpoint and puts them back
+  when a stage resumes, so it continues the head it trained rather than one drawn afresh.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import torch
 import torch.distributed as dist
 from torch import nn
 from transformers import TrainerCallback
 
 from pcctune.distributed import get_world_size, is_distributed
+from pcctune.errors import PcctuneError
+from pcctune.training.checkpoints import checkpoint_name
+
+LOSS_PARAMETERS = "loss_parameters.pt"
+"""The file in a checkpoint that holds the loss's own parameters (``LossParameterCheckpoints``)."""
 
 
 def loss_owned_parameters(loss: nn.Module, model: nn.Module) -> list[nn.Parameter]:
@@ -54,3 +64,33 @@ class StepToLoss(TrainerCallback):
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.loss.step = state.global_step
+
+
+class LossParameterCheckpoints(TrainerCallback):
+    """Saves ``parameters`` (a loss's own: the regression head, a trainable MLM head) into every checkpoint, and loads
+    them back from the checkpoint a stage resumes from, before anything trains (and before ``SyncLossParameters``
+    broadcasts them)."""
+
+    def __init__(self, parameters: list[nn.Parameter]) -> None:
+        self.parameters = parameters
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step == 0:
+            return
+        path = Path(args.output_dir) / checkpoint_name(state.global_step) / LOSS_PARAMETERS
+        if not path.is_file():
+            raise PcctuneError(
+                f"{path.parent} lacks its loss's own parameters ({LOSS_PARAMETERS}): a resume would train a head "
+                "drawn afresh; resume from a checkpoint that holds them, or start the stage over (--overwrite)"
+            )
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        if [tuple(t.shape) for t in saved] != [tuple(p.shape) for p in self.parameters]:
+            raise PcctuneError(f"{path}: the loss's parameters there have other shapes than this stage's loss")
+        with torch.no_grad():
+            for parameter, value in zip(self.parameters, saved, strict=True):
+                parameter.copy_(value.to(parameter.device, parameter.dtype))
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        folder = Path(args.output_dir) / checkpoint_name(state.global_step)
+        if state.is_world_process_zero and folder.is_dir():
+            torch.save([p.detach().cpu() for p in self.parameters], folder / LOSS_PARAMETERS)

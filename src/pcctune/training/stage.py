@@ -39,7 +39,12 @@ from pcctune.modeling.saving import is_saved_model, save_model
 from pcctune.modeling.template import TemplateTransformer, check_budget, model_template, template_tokens
 from pcctune.seeding import random_state_kept
 from pcctune.training.batching import BatchPlan, plan_batches, planned_steps, steps_per_epoch
-from pcctune.training.callbacks import StepToLoss, SyncLossParameters, loss_owned_parameters
+from pcctune.training.callbacks import (
+    LossParameterCheckpoints,
+    StepToLoss,
+    SyncLossParameters,
+    loss_owned_parameters,
+)
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL, best_at_last_evaluation, last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset
@@ -231,7 +236,7 @@ def stage_callbacks(loss: nn.Module, model: SentenceTransformer, stage: StageCon
     trainable = [p for p in [*model.parameters(), *loss_owned_parameters(loss, model)] if p.requires_grad]
     found: list[TrainerCallback] = [NonFiniteGuard(trainable, stage.name, stage.on_nonfinite)]
     if owned := loss_owned_parameters(loss, model):
-        found.append(SyncLossParameters(owned))
+        found += [LossParameterCheckpoints(owned), SyncLossParameters(owned)]
     if hasattr(loss, "step"):
         found.append(StepToLoss(loss))
     if stage.save_every_minutes is not None:

@@ -381,3 +381,27 @@ def test_resume_checks_data_by_name_and_by_content_where_an_older_record_named_f
     with pytest.raises(PcctuneError, match=r"\(2 data file"):
         check_same_data(record({"fold1.csv": "3" * 64, "fold2.csv": "2" * 64}), now, tmp_path)  # swapped
     check_same_data(record({}), now, tmp_path)  # a record from before hashes were kept: not checked
+
+
+def test_a_stage_saved_but_not_yet_recorded_when_killed_is_recorded_on_resume(
+    tiny_bert, mini_senteval, tmp_path, monkeypatch
+):
+    """A kill between a stage's saved model and its record: the resumed run finishes that stage again (its
+    checkpoints hold every step) rather than skip it and lose its record."""
+    from pcctune.orchestration import pipeline
+    from tests.conftest import one_step_stage2
+
+    run = {"model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / "out")}
+    stages = [one_step_stage2(name="a"), one_step_stage2(name="b")]
+    config = RunConfig.model_validate(run | {"tasks": "none", "evaluate_before": False, "stages": stages})
+    real = pipeline.stage_record
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "stage_record", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(config)
+    assert (tmp_path / "out" / "stage1-a" / "final").is_dir()
+    monkeypatch.setattr(pipeline, "stage_record", real)
+    assert [stage.stage for stage in run_pipeline(config, resume=True).stages] == ["a", "b"]

@@ -301,7 +301,8 @@ class Pipeline:
         the process drew before it: a stage found finished on a resume, or another ``--compare`` variant."""
         stage_dir = self.stage_dir(index, stage, suffix)
         from_here = self.resume_from if self.resume_from and Path(self.resume_from).parent.parent == stage_dir else None
-        if self.resume and from_here is None and is_saved_model(stage_dir / FINAL):
+        recorded = any(kept.stage == stage.name + suffix for kept in self.result.stages)
+        if self.resume and from_here is None and is_saved_model(stage_dir / FINAL) and recorded:
             self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / FINAL}")
             return stage_dir
         self.forget(stage.name + suffix)

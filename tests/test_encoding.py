@@ -155,3 +155,24 @@ def test_the_default_budget_depends_on_the_model_kind(fixture, budget, request, 
     encode_texts(model, SENTENCES[:3])
     encode_texts(model, SENTENCES[:3], token_budget=32)
     assert asked == [budget, 32] and DECODER_TOKEN_BUDGET != ENCODER_TOKEN_BUDGET
+
+
+def test_a_static_embedding_model_is_scored_on_the_vectors_encode_gives(tiny_bert, shared_senteval, tmp_path):
+    """A StaticEmbedding model (one module, a bag of tokens, a bare tokenizers.Tokenizer) encodes as ``encode`` does
+    and is evaluated, cache key and record included."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from tokenizers import Tokenizer
+
+    from pcctune.modeling.fingerprint import describe_modules
+    from pcctune.orchestration.evaluate import run_eval
+
+    model = SentenceTransformer(
+        modules=[StaticEmbedding(Tokenizer.from_file(str(tiny_bert / "tokenizer.json")), embedding_dim=8)]
+    )
+    texts = [*SENTENCES[:5], ""]
+    np.testing.assert_allclose(encode_texts(model, texts), model.encode(texts, convert_to_numpy=True), atol=1e-6)
+    assert describe_modules(model) is not None
+    model.save(str(tmp_path / "static"))
+    record = run_eval(str(tmp_path / "static"), shared_senteval, output=tmp_path / "r.json")
+    assert record.pooling is None and set(record.sts or {}) >= {"STS12", "avg"}

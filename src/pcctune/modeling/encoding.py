@@ -74,9 +74,14 @@ def token_lengths(model: SentenceTransformer, texts: Sequence[str], prompt: str 
     unpadded = {"text": {"padding": False}, "common": {"return_tensors": None}}
     module: Any = model[0]
     with tokenizer_lock(model):
-        ids = module.preprocess(list(texts), prompt=prompt, processing_kwargs=unpadded)["input_ids"]
-    cap = model.max_seq_length or max((len(row) for row in ids), default=1)
-    return [min(len(row), cap) for row in ids]
+        found = module.preprocess(list(texts), prompt=prompt, processing_kwargs=unpadded)
+    if "offsets" in found:  # a bag of tokens (StaticEmbedding): one flat row, each text starting at its offset
+        starts = [int(offset) for offset in found["offsets"]] + [len(found["input_ids"])]
+        lengths = [end - start for start, end in zip(starts, starts[1:], strict=False)]
+    else:
+        lengths = [len(row) for row in found["input_ids"]]
+    cap = model.max_seq_length or max(lengths, default=1)
+    return [min(length, cap) for length in lengths]
 
 
 def length_batches(lengths: Sequence[int], token_budget: int, max_batch: int = MAX_BATCH) -> list[list[int]]:

@@ -176,8 +176,10 @@ truncation=True, padding=True)``): the state of the last call, not the tokenizer
 def tokenizer_state(tokenizer: Any) -> dict[str, Any]:
     """What decides a tokenizer's output: a fast tokenizer's whole pipeline (``tokenizer.json``'s content without
     ``RUNTIME_STATE``), else its vocabulary; its special tokens, padding and truncation sides, maximum length and chat
-    template."""
+    template. A bare ``tokenizers.Tokenizer`` (a ``StaticEmbedding`` model's) is its pipeline alone."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None and hasattr(tokenizer, "to_str"):
+        return {"class": type(tokenizer).__qualname__, "pipeline": pipeline_state(tokenizer)}
     return {
         "class": type(tokenizer).__qualname__,
         "pipeline": pipeline_state(backend) if backend is not None else sorted(tokenizer.get_vocab().items()),

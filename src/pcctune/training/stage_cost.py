@@ -54,7 +54,7 @@ def cost_in(checkpoint: str | None) -> StageCost:
 
 class StageClock(TrainerCallback):
     """Counts this process's time and peak memory on top of ``before``, and writes the total into every checkpoint.
-    The thread count is torch's when the clock starts, the count the stage trains with."""
+    The thread count is torch's when training begins (accelerate may set it once the trainer's state exists)."""
 
     def __init__(self, before: StageCost, memory: PeakMemory) -> None:
         self.before = before
@@ -72,6 +72,9 @@ class StageClock(TrainerCallback):
             cpu_seconds=None if cpu_before is None else round(cpu_before + time.process_time() - self.cpu_started, 1),
             threads=None if self.before.threads is None else (*self.before.threads, self.threads),
         )
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.threads = torch.get_num_threads()
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         folder = Path(args.output_dir) / checkpoint_name(state.global_step)

@@ -401,6 +401,11 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         "--sha256 checks the NLI triplets' file",
     ),
     # --- sweeps: a bad search space is refused before its folder is made ------------------------------
+    (
+        "sweep-search-seed-among-test-seeds",
+        lambda c: [*_sweep(c, "{type: float, low: 0.0001, high: 0.001}"), "--set", "seed=2", "--seeds", "3"],
+        "is also one of the seed runs 1–3",
+    ),
     ("sweep-log-from-zero", lambda c: _sweep(c, "{type: float, low: 0, high: 0.1, log: true}"), "needs low > 0"),
     ("sweep-unknown-type", lambda c: _sweep(c, "{type: flot, low: 0.1, high: 0.2}"), "learning_rate: type: "),
     ("sweep-unknown-field", lambda c: _sweep(c, "{type: float, low: 0.1, high: 0.2, step: 2}"), "step: Extra"),

@@ -311,6 +311,12 @@ def run_sweep(
     if prune_after < 0:
         raise PcctuneError("--prune-after must be at least 0")
     check_output_folder(output)
+    search_seed = load_config(config_path, overrides).seed
+    if 1 <= search_seed <= seeds:
+        raise PcctuneError(
+            f"the config's seed {search_seed} trains every search trial and is also one of the seed runs 1–{seeds}: "
+            "the winner's luck on it would count in its test mean; search under another seed (--set seed=101)"
+        )
     sweep = Sweep(config_path, load_space(space_path), output, overrides, console, prune_after)
     with optuna_warnings_only():
         study = sweep.search(trials)

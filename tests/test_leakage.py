@@ -32,6 +32,8 @@ def _index() -> TestIndex:
 
 def test_normalization_folds_unicode_case_punctuation_and_whitespace():
     assert normalize_sentence("  Ｃafé —  it's   GREAT!! ") == normalize_sentence("café it s great")
+    for invisible in ("\u200b", "\u200d", "\u00ad", "\u2060", "\ufeff"):  # inside a word, it splits nothing
+        assert normalize_sentence(f"A ma{invisible}n plays") == normalize_sentence("A man plays")
 
 
 @pytest.mark.parametrize("level", list(LeakageLevel))

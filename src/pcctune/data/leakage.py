@@ -103,8 +103,12 @@ def leakage_level(value: str | LeakageLevel) -> LeakageLevel:
 
 
 def normalize_sentence(text: str) -> str:
-    """Unicode NFKC, case folding, punctuation removed, runs of whitespace folded to one space."""
+    """Unicode NFKC, case folding, invisible format characters dropped (a zero-width space or soft hyphen inside a
+    word does not split it: a tokenizer drops them too), punctuation removed, runs of whitespace folded to one
+    space."""
     text = unicodedata.normalize("NFKC", text).casefold()
+    if not text.isascii():
+        text = "".join(char for char in text if unicodedata.category(char) != "Cf")
     return " ".join(_PUNCTUATION.sub(" ", text).split())
 
 

@@ -432,6 +432,11 @@ def test_the_longest_schedule_leading_is_the_sweeps_limit_and_a_grown_key_is_rea
         "stages.0.learning_rate = 1e-05 sits at the low end (1e-05)",
         "grown (stages.0.epochs): 1× dev 0.8000; 2× dev 0.8300; 4× dev 0.8200; chosen 2×",
     ]
+    kept = {"x1": 0.83, "x2": 0.82, "x4": 0.81}  # the search's own winner kept: the growth went beyond its schedule
+    for epochs, shown in ((4, []), (1, ["stages.0.epochs = 1 sits at the smallest of [1, 2, 4]"])):
+        found = Growth("stages.0.epochs", "stages.0.learning_rate", kept, "x1")
+        lines, _ = where_the_winner_sits(space, {"stages.0.epochs": epochs, "stages.0.learning_rate": 1e-4}, [], found)
+        assert lines[:-1] == shown  # the shortest schedule is still the space's edge; the longest no longer is
 
 
 def test_a_grown_run_multiplies_the_last_stages_schedule_and_halves_only_its_learning_rate(tmp_path):

@@ -76,8 +76,10 @@ class Growth:
         return cls(schedule(config)[0], learning_rate_key(config), scores, leading(tried).label)
 
     def grown_keys(self) -> list[str]:
-        """The keys whose chosen values come from the growth rather than the search's space."""
-        return [self.key] + ([self.rate_key] if parse(self.chosen).half_rate else [])
+        """The keys whose chosen values come from the growth rather than the search's space (none where the search's
+        own winner, ``x1``, is chosen)."""
+        chosen = parse(self.chosen)
+        return [] if chosen.factor == 1 else [self.key] + ([self.rate_key] if chosen.half_rate else [])
 
     @property
     def at_limit(self) -> bool:

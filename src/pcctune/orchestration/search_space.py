@@ -95,19 +95,27 @@ def _scaled(value: float, spec: Distribution) -> float:
 def edge(value: Any, spec: Distribution) -> str | None:
     """Which edge of ``spec`` ``value`` sits at (``"the low end (1e-05)"``, ``"the largest of [1, 2, 4]"``), or
     ``None`` inside the space."""
+    side = edge_side(value, spec)
+    if side is None:
+        return None
+    if spec.type == "categorical":
+        numbers = sorted(spec.choices or [])
+        return f"the {'smallest' if side == 'low' else 'largest'} of {numbers}"
+    return f"the low end ({float(spec.low or 0):g})" if side == "low" else f"the high end ({float(spec.high or 0):g})"
+
+
+def edge_side(value: Any, spec: Distribution) -> Literal["low", "high"] | None:
+    """Whether ``value`` sits at the low or the high edge of ``spec`` (a range's outer ``EDGE`` share, on its log
+    scale for a log range; the smallest or largest of three or more numeric choices), else ``None``."""
     if spec.type == "categorical":
         choices = spec.choices or []
         numbers = [c for c in choices if isinstance(c, int | float) and not isinstance(c, bool)]
         if len(numbers) < 3 or len(numbers) != len(choices):
             return None
-        if value == min(numbers):
-            return f"the smallest of {sorted(numbers)}"
-        return f"the largest of {sorted(numbers)}" if value == max(numbers) else None
+        return "low" if value == min(numbers) else "high" if value == max(numbers) else None
     low, high = float(spec.low or 0), float(spec.high or 0)
     share = (_scaled(float(value), spec) - _scaled(low, spec)) / (_scaled(high, spec) - _scaled(low, spec))
-    if share <= EDGE:
-        return f"the low end ({low:g})"
-    return f"the high end ({high:g})" if share >= 1 - EDGE else None
+    return "low" if share <= EDGE else "high" if share >= 1 - EDGE else None
 
 
 def edges(space: dict[str, Distribution], params: dict[str, Any]) -> dict[str, str]:

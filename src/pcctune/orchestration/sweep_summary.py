@@ -13,7 +13,7 @@ from rich.console import Console
 from pcctune.evaluation.tables import ScoreTable, mean_std_cell
 from pcctune.io import write_text
 from pcctune.orchestration.growth import Growth
-from pcctune.orchestration.search_space import Distribution, edges
+from pcctune.orchestration.search_space import Distribution, edge_side, edges
 from pcctune.provenance import library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow, RunResult
 
@@ -26,10 +26,14 @@ def where_the_winner_sits(
     dev evaluation, ``StageRecord.best_at_last_evaluation``) and whether the space may hold it back: a value at an
     edge, the longest schedule grown leading, or more than half of the seed runs best at their last evaluation
     (still improving where the schedule stopped). A grown schedule (and a halved learning rate) is read from its
-    growth, not its space."""
-    at_edges = edges(
-        space, {key: value for key, value in params.items() if growth is None or key not in growth.grown_keys()}
-    )
+    growth, not its space; a schedule the growth went beyond is no longer at the space's high edge, while one at its
+    low edge still is."""
+    grown = growth.grown_keys() if growth is not None else []
+    at_edges = {
+        key: where
+        for key, where in edges(space, {key: value for key, value in params.items() if key not in grown}).items()
+        if growth is None or key != growth.key or edge_side(params[key], space[key]) == "low"
+    }
     lines = [f"{key} = {params[key]:g} sits at {where}" for key, where in at_edges.items()]
     limit = growth is not None and growth.at_limit
     if growth is not None:

@@ -41,7 +41,11 @@ def data_audit_command(
     data: DataOption = None,
     pairs: Annotated[list[Path] | None, typer.Option(help="a pairs file to audit (csv/tsv/jsonl); repeatable")] = None,
     config: Annotated[
-        Path | None, typer.Option(help="audit the training data of each stage of this run config")
+        Path | None,
+        typer.Option(
+            help="audit the training data of each stage of this run config against the seven test sets (or "
+            "--against); `pcctune train CONFIG --check` adds its leakage_against files and tasks, as the run does"
+        ),
     ] = None,
     against: Annotated[
         list[Path] | None, typer.Option(help="your own test pairs files instead of the seven STS test sets; repeatable")

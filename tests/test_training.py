@@ -405,3 +405,17 @@ def test_a_stage_saved_but_not_yet_recorded_when_killed_is_recorded_on_resume(
     assert (tmp_path / "out" / "stage1-a" / "final").is_dir()
     monkeypatch.setattr(pipeline, "stage_record", real)
     assert [stage.stage for stage in run_pipeline(config, resume=True).stages] == ["a", "b"]
+
+
+def test_the_mlm_term_is_refused_where_several_processes_are_launched(monkeypatch):
+    from pcctune.orchestration.run_checks import check_one_process_losses
+    from pcctune.training.config import StageConfig
+
+    stage = StageConfig.model_validate({"name": "d", "loss": "pearson", "data": {"source": "stage2"}})
+    with_mlm = stage.model_copy(update={"mlm": stage.mlm.model_copy(update={"enabled": True})})
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    check_one_process_losses(stage)
+    with pytest.raises(PcctuneError, match="MLM term trains in one process only"):
+        check_one_process_losses(with_mlm)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    check_one_process_losses(with_mlm)

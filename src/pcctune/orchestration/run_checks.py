@@ -10,6 +10,7 @@ import torch
 from pydantic import ValidationError
 from transformers.integrations import get_available_reporting_integrations
 
+from pcctune.distributed import launched_world_size
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.evaluation.protocols import get_protocol
 from pcctune.losses.registry import resolve_loss, warn_if_renamed
@@ -67,8 +68,20 @@ def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = 
     stages = planned_stages(config, compare)
     for stage, _ in stages:
         check_stage_data(stage, senteval)
+        check_one_process_losses(stage)
     warn_bf16_on_cpu(config)
     return stages
+
+
+def check_one_process_losses(stage: StageConfig) -> None:
+    """DCPCSE's auxiliary MLM term runs the input module outside DDP's forward, so its gradients would not be
+    synchronised across processes (and the wrapped model is no longer indexable): refused where several are
+    launched."""
+    if stage.mlm.enabled and launched_world_size() > 1:
+        raise PcctuneError(
+            f"stage {stage.name!r}: DCPCSE's auxiliary MLM term trains in one process only; launch the run without "
+            "torchrun/accelerate, or set mlm.enabled: false"
+        )
 
 
 def check_sentence_cut(config: RunConfig, source: ModelSource) -> None:

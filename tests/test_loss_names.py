@@ -62,9 +62,17 @@ def test_old_names_build_the_same_losses_when_a_stage_is_copied_without_validati
     stage = StageConfig.model_validate(_stage("pearson"))
     mse = build_loss(stage.model_copy(update={"loss": "mse"}), model, None)
     assert isinstance(mse, RegressionLoss) and mse.penalty_name == "mse"
-    softmax = build_loss(stage.model_copy(update={"loss": "ce"}), model, None, num_classes=4)
+    softmax = build_loss(stage.model_copy(update={"loss": "ce"}), model, None, top_score=3.0)
     assert isinstance(softmax, st_losses.SoftmaxLoss) and softmax.num_labels == 4
     assert isinstance(build_loss(stage.model_copy(update={"loss": "contrastive"}), model, None), InfoNCELoss)
+
+
+def test_pearson_mse_divides_the_gold_by_its_sets_largest_score(tiny_bert):
+    """Its MSE term is cosine-MSE's, whose labels are the scores ÷ the set's largest: 0–1 data is not read as 0–5."""
+    model = build_model(str(tiny_bert), device="cpu")
+    stage = StageConfig.model_validate(_stage("pearson_mse"))
+    assert build_loss(stage, model, None, top_score=1.0).max_gold == 1.0
+    assert build_loss(stage, model, None, top_score=5.0).max_gold == 5.0
 
 
 def test_a_config_with_an_earlier_name_trains_under_the_new_one(tiny_bert, shared_senteval, tmp_path):

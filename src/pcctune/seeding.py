@@ -52,6 +52,6 @@ def seeded(seed: int) -> Iterator[None]:
 
 
 def check_seed(seed: object) -> None:
-    """Refuse in one line a seed the generators do not take: an integer from 0 to :data:`MAX_SEED`."""
+    """Refuse in one line a seed the generators do not take: an integer from 0 to ``MAX_SEED``."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise PcctuneError(f"seed {seed!r}: a seed is an integer from 0 to {MAX_SEED}")

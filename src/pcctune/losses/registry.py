@@ -93,7 +93,7 @@ _SPECS = (
         PearsonPlusLoss,
         "scored",
         "raw",
-        "1 − Pearson + λ · MSE of cos vs gold / 5",
+        "1 − Pearson + λ · MSE of cos vs gold / the set's largest score",
         "none; its second term is `CosineSimilarityLoss`",
         variant="mse",
     ),

@@ -24,11 +24,12 @@ from pcctune.training.config import StageConfig
 
 
 def build_loss(
-    stage: StageConfig, model: SentenceTransformer, mini_batch_size: int | None, num_classes: int | None = None
+    stage: StageConfig, model: SentenceTransformer, mini_batch_size: int | None, top_score: float | None = None
 ) -> nn.Module:
     """The loss named by ``stage.loss``, embedding in length chunks as ``stage.length_chunks`` says, wrapped with
-    DCPCSE's auxiliary MLM term when enabled."""
-    loss = _main_loss(stage, model, mini_batch_size, num_classes)
+    DCPCSE's auxiliary MLM term when enabled; ``top_score``: the training set's largest score (a classifier's classes
+    are it + 1, ``pearson_mse``'s MSE term divides the gold by it)."""
+    loss = _main_loss(stage, model, mini_batch_size, top_score)
     if isinstance(loss, EmbeddingLoss):
         loss.length_chunks = LengthChunker(stage.length_chunks)
     if not stage.mlm.enabled:
@@ -43,7 +44,7 @@ def build_loss(
 
 
 def _main_loss(
-    stage: StageConfig, model: SentenceTransformer, mini_batch_size: int | None, num_classes: int | None
+    stage: StageConfig, model: SentenceTransformer, mini_batch_size: int | None, top_score: float | None
 ) -> nn.Module:
     spec = loss_spec(stage.loss)
     cls = spec.cls
@@ -56,6 +57,7 @@ def _main_loss(
             model,
             "mse" if spec.variant == "mse" else "cosent",
             stage.loss_weight,
+            max_gold=top_score or 5.0,  # the gold ÷ the set's largest score, as cosine-MSE's labels (``unit``)
             mini_batch_size=mini_batch_size,
         )
     if cls is SoftSpearmanLoss:
@@ -78,5 +80,5 @@ def _main_loss(
     if cls is EmbeddingDPOLoss:
         return EmbeddingDPOLoss(model, stage.dpo.beta, mini_batch_size=mini_batch_size)
     if spec.labels == "class":  # a classifier over the rounded scores
-        return cls(model, model.get_embedding_dimension(), num_labels=num_classes or 6)
+        return cls(model, model.get_embedding_dimension(), num_labels=int(top_score) + 1 if top_score else 6)
     return with_gradient_cache(cls(model), mini_batch_size)  # sentence-transformers' scored-pair losses

@@ -207,12 +207,13 @@ def stage_loss(
     stage: StageConfig,
     model: SentenceTransformer,
     plan: BatchPlan,
-    num_classes: int | None,
+    top: float | None,
     senteval_dir: Path,
     seed: int,
 ) -> nn.Module:
-    """The stage's loss; a regression head is first fitted on NLI when ``head_warmup: nli``."""
-    loss = build_loss(stage, model, plan.mini_batch_size, num_classes)
+    """The stage's loss (``top``: its data's largest score, ``top_score``); a regression head is first fitted
+    on NLI when ``head_warmup: nli``."""
+    loss = build_loss(stage, model, plan.mini_batch_size, top)
     if stage.regression.head_warmup == "nli" and isinstance(loss, RegressionLoss):
         warm_up_head(loss, read_snli_regression_pairs(snli_dir(senteval_dir)), seed=seed)
     return loss
@@ -316,10 +317,11 @@ def stage_trainer(
     )
 
 
-def class_count(stage: StageConfig, dataset: Dataset) -> int | None:
-    """The classes of a classifier loss (Pcc-tuning's binary-classifier bound): the largest label + 1; ``None``
-    for every other loss."""
-    return max(dataset["score"]) + 1 if loss_spec(stage.loss).labels == "class" else None
+def top_score(dataset: Dataset) -> float | None:
+    """The largest score of a scored training set (a classifier's classes are it + 1, ``pearson_mse`` divides the
+    gold by it); ``None`` for a set without scores."""
+    scores = dataset["score"] if "score" in dataset.column_names else []
+    return float(max(scores)) if scores and isinstance(scores[0], int | float) else None
 
 
 def train_from_start(
@@ -364,7 +366,7 @@ def run_stage(
     args = training_arguments(stage, run, stage_dir, plan, prompt_in_force(model))
     check_stage_disk(model, stage, dataset, args, stage_dir, keep_last)
     with pooled_embeddings(model, active=issubclass(loss_spec(stage.loss).cls, RegressionLoss)):
-        loss = stage_loss(stage, model, plan, class_count(stage, dataset), senteval_dir, run.seed)
+        loss = stage_loss(stage, model, plan, top_score(dataset), senteval_dir, run.seed)
         trainer = stage_trainer(model, stage, args, dataset, loss, [clock, *(callbacks or [])], senteval_dir)
         trainer.last_dir = stage_dir / LAST if keep_last else None
         with (

@@ -106,8 +106,10 @@ def _seed_summary(seed: dict[str, Any]) -> dict[str, Any]:
 
 
 def _seed_mean(seeds: list[dict[str, Any]]) -> dict[str, float]:
-    """The seeds' mean of each papers'-protocol score: the row's ``sts``, which ``pcctune report`` reads."""
-    return {column: round(float(np.mean([s["paper"][column] for s in seeds])), 4) for column in seeds[0]["paper"]}
+    """The mean of each papers'-protocol score over the seeds scored so far: the row's ``sts``, which ``pcctune
+    report`` reads (none before the first)."""
+    scored = [seed["paper"] for seed in seeds if seed["paper"]]
+    return {column: round(float(np.mean([paper[column] for paper in scored])), 4) for column in (scored or [{}])[0]}
 
 
 def _cells(seeds: list[dict[str, Any]]) -> list[str]:

@@ -86,25 +86,7 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
     ]
     if rows:
         lines += ["", winners_table(rows)]
-    if found["first_rows"]:
-        first = before_growth(found)
-        lines += [
-            "",
-            "The first search's winners that the grown search replaced (their test runs, `records/wide/`), and the "
-            "planned family as the first search's winners left it:",
-            "",
-            winners_table(found["first_rows"]),
-        ]
-        if corrected:
-            lines += ["", comparison_table(wide_family(first))]
-    if found.get("growing_rows"):
-        lines += [
-            "",
-            "Grown winners tested at levels whose grown search is still under way (read into no family until it is "
-            "complete there: until then every loss of the level is read at its first winner):",
-            "",
-            winners_table(found["growing_rows"]),
-        ]
+    lines += first_and_growing_lines(found, corrected)
     if found.get("progress"):
         lines += ["", PROGRESS_LEAD, "", progress_table(found["progress"])]
     if found["search"]:
@@ -121,6 +103,31 @@ def wide_table(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected
     if corrected:
         lines += ["", comparison_table(corrected)]
     return "\n".join(lines + transfer_lines(found))
+
+
+def first_and_growing_lines(found: dict[str, Any], corrected: dict[tuple[str, str], Corrected]) -> list[str]:
+    """The first winners the grown search replaced at a settled level (with the family they gave), then the grown
+    winners tested at a level still growing, which no family reads yet."""
+    lines = []
+    if found["first_rows"]:
+        lines += [
+            "",
+            "The first search's winners that the grown search replaced (their test runs, `records/wide/`), and the "
+            "planned family as the first search's winners left it:",
+            "",
+            winners_table(found["first_rows"]),
+        ]
+        if corrected:
+            lines += ["", comparison_table(wide_family(before_growth(found)))]
+    if found.get("growing_rows"):
+        lines += [
+            "",
+            "Grown winners tested at levels whose grown search is still under way (read into no family until it is "
+            "complete there: until then every loss of the level is read at its first winner):",
+            "",
+            winners_table(found["growing_rows"]),
+        ]
+    return lines
 
 
 def transfer_lines(found: dict[str, Any]) -> list[str]:

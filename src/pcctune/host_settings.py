@@ -176,6 +176,14 @@ def settings_line() -> str:
     return why.why if settings == why.settings else f"CPU speed settings: {settings.said()} (chosen by the caller)"
 
 
+def record_settings() -> dict[str, str | int]:
+    """What a record says of the process that computed it: the CPU speed settings and why (``settings_line``) and
+    torch's intra-op thread count (``cpu_settings`` and ``torch_threads`` of an eval or run record)."""
+    import torch
+
+    return {"cpu_settings": settings_line(), "torch_threads": torch.get_num_threads()}
+
+
 @cache
 def _log_once(line: str) -> None:
     logger.info(line)

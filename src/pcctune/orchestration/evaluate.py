@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import torch
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
 
@@ -26,7 +25,7 @@ from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable, interval_table
 from pcctune.evaluation.transfer import DEFAULT_PROBE, PROBE_SEED, Probe, evaluate_transfer
 from pcctune.evaluation.transfer import PROBES as PROBES  # the CLI offers them
-from pcctune.host_settings import settings_line
+from pcctune.host_settings import record_settings
 from pcctune.io import check_output_file
 from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
@@ -202,10 +201,7 @@ def run_eval(
     """Evaluate ``model_spec`` (with ``adapter``) on ``tasks`` or your own ``pairs`` under its prompt (or ``prompt`` /
     ``prompt_name``) as ``model.encode`` reads it; checked before encoding, written atomically once complete."""
     started = time.perf_counter()
-    for given in (seed, probe_seed):
-        if given is not None:
-            check_seed(given)
-    check_prompt_choice(prompt, prompt_name, model_spec)
+    check_eval_input(model_spec, prompt, prompt_name, seed, probe_seed)
     with writing_output(output):
         own = load_pair_sets(pairs, columns, split) if pairs else []
         senteval, sts_tasks, transfer_tasks = eval_tasks(data, tasks, protocol, own)
@@ -229,9 +225,21 @@ def run_eval(
     return result
 
 
+def check_eval_input(
+    model_spec: str, prompt: str | None, prompt_name: str | None, seed: int, probe_seed: int | None
+) -> None:
+    """What an evaluation refuses before it reads anything: a prompt text and a name together, a name the model's
+    saved settings lack, a seed the generators do not take."""
+    for given in (seed, probe_seed):
+        if given is not None:
+            check_seed(given)
+    check_prompt_choice(prompt, prompt_name, model_spec)
+
+
 def pooling_mode(model: SentenceTransformer) -> str | None:
     """The pooling mode of ``model``'s Pooling module, ``None`` for a model without one (a single module)."""
-    return next((module.pooling_mode for module in model if hasattr(module, "pooling_mode")), None)
+    modes = (getattr(module, "pooling_mode", None) for module in model)
+    return next((str(mode) for mode in modes if mode is not None), None)
 
 
 def eval_record(
@@ -254,8 +262,7 @@ def eval_record(
         data_dir=str(senteval) if senteval else None,
         data_files_sha256=data_hashes,
         versions=library_versions(),
-        cpu_settings=settings_line(),
-        torch_threads=torch.get_num_threads(),
+        **record_settings(),
         wall_time_s=round(time.perf_counter() - started, 2),
         **settings,
     )

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from datasets import Dataset, DatasetInfo
 from sentence_transformers import SentenceTransformer
 
@@ -23,7 +22,7 @@ from pcctune.data.stage2 import build_stage2_set
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import check_loaded_model, evaluate_sts
-from pcctune.host_settings import settings_line, with_workers
+from pcctune.host_settings import record_settings, with_workers
 from pcctune.modeling.template import model_template
 from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hashes, pooling_mode, sts_section
 from pcctune.orchestration.pipeline import run_pipeline
@@ -86,17 +85,14 @@ def evaluate(
     started = time.perf_counter()
     check_seed(seed)
     check_loaded_model(model, "evaluate")  # before any data is read
-    if isinstance(pairs, Sequence) and not isinstance(pairs, str) and not pairs:
-        raise PcctuneError("pairs is empty; give one or more test sets, or leave it out for the seven STS tasks")
-    sources = [pairs] if isinstance(pairs, str | Path) or not isinstance(pairs, Sequence) else list(pairs)
-    own = load_pair_sets(sources, columns, split) if pairs is not None else []
+    own = load_pair_sets(pair_sources(pairs), columns, split) if pairs is not None else []
     senteval = None if own else senteval_folder(data or None)
     tasks = [s.task() for s in own] if senteval is None else load_protocol_tasks(senteval, protocol)
     interval_seed = seed if own else None
     with with_workers(workers):
         show = progress_by_default() if show_progress_bar is None else show_progress_bar
         scores, avg = evaluate_sts(model, tasks, protocol=protocol, interval_seed=interval_seed, show_progress=show)
-        settings, threads = settings_line(), torch.get_num_threads()  # what the encoding ran under
+        host = record_settings()  # what the encoding ran under
     return EvalResult(
         protocol=protocol,
         model=str(getattr(getattr(model[0], "model", None), "name_or_path", "") or type(model).__name__),
@@ -106,12 +102,19 @@ def evaluate(
         data_dir=str(senteval) if senteval else None,
         data_files_sha256=file_hashes([f for task in tasks for f in task.files], senteval) | pair_hashes(own),
         versions=library_versions(),
-        cpu_settings=settings,
-        torch_threads=threads,
+        **host,
         wall_time_s=round(time.perf_counter() - started, 2),
         sts=sts_section(scores, avg, average=not own),
         sts_detail=scores,
     )
+
+
+def pair_sources(pairs: PairSource | Sequence[PairSource]) -> list[PairSource]:
+    """``evaluate``'s ``pairs`` as a list of sources (one file, folder, Hub id or dataset, or several); an empty
+    list refused in one line."""
+    if isinstance(pairs, Sequence) and not isinstance(pairs, str) and not pairs:
+        raise PcctuneError("pairs is empty; give one or more test sets, or leave it out for the seven STS tasks")
+    return [pairs] if isinstance(pairs, str | Path) or not isinstance(pairs, Sequence) else list(pairs)
 
 
 def train(config: RunConfig | str | Path, **options: Any) -> RunResult:

@@ -29,7 +29,7 @@ from pcctune.distributed import barrier, is_distributed, is_main_process
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.sts import evaluate_sts
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.host_settings import settings_line
+from pcctune.host_settings import record_settings
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
 from pcctune.modeling.build import build_model
 from pcctune.modeling.fingerprint import settings_key
@@ -194,8 +194,7 @@ class Pipeline:
             data_dir=str(self.senteval),
             seed=config.seed,
             versions=library_versions(),
-            cpu_settings=settings_line(),
-            torch_threads=torch.get_num_threads(),
+            **record_settings(),
             config=config.model_dump(mode="json"),
             eval_precision=eval_precision(config),
             pairs_by_task={task.name: len(task.pairs) for task in self.test_tasks},

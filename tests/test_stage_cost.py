@@ -46,6 +46,8 @@ def test_a_checkpoint_from_before_the_cpu_count_leaves_it_unknown(tmp_path):
         (folder / COST_FILE).write_text(json.dumps(cost))
     assert cost_in(str(older)).cpu_seconds is None and cost_in(str(newer)).cpu_seconds == 4.0
     assert cost_in(str(older)).threads is None and cost_in(None) == StageCost()
+    unknown = cost_in(str(tmp_path))  # a checkpoint whose cost file was never written: its process is counted
+    assert (unknown.sessions, unknown.cpu_seconds, unknown.threads) == (1, None, None)
     with PeakMemory() as memory:
         total = StageClock(cost_in(str(older)), memory).total()
     assert total.cpu_seconds is None and total.threads is None

@@ -44,10 +44,14 @@ class StageCost:
 
 
 def cost_in(checkpoint: str | None) -> StageCost:
-    """The cost recorded in ``checkpoint`` (nothing for a fresh stage, or a checkpoint saved before this record)."""
-    path = Path(checkpoint) / COST_FILE if checkpoint else None
-    if path is None or not path.is_file():
+    """The cost recorded in ``checkpoint``: nothing for a fresh stage; for a checkpoint without it (saved before this
+    record, or its process killed between the checkpoint and its cost file) one earlier process whose seconds are
+    not counted and whose CPU time and thread count are unknown."""
+    if not checkpoint:
         return StageCost()
+    path = Path(checkpoint) / COST_FILE
+    if not path.is_file():
+        return StageCost(sessions=1, cpu_seconds=None, threads=None)
     kept = {"cpu_seconds": None, "threads": None} | json.loads(path.read_text())
     return StageCost(**kept | {"threads": None if kept["threads"] is None else tuple(kept["threads"])})
 

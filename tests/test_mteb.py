@@ -85,5 +85,9 @@ def test_mteb_command_runs_offline_on_local_datasets_and_writes_results_mteb_rea
     )
     read_back = {task.task_name for model in loaded.model_results for task in model.task_results}
     assert read_back == {"STS12", "STSBenchmark"}
+    assert [model.model_name for model in loaded.model_results] == [str(tiny_llama)]  # not MTEB's placeholder
+    named = ["mteb", str(tiny_llama), "--tasks", "STS12", "--local-data", str(tmp_path / "local")]
+    code, output = run_cli([*named, "--output", str(tmp_path / "named"), "--model-name", "me/tiny"], capsys)
+    assert code == 0 and (tmp_path / "named" / "results" / "me__tiny").is_dir(), output
     code, output = run_cli(["mteb", str(tiny_llama), "--tasks", "NoSuchTask", "--output", str(tmp_path / "x")], capsys)
     assert code == 2 and "unknown MTEB task 'NoSuchTask'" in output

@@ -268,11 +268,14 @@ def mteb_command(
     ),
     local_data: Annotated[Path | None, typer.Option(help="folder of datasets saved as TASK_NAME/ (no Hub)")] = None,
     template: TemplateOption = None,
+    model_name: Annotated[
+        str | None, typer.Option(help="the name MTEB files the results under (default: the card's, else MODEL)")
+    ] = None,
 ) -> None:
     """Evaluate MODEL with MTEB itself and write MTEB's own result files."""
     from pcctune.orchestration.mteb import run_mteb
 
-    run_mteb(model, tasks, output, local_data, template, console)
+    run_mteb(model, tasks, output, local_data, template, console, model_name)
 
 
 @app.command("icl")

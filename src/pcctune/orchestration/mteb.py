@@ -3,7 +3,9 @@
 Tasks are MTEB task names, or two groups: ``sts`` (the seven STS tasks, under MTEB's protocol,
 not SentEval's: e.g. SICK-R over all 9,927 pairs) and ``paper`` (the eight tasks of the
 Pcc-tuning paper's Appendix C, Table 6). Results go to MTEB's ``ResultCache`` layout under
-``--output`` (``results/<model>/<revision>/<task>.json``), which ``mteb`` reads back.
+``--output`` (``results/<model>/<revision>/<task>.json``), which ``mteb`` reads back; ``<model>`` is
+``--model-name``, else the name the model's card data gives, else the model as given (a packaged model: its Hub
+id), never MTEB's placeholder.
 
 Where the Hub is unreachable, ``--local-data DIR`` supplies a task's data as a ``datasets``
 folder ``DIR/<TaskName>`` (``DatasetDict.save_to_disk`` with the task's splits and columns); the
@@ -22,6 +24,7 @@ from pcctune.evaluation.mteb_bridge import use_local_data
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_folder
 from pcctune.modeling.build import build_model
+from pcctune.modeling.registry import PACKAGED_MODELS, packaged_key
 from pcctune.seeding import random_state_kept
 
 TASK_GROUPS = {
@@ -67,7 +70,13 @@ def load_mteb_task(name: str, local_data: Path | None) -> Any:
 
 @random_state_kept()
 def run_mteb(
-    model_spec: str, tasks: str, output: Path, local_data: Path | None, template: str | None, console: Console
+    model_spec: str,
+    tasks: str,
+    output: Path,
+    local_data: Path | None,
+    template: str | None,
+    console: Console,
+    model_name: str | None = None,
 ) -> dict[str, float]:
     """Evaluate with ``mteb.evaluate`` into ``output`` (MTEB's result cache); return each task's main score. mteb
     seeds the global random generators (at import, and for each task); the caller's states are put back."""
@@ -77,6 +86,7 @@ def run_mteb(
     check_output_folder(output)
     selected = [load_mteb_task(name, local_data) for name in task_names(tasks)]
     model = build_model(model_spec, template=template)
+    model.model_card_data.model_name = model_name or model.model_card_data.model_name or mteb_name(model_spec)
     result = mteb.evaluate(
         model, selected, cache=ResultCache(output), overwrite_strategy="always", show_progress_bar=False
     )
@@ -87,3 +97,10 @@ def run_mteb(
     table.print(console)
     console.print(f"MTEB result files -> {output}")
     return scores
+
+
+def mteb_name(model_spec: str) -> str:
+    """The name MTEB files a model's results under where neither ``--model-name`` nor its card data gives one: a
+    packaged model's Hub id, else the model as given (a Hub id, or a folder's path)."""
+    key = packaged_key(model_spec)
+    return PACKAGED_MODELS[key].hub_id if key is not None else model_spec

@@ -32,6 +32,7 @@ from pcctune.data.download import EXPECTED
 from pcctune.results import AnyResult, BenchmarkResult, EvalResult, RunResult, load_result
 
 if TYPE_CHECKING:
+    from pcctune.host_settings import HostSettings
     from pcctune.training.config import RunConfig
 
 __all__ = [
@@ -242,7 +243,7 @@ def set_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def in_settings(settings: Any, function: Callable[..., Any], *arguments: Any) -> Any:
+def in_settings(settings: HostSettings, function: Callable[..., Any], *arguments: Any) -> Any:
     """``function(*arguments)`` under the CPU speed settings ``settings`` (``pcctune.host_settings``): a spawned
     job's process starts with none of its parent's, which hold in the parent's context only."""
     from pcctune.host_settings import using

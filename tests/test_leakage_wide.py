@@ -390,7 +390,9 @@ def test_blocks_off_the_front_page_and_their_level_contrasts_are_read_uncorrecte
         for score in [base + shift + 0.1 * (seed * len(loss) % 3)]
     ]
     assert (
-        comparisons.outside_family(rows, {"sentence"}) == comparisons.level_contrasts(rows, {"sentence", "pair"}) == []
+        comparisons.outside_family(rows, {"sentence"})
+        == comparisons.level_contrasts(rows, {"sentence", "pair"}, rows, {"sentence", "pair"})
+        == []
     )
     control = comparisons.outside_family(rows, {"sentence", "control"})
     assert len(control) == 4 and all(

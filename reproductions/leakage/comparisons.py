@@ -93,22 +93,20 @@ def outside_family(rows: Rows, complete: Collection[str]) -> list[str]:
     return lines
 
 
-def level_contrasts(
-    rows: Rows, complete: Collection[str], first: Rows | None = None, settled: Collection[str] | None = None
-) -> list[str]:
+def level_contrasts(rows: Rows, complete: Collection[str], first: Rows, settled: Collection[str]) -> list[str]:
     """For each of :data:`LEVEL_CONTRASTS` whose two blocks are complete, each loss's seven-task average on the one
     training set minus the other's, paired by test seed, uncorrected; below it the same for each of the seven test
     sets (a training set can move single tasks in opposite directions while the average stays). Both levels are read
-    at one stage of the search: ``rows`` (their current winners) where both are ``settled`` (default: all), else
-    ``first``, the first search's winners at both, and the line says so."""
+    at one stage of the search: ``rows`` (their current winners) where both are ``settled``, else ``first``, the first
+    search's winners at both, and the line says so."""
     from pcctune.evaluation.compare import seed_difference
 
     lines = []
     for after, before, what in LEVEL_CONTRASTS:
         if not {after, before} <= set(complete):
             continue
-        both = settled is None or {after, before} <= set(settled)
-        found = groups(rows if both else first or rows)
+        both = {after, before} <= set(settled)
+        found = groups(rows if both else first)
         what += "" if both else "; each level's first winner: the grown search is not complete at both"
         blocks = wide.BY_NAME[after], wide.BY_NAME[before]
         for loss in (loss for loss in blocks[0].losses if loss in blocks[1].losses):

@@ -1,11 +1,18 @@
-"""``pcctune push``, tested at huggingface_hub's API object: nothing of pcctune is faked."""
+"""``pcctune push``, tested at huggingface_hub's API object: nothing of pcctune is faked; and the adapter that
+``pcctune export --adapter-only`` writes for sharing."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
 
 import huggingface_hub
 import pytest
 
+from pcctune.modeling.adapters import AdapterConfig, attach_adapter
 from pcctune.modeling.build import build_model
+from pcctune.modeling.registry import PACKAGED_MODELS
 from pcctune.modeling.saving import save_model
 from tests.conftest import assert_one_line_error, run_cli
 
@@ -21,12 +28,13 @@ def hub(monkeypatch):
         return huggingface_hub.RepoUrl(f"https://huggingface.co/{repo_id}")
 
     def upload_folder(self, **kwargs):
-        folder = __import__("pathlib").Path(kwargs["folder_path"])
-        card = folder / "README.md"
+        folder = Path(kwargs["folder_path"])
+        card, adapter = folder / "README.md", folder / "adapter_config.json"
         calls["upload_folder"] = {
             **kwargs,
-            "files": sorted(p.name for p in folder.iterdir()),
+            "files": {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()},
             "card": card.read_text(encoding="utf-8") if card.is_file() else None,
+            "adapter_config": json.loads(adapter.read_text(encoding="utf-8")) if adapter.is_file() else None,
         }
         url = f"https://huggingface.co/{kwargs['repo_id']}/commit/abc"
         return huggingface_hub.CommitInfo(commit_url=url, commit_message="", commit_description="", oid="abc")
@@ -44,7 +52,9 @@ def test_push_uploads_the_saved_folder_with_its_card(hub, tiny_llama, tmp_path, 
     assert code == 0, output
     assert hub["create_repo"]["repo_id"] == "someone/tiny" and hub["create_repo"]["private"] is True
     upload = hub["upload_folder"]
-    assert upload["repo_id"] == "someone/tiny" and upload["folder_path"] == str(folder)
+    assert upload["repo_id"] == "someone/tiny"
+    saved = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert upload["files"] == saved  # every file, subfolders too, as saved (this card names no folder to rewrite)
     assert "README.md" in upload["files"] and "modules.json" in upload["files"]
     assert "someone/tiny/commit/abc" in output
 
@@ -74,3 +84,68 @@ def test_the_uploaded_card_loads_the_model_by_its_hub_id(hub, tiny_bert, tmp_pat
     uploaded = hub["upload_folder"]["card"]
     assert uploaded.count('SentenceTransformer("someone/tiny"') == 2 and "# Download from the 🤗 Hub" in uploaded
     assert (folder / "README.md").read_text(encoding="utf-8") == local
+
+
+def _lora_model(base: Path, folder: Path) -> dict:
+    model = build_model(str(base))
+    attach_adapter(model, AdapterConfig(kind="lora", r=2, alpha=4))
+    save_model(model, folder)
+    return json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+
+
+def test_a_lora_model_on_a_packaged_encoder_is_uploaded_on_its_hub_twin(hub, tiny_bert, tmp_path, capsys, monkeypatch):
+    """peft writes the local path the base loaded from; the Hub copy names the packaged encoder's Hub id (the
+    same weights), every other file and the folder itself as they were."""
+    minilm = PACKAGED_MODELS["all-minilm-l6-v2"]
+    monkeypatch.setitem(PACKAGED_MODELS, "all-minilm-l6-v2", dataclasses.replace(minilm, locate=lambda: tiny_bert))
+    folder = tmp_path / "model"
+    saved = _lora_model(tiny_bert, folder)
+    assert Path(saved["base_model_name_or_path"]).resolve() == tiny_bert.resolve()
+    before = (folder / "adapter_config.json").read_bytes()
+    code, output = run_cli(["push", str(folder), "--repo-id", "someone/tiny"], capsys)
+    assert code == 0, output
+    upload = hub["upload_folder"]
+    assert upload["adapter_config"] == {**saved, "base_model_name_or_path": "sentence-transformers/all-MiniLM-L6-v2"}
+    assert (folder / "adapter_config.json").read_bytes() == before
+    assert upload["files"]["adapter_model.safetensors"] == (folder / "adapter_model.safetensors").read_bytes()
+
+
+def test_a_lora_model_on_a_hub_id_is_uploaded_as_saved(hub, tiny_bert, tmp_path, capsys):
+    folder = tmp_path / "model"
+    saved = _lora_model(tiny_bert, folder)
+    named = {**saved, "base_model_name_or_path": "someone/base"}  # as peft writes a base loaded by its Hub id
+    (folder / "adapter_config.json").write_text(json.dumps(named), encoding="utf-8")
+    monkeypatch = pytest.MonkeyPatch()
+    with monkeypatch.context() as patch:  # the push loads the model here first: from the local base
+        patch.setattr("pcctune.orchestration.push.build_model", lambda _: build_model(str(tiny_bert)))
+        code, output = run_cli(["push", str(folder), "--repo-id", "someone/tiny"], capsys)
+    assert code == 0, output
+    assert hub["upload_folder"]["adapter_config"] == named
+
+
+@pytest.mark.parametrize("packaged_gguf", [False, True])
+def test_a_lora_model_on_a_base_the_hub_lacks_is_refused_with_the_merge(
+    hub, tiny_llama, tmp_path, capsys, monkeypatch, packaged_gguf
+):
+    """A local folder, or a packaged GGUF decoder (its dequantized weights are not the Hub's): one line naming the
+    merge, and nothing reaches the Hub."""
+    if packaged_gguf:
+        smollm2 = PACKAGED_MODELS["smollm2-135m"]
+        monkeypatch.setitem(PACKAGED_MODELS, "smollm2-135m", dataclasses.replace(smollm2, locate=lambda: tiny_llama))
+    folder = tmp_path / "model"
+    _lora_model(tiny_llama, folder)
+    capsys.readouterr()  # the save's own progress output
+    code, output = run_cli(["push", str(folder), "--repo-id", "someone/tiny"], capsys)
+    assert_one_line_error(code, output, "--merge")
+    assert not hub
+
+
+def test_an_adapter_exported_alone_names_a_packaged_base_by_its_hub_id(tiny_bert, tmp_path, capsys, monkeypatch):
+    minilm = PACKAGED_MODELS["all-minilm-l6-v2"]
+    monkeypatch.setitem(PACKAGED_MODELS, "all-minilm-l6-v2", dataclasses.replace(minilm, locate=lambda: tiny_bert))
+    saved = _lora_model(tiny_bert, tmp_path / "model")
+    args = ["export", str(tmp_path / "model"), "--adapter-only", "--output", str(tmp_path / "a")]
+    code, output = run_cli(args, capsys)
+    assert code == 0, output
+    exported = json.loads((tmp_path / "a" / "adapter_config.json").read_text(encoding="utf-8"))
+    assert exported == {**saved, "base_model_name_or_path": "sentence-transformers/all-MiniLM-L6-v2"}

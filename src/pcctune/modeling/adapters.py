@@ -17,6 +17,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
 from pcctune.modeling.quantization import QuantizationConfig, bitsandbytes_config
+from pcctune.modeling.registry import hub_twin
 
 ADAPTER_CONFIG = CONFIG_NAME
 """peft's config file of a saved LoRA adapter (``adapter_config.json``): its base model, rank, targets."""
@@ -126,3 +127,14 @@ def load_adapter_folder(model: SentenceTransformer, folder: str | Path) -> None:
         raise PcctuneError("the model already carries a LoRA adapter: give its base model with --adapter")
     model.load_adapter(str(folder))
     model.eval()
+
+
+def base_on_hub(base: str) -> str | None:
+    """The Hub id that loads the base model a saved adapter names (peft's ``base_model_name_or_path``, the name or
+    path the base was loaded from): a Hub id as written, a packaged MiniLM or MPNet folder's Hub id (the same
+    weights), else ``None``: a folder of this machine alone, or a packaged GGUF decoder, whose dequantized weights
+    are not the Hub's."""
+    path = Path(base).expanduser()
+    if not path.exists() and not path.is_absolute() and not base.startswith((".", "~")) and base.count("/") <= 1:
+        return base
+    return hub_twin(path) if path.is_dir() else None

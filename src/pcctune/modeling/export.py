@@ -7,7 +7,8 @@ adapted layer with peft's ``merge_and_unload``, and writes a sentence-transforme
 the merged weights and the same template and pooling, without the 4-bit settings, as plain
 sentence-transformers (``pcctune.modeling.saving``). The folder is written atomically.
 
-``export_adapter`` writes the adapter alone (fp16 halves it), to be scored on its base.
+``export_adapter`` writes the adapter alone (fp16 halves it), to be scored on its base; its config names a
+packaged MiniLM or MPNet base by Hub id rather than by this machine's path (``adapters.base_on_hub``).
 
 ``export_model`` re-saves any model folder, old ones included, as plain sentence-transformers,
 with an ONNX or OpenVINO export of its backbone on request.
@@ -22,7 +23,7 @@ from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json
-from pcctune.modeling.adapters import ADAPTER_CONFIG, ADAPTER_FILES, ADAPTER_WEIGHTS
+from pcctune.modeling.adapters import ADAPTER_CONFIG, ADAPTER_FILES, ADAPTER_WEIGHTS, base_on_hub
 from pcctune.modeling.backends import Backend, export_onnx, export_openvino
 from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.saving import MODULE_CONFIG_FILE, nativize, save_native
@@ -70,7 +71,10 @@ def export_adapter(folder: str | Path, output: str | Path, dtype: str = "fp16") 
     tensors = {k: v.to(target) if v.is_floating_point() else v for k, v in load_file(weights).items()}
     with atomic_folder(output) as staging:
         save_file(tensors, staging / weights.name, metadata={"format": "pt"})
-        shutil.copy2(folder / ADAPTER_CONFIG, staging / ADAPTER_CONFIG)
+        config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+        base = config.get("base_model_name_or_path")
+        hub = base_on_hub(base) if isinstance(base, str) else None
+        write_json({**config, "base_model_name_or_path": hub or base}, staging / ADAPTER_CONFIG)
     return output
 
 

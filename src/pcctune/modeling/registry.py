@@ -62,6 +62,7 @@ class PackagedModel:
     locate: Callable[[], Path | None]
     kind: str  # "encoder" or "decoder"
     hub_id: str  # the Hub model the package's weights are, named as ``base_model`` in the cards of models trained on it
+    hub_weights: bool  # the package holds that Hub model's own weights (not a quantized copy, as a GGUF file is)
 
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
@@ -71,6 +72,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         _minilm,
         "encoder",
         "sentence-transformers/all-MiniLM-L6-v2",
+        True,
     ),
     "all-mpnet-base-v2": PackagedModel(
         "all-mpnet-base-v2",
@@ -78,6 +80,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         _mpnet,
         "encoder",
         "sentence-transformers/all-mpnet-base-v2",
+        True,
     ),
     "smollm2-135m": PackagedModel(
         "SmolLM2-135M-Instruct (GGUF Q4_1)",
@@ -85,6 +88,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         _smollm2,
         "decoder",
         "HuggingFaceTB/SmolLM2-135M-Instruct",
+        False,
     ),
     "gemma-3-270m": PackagedModel(
         "Gemma-3-270M (GGUF Q4_K_M)",
@@ -92,6 +96,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         _gemma3,
         "decoder",
         "google/gemma-3-270m",
+        False,
     ),
 }
 ALIASES = {
@@ -117,3 +122,16 @@ def locate_packaged(key: str) -> Path:
     if path is None:
         raise PcctuneError(f"{entry.name} is not installed; install it with: {entry.install}")
     return path
+
+
+def hub_twin(folder: Path) -> str | None:
+    """The Hub id of the packaged model installed at ``folder``, where the package holds that Hub model's own
+    weights (MiniLM, MPNet): the Hub id loads the same model anywhere. ``None`` for any other folder, and for a
+    packaged GGUF decoder, whose dequantized weights are not the Hub's."""
+    target = folder.expanduser().resolve()
+    for entry in PACKAGED_MODELS.values():
+        if entry.hub_weights:
+            located = entry.locate()
+            if located is not None and located.resolve() == target:
+                return entry.hub_id
+    return None

@@ -1,24 +1,34 @@
 """``pcctune push``: a trained model to the Hugging Face Hub, through sentence-transformers' own ``push_to_hub``.
 
 The folder is uploaded as pcctune saved it (``local_model_path``), so its model card, with the pcctune
-section (scores, stages, leakage report, config), is the one the Hub shows; for the upload, the card's usage
-snippets load the model by its Hub id instead of the folder's path (the folder's own card is put back after). A run
-folder pushes its last stage's ``final`` model.
+section (scores, stages, leakage report, config), is the one the Hub shows. Two files read differently on the Hub
+than on this machine and are uploaded rewritten, the folder itself left as it is: the card's usage snippets load
+the model by its Hub id instead of the folder's path, and a LoRA adapter's ``adapter_config.json`` names its base
+model by Hub id instead of the local path peft wrote (a base with no Hub twin is refused, with the way to merge
+it). A run folder pushes its last stage's ``final`` model.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
 
 from pcctune.errors import PcctuneError
 from pcctune.io import write_text
+from pcctune.modeling.adapters import ADAPTER_CONFIG, base_on_hub
 from pcctune.modeling.build import build_model
 from pcctune.modeling.saving import MODULES_FILE, is_saved_model
 from pcctune.orchestration.model_card import load_by
 from pcctune.orchestration.run_folder import RESULTS
 from pcctune.results import RunResult
+
+CARD = "README.md"
 
 
 def model_folder(source: Path) -> Path:
@@ -32,18 +42,61 @@ def model_folder(source: Path) -> Path:
     raise PcctuneError(f"{source} is neither a saved model ({MODULES_FILE}) nor a finished run folder ({RESULTS})")
 
 
+def hub_adapter_config(folder: Path) -> str | None:
+    """``folder``'s ``adapter_config.json`` with its base model named by Hub id (``None`` without an adapter); a
+    base the Hub has no twin of (a local folder, a packaged GGUF decoder) is refused before anything is sent."""
+    config_file = folder / ADAPTER_CONFIG
+    if not config_file.is_file():
+        return None
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    base = config.get("base_model_name_or_path")
+    hub = base_on_hub(base) if isinstance(base, str) else None
+    if hub is None:
+        raise PcctuneError(
+            f"{folder}'s LoRA adapter sits on {base}, a base model the Hub does not hold: push it merged "
+            f"(pcctune export {folder} --merge --output MERGED, then pcctune push MERGED)"
+        )
+    return json.dumps({**config, "base_model_name_or_path": hub}, indent=2) + "\n"
+
+
+def hub_files(folder: Path, repo_id: str) -> dict[str, str]:
+    """The files of ``folder`` that read otherwise on the Hub, by name: its card and its adapter config."""
+    files = {}
+    card = folder / CARD
+    if card.is_file():
+        files[CARD] = load_by(card.read_text(encoding="utf-8"), folder, repo_id)
+    adapter_config = hub_adapter_config(folder)
+    if adapter_config is not None:
+        files[ADAPTER_CONFIG] = adapter_config
+    return files
+
+
+@contextmanager
+def upload_view(folder: Path, rewritten: dict[str, str]) -> Iterator[Path]:
+    """A temporary folder that reads as ``folder`` with the top-level files in ``rewritten`` (name → text) written
+    anew: every other file linked, not copied (copied where links are not allowed)."""
+    with tempfile.TemporaryDirectory(prefix="pcctune-push-") as staging:
+        root = Path(staging)
+        for path in sorted(folder.rglob("*")):
+            target = root / path.relative_to(folder)
+            if path.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif target.parent != root or path.name not in rewritten:
+                try:
+                    target.symlink_to(path.resolve())
+                except OSError:
+                    shutil.copy2(path, target)
+        for name, text in rewritten.items():
+            write_text(root / name, text)
+        yield root
+
+
 def run_push(source: Path, repo_id: str, private: bool, token: str | None, console: Console) -> str:
     """Upload the model of ``source`` to ``repo_id``; return the commit URL the Hub gives."""
     folder = model_folder(source)
+    rewritten = hub_files(folder, repo_id)
     model = build_model(str(folder))
-    card = folder / "README.md"
-    saved = card.read_text(encoding="utf-8") if card.is_file() else None
-    if saved is not None:
-        write_text(card, load_by(saved, folder, repo_id))
-    try:
-        url = model.push_to_hub(repo_id, token=token, private=private, local_model_path=str(folder), exist_ok=True)
-    finally:
-        if saved is not None:
-            write_text(card, saved)
+    with upload_view(folder, rewritten) as view:
+        url = model.push_to_hub(repo_id, token=token, private=private, local_model_path=str(view), exist_ok=True)
     console.print(f"{folder} -> {url}")
     return str(url)

@@ -142,6 +142,26 @@ def test_sentence_transformers_pair_losses_in_mini_batches_equal_their_own_forwa
     assert_plain_equals_cached(tiny_bert, make, [SENTENCES[:8], SENTENCES[2:10]], labels)
 
 
+def test_a_loss_head_under_gradient_cache_takes_the_outer_scale_as_the_encoder_does(tiny_bert):
+    """The trainer scales a loss before its backward (gradient accumulation divides it, fp16's scaler multiplies
+    it); GradCache's replay scales the encoder's gradients by it, and the regression head's must follow, or a
+    scaled step trains the head at another rate than the encoder (with fp16's scaler, at none)."""
+    from pcctune.losses.regression import RegressionLoss
+
+    columns, labels = [SENTENCES[:8], SENTENCES[2:10]], torch.tensor([0.5, 4.2, 2.0, 3.3, 1.1, 4.9, 2.7, 0.0])
+    results = []
+    for mini_batch in (None, 3):
+        model = build_model(str(tiny_bert), device="cpu")
+        model.eval()
+        torch.manual_seed(0)
+        loss = RegressionLoss(model, model.get_embedding_dimension(), mini_batch_size=mini_batch)
+        (loss([model.preprocess(c) for c in columns], labels) * 0.25).backward()
+        results.append({name: p.grad.clone() for name, p in loss.named_parameters() if p.grad is not None})
+    plain, cached = results
+    assert plain.keys() == cached.keys() and {"head.weight", "head.bias"} <= plain.keys()
+    assert all(torch.allclose(plain[name], cached[name], atol=1e-6) for name in plain)
+
+
 @pytest.mark.parametrize("world", [1, 2, 4, 8])
 @pytest.mark.parametrize("accumulation", [1, 2, 4])
 def test_group_size_does_not_depend_on_processes_or_accumulation(world, accumulation):

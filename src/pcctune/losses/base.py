@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from abc import abstractmethod
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 import torch
@@ -57,6 +58,7 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
         self.mini_batch_size = mini_batch_size  # type: ignore[assignment]  # None: no GradCache
         self.uses_gradient_cache = mini_batch_size is not None
         self.length_chunks = LengthChunker()
+        self._own_gradients: list[tuple[nn.Parameter, Tensor | None]] = []  # GradCache's step 2, for the hook
 
     def _embed(self, features: dict[str, Tensor]) -> Tensor:
         return self.model(features)["sentence_embedding"]
@@ -83,11 +85,41 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
             self.length_chunks.say(logging.WARNING, "length chunks off: GradCache embeds the batch in mini-batches")
         return self.forward_cached(sentence_features, labels)
 
+    def own_parameters(self) -> list[nn.Parameter]:
+        """The trainable parameters of the loss itself (a regression head), not of the model it trains."""
+        model = {id(parameter) for parameter in self.model.parameters()}
+        return [p for p in self.parameters() if p.requires_grad and id(p) not in model]
+
     def calculate_loss(
         self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
     ) -> Tensor:
+        """The loss over the batch; with ``with_backward`` (GradCache's step 2), its gradient with respect to the
+        embeddings set on them (the cache) and that of the loss's own parameters kept for ``forward_cached``."""
         loss = self.loss_from_embeddings([torch.cat(column) for column in reps], labels)
         if with_backward:
-            loss.backward()
+            embeddings, own = [rep for column in reps for rep in column], self.own_parameters()
+            gradients = torch.autograd.grad(loss, [*embeddings, *own], allow_unused=True)
+            for rep, gradient in zip(embeddings, gradients, strict=False):
+                rep.grad = gradient
+            self._own_gradients = list(zip(own, gradients[len(embeddings) :], strict=True))
             loss = loss.detach()
         return loss
+
+    def forward_cached(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        """sentence-transformers' GradCache forward, the loss's own parameters included: their gradient reaches them
+        scaled by whatever the outer backward hands the loss (gradient accumulation's division, fp16's scaler), as
+        the replay scales the encoder's; a plain ``backward`` at step 2 would give them the unscaled one."""
+        self._own_gradients = []
+        loss = super().forward_cached(sentence_features, labels)
+        own, self._own_gradients = self._own_gradients, []
+        if own and loss.requires_grad:
+            loss.register_hook(partial(_add_scaled, own))
+        return loss
+
+
+def _add_scaled(gradients: list[tuple[nn.Parameter, Tensor | None]], grad_output: Tensor) -> None:
+    """Add each cached gradient, times the outer backward's ``grad_output``, to its parameter's ``.grad``."""
+    for parameter, gradient in gradients:
+        if gradient is not None:
+            scaled = gradient * grad_output.to(gradient.dtype)
+            parameter.grad = scaled if parameter.grad is None else parameter.grad + scaled

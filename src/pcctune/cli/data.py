@@ -10,7 +10,7 @@ import typer
 
 from pcctune.cli.app import DataOption, console, data_app
 from pcctune.errors import PcctuneError
-from pcctune.orchestration.data import NEAR_THRESHOLD, LeakageLevel
+from pcctune.orchestration.data import NEAR_THRESHOLD, PAPER_LEVEL, LeakageLevel
 
 NearOption = Annotated[float, typer.Option(help="the near level's Jaccard similarity of character 3-grams")]
 
@@ -20,7 +20,7 @@ def data_stage2_command(
     data: DataOption = None,
     leakage: Annotated[
         LeakageLevel, typer.Option(help="what the filter removes: pair (the paper's), normalized, near or sentence")
-    ] = LeakageLevel.pair,
+    ] = PAPER_LEVEL,
     near_threshold: NearOption = NEAR_THRESHOLD,
     rescale_sick: Annotated[bool, typer.Option(help="map SICK 1–5 scores to 0–5 as 5·(x−1)/4")] = False,
     output: Annotated[Path, typer.Option(help="where to write the stage-2 pairs (jsonl)")] = Path(

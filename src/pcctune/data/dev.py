@@ -110,7 +110,7 @@ def filtered(pairs: Sequence[STSPair], index: TestIndex, level: LeakageLevel) ->
 def dev_parts(
     dev: str | Sequence[str],
     senteval_dir: Path,
-    level: LeakageLevel | None = LeakageLevel.pair,
+    level: LeakageLevel | None = PAPER_LEVEL,
     near_threshold: float = NEAR_THRESHOLD,
     training_pairs: Callable[[], Sequence[STSPair | SourcedPair]] | None = None,
     test_tasks: Sequence[STSTask] | None = None,

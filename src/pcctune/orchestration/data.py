@@ -11,7 +11,7 @@ from rich.console import Console
 
 from pcctune.data.cache import senteval_folder
 from pcctune.data.download import download, hub_loader, local_loader, release_sets, verify
-from pcctune.data.leakage import NEAR_THRESHOLD, LeakageLevel
+from pcctune.data.leakage import NEAR_THRESHOLD, PAPER_LEVEL, LeakageLevel
 from pcctune.data.nli_download import download_nli
 from pcctune.data.pairs import PAIR_SPLIT
 from pcctune.data.tasks import load_test_tasks
@@ -22,6 +22,7 @@ __all__ = [
     "PAIR_SPLIT",
     "PROTOCOLS",
     "NEAR_THRESHOLD",
+    "PAPER_LEVEL",
     "LeakageLevel",
     "run_download",
     "run_nli_download",

@@ -20,7 +20,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from pcctune.correlation import score_pairs
 from pcctune.data.cache import senteval_folder
 from pcctune.data.dev import COMBINED_DEV, HOLDOUT, SINGLE_DEV_SETS, dev_entries, dev_name, dev_parts, size_weighted
-from pcctune.data.leakage import LeakageLevel, leakage_level
+from pcctune.data.leakage import PAPER_LEVEL, LeakageLevel, leakage_level
 from pcctune.data.sts import STSPair
 from pcctune.errors import PcctuneError
 from pcctune.losses.registry import loss_spec
@@ -56,7 +56,7 @@ class DevSTSEvaluator(SentenceEvaluator):
         cls,
         dev_set: str | Sequence[str] = COMBINED_DEV,
         data: str | Path | None = None,
-        level: LeakageLevel | str = LeakageLevel.pair,
+        level: LeakageLevel | str = PAPER_LEVEL,
     ) -> DevSTSEvaluator:
         """An evaluator of ``sick-trial``, ``stsb-dev-filtered``, both (``sick-trial+stsb-dev``) or pair files, with
         every pair a leakage filter at ``level`` flags removed; ``data``: the SentEval folder."""

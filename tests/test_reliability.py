@@ -361,3 +361,24 @@ def test_an_unexpected_error_is_one_line_with_a_pointer_to_debug(monkeypatch, ca
     assert "--debug" in lines[0] and "Traceback" not in output
     code, output = run_cli(["bound", "--n", "5", "--debug"], capsys)
     assert code == 1 and "Traceback" in output and "ZeroDivisionError" in output
+
+
+def test_an_unfinished_run_resumes_only_on_as_many_processes_as_it_started_on(
+    tiny_bert, shared_senteval, tmp_path, capsys, monkeypatch
+):
+    """Each process's batch share, data and random draws depend on the number of processes: a run started on one
+    is not continued on two. A marker from before the count was kept reads as one process."""
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
+    assert run_cli(["train", str(config)], capsys)[0] == 0
+    marker = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert marker["world_size"] == 1
+    (tmp_path / "run" / "results.json").unlink()  # unfinished, as if killed after its last stage
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    code, output = run_cli(["train", str(config), "--resume"], capsys)
+    assert_one_line_error(code, output, "started on 1 process(es), resumed on 2")
+    monkeypatch.delenv("WORLD_SIZE")
+    del marker["world_size"]
+    (tmp_path / "run" / "run.json").write_text(json.dumps(marker))
+    code, output = run_cli(["train", str(config), "--resume"], capsys)
+    assert code == 0, output
+    assert (tmp_path / "run" / "results.json").is_file()

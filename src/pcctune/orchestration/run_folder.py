@@ -9,6 +9,8 @@
   A run saved before a setting existed continues too: its ``config.yaml``, read with today's
   settings (the new one at its default, which keeps the behaviour from before it existed), must
   give the resumed config's fingerprint.
+- An unfinished run resumes only on as many processes as it started on (``run.json``'s ``world_size``; 1 where
+  it is missing): each process's batch share, the data it reads and its random draws depend on it.
 - Nothing is written until the config, the data and the model source have been validated; the
   first write is ``run.json`` and ``config.yaml``, both atomic.
 """
@@ -29,6 +31,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from pcctune.cache_entry import locked
+from pcctune.distributed import launched_world_size
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL, checkpoint_name
@@ -80,6 +83,7 @@ def _marker(config: RunConfig, **extra: Any) -> dict[str, Any]:
     return {
         "fingerprint": config_fingerprint(config),
         "recovery_fingerprint": config_fingerprint(config, recovery=True),
+        "world_size": launched_world_size(),
         **extra,
     }
 
@@ -133,6 +137,12 @@ def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
         raise PcctuneError(
             f"{out} holds a run with other settings; --resume continues only the same run "
             f"(compare with {out / 'config.yaml'}), or use another output_dir or --overwrite"
+        )
+    started_on, now = saved.get("world_size", 1), launched_world_size()
+    if started_on != now and not (out / RESULTS).is_file():
+        raise PcctuneError(
+            f"{out} holds a run started on {started_on} process(es), resumed on {now}: resume it on {started_on} "
+            "(each process's batch share, data and random draws depend on their number), or --overwrite"
         )
 
 

@@ -218,6 +218,34 @@ def test_data_audit_of_a_pairs_file_against_the_users_own_test_file(capsys, tmp_
     assert source.by_test_set["normalized"] == {"mytest": 1}
 
 
+def test_data_audit_of_a_run_config_checks_against_the_test_sets_the_run_filters(capsys, tmp_path, mini_senteval):
+    """With ``--config``, the user's own test sets its stages are filtered against are audited against too, as the
+    run filters: a pair of theirs in its training file is counted, not only the seven's."""
+    import yaml
+
+    from pcctune.results import AuditResult
+    from tests.conftest import run_cli
+
+    test_file, train_file = tmp_path / "mytest.csv", tmp_path / "train.csv"
+    others = "".join(f"Another test sentence {i}.,A different one {i}.,{i}\n" for i in range(2))
+    test_file.write_text(f"sentence1,sentence2,score\n{TEST_PAIR.sentence1},{TEST_PAIR.sentence2},3\n{others}")
+    rows = [FIRST_CAUGHT_BY["normalized"], CLEAN]
+    train_file.write_text("sentence1,sentence2,score\n" + "".join(f'"{a}","{b}",1\n' for a, b in rows))
+    data = {"source": "pairs", "path": str(train_file), "leakage_against": [str(test_file)]}
+    stage = {"name": "pcc", "loss": "pearson", "data": data, "batch_size": 2, "max_steps": 1}
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({"model": "m", "stages": [stage]}))
+    out = tmp_path / "audit.json"
+    args = ["data", "audit", "--config", str(config), "--data", str(mini_senteval), "--output", str(out)]
+    code, printed = run_cli(args, capsys)
+    assert code == 0, printed
+    record = AuditResult.from_disk(out)
+    (source,) = record.sources
+    assert len(record.test_sets) == 8 and "mytest" in record.test_sets
+    assert source.source == "run.yaml:pcc" and source.removed["normalized"] == 1
+    assert source.by_test_set["normalized"] == {"mytest": 1}
+
+
 def test_the_leakage_page_quotes_the_committed_audit_record():
     """docs/leakage.md's counts are the committed audit's (reproductions/leakage/audit.json)."""
     import re

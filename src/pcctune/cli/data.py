@@ -43,8 +43,8 @@ def data_audit_command(
     config: Annotated[
         Path | None,
         typer.Option(
-            help="audit the training data of each stage of this run config against the seven test sets (or "
-            "--against); `pcctune train CONFIG --check` adds its leakage_against files and tasks, as the run does"
+            help="audit the training data of each stage of this run config against the test sets the run filters "
+            "against: the seven and its stages' leakage_against (its own tasks among them), or --against alone"
         ),
     ] = None,
     against: Annotated[

@@ -3,7 +3,9 @@
 Sources: the stage-2 sources and the dev sets used for checkpoint selection (the default), pairs files
 (``--pairs``), and the training data of every stage of a run config (``--config``: any source a stage
 reads, Hub datasets included; triplets are checked as (anchor, positive) and (anchor, negative) pairs).
-Test sets: the seven STS test sets, or the user's own pairs files (``--against``).
+Test sets: the seven STS test sets, with a run config also every test set of the user's its stages are filtered
+against (``leakage_against``, the run's own ``tasks`` among them), as the run filters; or the user's own pairs
+files alone (``--against``).
 """
 
 from __future__ import annotations
@@ -18,24 +20,24 @@ from rich.table import Table
 from pcctune.data.audit import CheckedSource, check_source, near_edge, summarize_source
 from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import LEVELS, NEAR_THRESHOLD, NGRAM, TestIndex
-from pcctune.data.pairs import PairSet, pair_file_name, read_pairs_file
+from pcctune.data.pairs import PairSet, load_pair_set, pair_file_name, read_pairs_file
 from pcctune.data.stage2 import DEV_SOURCES, TRAIN_SOURCES, source_pairs
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.io import check_output_file
 from pcctune.provenance import file_hashes
 from pcctune.results import ROLE_LABELS, AuditResult
+from pcctune.training.config import RunConfig, load_config
 
 
-def _config_sources(config: Path, senteval: Path) -> list[tuple[str, list[STSPair]]]:
+def _config_sources(config: RunConfig, name: str, senteval: Path) -> list[tuple[str, list[STSPair]]]:
     """Each stage's training pairs as the stage reads them, before its leakage filter (preference data is skipped: it
     is built by a model)."""
     from pcctune.losses.registry import loss_spec
-    from pcctune.training.config import load_config
     from pcctune.training.datasets import read_scored_pairs, triplets
 
     sources = []
-    for stage in load_config(config).stages:
+    for stage in config.stages:
         kind = loss_spec(stage.loss).data
         if kind in ("scored", "positives"):
             pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in read_scored_pairs(stage.data, senteval)]
@@ -45,15 +47,20 @@ def _config_sources(config: Path, senteval: Path) -> list[tuple[str, list[STSPai
             pairs += [STSPair(t.anchor, t.negative, 0.0) for t in rows if t.negative is not None]
         else:
             continue
-        sources.append((f"{config.name}:{stage.name}", pairs[: stage.data.limit]))
+        sources.append((f"{name}:{stage.name}", pairs[: stage.data.limit]))
     return sources
 
 
-def _test_sets(senteval: Path | None, against: Sequence[Path]) -> list[STSTask]:
+def _test_sets(senteval: Path | None, against: Sequence[Path], config: RunConfig | None) -> list[STSTask]:
+    """``--against``'s files alone; else the seven STS test sets and each test set of the user's that a stage of
+    ``config`` is filtered against (its ``leakage_against``, which holds the run's own ``tasks``)."""
     if against:
         return [PairSet(pair_file_name(path), read_pairs_file(path), [path]).task() for path in against]
     assert senteval is not None
-    return load_test_tasks(senteval)
+    own = (
+        [] if config is None else list(dict.fromkeys(e for stage in config.stages for e in stage.data.leakage_against))
+    )
+    return [*load_test_tasks(senteval), *(load_pair_set(entry).task() for entry in own)]
 
 
 def audit(
@@ -68,12 +75,14 @@ def audit(
     own_sources = bool(pairs_files or config)
     reads_senteval = not own_sources or not against or config is not None  # default sources or tests, or a run
     senteval = senteval_folder(data) if reads_senteval else None
-    tests = _test_sets(senteval, against)
+    run_config = load_config(config) if config is not None else None
+    tests = _test_sets(senteval, against, run_config)
     index = TestIndex(tests, near_threshold)
     checked: list[CheckedSource] = [check_source(index, str(path), read_pairs_file(path)) for path in pairs_files]
-    if config is not None:
+    if config is not None and run_config is not None:
         assert senteval is not None
-        checked += [check_source(index, name, pairs) for name, pairs in _config_sources(config, senteval)]
+        sources = _config_sources(run_config, config.name, senteval)
+        checked += [check_source(index, name, pairs) for name, pairs in sources]
     if not own_sources:
         assert senteval is not None
         checked += [check_source(index, source, source_pairs(senteval, source)) for source in TRAIN_SOURCES]

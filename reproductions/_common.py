@@ -183,21 +183,49 @@ def run_jobs(
     above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores and the CPU speed
     settings in force here (a machine with a GPU and many cores; on two cores, measured against one run at a time in
     benchmarks/results/speed/README.md, section 14), each started as soon as it is ready. At most
-    ``max_runs`` jobs that ``counted`` counts; ``after`` runs after each job (a table rewritten from the records)."""
+    ``max_runs`` jobs that ``counted`` counts; ``after`` runs after each job (a table rewritten from the records).
+
+    A job that fails is reported and not started again in this command, and the others go on (an unattended grid
+    would otherwise stop at its first failure, and a restart stop at the same job again); the command then ends
+    with the failed jobs named and a non-zero exit, their run folders kept for a rerun to resume."""
+    failed: dict[str, str] = {}
     if jobs <= 1:
-        done = 0
-        while max_runs is None or done < max_runs:
-            job = next(iter(ready()), None)
-            if job is None:
-                return
-            name, function, *arguments = job
-            print(f"[{done + 1}] {name}", flush=True)
+        _run_serially(ready, max_runs, after, counted, failed)
+    else:
+        _run_in_parallel(ready, jobs, max_runs, after, counted, failed)
+    if failed:
+        listed = "; ".join(f"{name}: {why}" for name, why in failed.items())
+        raise SystemExit(f"{len(failed)} job(s) failed (the others ran): {listed}")
+
+
+def _failure(name: str, error: BaseException, failed: dict[str, str]) -> None:
+    why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    failed[name] = f"{type(error).__name__}: {why}"
+    print(f"[failed] {name}: {failed[name]}", flush=True)
+
+
+def _run_serially(
+    ready: Callable[[], Iterable[Job]],
+    max_runs: int | None,
+    after: Callable[[], None] | None,
+    counted: Callable[[str], bool],
+    failed: dict[str, str],
+) -> None:
+    done = 0
+    while max_runs is None or done < max_runs:
+        job = next((job for job in ready() if job[0] not in failed), None)
+        if job is None:
+            return
+        name, function, *arguments = job
+        print(f"[{done + 1}] {name}", flush=True)
+        try:
             function(*arguments)
-            done += counted(name)
-            if after is not None:
-                after()
-        return
-    _run_in_parallel(ready, jobs, max_runs, after, counted)
+        except Exception as error:  # noqa: BLE001  (any failure of one job: reported, the others go on)
+            _failure(name, error, failed)
+            continue
+        done += counted(name)
+        if after is not None:
+            after()
 
 
 def _run_in_parallel(
@@ -206,6 +234,7 @@ def _run_in_parallel(
     max_runs: int | None,
     after: Callable[[], None] | None,
     counted: Callable[[str], bool],
+    failed: dict[str, str],
 ) -> None:
     import multiprocessing
     import os
@@ -222,14 +251,17 @@ def _run_in_parallel(
             for name, function, *arguments in ready():
                 if len(running) >= jobs or (max_runs is not None and done + len(running) >= max_runs):
                     break
-                if name not in running:
+                if name not in running and name not in failed:
                     print(f"[start] {name}", flush=True)
                     running[name] = pool.submit(in_settings, settings, function, *arguments)
             if not running:
                 return
             finished, _ = wait(running.values(), return_when=FIRST_COMPLETED)
             for name in [name for name, future in running.items() if future in finished]:
-                running.pop(name).result()
+                error = running.pop(name).exception()
+                if error is not None:
+                    _failure(name, error, failed)
+                    continue
                 done += counted(name)
                 print(f"[done] {name}", flush=True)
             if after is not None:

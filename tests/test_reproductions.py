@@ -339,6 +339,36 @@ def test_a_parallel_job_runs_under_its_parents_cpu_speed_settings_on_its_share_o
     assert found.read_text() == f"workers, onednn | {max(1, (os.cpu_count() or 1) // 2)}"
 
 
+def _write_or_fail(path: Path) -> None:
+    """A job that writes its file, or fails where its file's name says so (module-level: a spawned process imports
+    it)."""
+    with (path.parent / f"tries-{path.name}").open("a") as tries:
+        tries.write("x")
+    if path.name.startswith("fail"):
+        raise ValueError(f"{path.name} fails")
+    path.write_text("done")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_failing_job_is_reported_and_the_others_still_run(tmp_path, jobs):
+    """One failure neither stops the grid nor is retried in the same command; the command ends naming it."""
+    from reproductions._common import run_jobs
+
+    paths = [tmp_path / "fail-first", tmp_path / "second", tmp_path / "third"]
+
+    def ready():
+        for path in paths:
+            if not path.exists():
+                yield path.name, _write_or_fail, path
+
+    with pytest.raises(
+        SystemExit, match=r"1 job\(s\) failed \(the others ran\): fail-first: ValueError: fail-first fails"
+    ):
+        run_jobs(ready, jobs=jobs)
+    assert (tmp_path / "second").read_text() == "done" == (tmp_path / "third").read_text()
+    assert (tmp_path / "tries-fail-first").read_text() == "x"  # started once: still missing, not started again
+
+
 def test_the_leakage_table_shows_each_trained_model_before_training():
     from reproductions.leakage.cells import MPNET, base_scores
     from reproductions.leakage.report import base_rows

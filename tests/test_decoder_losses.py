@@ -175,10 +175,28 @@ def test_the_front_page_phrase_counts_the_records_then_reads_the_verdict(quick, 
     out = tmp_path / "copy"
     shutil.copytree(quick / "records", out / "records")
     (out / "records" / "cosine_mse-seed2.json").unlink()
-    assert "runs are **under way**, no verdict yet (`reproductions/decoder_losses`: 8 of 9 records," in (
+    assert "runs are **under way**, no verdict yet (`reproductions/decoder_losses`: 8 of 9 records)" in (
         tables.front_page_phrase(_args(out))
     )
     readme = tmp_path / "README.md"
     readme.write_text("Pearson beats X; against cosine-MSE and CoSENT it has\nold words. Every claim, each number.\n")
     tables.write_front_page(readme, "against cosine-MSE and CoSENT new words")
     assert readme.read_text() == "Pearson beats X; against cosine-MSE and CoSENT new words. Every claim, each number.\n"
+
+
+def test_a_record_shows_its_cpu_with_vendor_family_and_model_and_no_flags(quick):
+    record = RunResult.from_disk(quick / "records" / "pearson-seed1.json")
+    device = "cpu: AuthenticAMD family 26 model 2 (AMD EPYC); flags: avx2 avx512f"
+    moved = record.model_copy(update={"versions": record.versions | {"device": device}})
+    assert tables.device_of(moved) == "CPU: AuthenticAMD family 26 model 2 (AMD EPYC)"
+
+
+def test_pearson_against_the_contrastive_stage_2_is_unpaired_as_they_continue_other_builds_of_stage_1():
+    """The stage-2 losses of one seed continue this claim's stage 1 and pair by seed; the contrastive stage 2
+    continues decoder_full's build, so its seed k shares no model with Pearson's seed k."""
+    pearson = [{"seed": seed, "sts": {"avg": 80.0 + seed / 10}} for seed in (1, 2, 3)]
+    other = [{"seed": seed, "sts": {"avg": 79.0 + seed / 7}} for seed in (1, 2, 3)]
+    assert tables.pearson_minus(pearson, other, "cosent").method == "paired t"
+    unpaired = tables.pearson_minus(pearson, other, tables.CONTRASTIVE)
+    assert unpaired.method == "Welch t" and (unpaired.n_a, unpaired.n_b) == (3, 3)
+    assert "(unpaired)" in unpaired.sentence("the contrastive stage 2", "Pearson")

@@ -40,15 +40,14 @@ from pcctune.results import Difference, RunResult
 
 
 def device_of(result: RunResult) -> str:
-    """Where a record was computed (``versions.device``: ``cuda: GPU`` or ``cpu: …``), in short."""
+    """Where a record was computed (``versions.device``: ``cuda: GPU`` or ``cpu: …``), without the CPU's flags: a
+    CPU keeps its vendor, family and model beside its name (``CPU: AuthenticAMD family 26 model 2 (AMD EPYC)``), as
+    one name covers CPU generations that compute at other speeds and with other kernels."""
     device = result.versions.get("device")
     if device is None:
         return "not recorded"
     kind, _, name = device.partition(": ")
-    name = name.split("; flags:")[0]
-    if name.endswith(")") and " (" in name:  # cpu: vendor family F model M (NAME); flags: …
-        name = name[name.index(" (") + 2 : -1]
-    return f"{kind.upper()}: {name}"
+    return f"{kind.upper()}: {name.split('; flags:')[0]}"
 
 
 def run_row(label: str, kind: str, result: RunResult, stage: str, stage1: float) -> dict[str, Any]:
@@ -141,7 +140,7 @@ def front_page_phrase(args: argparse.Namespace) -> str:
     if done < planned:
         return (
             f"{FRONT_PAGE_START} its runs are **under way**, no verdict yet (`reproductions/decoder_losses`: {done} "
-            f"of {planned} records, on the CPU in the background)"
+            f"of {planned} records)"
         )
     first, *rest = verdict(collect(args))
     compared = "; ".join(line.removeprefix("- ") for line in rest[: len(LOSSES) - 1])
@@ -175,10 +174,16 @@ def over_stage1(rows: Rows) -> Difference:
     return seed_difference({row["seed"]: row["stage1_avg"] for row in rows}, seed_averages(rows))
 
 
-def pearson_minus(pearson: Rows, other: Rows) -> Difference:
+def pearson_minus(pearson: Rows, other: Rows, kind: str) -> Difference:
+    """Pearson's averages − ``other``'s: paired by seed where both continue this claim's stage 1; unpaired (Welch's
+    t) for the contrastive stage 2, which continues ``decoder_full``'s build of stage 1, so that its seed k shares
+    no stage-1 model with Pearson's seed k (its seeds are set apart, so none pairs)."""
     from pcctune.evaluation.compare import seed_difference
 
-    return seed_difference(seed_averages(other), seed_averages(pearson))
+    others = seed_averages(other)
+    if kind == CONTRASTIVE:
+        others = {-1 - seed: average for seed, average in others.items()}
+    return seed_difference(others, seed_averages(pearson))
 
 
 def _difference_cell(difference: Difference) -> str:
@@ -192,7 +197,8 @@ def _where(rows: Rows) -> str:
 
 def score_table(rows: Rows) -> list[str]:
     """Per row: seeds, learning rate, dev, the seven tasks and the average (mean ± std over seeds), the difference
-    from the stage-1 model continued and Pearson's difference from the row (95 % intervals over paired seeds)."""
+    from the stage-1 model continued and Pearson's difference from the row (95 % intervals over paired seeds; the
+    contrastive stage 2's unpaired, :func:`pearson_minus`)."""
     header = ["row", "seeds", "lr", "dev", *[SHORT_NAMES[task] for task in TASKS], "avg", "− stage 1"]
     header += ["Pearson − row", "ran on"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -215,7 +221,7 @@ def score_table(rows: Rows) -> list[str]:
         versus = (
             "—"
             if kind == "pearson" or not found["pearson"]
-            else _difference_cell(pearson_minus(found["pearson"], group))
+            else _difference_cell(pearson_minus(found["pearson"], group, kind))
         )
         cells = [str(len(group)), rates, mean_std_cell(devs) if devs else "—", scores]
         cells += [_difference_cell(over_stage1(group)), versus, _where(group)]
@@ -270,7 +276,9 @@ def verdict(rows: Rows, complete: bool = True) -> list[str]:
     found = groups(rows)
     pearson = found["pearson"]
     compared = {
-        kind: pearson_minus(pearson, found[kind]) for kind in (*LOSSES[1:], CONTRASTIVE) if pearson and found[kind]
+        kind: pearson_minus(pearson, found[kind], kind)
+        for kind in (*LOSSES[1:], CONTRASTIVE)
+        if pearson and found[kind]
     }
     rivals = {loss: compared.get(loss) for loss in LOSSES[1:]}
     decided = {loss: d.verdict for loss, d in rivals.items() if d is not None and d.verdict is not None}

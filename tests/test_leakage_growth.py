@@ -19,12 +19,15 @@ SCORED = HERE / "records" / "wide" / "minilm-sentence-pearson-seed1.json"
 """A committed test-seed record (4 epochs of 640 pairs in batches of 64: 40 steps): the fake test records' template."""
 
 
-def fake_scored(path, best_dev: float, last: bool) -> None:
-    """A test-seed record whose only difference from the committed one is its best dev score and checkpoint."""
+def fake_scored(path, best_dev: float, last: bool, point: growth.Point = 3) -> None:
+    """A test-seed record whose only differences from the committed one (point 3) are its best dev score and
+    checkpoint, and the settings of ``point`` it trained."""
     result = RunResult.from_disk(SCORED)
     checkpoint = f"runs/x/checkpoints/checkpoint-{40 if last else 20}"
     stage = result.stages[0].model_copy(update={"best_dev_spearman": best_dev, "best_checkpoint": checkpoint})
-    result.model_copy(update={"stages": [stage]}).to_disk(path)
+    trained = result.config["stages"][-1] | {key: growth.setting_of(point, DESIGN)[key] for key in wide.SETTING_KEYS}
+    config = result.config | {"stages": [*result.config["stages"][:-1], trained]}
+    result.model_copy(update={"stages": [stage], "config": config}).to_disk(path)
 
 
 def search(args, cell: Cell, scores: dict[growth.Point, float]) -> None:
@@ -37,7 +40,7 @@ def search(args, cell: Cell, scores: dict[growth.Point, float]) -> None:
 def test_runs(args, cell: Cell, point: growth.Point, last_steps: int) -> None:
     """Test-seed records of ``cell``'s winner ``point``, the first ``last_steps`` of them best at their last step."""
     for k, seed in enumerate(wide.TEST_SEEDS):
-        fake_scored(wide.record_path(args, wide.Run(cell, point, seed, True)), 0.8, last=k < last_steps)
+        fake_scored(wide.record_path(args, wide.Run(cell, point, seed, True)), 0.8, last=k < last_steps, point=point)
 
 
 test_runs.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
@@ -141,11 +144,11 @@ def test_the_tables_read_a_changed_winner_once_all_its_test_seeds_have_run(tmp_p
     search(args, PEARSON, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6})
     test_runs(args, PEARSON, 3, last_steps=0)
     for seed in wide.TEST_SEEDS[:4]:
-        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, last=False)
+        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, False, "3x2")
     found = wide.details(args)
     assert {row["point"] for row in found["rows"]} == {3} and found["first_rows"] == []
     assert {row["point"] for row in found["growth"]} == {"3x2", "3x4", "3x4h"}
-    fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", 5, True)), 0.85, last=False)
+    fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", 5, True)), 0.85, False, "3x2")
     found = wide.details(args)
     assert len(found["first_rows"]) == 5 and {row["best_dev"] for row in found["rows"]} == {0.85}
     progress = {block["block"]: block for block in found["progress"]}["sentence"]
@@ -162,7 +165,7 @@ def test_a_level_still_growing_is_read_at_every_losss_first_winner(tmp_path):
         search(args, cell, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6} if cell == PEARSON else {3: 0.8})
         test_runs(args, cell, 3, last_steps=0)
     for seed in wide.TEST_SEEDS:
-        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, last=False)
+        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, False, "3x2")
     found = wide.details(args)  # CoSENT's grown points have not run: the level is still growing
     assert {row["point"] for row in found["rows"]} == {3} and found["first_rows"] == []
     growing = found["growing_rows"]  # (the fake records copy point 3's settings: told apart by their dev score)
@@ -186,7 +189,7 @@ def test_a_replaced_winner_stays_in_the_tables_as_the_first_search_left_it(tmp_p
     search(args, PEARSON, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6})
     test_runs(args, PEARSON, 3, last_steps=0)
     for seed in wide.TEST_SEEDS:
-        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, last=False)
+        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, False, "3x2")
     found = wide.details(args)
     first = before_growth(found)
     assert {row["best_dev"] for row in first["rows"]} == {0.8} and {row["best_dev"] for row in found["rows"]} == {0.85}
@@ -229,7 +232,9 @@ def test_a_changed_winners_model_replaces_the_first_in_the_transfer_tasks(tmp_pa
         shutil.copy(committed, transfer / f"{name}.json")
     assert [name for name, *_ in wide.transfer_models(args, [block])][-1] == "minilm-sentence-pearson-seed1"
     for seed in wide.TEST_SEEDS:
-        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85 + 0.01 * (seed == 3), False)
+        fake_scored(
+            wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85 + 0.01 * (seed == 3), False, "3x2"
+        )
     (name, model, probe_seed), *_ = [job for job in wide.transfer_models(args, [block]) if "pearson" in job[0]]
     assert (name, probe_seed) == ("minilm-sentence-pearson-3x2-seed3", wide.PROBE_SEEDS[0])
     assert model == RunResult.from_disk(wide.record_path(args, wide.Run(PEARSON, "3x2", 3, True))).stages[0].final_dir
@@ -275,3 +280,15 @@ def test_the_growth_plot_draws_each_losss_first_winner_and_its_grown_points_by_e
     }
     growth_plot(found, tmp_path / "growth.png")
     assert (tmp_path / "growth.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_changed_winners_test_record_of_another_setting_is_refused(tmp_path):
+    """A changed winner's test record is named by its cell and seed alone: one trained at another point than the
+    cell's final winner (a winner that changed again after its test runs) stops the tables, not read as the winner's."""
+    args = arguments(tmp_path, cells=["sentence"], losses=["pearson"])
+    search(args, PEARSON, {3: 0.8, "3x2": 0.9, "3x4": 0.7, "3x4h": 0.6})
+    test_runs(args, PEARSON, 3, last_steps=0)
+    for seed in wide.TEST_SEEDS:
+        fake_scored(wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85, False, "3x4")
+    with pytest.raises(SystemExit, match="not its winner 3x2"):
+        wide.details(args)

@@ -112,8 +112,9 @@ def table(rows: Rows, details: dict[str, Any]) -> str:
 
 
 def verdicts(rows: Rows) -> list[str]:
-    """At each level and for the control: Pearson against the best other loss (by mean dev), the difference of the
-    seven-task average with its 95 % interval over paired seeds, in words; then against each other loss alike."""
+    """At each level and for the control (the narrow search): Pearson against the best other loss (by mean dev), the
+    difference of the seven-task average with its uncorrected 95 % interval over paired seeds, in words, said to be
+    uncorrected; then against each other loss alike."""
     from pcctune.evaluation.compare import seed_difference
 
     found = groups(rows)
@@ -134,7 +135,8 @@ def verdicts(rows: Rows) -> list[str]:
         if len(pearson) < 2 or len(rival) < 2:
             continue
         difference = seed_difference(rival, pearson)
-        lines.append(f"- **{prefix}** (best other loss on dev: {other}): {difference.sentence(other, 'Pearson')}")
+        said = f"(narrow search, best other loss on dev: {other}; 95 %, uncorrected)"
+        lines.append(f"- **{prefix}** {said}: {difference.sentence(other, 'Pearson')}")
         for loss in sorted(set(cells) - {"pearson", other}):
             runs = seed_averages(cells[loss])
             if len(runs) >= 2:

@@ -21,6 +21,7 @@ model by dev at each level that has transfer tasks).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 from collections.abc import Iterator
@@ -353,8 +354,28 @@ def winner_results(args: argparse.Namespace, block: Block, cell: Cell) -> tuple[
     seeds = scored_seeds(args, block)
     grown = {seed: kept(folder(args) / GROWN / f"{cell.name}-seed{seed}.json") for seed in seeds}
     if block.searched and all(result is not None for result in grown.values()) and growth_settled(args, block):
-        return f"-{final_point(args, cell, grown_points(args, block, cell))}", grown
+        point = final_point(args, cell, grown_points(args, block, cell))
+        check_trained_at(cell, point, growth.setting_of(point, design(args)) if point is not None else {}, grown)
+        return f"-{point}", grown
     return "", scored_results(args, block, cell)
+
+
+SETTING_KEYS = ("learning_rate", "epochs", "batch_size", "warmup_ratio")
+"""What a grown point sets in a stage: the fields a test record's stage must hold for its point."""
+
+
+def check_trained_at(cell: Cell, point: Point | None, setting: dict[str, Any], results: dict[int, Any]) -> None:
+    """Stop where a changed winner's test record trained another setting than ``cell``'s final point: its record's
+    name holds the cell and seed, not the point, so a winner that changed again after its test runs would otherwise
+    be read from the earlier winner's runs."""
+    for seed, result in results.items():
+        stage = result.config["stages"][-1]
+        trained = {key: stage.get(key) for key in SETTING_KEYS}
+        if any(not math.isclose(float(trained[key]), float(setting[key])) for key in SETTING_KEYS if key in setting):
+            raise SystemExit(
+                f"{cell.name} seed {seed}: its test record under {GROWN}/ trained {trained}, not its winner {point}'s "
+                f"{setting}: move the record away to run the winner's test seeds"
+            )
 
 
 def transfer_models(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, int]]:

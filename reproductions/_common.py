@@ -149,9 +149,10 @@ def kept(path: Path) -> RunResult | None:
     return RunResult.from_disk(path) if path.is_file() else None
 
 
-def train_once(config: RunConfig, record: Path, score: bool) -> RunResult:
+def train_once(config: RunConfig, record: Path, score: bool, noted: dict[str, str] | None = None) -> RunResult:
     """Train ``config`` unless ``record`` holds it (resuming its folder when a killed run left one) and keep its
-    record there; a search trial (``score`` false) reads no test set. Once the record is kept, the run's checkpoints
+    record there, with ``noted`` added to its ``versions`` (what else decided it, e.g. the build of the model it
+    continued); a search trial (``score`` false) reads no test set. Once the record is kept, the run's checkpoints
     go (they only serve a resume; its final model stays): a grid of small runs otherwise fills the disk."""
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.orchestration.run_folder import holds_a_run
@@ -161,6 +162,8 @@ def train_once(config: RunConfig, record: Path, score: bool) -> RunResult:
     if done is not None:
         return done
     result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), tasks=None if score else [])
+    if noted:
+        result = result.model_copy(update={"versions": result.versions | noted})
     result.to_disk(record)
     drop_checkpoints(Path(config.output_dir))
     return result

@@ -200,3 +200,21 @@ def test_pearson_against_the_contrastive_stage_2_is_unpaired_as_they_continue_ot
     unpaired = tables.pearson_minus(pearson, other, tables.CONTRASTIVE)
     assert unpaired.method == "Welch t" and (unpaired.n_a, unpaired.n_b) == (3, 3)
     assert "(unpaired)" in unpaired.sentence("the contrastive stage 2", "Pearson")
+
+
+def test_every_stage_2_record_names_the_stage_1_build_it_continued_and_another_build_is_refused(quick, tmp_path):
+    """Each stage-2 record keeps the sha256 of the stage-1 model it continued; a run whose search or seed holds a
+    record of another build (a stage 1 built again elsewhere, scoring alike) is refused before it trains."""
+    args = _args(quick)
+    build = design.stage1_digest(args)
+    stage2 = [*(quick / "records" / "search").glob("*.json"), *(quick / "records").glob("*-seed*.json")]
+    assert stage2 and {design.build_of(RunResult.from_disk(path)) for path in stage2} == {build}
+    out = tmp_path / "copy"
+    shutil.copytree(quick / "records", out / "records")
+    (out / "records" / "cosine_mse-seed2.json").unlink()
+    copied = _args(out)
+    copied.runs = args.runs  # this machine's stage 1: the same build
+    design.check_one_build(copied, design.test_record(copied, "cosine_mse", 2), build)
+    with pytest.raises(SystemExit, match="but pearson-seed2.json continued"):
+        design.check_one_build(copied, design.test_record(copied, "cosine_mse", 2), "another" + build)
+    design.check_one_build(copied, design.test_record(copied, "cosine_mse", 3), "another" + build)  # no seed-3 record

@@ -79,8 +79,10 @@ def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
         yield "stage1", build_stage1, design.stage1_config(args), design.records(args)
         return
     design.check_stage1_build(args)
+    build = design.stage1_digest(args) if missing else ""
     for name, config, record, score in missing:
-        yield name, train_once, config, record, score
+        design.check_one_build(args, record, build)
+        yield name, train_once, config, record, score, {design.BUILD_KEY: build}
 
 
 def build_stage1(config: RunConfig, folder: Path) -> None:

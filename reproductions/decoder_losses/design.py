@@ -5,12 +5,14 @@ run's config and where its record lives, and which runs the records call for (``
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 from typing import Any
 
 from reproductions._common import kept
 
 from pcctune.data.tasks import SEVEN_TASKS
+from pcctune.provenance import file_sha256
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig, load_config
 
@@ -105,6 +107,47 @@ def check_stage1_build(args: argparse.Namespace) -> None:
             f"{stage1_avg(first):.4f}: the stage-2 runs would continue another model. Bring the first build's "
             f"{stage1_folder(args)} here, or start over."
         )
+
+
+BUILD_KEY = "stage1_model_sha256"
+"""The key of a stage-2 record's ``versions`` that names the stage-1 build it continued (:func:`stage1_digest`)."""
+
+
+def stage1_digest(args: argparse.Namespace) -> str:
+    """Which build of stage 1 this machine holds: the sha256 of its saved model's weight files (its LoRA adapter)."""
+    model = stage1_model(args)
+    digest = hashlib.sha256()
+    for path in sorted(model.rglob("*.safetensors")):
+        digest.update(f"{path.relative_to(model).as_posix()}:{file_sha256(path)};".encode())
+    return digest.hexdigest()
+
+
+def build_of(result: RunResult) -> str | None:
+    """The stage-1 build a stage-2 record continued (``None`` for a record made before builds were kept)."""
+    return result.versions.get(BUILD_KEY)
+
+
+def compared_records(args: argparse.Namespace, record: Path) -> list[Path]:
+    """The records a stage-2 run's record is read with: every search run (they choose each loss's rate together), or
+    the test runs of its seed (their differences are paired by seed)."""
+    if record.parent.name == "search":
+        return [search_record(args, loss, rate_of(args, f)) for loss in losses(args) for f in search_factors(args)]
+    seed = record.stem.rsplit("-seed", 1)[1]
+    return [test_record(args, loss, int(seed)) for loss in losses(args)]
+
+
+def check_one_build(args: argparse.Namespace, record: Path, build: str) -> None:
+    """Stop before a stage-2 run would continue another stage-1 build (``build``, this machine's) than a record it
+    is read with (:func:`compared_records`): a rebuilt stage 1 that scores alike is still another model."""
+    for other in compared_records(args, record):
+        result = kept(other)
+        theirs = build_of(result) if result is not None else None
+        if theirs is not None and theirs != build:
+            raise SystemExit(
+                f"{record.stem} would continue stage-1 build {build[:12]}, but {other.name} continued {theirs[:12]}: "
+                f"bring that build's {stage1_folder(args)} here, or move the records it is read with away to run them "
+                "again on this build"
+            )
 
 
 def _run_config(args: argparse.Namespace, raw: dict[str, Any], stage: dict[str, Any], **run: Any) -> RunConfig:

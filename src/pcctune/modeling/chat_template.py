@@ -4,7 +4,10 @@ sentence-transformers 6 renders every text through the tokenizer's chat template
 ``Transformer`` module lists the ``message`` modality, and with
 ``processing_kwargs={"chat_template": {"restore_suffix": True}}`` it writes the template's tail
 back over the last real tokens of a row that truncation cut (``Transformer._restore_chat_template_suffix``):
-only the sentence loses tokens, and last-token pooling still reads the template's last token.
+only the sentence loses tokens, and last-token pooling still reads the template's last token. (sentence-transformers
+6.2 also writes it over a row exactly ``max_seq_length`` long that was not cut, and the tail tokenized apart can
+differ where the sentence's last token merges with the template's first: ``."`` becomes ``"`` on SmolLM2;
+docs/models.md.)
 A PromptEOL template (Jiang et al., 2023, §3.1) ``This sentence : "{text}" means in one word:"``
 therefore becomes the Jinja template
 

@@ -96,6 +96,37 @@ def test_the_held_out_share_is_about_15_percent_the_same_for_every_loss_and_neve
     assert dev_metric("holdout") == "eval_holdout_spearman_cosine"
 
 
+def test_a_twin_of_a_held_out_pair_that_hashes_apart_is_not_trained_on(training_file, shared_senteval, tmp_path):
+    """A pair that is a held-out pair once case and spacing are folded hashes apart from it: trained on, it would
+    put the pairs that select checkpoints into training. It is left out with its twin."""
+    import json
+
+    from pcctune.data.leakage import normalize_sentence
+
+    rows = [json.loads(line) for line in training_file.read_text().splitlines()]
+    twins = []
+    for row in rows:
+        twin = {**row, "sentence1": row["sentence1"].upper(), "sentence2": "  " + row["sentence2"]}
+        if in_holdout(_pair(row["sentence1"], row["sentence2"])) and not in_holdout(
+            _pair(twin["sentence1"], twin["sentence2"])
+        ):
+            twins.append(twin)
+    assert twins
+    with_twins = tmp_path / "with_twins.jsonl"
+    with_twins.write_text("".join(json.dumps(row) + "\n" for row in [*rows, *twins]))
+    stage = _stage(with_twins, "sentence", "holdout")
+    held = stage_dev_parts(stage, shared_senteval)[HOLDOUT]
+    folded = {tuple(sorted(map(normalize_sentence, (p.sentence1, p.sentence2)))) for p in held}
+    dataset = train_dataset(stage, shared_senteval, holdout=True)
+    trained = list(map(_pair, dataset["sentence1"], dataset["sentence2"]))
+    assert trained and not any(
+        tuple(sorted(map(normalize_sentence, (p.sentence1, p.sentence2)))) in folded for p in trained
+    )
+    clean = scored_pairs(stage.data, shared_senteval)  # what the sentence filter keeps, twins among them
+    kept_twins = {(p.sentence1, p.sentence2) for p in clean} & {(t["sentence1"], t["sentence2"]) for t in twins}
+    assert kept_twins and len(trained) == len(clean) - len(held) - len(kept_twins)
+
+
 def test_above_pair_a_built_in_dev_set_that_keeps_too_few_pairs_is_replaced_by_the_held_out_share_and_said(
     training_file, shared_senteval, caplog
 ):

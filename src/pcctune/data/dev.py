@@ -22,6 +22,7 @@ import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from pcctune.correlation import MIN_PAIRS
 from pcctune.data.leakage import (
@@ -31,6 +32,7 @@ from pcctune.data.leakage import (
     PAPER_LEVEL,
     LeakageLevel,
     TestIndex,
+    normalize_sentence,
     split_clean,
 )
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES, read_pairs_file
@@ -65,6 +67,22 @@ def in_holdout(pair: STSPair | SourcedPair) -> bool:
     are held out for every loss, seed and subsample of a set."""
     key = "\t".join(sorted((pair.sentence1, pair.sentence2)))
     return zlib.crc32(key.encode("utf-8")) % 100 < HOLDOUT_PERCENT
+
+
+def _folded(pair: STSPair | SourcedPair) -> tuple[str, ...]:
+    return tuple(sorted((normalize_sentence(pair.sentence1), normalize_sentence(pair.sentence2))))
+
+
+Held = TypeVar("Held", STSPair, SourcedPair)
+
+
+def outside_holdout(pairs: Sequence[Held], among: Sequence[STSPair | SourcedPair] | None = None) -> list[Held]:
+    """``pairs`` less the held-out share (``in_holdout``) and less every twin of a held-out pair of ``among`` (the
+    scored pairs the share is drawn from; default ``pairs``): a pair that is a held-out one once case, punctuation
+    and whitespace are folded (``normalize_sentence``, either order) hashes apart from it, and would be trained on
+    while its twin selects checkpoints (13 such pairs in STS-B + SICK-R train)."""
+    held = {_folded(pair) for pair in (pairs if among is None else among) if in_holdout(pair)}
+    return [pair for pair in pairs if not in_holdout(pair) and _folded(pair) not in held]
 
 
 def dev_entries(dev: str | Sequence[str]) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from datasets import Dataset
 
 from pcctune.data.audit import CheckedSource, check_sources
-from pcctune.data.dev import in_holdout
+from pcctune.data.dev import outside_holdout
 from pcctune.data.hub import load_hub_dataset
 from pcctune.data.leakage import PAPER_LEVEL
 from pcctune.data.local import is_local, local_data_files, pair_files_named
@@ -275,8 +275,8 @@ def _columns(stage: StageConfig, senteval_dir: Path, holdout: bool) -> dict[str,
             columns["negative"] = [t.negative for t in rows]
         return columns
     pairs = scored_pairs(stage.data, senteval_dir)
-    if holdout:  # the dev set's held-out share (pcctune.data.dev.in_holdout) is never trained on
-        pairs = [pair for pair in pairs if not in_holdout(pair)]
+    if holdout:  # the dev set's held-out share and its twins are never trained on (pcctune.data.dev.outside_holdout)
+        pairs = outside_holdout(pairs)
     if spec.data == "positives":
         pairs = contrastive_pairs(pairs, stage.contrastive_threshold, stage.contrastive_rule == ">=")[:limit]
         return {"anchor": [p.sentence1 for p in pairs], "positive": [p.sentence2 for p in pairs]}
@@ -315,12 +315,13 @@ def train_dataset(
                 f"stage {stage.name!r}: DPO trains its preference model into the stage's folder: give one"
             )
 
-        scored = scored_pairs(stage.data, senteval_dir)
+        every = scored = scored_pairs(stage.data, senteval_dir)
         if holdout:
-            scored = [pair for pair in scored if not in_holdout(pair)]
+            scored = outside_holdout(every)
         candidates = dpo_candidates(stage, scored, senteval_dir)
         if holdout:
-            candidates = [(a, b) for a, b in candidates if not in_holdout(STSPair(a, b, 0.0))]
+            apart = outside_holdout([STSPair(a, b, 0.0) for a, b in candidates], among=every)
+            candidates = [(pair.sentence1, pair.sentence2) for pair in apart]
         dataset = dpo_dataset(stage.dpo, scored, candidates, stage_dir, seed)
     else:
         dataset = Dataset.from_dict(_columns(stage, senteval_dir, holdout))

@@ -36,6 +36,12 @@ def global_pair_cosines(u: Tensor, v: Tensor, labels: Tensor) -> tuple[Tensor, T
     return gather(cos, with_grad=True), gather(labels.to(cos.device, cos.dtype), with_grad=False)
 
 
+def loss_owned_parameters(loss: nn.Module, model: nn.Module) -> list[nn.Parameter]:
+    """The trainable parameters of ``loss`` itself (a regression head, an MLM head), not of the ``model`` it trains."""
+    owned_by_model = {id(p) for p in model.parameters()}
+    return [p for p in loss.parameters() if p.requires_grad and id(p) not in owned_by_model]
+
+
 class EmbeddingLoss(CachedLossMixin, nn.Module):
     """A loss computed from the embeddings of every input column (and the labels).
 
@@ -85,11 +91,6 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
             self.length_chunks.say(logging.WARNING, "length chunks off: GradCache embeds the batch in mini-batches")
         return self.forward_cached(sentence_features, labels)
 
-    def own_parameters(self) -> list[nn.Parameter]:
-        """The trainable parameters of the loss itself (a regression head), not of the model it trains."""
-        model = {id(parameter) for parameter in self.model.parameters()}
-        return [p for p in self.parameters() if p.requires_grad and id(p) not in model]
-
     def calculate_loss(
         self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
     ) -> Tensor:
@@ -97,7 +98,7 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
         embeddings set on them (the cache) and that of the loss's own parameters kept for ``forward_cached``."""
         loss = self.loss_from_embeddings([torch.cat(column) for column in reps], labels)
         if with_backward:
-            embeddings, own = [rep for column in reps for rep in column], self.own_parameters()
+            embeddings, own = [rep for column in reps for rep in column], loss_owned_parameters(self, self.model)
             gradients = torch.autograd.grad(loss, [*embeddings, *own], allow_unused=True)
             for rep, gradient in zip(embeddings, gradients, strict=False):
                 rep.grad = gradient

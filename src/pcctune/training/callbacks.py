@@ -31,12 +31,6 @@ LOSS_PARAMETERS = "loss_parameters.pt"
 """The file in a checkpoint that holds the loss's own parameters (``LossParameterCheckpoints``)."""
 
 
-def loss_owned_parameters(loss: nn.Module, model: nn.Module) -> list[nn.Parameter]:
-    """Trainable parameters of ``loss`` that are not parameters of ``model``."""
-    owned_by_model = {id(p) for p in model.parameters()}
-    return [p for p in loss.parameters() if p.requires_grad and id(p) not in owned_by_model]
-
-
 class SyncLossParameters(TrainerCallback):
     def __init__(self, parameters: list[nn.Parameter]) -> None:
         self.parameters = parameters

@@ -30,6 +30,7 @@ from pcctune.data.senteval import snli_dir
 from pcctune.distributed import barrier, is_main_process, launched_world_size
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
+from pcctune.losses.base import loss_owned_parameters
 from pcctune.losses.registry import loss_spec
 from pcctune.losses.regression import RegressionLoss
 from pcctune.modeling.gap_dropout import gap_dropout
@@ -39,12 +40,7 @@ from pcctune.modeling.saving import is_saved_model, save_model
 from pcctune.modeling.template import TemplateTransformer, check_budget, model_template, template_tokens
 from pcctune.seeding import random_state_kept
 from pcctune.training.batching import BatchPlan, plan_batches, planned_steps, steps_per_epoch
-from pcctune.training.callbacks import (
-    LossParameterCheckpoints,
-    StepToLoss,
-    SyncLossParameters,
-    loss_owned_parameters,
-)
+from pcctune.training.callbacks import LossParameterCheckpoints, StepToLoss, SyncLossParameters
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL, best_at_last_evaluation, last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import train_dataset

@@ -149,11 +149,18 @@ def kept(path: Path) -> RunResult | None:
     return RunResult.from_disk(path) if path.is_file() else None
 
 
-def train_once(config: RunConfig, record: Path, score: bool, noted: dict[str, str] | None = None) -> RunResult:
+def train_once(
+    config: RunConfig,
+    record: Path,
+    score: bool,
+    noted: dict[str, str] | None = None,
+    before_keeping: Callable[[], None] | None = None,
+) -> RunResult:
     """Train ``config`` unless ``record`` holds it (resuming its folder when a killed run left one) and keep its
     record there, with ``noted`` added to its ``versions`` (what else decided it, e.g. the build of the model it
-    continued); a search trial (``score`` false) reads no test set. Once the record is kept, the run's checkpoints
-    go (they only serve a resume; its final model stays): a grid of small runs otherwise fills the disk."""
+    continued) once ``before_keeping`` (a check that raises) has passed; a search trial (``score`` false) reads no
+    test set. Once the record is kept, the run's checkpoints go (they only serve a resume; its final model stays): a
+    grid of small runs otherwise fills the disk."""
     from pcctune.orchestration.pipeline import run_pipeline
     from pcctune.orchestration.run_folder import holds_a_run
     from pcctune.orchestration.sweep import drop_checkpoints
@@ -164,6 +171,8 @@ def train_once(config: RunConfig, record: Path, score: bool, noted: dict[str, st
     result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), tasks=None if score else [])
     if noted:
         result = result.model_copy(update={"versions": result.versions | noted})
+    if before_keeping is not None:
+        before_keeping()
     result.to_disk(record)
     drop_checkpoints(Path(config.output_dir))
     return result
@@ -223,7 +232,7 @@ def _run_serially(
         print(f"[{done + 1}] {name}", flush=True)
         try:
             function(*arguments)
-        except Exception as error:  # noqa: BLE001  (any failure of one job: reported, the others go on)
+        except (Exception, SystemExit) as error:  # one job's failure, a refusal too: reported, the others go on
             _failure(name, error, failed)
             continue
         done += counted(name)
@@ -239,25 +248,44 @@ def _run_in_parallel(
     counted: Callable[[str], bool],
     failed: dict[str, str],
 ) -> None:
+    """Up to ``jobs`` at once in worker processes; a pool broken by a worker that died (killed for memory, say)
+    fails the jobs it held and a fresh pool takes the rest."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    state = {"done": 0}
+    while True:
+        try:
+            _pool_round(ready, jobs, max_runs, after, counted, failed, state)
+            return
+        except BrokenProcessPool:
+            print("[pool] a worker process died; a fresh pool takes the jobs left", flush=True)
+
+
+def _pool_round(
+    ready: Callable[[], Iterable[Job]],
+    jobs: int,
+    max_runs: int | None,
+    after: Callable[[], None] | None,
+    counted: Callable[[str], bool],
+    failed: dict[str, str],
+    state: dict[str, int],
+) -> None:
     import multiprocessing
     import os
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-    from pcctune.host_settings import host_settings
-
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    context = multiprocessing.get_context("spawn")
     running: dict[str, Future[Any]] = {}
-    done, settings = 0, host_settings()
+    refusal: SystemExit | None = None
+    context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, context, set_threads, (threads,), max_tasks_per_child=1) as pool:
         while True:
-            for name, function, *arguments in ready():
-                if len(running) >= jobs or (max_runs is not None and done + len(running) >= max_runs):
-                    break
-                if name not in running and name not in failed:
-                    print(f"[start] {name}", flush=True)
-                    running[name] = pool.submit(in_settings, settings, function, *arguments)
+            if refusal is None:
+                limit = jobs if max_runs is None else min(jobs, max_runs - state["done"])
+                refusal = _submit_ready(ready, pool, running, limit, failed)
             if not running:
+                if refusal is not None:
+                    raise refusal
                 return
             finished, _ = wait(running.values(), return_when=FIRST_COMPLETED)
             for name in [name for name, future in running.items() if future in finished]:
@@ -265,10 +293,32 @@ def _run_in_parallel(
                 if error is not None:
                     _failure(name, error, failed)
                     continue
-                done += counted(name)
+                state["done"] += counted(name)
                 print(f"[done] {name}", flush=True)
             if after is not None:
                 after()
+
+
+def _submit_ready(
+    ready: Callable[[], Iterable[Job]], pool: Any, running: dict[str, Any], limit: int, failed: dict[str, str]
+) -> SystemExit | None:
+    """Start the ready jobs not running or failed, up to ``limit`` running, each under this process's CPU speed
+    settings; a refusal of the plan (``SystemExit`` from ``ready``) is said now and returned, to be raised once the
+    running jobs end."""
+    from pcctune.host_settings import host_settings
+
+    settings = host_settings()
+    try:
+        for name, function, *arguments in ready():
+            if len(running) >= limit:
+                break
+            if name not in running and name not in failed:
+                print(f"[start] {name}", flush=True)
+                running[name] = pool.submit(in_settings, settings, function, *arguments)
+    except SystemExit as refusal:
+        print(f"[refused] {refusal}", flush=True)
+        return refusal
+    return None
 
 
 def set_threads(threads: int) -> None:

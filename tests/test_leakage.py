@@ -219,8 +219,9 @@ def test_data_audit_of_a_pairs_file_against_the_users_own_test_file(capsys, tmp_
 
 
 def test_data_audit_of_a_run_config_checks_against_the_test_sets_the_run_filters(capsys, tmp_path, mini_senteval):
-    """With ``--config``, the user's own test sets its stages are filtered against are audited against too, as the
-    run filters: a pair of theirs in its training file is counted, not only the seven's."""
+    """With ``--config``, each stage is audited against the user's own test sets it is filtered against too, as the
+    run filters: a pair of theirs in its training file is counted, not only the seven's; a stage not filtered
+    against them is not."""
     import yaml
 
     from pcctune.results import AuditResult
@@ -233,17 +234,19 @@ def test_data_audit_of_a_run_config_checks_against_the_test_sets_the_run_filters
     train_file.write_text("sentence1,sentence2,score\n" + "".join(f'"{a}","{b}",1\n' for a, b in rows))
     data = {"source": "pairs", "path": str(train_file), "leakage_against": [str(test_file)]}
     stage = {"name": "pcc", "loss": "pearson", "data": data, "batch_size": 2, "max_steps": 1}
+    other = stage | {"name": "plain", "data": {"source": "pairs", "path": str(train_file)}}  # not filtered against it
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({"model": "m", "stages": [stage]}))
+    config.write_text(yaml.safe_dump({"model": "m", "stages": [stage, other]}))
     out = tmp_path / "audit.json"
     args = ["data", "audit", "--config", str(config), "--data", str(mini_senteval), "--output", str(out)]
     code, printed = run_cli(args, capsys)
     assert code == 0, printed
     record = AuditResult.from_disk(out)
-    (source,) = record.sources
+    source, plain = record.sources
     assert len(record.test_sets) == 8 and "mytest" in record.test_sets
     assert source.source == "run.yaml:pcc" and source.removed["normalized"] == 1
     assert source.by_test_set["normalized"] == {"mytest": 1}
+    assert plain.source == "run.yaml:plain" and plain.removed["normalized"] == 0  # each stage its own test sets
 
 
 def test_the_leakage_page_quotes_the_committed_audit_record():

@@ -66,7 +66,7 @@ def test_push_of_something_else_is_one_line(hub, tmp_path, capsys):
     assert not hub
 
 
-def test_the_uploaded_card_loads_the_model_by_its_hub_id(hub, tiny_bert, tmp_path, capsys):
+def test_the_uploaded_card_loads_the_model_by_its_hub_id(hub, tiny_bert, tmp_path, capsys, monkeypatch):
     """Both usage snippets of the card (sentence-transformers' and pcctune's) name the Hub repository in the upload;
     the folder's own card, which names the folder, is left as it was."""
     from pcctune.orchestration.model_card import LOADING, add_pcctune_section
@@ -79,8 +79,17 @@ def test_the_uploaded_card_loads_the_model_by_its_hub_id(hub, tiny_bert, tmp_pat
     local = (folder / "README.md").read_text(encoding="utf-8")
     assert local.count('SentenceTransformer("') == 2 and "sentence_transformers_model_id" not in local
     assert "Download from the" not in local  # a folder is not downloaded
+    during: list[str] = []
+    upload = huggingface_hub.HfApi.upload_folder
+
+    def watched(self, **kwargs):  # the folder's own card while the upload runs
+        during.append((folder / "README.md").read_text(encoding="utf-8"))
+        return upload(self, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", watched)
     code, output = run_cli(["push", str(folder), "--repo-id", "someone/tiny"], capsys)
     assert code == 0, output
+    assert during == [local]  # never rewritten, even while the upload runs
     uploaded = hub["upload_folder"]["card"]
     assert uploaded.count('SentenceTransformer("someone/tiny"') == 2 and "# Download from the 🤗 Hub" in uploaded
     assert (folder / "README.md").read_text(encoding="utf-8") == local
@@ -121,6 +130,16 @@ def test_a_lora_model_on_a_hub_id_is_uploaded_as_saved(hub, tiny_bert, tmp_path,
         code, output = run_cli(["push", str(folder), "--repo-id", "someone/tiny"], capsys)
     assert code == 0, output
     assert hub["upload_folder"]["adapter_config"] == named
+
+
+@pytest.mark.parametrize(
+    ("base", "hub"),
+    [("someone/base", "someone/base"), ("gpt2", "gpt2"), ("C:\\Users\\me\\minilm", None), ("models\\base", None)],
+)
+def test_a_base_is_on_the_hub_only_when_named_as_the_hub_names_models(base, hub):
+    from pcctune.modeling.adapters import base_on_hub
+
+    assert base_on_hub(base) == hub
 
 
 @pytest.mark.parametrize("packaged_gguf", [False, True])

@@ -367,7 +367,7 @@ def test_an_unfinished_run_resumes_only_on_as_many_processes_as_it_started_on(
     tiny_bert, shared_senteval, tmp_path, capsys, monkeypatch
 ):
     """Each process's batch share, data and random draws depend on the number of processes: a run started on one
-    is not continued on two. A marker from before the count was kept reads as one process."""
+    is not continued on two. A marker from before the count was kept says nothing of it and is not refused."""
     config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run", max_steps=2)
     assert run_cli(["train", str(config)], capsys)[0] == 0
     marker = json.loads((tmp_path / "run" / "run.json").read_text())

@@ -346,6 +346,12 @@ def _write_or_fail(path: Path) -> None:
         tries.write("x")
     if path.name.startswith("fail"):
         raise ValueError(f"{path.name} fails")
+    if path.name.startswith("refuse"):
+        raise SystemExit(f"{path.name} refuses")
+    if path.name.startswith("die"):
+        import os
+
+        os._exit(9)  # a worker killed outright (out of memory, say)
     path.write_text("done")
 
 
@@ -367,6 +373,26 @@ def test_a_failing_job_is_reported_and_the_others_still_run(tmp_path, jobs):
         run_jobs(ready, jobs=jobs)
     assert (tmp_path / "second").read_text() == "done" == (tmp_path / "third").read_text()
     assert (tmp_path / "tries-fail-first").read_text() == "x"  # started once: still missing, not started again
+
+
+def test_a_job_that_refuses_is_reported_and_the_others_still_run(tmp_path):
+    from reproductions._common import run_jobs
+
+    paths = [tmp_path / "refuse-first", tmp_path / "second"]
+    with pytest.raises(SystemExit, match="refuse-first: SystemExit: refuse-first refuses"):
+        run_jobs(lambda: ((p.name, _write_or_fail, p) for p in paths if not p.exists()), jobs=1)
+    assert (tmp_path / "second").read_text() == "done"
+
+
+def test_a_worker_that_dies_fails_its_pools_jobs_and_a_fresh_pool_runs_the_rest(tmp_path):
+    """A worker killed outright breaks its process pool: the jobs it held are failed, the others run in a new one."""
+    from reproductions._common import run_jobs
+
+    paths = [tmp_path / "die-first", tmp_path / "second", tmp_path / "third", tmp_path / "fourth"]
+    with pytest.raises(SystemExit, match="die-first: BrokenProcessPool"):
+        run_jobs(lambda: ((p.name, _write_or_fail, p) for p in paths if not p.exists()), jobs=2)
+    assert (tmp_path / "third").read_text() == "done" == (tmp_path / "fourth").read_text()
+    assert (tmp_path / "tries-die-first").read_text() == "x"
 
 
 def test_the_leakage_table_shows_each_trained_model_before_training():

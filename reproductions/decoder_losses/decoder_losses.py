@@ -28,6 +28,7 @@ than 0.05 from the first build's (``reproductions/gpu``: the recipe lands within
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,15 @@ def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
     build = design.stage1_digest(args) if missing else ""
     for name, config, record, score in missing:
         design.check_one_build(args, record, build)
-        yield name, train_once, config, record, score, {design.BUILD_KEY: build}
+        yield name, train_stage2, args, config, record, score, build
+
+
+def train_stage2(args: argparse.Namespace, config: RunConfig, record: Path, score: bool, build: str) -> None:
+    """A stage-2 run whose record names the stage-1 build it continued, kept only where no record it is read with
+    continued another: checked when the run is handed out and again as its record is kept (another runner on the
+    same records may have kept one meanwhile)."""
+    keep_check = functools.partial(design.check_one_build, args, record, build)
+    train_once(config, record, score, {design.BUILD_KEY: build}, keep_check)
 
 
 def build_stage1(config: RunConfig, folder: Path) -> None:

@@ -360,10 +360,6 @@ def winner_results(args: argparse.Namespace, block: Block, cell: Cell) -> tuple[
     return "", scored_results(args, block, cell)
 
 
-SETTING_KEYS = ("learning_rate", "epochs", "batch_size", "warmup_ratio")
-"""What a grown point sets in a stage: the fields a test record's stage must hold for its point."""
-
-
 def check_trained_at(cell: Cell, point: Point | None, setting: dict[str, Any], results: dict[int, Any]) -> None:
     """Stop where a changed winner's test record trained another setting than ``cell``'s final point: its record's
     name holds the cell and seed, not the point, so a winner that changed again after its test runs would otherwise
@@ -444,6 +440,7 @@ def first_evaluation(result: Any) -> bool:
 
 
 SETTING_KEYS = ("learning_rate", "batch_size", "warmup_ratio", "epochs")
+"""What a design or grown point sets in a stage: the fields that tell which point a record trained."""
 
 
 def test_rows(args: argparse.Namespace, found: Path, points: dict[str, list[Any]]) -> list[dict[str, Any]]:

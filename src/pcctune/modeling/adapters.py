@@ -134,7 +134,13 @@ def base_on_hub(base: str) -> str | None:
     path the base was loaded from): a Hub id as written, a packaged MiniLM or MPNet folder's Hub id (the same
     weights), else ``None``: a folder of this machine alone, or a packaged GGUF decoder, whose dequantized weights
     are not the Hub's."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
     path = Path(base).expanduser()
-    if not path.exists() and not path.is_absolute() and not base.startswith((".", "~")) and base.count("/") <= 1:
+    if not path.exists() and not path.is_absolute() and not base.startswith((".", "~")):
+        try:
+            validate_repo_id(base)  # a Windows path or a nested relative one is none
+        except HFValidationError:
+            return None
         return base
     return hub_twin(path) if path.is_dir() else None

@@ -3,8 +3,8 @@
 Sources: the stage-2 sources and the dev sets used for checkpoint selection (the default), pairs files
 (``--pairs``), and the training data of every stage of a run config (``--config``: any source a stage
 reads, Hub datasets included; triplets are checked as (anchor, positive) and (anchor, negative) pairs).
-Test sets: the seven STS test sets, with a run config also every test set of the user's its stages are filtered
-against (``leakage_against``, the run's own ``tasks`` among them), as the run filters; or the user's own pairs
+Test sets: the seven STS test sets, and for a stage of a run config also the test sets of the user's it is filtered
+against (its ``leakage_against``, the run's own ``tasks`` among them), as the run filters; or the user's own pairs
 files alone (``--against``).
 """
 
@@ -30,9 +30,10 @@ from pcctune.results import ROLE_LABELS, AuditResult
 from pcctune.training.config import RunConfig, load_config
 
 
-def _config_sources(config: RunConfig, name: str, senteval: Path) -> list[tuple[str, list[STSPair]]]:
-    """Each stage's training pairs as the stage reads them, before its leakage filter (preference data is skipped: it
-    is built by a model)."""
+def _config_sources(config: RunConfig, name: str, senteval: Path) -> list[tuple[str, list[STSPair], tuple[str, ...]]]:
+    """Each stage's training pairs as the stage reads them, before its leakage filter, with the test sets of the
+    user's it is filtered against (its ``leakage_against``, the run's own ``tasks`` among them); preference data is
+    skipped: it is built by a model."""
     from pcctune.losses.registry import loss_spec
     from pcctune.training.datasets import read_scored_pairs, triplets
 
@@ -47,20 +48,38 @@ def _config_sources(config: RunConfig, name: str, senteval: Path) -> list[tuple[
             pairs += [STSPair(t.anchor, t.negative, 0.0) for t in rows if t.negative is not None]
         else:
             continue
-        sources.append((f"{name}:{stage.name}", pairs[: stage.data.limit]))
+        sources.append((f"{name}:{stage.name}", pairs[: stage.data.limit], tuple(stage.data.leakage_against)))
     return sources
 
 
-def _test_sets(senteval: Path | None, against: Sequence[Path], config: RunConfig | None) -> list[STSTask]:
-    """``--against``'s files alone; else the seven STS test sets and each test set of the user's that a stage of
-    ``config`` is filtered against (its ``leakage_against``, which holds the run's own ``tasks``)."""
-    if against:
-        return [PairSet(pair_file_name(path), read_pairs_file(path), [path]).task() for path in against]
-    assert senteval is not None
-    own = (
-        [] if config is None else list(dict.fromkeys(e for stage in config.stages for e in stage.data.leakage_against))
-    )
-    return [*load_test_tasks(senteval), *(load_pair_set(entry).task() for entry in own)]
+class IndexesByStage:
+    """The test sets each source is checked against: ``--against``'s files alone, else the seven STS test sets and
+    the user's own test sets of the source's stage (one index for each distinct list)."""
+
+    def __init__(self, senteval: Path | None, against: Sequence[Path], near_threshold: float) -> None:
+        self.against = bool(against)
+        if against:
+            self.base = [PairSet(pair_file_name(path), read_pairs_file(path), [path]).task() for path in against]
+        else:
+            assert senteval is not None
+            self.base = load_test_tasks(senteval)
+        self.near_threshold = near_threshold
+        self.tasks: dict[tuple[str, ...], list[STSTask]] = {}
+        self.indexes: dict[tuple[str, ...], TestIndex] = {}
+
+    def __call__(self, own: tuple[str, ...] = ()) -> TestIndex:
+        key = () if self.against else own
+        if key not in self.indexes:
+            self.tasks[key] = [*self.base, *(load_pair_set(entry).task() for entry in key)]
+            self.indexes[key] = TestIndex(self.tasks[key], self.near_threshold)
+        return self.indexes[key]
+
+    def test_sets(self) -> dict[str, int]:
+        """Every test set some source was checked against, with its pair count."""
+        return {name: count for index in self.indexes.values() for name, count in index.test_sets.items()}
+
+    def files(self) -> list[Path]:
+        return list(dict.fromkeys(Path(path) for tasks in self.tasks.values() for task in tasks for path in task.files))
 
 
 def audit(
@@ -75,23 +94,22 @@ def audit(
     own_sources = bool(pairs_files or config)
     reads_senteval = not own_sources or not against or config is not None  # default sources or tests, or a run
     senteval = senteval_folder(data) if reads_senteval else None
-    run_config = load_config(config) if config is not None else None
-    tests = _test_sets(senteval, against, run_config)
-    index = TestIndex(tests, near_threshold)
-    checked: list[CheckedSource] = [check_source(index, str(path), read_pairs_file(path)) for path in pairs_files]
-    if config is not None and run_config is not None:
+    indexes = IndexesByStage(senteval, against, near_threshold)
+    checked: list[CheckedSource] = [check_source(indexes(), str(path), read_pairs_file(path)) for path in pairs_files]
+    if config is not None:
         assert senteval is not None
-        sources = _config_sources(run_config, config.name, senteval)
-        checked += [check_source(index, name, pairs) for name, pairs in sources]
+        sources = _config_sources(load_config(config), config.name, senteval)
+        checked += [check_source(indexes(own), name, pairs) for name, pairs, own in sources]
     if not own_sources:
         assert senteval is not None
+        index = indexes()
         checked += [check_source(index, source, source_pairs(senteval, source)) for source in TRAIN_SOURCES]
         checked += [
             check_source(index, source, source_pairs(senteval, source), "dev") for source in DEV_SOURCES.values()
         ]
-    files = [path for task in tests for path in task.files] + list(pairs_files)
+    files = [*indexes.files(), *pairs_files]
     return AuditResult(
-        test_sets=index.test_sets,
+        test_sets=indexes.test_sets(),
         data_hashes={f"{Path(path).parent.name}/{Path(path).name}": h for path, h in file_hashes(files).items()},
         near_threshold=near_threshold,
         ngram=NGRAM,

@@ -9,8 +9,9 @@
   A run saved before a setting existed continues too: its ``config.yaml``, read with today's
   settings (the new one at its default, which keeps the behaviour from before it existed), must
   give the resumed config's fingerprint.
-- An unfinished run resumes only on as many processes as it started on (``run.json``'s ``world_size``; 1 where
-  it is missing): each process's batch share, the data it reads and its random draws depend on it.
+- An unfinished run resumes only on as many processes as it started on (``run.json``'s ``world_size``; a marker
+  written before it was kept does not say, and is not checked): each process's batch share, the data it reads and
+  its random draws depend on it.
 - Nothing is written until the config, the data and the model source have been validated; the
   first write is ``run.json`` and ``config.yaml``, both atomic.
 """
@@ -138,8 +139,8 @@ def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
             f"{out} holds a run with other settings; --resume continues only the same run "
             f"(compare with {out / 'config.yaml'}), or use another output_dir or --overwrite"
         )
-    started_on, now = saved.get("world_size", 1), launched_world_size()
-    if started_on != now and not (out / RESULTS).is_file():
+    started_on, now = saved.get("world_size"), launched_world_size()
+    if started_on is not None and started_on != now and not (out / RESULTS).is_file():
         raise PcctuneError(
             f"{out} holds a run started on {started_on} process(es), resumed on {now}: resume it on {started_on} "
             "(each process's batch share, data and random draws depend on their number), or --overwrite"

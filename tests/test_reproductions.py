@@ -389,10 +389,12 @@ def test_a_worker_that_dies_fails_its_pools_jobs_and_a_fresh_pool_runs_the_rest(
     from reproductions._common import run_jobs
 
     paths = [tmp_path / "die-first", tmp_path / "second", tmp_path / "third", tmp_path / "fourth"]
-    with pytest.raises(SystemExit, match="die-first: BrokenProcessPool"):
+    with pytest.raises(SystemExit, match="die-first: BrokenProcessPool") as stopped:
         run_jobs(lambda: ((p.name, _write_or_fail, p) for p in paths if not p.exists()), jobs=2)
-    assert (tmp_path / "third").read_text() == "done" == (tmp_path / "fourth").read_text()
     assert (tmp_path / "tries-die-first").read_text() == "x"
+    # the job beside it in the broken pool (second or third, as they finish) failed with it; every other job ran
+    assert all(path.exists() or f"{path.name}: BrokenProcessPool" in str(stopped.value) for path in paths[1:])
+    assert (tmp_path / "fourth").read_text() == "done"  # started only once a pool had ended: in a fresh one
 
 
 def test_the_leakage_table_shows_each_trained_model_before_training():

@@ -50,6 +50,23 @@ def test_datasets_and_evaluation_for_a_plain_st_script(tiny_bert, tiny_llama, sh
     assert pcctune.evaluate(decoder, data=shared_senteval).template == 'This sentence : "{text}" means in one word:"'
 
 
+def test_the_evaluator_the_trainer_runs_on_rank_0_alone_encodes_unsharded(tiny_bert, shared_senteval, monkeypatch):
+    """Under DDP the trainer runs an evaluator on rank 0 while the other ranks wait in sentence-transformers' own
+    collective: a sharded encoding would call a collective they never join."""
+    import pcctune.evaluation.sts as sts
+
+    sharded: list[bool] = []
+    encode_unique = sts.encode_unique
+
+    def recorded(model, sentences, shard=True, **options):
+        sharded.append(shard)
+        return encode_unique(model, sentences, shard, **options)
+
+    monkeypatch.setattr(sts, "encode_unique", recorded)
+    pcctune.PccEvaluator(shared_senteval)(pcctune.build_model(str(tiny_bert)))
+    assert sharded == [False]
+
+
 @pytest.mark.parametrize(
     ("terminal", "option", "shown"),
     [(True, None, True), (False, None, False), (False, True, True), (True, False, False)],

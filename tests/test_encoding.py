@@ -137,6 +137,17 @@ def test_only_a_batch_that_starts_with_the_prefix_uses_it_and_encoders_never_do(
     assert not prefix.covers(rows) and not prefix.covers(rows[:, : len(prefix.ids)])
 
 
+@pytest.mark.parametrize("kind", ["deep", "shallow"])
+def test_a_decoder_with_continuous_prompts_and_a_template_is_encoded_whole(tiny_llama, kind):
+    """DCPCSE's prompted module has a forward of its own that takes no key/value cache: the template's cached prefix
+    would be dropped and the sentence read without it (or fail), so such a model is encoded as ``encode`` does."""
+    from pcctune.modeling.prefix_cache import cached_prefix
+
+    model = build_model(str(tiny_llama), template="eol", prompt={"prompt_kind": kind, "prompt_length": 4})
+    assert cached_prefix(model) is None
+    np.testing.assert_allclose(encode_texts(model, SENTENCES, reuse_prefix=True), model.encode(SENTENCES), atol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("fixture", "budget"), [("tiny_bert", ENCODER_TOKEN_BUDGET), ("tiny_llama", DECODER_TOKEN_BUDGET)]
 )

@@ -36,7 +36,8 @@ class PccEvaluator(SentenceEvaluator):
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
     ) -> dict[str, float]:
-        scores, avg = evaluate_sts(model, self.tasks, protocol=self.protocol, show_progress=False)
+        # the trainer runs an evaluator on rank 0 alone: no shard for the other processes to encode
+        scores, avg = evaluate_sts(model, self.tasks, protocol=self.protocol, shard=False, show_progress=False)
         metrics = {f"sts_{score.name}": score.spearman for score in scores} | {"sts_avg": avg}
         self.store_metrics_in_model_card_data(model, metrics, int(epoch), steps)
         return metrics

@@ -73,15 +73,18 @@ def evaluate_sts(
     tasks: Sequence[STSTask],
     protocol: str = DEFAULT_PROTOCOL,
     interval_seed: int | None = None,
+    shard: bool = True,
     **options: Unpack[EncodeOptions],
 ) -> tuple[list[TaskScore], float]:
     """Evaluate ``tasks`` under ``protocol`` (``options``: the encoding's); returns per-task scores and their mean.
-    With ``interval_seed``, each score carries its bootstrap interval, resampled by a generator of that seed.
+    With ``interval_seed``, each score carries its bootstrap interval, resampled by a generator of that seed. Under
+    DDP every process must call it with ``shard`` (each encodes its share); an evaluator the trainer runs on rank 0
+    alone passes ``shard=False``.
 
     The protocol's sentence edits follow the model's template wherever it lives (pcctune's input module or the
     chat template of a model saved as plain sentence-transformers)."""
     check_loaded_model(model)
-    vectors, text_of = encode_tasks(model, tasks, protocol, **options)
+    vectors, text_of = encode_tasks(model, tasks, protocol, shard, **options)
     scores = [score_task(task, vectors, len(task.subsets) > 1, text_of, interval_seed) for task in tasks]
     undefined = [score.name for score in scores if not math.isfinite(score.spearman)]
     if undefined:
@@ -96,10 +99,11 @@ def encode_tasks(
     model: SentenceTransformer,
     tasks: Sequence[STSTask],
     protocol: str = DEFAULT_PROTOCOL,
+    shard: bool = True,
     **options: Unpack[EncodeOptions],
 ) -> tuple[dict[str, np.ndarray], Callable[[str], str]]:
     """The vectors of every sentence of ``tasks`` as ``protocol`` prepares it for ``model``, keyed by
-    ``text_of(sentence)``, and that ``text_of``."""
+    ``text_of(sentence)``, and that ``text_of`` (``shard``: ``encode_unique``'s)."""
     template = model_template(model)
     spec = get_protocol(protocol)
     spec.check_model(template)
@@ -109,7 +113,7 @@ def encode_tasks(
         return spec.prepare(sentence, templated)
 
     sentences = [text_of(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
-    return encode_unique(model, sentences, **options), text_of
+    return encode_unique(model, sentences, shard, **options), text_of
 
 
 def task_cosines(

@@ -78,10 +78,13 @@ def cached_prefix(model: SentenceTransformer, prompt: str | None = None) -> Cach
     The input module is pcctune's (position ids from the mask) or a plain sentence-transformers ``Transformer``
     that pads on the right (a model saved natively, as ``pcctune icl`` saves one): either way a row's positions
     continue from the prefix's. Encoders attend both ways, a left-padded plain module would put pads before the
-    prefix, and an ONNX or OpenVINO backend takes no key/value cache: all are encoded whole."""
+    prefix, and an ONNX or OpenVINO backend or a module with a forward of its own (continuous prompts) takes no
+    key/value cache: all are encoded whole."""
     module: Any = model[0]
     if not isinstance(module, Transformer) or module.backend != "torch" or isinstance(module.model, RuntimeBackbone):
         return None  # ST's own ONNX / OpenVINO backends, or pcctune's (``pcctune eval --backend``)
+    if type(module).forward is not Transformer.forward:
+        return None  # a forward of its own (DCPCSE's continuous prompts) takes no key/value cache: encoded whole
     if not is_decoder_only(module.model.config) or not model_template(model):
         return None
     tokenizer = getattr(module, "tokenizer", None)

@@ -36,6 +36,15 @@ def test_normalization_folds_unicode_case_punctuation_and_whitespace():
         assert normalize_sentence(f"A ma{invisible}n plays") == normalize_sentence("A man plays")
 
 
+def test_normalization_keeps_the_combining_marks_of_a_word_and_drops_a_stray_one():
+    """A vowel sign or a harakat is part of its word: two words that differ in them stay two (they were one, and a
+    filter above `pair` removed a pair it should have kept); a mark after a space or punctuation goes with it."""
+    assert normalize_sentence("किताब") != normalize_sentence("कुतुब")
+    assert normalize_sentence("كَتَبَ") != normalize_sentence("كُتُب")
+    assert normalize_sentence("İstanbul") == "i\u0307stanbul"  # one word, not "i stanbul"
+    assert normalize_sentence("I'\u0301m proud") == normalize_sentence("I'm proud") == "i m proud"
+
+
 @pytest.mark.parametrize("level", list(LeakageLevel))
 @pytest.mark.parametrize("reverse", [False, True])
 def test_each_level_catches_a_pair_that_no_lower_level_catches_in_either_order(level, reverse):
@@ -232,7 +241,7 @@ def test_data_audit_of_a_run_config_checks_against_the_test_sets_the_run_filters
     test_file.write_text(f"sentence1,sentence2,score\n{TEST_PAIR.sentence1},{TEST_PAIR.sentence2},3\n{others}")
     rows = [FIRST_CAUGHT_BY["normalized"], CLEAN]
     train_file.write_text("sentence1,sentence2,score\n" + "".join(f'"{a}","{b}",1\n' for a, b in rows))
-    data = {"source": "pairs", "path": str(train_file), "leakage_against": [str(test_file)]}
+    data = {"source": "pairs", "path": str(train_file), "leakage_against": [str(test_file)], "limit": 1}
     stage = {"name": "pcc", "loss": "pearson", "data": data, "batch_size": 2, "max_steps": 1}
     other = stage | {"name": "plain", "data": {"source": "pairs", "path": str(train_file)}}  # not filtered against it
     config = tmp_path / "run.yaml"
@@ -245,6 +254,7 @@ def test_data_audit_of_a_run_config_checks_against_the_test_sets_the_run_filters
     source, plain = record.sources
     assert len(record.test_sets) == 8 and "mytest" in record.test_sets
     assert source.source == "run.yaml:pcc" and source.removed["normalized"] == 1
+    assert source.total == 2  # the whole source, as the run's own audit counts it (limit cuts after the filter)
     assert source.by_test_set["normalized"] == {"mytest": 1}
     assert plain.source == "run.yaml:plain" and plain.removed["normalized"] == 0  # each stage its own test sets
 

@@ -192,6 +192,34 @@ def test_dpo_candidates_from_snli_lose_their_test_pairs_and_are_counted(shared_s
     }
 
 
+def test_a_regression_heads_nli_warm_up_goes_through_the_stages_filter_and_is_counted(
+    shared_senteval, tiny_bert, monkeypatch
+):
+    """At `sentence`, the NLI pairs a regression head is first fitted on hold no test sentence either, and the audit
+    names them; the head is fitted on exactly those pairs."""
+    import pcctune.training.stage as stage_module
+    from pcctune.data.leakage import TestIndex
+    from pcctune.modeling.build import build_model
+    from pcctune.training.batching import plan_batches
+    from pcctune.training.datasets import filtered_snli_pairs
+    from pcctune.training.stage import stage_loss
+
+    data = {"source": "stage2", "leakage": "sentence"}
+    stage = StageConfig.model_validate(
+        {"name": "reg", "loss": "smooth_k2", "data": data, "dev": "none", "regression": {"head_warmup": "nli"}}
+    )
+    every = read_snli_regression_pairs(snli_dir(shared_senteval))
+    kept = filtered_snli_pairs(stage, shared_senteval)
+    (head,) = [entry for entry in stage_audit(stage, shared_senteval) if entry.role == "head"]
+    assert head.pairs == len(every) and 0 < head.removed == len(every) - len(kept)
+    checked = TestIndex(load_test_tasks(shared_senteval)).check_all(kept)
+    assert not any(check.flagged(LeakageLevel.sentence) for check in checked)
+    fitted: list = []
+    monkeypatch.setattr(stage_module, "warm_up_head", lambda loss, pairs, seed: fitted.append(pairs))
+    stage_loss(stage, build_model(str(tiny_bert)), plan_batches(stage.batch_size), None, shared_senteval, 1)
+    assert fitted == [kept]
+
+
 def test_triplets_are_counted_at_pair_and_sentence_level_quickly_and_never_filtered(shared_senteval, tmp_path):
     """SimCSE's 275,601 triplets are checked with dictionary look-ups; 50,000 here must take a few seconds at most."""
     s = SENTENCES

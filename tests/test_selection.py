@@ -158,6 +158,11 @@ def test_a_leakage_level_given_for_triplets_is_an_error_but_a_saved_config_loads
         StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": {"source": "snli", "leakage": "sentence"}})
     stage = StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": {"source": "snli"}})
     assert StageConfig.model_validate(stage.model_dump(mode="json")) == stage  # it writes the default level, pair
+    hub = {"source": "hub", "name": "sentence-transformers/all-nli", "subset": "triplet"}
+    with pytest.raises(ValueError, match="'infonce' trains on triplets"):  # a Hub triplet set: never filtered either
+        StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": hub | {"leakage": "sentence"}})
+    stage = StageConfig.model_validate({"name": "s1", "loss": "infonce", "data": hub})
+    assert StageConfig.model_validate(stage.model_dump(mode="json")) == stage
 
 
 def test_an_unknown_dev_entry_is_a_config_error():

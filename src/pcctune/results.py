@@ -292,9 +292,10 @@ class StageRecord(BaseModel):
     )
 
 
-SourceRole = Literal["train", "dev", "dpo"]
-"""What a stage does with a source: trains on it, selects its checkpoints on it, or draws DPO candidates from it."""
-ROLE_LABELS: dict[str, str] = {"train": "", "dev": " (dev)", "dpo": " (DPO candidates)"}
+SourceRole = Literal["train", "dev", "dpo", "head"]
+"""What a stage does with a source: trains on it, selects its checkpoints on it, draws DPO candidates from it, or
+first fits its regression head on it."""
+ROLE_LABELS: dict[str, str] = {"train": "", "dev": " (dev)", "dpo": " (DPO candidates)", "head": " (head warm-up)"}
 """What follows a source's name in the log and the audit table, by its role."""
 AuditRole = Literal["train", "dev"]
 """What ``pcctune data audit`` checks a source as: training data or a dev set."""
@@ -309,7 +310,7 @@ class SourceLeakage(BaseModel):
     role: SourceRole = Field(
         description="train: the stage's training pairs (a triplet counts as its anchor–positive and anchor–negative "
         "pairs); dev: a part of the dev set that selects its checkpoints; dpo: the candidate pairs its preferences "
-        "are drawn from"
+        "are drawn from; head: the NLI pairs its regression head is first fitted on"
     )
     level: str = Field(description="the leakage level test_pairs and by_task are counted at: the filter's, else pair")
     filter: str = Field(

@@ -105,11 +105,23 @@ def leakage_level(value: str | LeakageLevel) -> LeakageLevel:
 def normalize_sentence(text: str) -> str:
     """Unicode NFKC, case folding, invisible format characters dropped (a zero-width space or soft hyphen inside a
     word does not split it: a tokenizer drops them too), punctuation removed, runs of whitespace folded to one
-    space."""
+    space. A combining mark inside a word stays (a vowel sign or a harakat is part of it: ``किताब`` and ``कुतुब``
+    are two words, ``i̇stanbul`` one); one after a space or punctuation goes with it."""
     text = unicodedata.normalize("NFKC", text).casefold()
-    if not text.isascii():
-        text = "".join(char for char in text if unicodedata.category(char) != "Cf")
-    return " ".join(_PUNCTUATION.sub(" ", text).split())
+    if text.isascii():
+        return " ".join(_PUNCTUATION.sub(" ", text).split())
+    kept: list[str] = []
+    for char in text:
+        category = unicodedata.category(char)
+        if category == "Cf":
+            continue
+        in_word = category.startswith("M") and bool(kept) and (kept[-1].isalnum() or _is_mark(kept[-1]))
+        kept.append(char if char.isalnum() or char.isspace() or in_word else " ")
+    return " ".join("".join(kept).split())
+
+
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char).startswith("M")
 
 
 def ngrams(text: str, n: int = NGRAM) -> frozenset[str]:

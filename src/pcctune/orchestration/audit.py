@@ -27,12 +27,13 @@ from pcctune.data.tasks import load_test_tasks
 from pcctune.io import check_output_file
 from pcctune.provenance import file_hashes
 from pcctune.results import ROLE_LABELS, AuditResult
-from pcctune.training.config import RunConfig, load_config
+from pcctune.training.config import DataConfig, RunConfig, load_config
 
 
-def _config_sources(config: RunConfig, name: str, senteval: Path) -> list[tuple[str, list[STSPair], tuple[str, ...]]]:
-    """Each stage's training pairs as the stage reads them, before its leakage filter, with the test sets of the
-    user's it is filtered against (its ``leakage_against``, the run's own ``tasks`` among them); preference data is
+def _config_sources(config: RunConfig, name: str, senteval: Path) -> list[tuple[str, list[STSPair], DataConfig]]:
+    """Each stage's training pairs as the stage reads them, whole (its ``limit`` takes the first pairs after its
+    filter, and the run's own audit counts the whole source too), with its data settings (the test sets of the
+    user's it is filtered against, the run's own ``tasks`` among them, and its near threshold); preference data is
     skipped: it is built by a model."""
     from pcctune.losses.registry import loss_spec
     from pcctune.training.datasets import read_scored_pairs, triplets
@@ -48,7 +49,7 @@ def _config_sources(config: RunConfig, name: str, senteval: Path) -> list[tuple[
             pairs += [STSPair(t.anchor, t.negative, 0.0) for t in rows if t.negative is not None]
         else:
             continue
-        sources.append((f"{name}:{stage.name}", pairs[: stage.data.limit], tuple(stage.data.leakage_against)))
+        sources.append((f"{name}:{stage.name}", pairs, stage.data))
     return sources
 
 
@@ -67,11 +68,14 @@ class IndexesByStage:
         self.tasks: dict[tuple[str, ...], list[STSTask]] = {}
         self.indexes: dict[tuple[str, ...], TestIndex] = {}
 
-    def __call__(self, own: tuple[str, ...] = ()) -> TestIndex:
-        key = () if self.against else own
+    def __call__(self, data: DataConfig | None = None) -> TestIndex:
+        """The index of a stage's ``data`` (its own test sets and near threshold), or of the command's sources."""
+        own = () if self.against or data is None else tuple(data.leakage_against)
+        threshold = self.near_threshold if data is None else data.near_threshold
+        key = (*own, f"near {threshold}")
         if key not in self.indexes:
-            self.tasks[key] = [*self.base, *(load_pair_set(entry).task() for entry in key)]
-            self.indexes[key] = TestIndex(self.tasks[key], self.near_threshold)
+            self.tasks[key] = [*self.base, *(load_pair_set(entry).task() for entry in own)]
+            self.indexes[key] = TestIndex(self.tasks[key], threshold)
         return self.indexes[key]
 
     def test_sets(self) -> dict[str, int]:
@@ -99,7 +103,7 @@ def audit(
     if config is not None:
         assert senteval is not None
         sources = _config_sources(load_config(config), config.name, senteval)
-        checked += [check_source(indexes(own), name, pairs) for name, pairs, own in sources]
+        checked += [check_source(indexes(data), name, pairs) for name, pairs, data in sources]
     if not own_sources:
         assert senteval is not None
         index = indexes()

@@ -114,7 +114,12 @@ def _leakage_lines(report: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-ROLES = {"train": "trained on", "dev": "selects checkpoints on", "dpo": "draws preferences from"}
+ROLES = {
+    "train": "trained on",
+    "dev": "selects checkpoints on",
+    "dpo": "draws preferences from",
+    "head": "first fits its regression head on",
+}
 
 
 def _audit_lines(result: RunResult) -> list[str]:

@@ -31,12 +31,13 @@ from pcctune.data.pairs import read_pairs_file
 from pcctune.data.stage2 import DEV_SOURCES, TRAIN_SOURCES, source_pairs
 from pcctune.data.sts import STSPair
 from pcctune.losses.registry import loss_spec
+from pcctune.losses.regression import RegressionLoss
 from pcctune.results import ROLE_LABELS, AuditRole, SourceLeakage, SourceRole
 from pcctune.training.config import StageConfig
 from pcctune.training.datasets import (
-    DPO_SNLI,
+    SNLI_PAIRS,
     checked_pairs,
-    dpo_candidate_checks,
+    snli_pair_checks,
     source_name,
     test_tasks_of,
     triplets,
@@ -119,8 +120,11 @@ def stage_audit(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
     else:
         entries = _training(stage, senteval_dir)
     if kind == "preferences" and stage.dpo.candidates == "snli":
-        checks = dpo_candidate_checks(stage.data, senteval_dir).checks
-        entries.append(_entry(stage, DPO_SNLI, "dpo", checks, stage.data.filter_level))
+        checks = snli_pair_checks(stage.data, senteval_dir).checks
+        entries.append(_entry(stage, SNLI_PAIRS, "dpo", checks, stage.data.filter_level))
+    if stage.regression.head_warmup == "nli" and issubclass(loss_spec(stage.loss).cls, RegressionLoss):
+        checks = snli_pair_checks(stage.data, senteval_dir).checks
+        entries.append(_entry(stage, SNLI_PAIRS, "head", checks, stage.data.filter_level))
     return entries + _dev(stage, senteval_dir)
 
 

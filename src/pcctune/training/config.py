@@ -132,11 +132,16 @@ class DataConfig(Strict):
             raise ValueError(f"data.columns names the columns of a hub or pairs source; {self.source!r} has its own")
         return self
 
+    @property
+    def default_level(self) -> LeakageLevel:
+        """The source's level where none is given: the paper's for the built-in stage-2 set (and triplets, whose
+        stage filters its built-in dev sets there), the stricter ``OWN_DATA_LEVEL`` for a user's own data."""
+        return PAPER_LEVEL if self.source in ("stage2", *TRIPLET_SOURCES) else OWN_DATA_LEVEL
+
     @model_validator(mode="after")
     def _leakage_only_for_scored_pairs(self) -> DataConfig:
-        """The source's default level where none is given: the paper's for the built-in stage-2 set (and triplets,
-        whose stage filters its built-in dev sets there), the stricter ``OWN_DATA_LEVEL`` for a user's own pairs."""
-        default = PAPER_LEVEL if self.source in ("stage2", *TRIPLET_SOURCES) else OWN_DATA_LEVEL
+        """The source's default level where none is given (``default_level``); another level refused for triplets."""
+        default = self.default_level
         # the default level is what a saved config writes for every source: only another level is refused
         if self.source in TRIPLET_SOURCES and self.leakage not in (None, default):
             raise ValueError(
@@ -341,6 +346,18 @@ class StageConfig(Strict):
             raise ValueError(
                 f"dpo.count {self.dpo.count} builds fewer preference triples than one batch (batch_size "
                 f"{self.batch_size}): raise dpo.count or lower batch_size"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _triplets_take_no_filter_level(self) -> StageConfig:
+        """Triplets are counted against the test sets and trained on as they are, whatever their source: a level
+        other than the source's default (a Hub triplet set's included) would be a filter that never runs."""
+        if loss_spec(self.loss).data == "triplets" and self.data.leakage != self.data.default_level:
+            raise ValueError(
+                f"stage {self.name!r}: data.leakage filters scored pairs; {self.loss!r} trains on triplets, which the "
+                f"run counts against the test sets and trains on as they are: remove data.leakage (its dev sets are "
+                f"filtered all the same)"
             )
         return self
 

@@ -160,22 +160,32 @@ def _scored_and_removed(data_json: str, senteval_dir: Path, files: FilesState) -
     return clean, len(pairs) - len(clean)
 
 
-DPO_SNLI = f"SNLI {'+'.join(SNLI_SPLITS)}"
-"""How the log and the record name DPO's ``snli`` candidates."""
+SNLI_PAIRS = f"SNLI {'+'.join(SNLI_SPLITS)}"
+"""How the log and the record name SNLI's dev and test pairs (DPO's ``snli`` candidates, a regression head's NLI
+warm-up)."""
 
 
-def dpo_candidate_checks(data: DataConfig, senteval_dir: Path) -> CheckedSource:
-    """DPO's ``snli`` candidates (SNLI's dev and test pairs) checked at every level against what the stage's
-    filter runs against (the seven STS test sets and the user's own test files)."""
-    return _candidate_checks(*source_key(data, senteval_dir))
+def snli_pair_checks(data: DataConfig, senteval_dir: Path) -> CheckedSource:
+    """SNLI's dev and test pairs (scored 0/1/2: contradiction, neutral, entailment) checked at every level against
+    what the stage's filter runs against (the seven STS test sets and the user's own test files)."""
+    return _snli_checks(*source_key(data, senteval_dir))
 
 
 @lru_cache(maxsize=2)
-def _candidate_checks(data_json: str, senteval_dir: Path, files: FilesState) -> CheckedSource:
+def _snli_checks(data_json: str, senteval_dir: Path, files: FilesState) -> CheckedSource:
     data = DataConfig.model_validate_json(data_json)
     pairs = read_snli_regression_pairs(snli_dir(senteval_dir), SNLI_SPLITS)
     tasks = test_tasks_of(data, senteval_dir)
-    return check_sources(tasks, [(DPO_SNLI, pairs, "train")], data.near_threshold, keep=False)[0]
+    return check_sources(tasks, [(SNLI_PAIRS, pairs, "train")], data.near_threshold, keep=False)[0]
+
+
+def filtered_snli_pairs(stage: StageConfig, senteval_dir: Path) -> list[STSPair]:
+    """SNLI's dev and test pairs less what the stage's filter removes: the candidates of DPO's preferences
+    (``dpo.candidates: snli``) and the pairs a regression head is first fitted on (``head_warmup: nli``), so that a
+    stage at ``sentence`` reads no test sentence there either."""
+    checked, level = snli_pair_checks(stage.data, senteval_dir), stage.data.filter_level
+    pairs = zip(checked.pairs, checked.checks, strict=True)
+    return [pair for pair, check in pairs if level is None or not check.flagged(level)]
 
 
 def dpo_candidates(stage: StageConfig, scored: Sequence[SourcedPair], senteval_dir: Path) -> list[tuple[str, str]]:
@@ -183,12 +193,7 @@ def dpo_candidates(stage: StageConfig, scored: Sequence[SourcedPair], senteval_d
     or SNLI's dev and test pairs through the same filter."""
     if stage.dpo.candidates == "stage2":
         return [(p.sentence1, p.sentence2) for p in scored]
-    checked, level = dpo_candidate_checks(stage.data, senteval_dir), stage.data.filter_level
-    return [
-        (p.sentence1, p.sentence2)
-        for p, check in zip(checked.pairs, checked.checks, strict=True)
-        if level is None or not check.flagged(level)
-    ]
+    return [(p.sentence1, p.sentence2) for p in filtered_snli_pairs(stage, senteval_dir)]
 
 
 def too_few_examples(stage: StageConfig, examples: int, senteval_dir: Path) -> PcctuneError:

@@ -25,8 +25,6 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 from torch import nn
 from transformers import TrainerCallback
 
-from pcctune.data.nli import read_snli_regression_pairs
-from pcctune.data.senteval import snli_dir
 from pcctune.distributed import barrier, is_main_process, launched_world_size
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
@@ -43,7 +41,7 @@ from pcctune.training.batching import BatchPlan, plan_batches, planned_steps, st
 from pcctune.training.callbacks import LossParameterCheckpoints, StepToLoss, SyncLossParameters
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL, best_at_last_evaluation, last_complete_checkpoint
 from pcctune.training.config import RunConfig, StageConfig
-from pcctune.training.datasets import train_dataset
+from pcctune.training.datasets import filtered_snli_pairs, train_dataset
 from pcctune.training.dev import DevSTSEvaluator, dev_evaluator, dev_metric, holds_out
 from pcctune.training.disk import check_disk, checkpoints_kept
 from pcctune.training.head_warmup import warm_up_head
@@ -208,10 +206,10 @@ def stage_loss(
     seed: int,
 ) -> nn.Module:
     """The stage's loss (``top``: its data's largest score, ``top_score``); a regression head is first fitted
-    on NLI when ``head_warmup: nli``."""
+    on NLI when ``head_warmup: nli`` (SNLI's dev and test pairs through the stage's leakage filter)."""
     loss = build_loss(stage, model, plan.mini_batch_size, top)
     if stage.regression.head_warmup == "nli" and isinstance(loss, RegressionLoss):
-        warm_up_head(loss, read_snli_regression_pairs(snli_dir(senteval_dir)), seed=seed)
+        warm_up_head(loss, filtered_snli_pairs(stage, senteval_dir), seed=seed)
     return loss
 
 

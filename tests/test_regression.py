@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -144,7 +146,7 @@ def test_a_regression_stage_trains_its_head_on_the_pooled_embeddings(tiny_bert, 
     assert torch.allclose(torch.as_tensor(final.encode(SENTENCES[:3])).norm(dim=-1), torch.ones(3), atol=1e-5)
 
 
-def test_a_resumed_regression_stage_continues_the_head_it_trained(tiny_bert, shared_senteval, tmp_path):
+def test_a_resumed_regression_stage_continues_the_head_it_trained(tiny_bert, shared_senteval, tmp_path, monkeypatch):
     """The head lives in the loss, which the trainer's checkpoints do not hold: each checkpoint keeps it, and a
     stage cut after step 2 and resumed ends with the uninterrupted stage's weights."""
     from safetensors.torch import load_file
@@ -171,7 +173,20 @@ def test_a_resumed_regression_stage_continues_the_head_it_trained(tiny_bert, sha
     def weights(out):
         return load_file(next((tmp_path / out / "stage1-r" / "final").rglob("model.safetensors")))
 
+    from transformers import TrainerState
+
+    from pcctune.training.stage_cost import COST_FILE
+
+    save_state, there_before = TrainerState.save_to_json, []
+
+    def watched(self, json_path):  # a checkpoint is complete once its trainer state is: every file before it
+        folder = Path(json_path).parent
+        there_before.append(all((folder / name).is_file() for name in (LOSS_PARAMETERS, COST_FILE)))
+        save_state(self, json_path)
+
+    monkeypatch.setattr(TrainerState, "save_to_json", watched)
     run_pipeline(config("whole"))
+    assert there_before and all(there_before)
     with pytest.raises(KeyboardInterrupt):
         run_pipeline(config("cut"), callbacks=[CutAfterStep2()])
     checkpoint = tmp_path / "cut" / "stage1-r" / "checkpoints" / "checkpoint-2"

@@ -298,15 +298,34 @@ def test_combined_dev_score_is_the_size_weighted_mean_of_each_sets_spearman(tiny
     assert metrics["both_spearman_cosine"] == pytest.approx(weighted, abs=1e-6)
 
 
-def test_resume_from_any_checkpoint(tiny_bert, shared_senteval, tmp_path, whole):
+def test_resume_from_any_checkpoint(tiny_bert, shared_senteval, tmp_path, whole, monkeypatch):
+    import shutil
+
+    import pcctune.orchestration.pipeline as stage_module
+
     whole, _, pairs = whole
     config = _killed(tiny_bert, shared_senteval, pairs, tmp_path / "killed", kill_at=5)
     early = tmp_path / "killed" / "stage1-pcc" / "checkpoints" / "checkpoint-2"  # not the last one (checkpoint-4)
     assert early.is_dir() and (early.parent / "checkpoint-4").is_dir()
-    resumed = run_pipeline(config, resume_from=str(early))
-    assert resumed.sts_by_stage["pcc"] == pytest.approx(whole.sts_by_stage["pcc"], abs=1e-6)
     with pytest.raises(PcctuneError, match="not a trainer checkpoint"):
         run_pipeline(config, resume_from=str(tmp_path))
+    elsewhere = tmp_path / "other" / "stage1-pcc" / "checkpoints" / "checkpoint-2"
+    shutil.copytree(early, elsewhere)
+    with pytest.raises(PcctuneError, match="not a checkpoint of this run"):
+        run_pipeline(config, resume_from=str(elsewhere))
+    monkeypatch.chdir(tmp_path)  # a relative path names the same checkpoint
+    checkpoint_4 = early.parent / "checkpoint-4"
+    seen: list[bool] = []
+    original = stage_module.run_stage
+
+    def watched(*args, **kwargs):  # the abandoned run's later checkpoint is gone before the stage continues
+        seen.append(checkpoint_4.exists())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr("pcctune.orchestration.pipeline.run_stage", watched)
+    resumed = run_pipeline(config, resume_from=str(early.relative_to(tmp_path)))
+    assert seen == [False]
+    assert resumed.sts_by_stage["pcc"] == pytest.approx(whole.sts_by_stage["pcc"], abs=1e-6)
 
 
 def test_stage_max_seq_length_applies_to_training_only(tiny_bert, mini_senteval, tmp_path):

@@ -56,7 +56,7 @@ from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import RunResult, StageRecord
 from pcctune.seeding import random_state_kept
 from pcctune.training.audit import audit_line, stage_audit
-from pcctune.training.checkpoints import FINAL, TRAINER_STATE
+from pcctune.training.checkpoints import CHECKPOINTS, FINAL, TRAINER_STATE, drop_checkpoints_after
 from pcctune.training.config import RunConfig, StageConfig, config_fingerprint
 from pcctune.training.datasets import stage2_set
 from pcctune.training.dev import leakage_filter, stage_data_files, stage_dev_parts
@@ -184,6 +184,8 @@ class Pipeline:
     test_tasks: list[STSTask] = field(init=False)
     main: bool = field(init=False)
     result: RunResult = field(init=False)
+    restarted: bool = field(init=False, default=False)
+    """Whether a stage has continued from ``resume_from``: every later stage is then trained again."""
 
     def __post_init__(self, tasks: list[STSTask] | None) -> None:
         config = self.config
@@ -299,9 +301,14 @@ class Pipeline:
         what it draws (an MLP head's or LoRA's first weights, a loss's head, its data order) does not depend on what
         the process drew before it: a stage found finished on a resume, or another ``--compare`` variant."""
         stage_dir = self.stage_dir(index, stage, suffix)
-        from_here = self.resume_from if self.resume_from and Path(self.resume_from).parent.parent == stage_dir else None
+        from_here = (
+            self.resume_from if self.resume_from and checkpoint_stage(self.resume_from) == stage_dir.resolve() else None
+        )
+        if self.main and (from_here is not None or self.restarted):  # the abandoned run's later steps go
+            drop_checkpoints_after(stage_dir / CHECKPOINTS, from_here)
+        self.restarted = self.restarted or from_here is not None  # the stages after it follow it, none is finished
         recorded = any(kept.stage == stage.name + suffix for kept in self.result.stages)
-        if self.resume and from_here is None and is_saved_model(stage_dir / FINAL) and recorded:
+        if self.resume and not self.restarted and is_saved_model(stage_dir / FINAL) and recorded:
             self.console.print(f"stage {stage.name}{suffix}: finished earlier, loading {stage_dir / FINAL}")
             return stage_dir
         self.forget(stage.name + suffix)
@@ -356,11 +363,20 @@ class Pipeline:
         return self.result
 
 
+def checkpoint_stage(checkpoint: str | Path) -> Path:
+    """The stage folder a trainer checkpoint ``…/stageN-NAME/checkpoints/checkpoint-S`` belongs to, resolved."""
+    return Path(checkpoint).resolve().parent.parent
+
+
 def check_start(config: RunConfig, resume: bool, overwrite: bool, resume_from: str | None) -> None:
     """What a run refuses before anything else: a ``resume_from`` that is no trainer checkpoint, and (rank 0, which
     owns the folder; the other ranks start while it writes) a run folder it may not touch."""
     if resume_from is not None and not (Path(resume_from) / TRAINER_STATE).is_file():
         raise PcctuneError(f"{resume_from} is not a trainer checkpoint (no {TRAINER_STATE})")
+    if resume_from is not None and checkpoint_stage(resume_from).parent != Path(config.output_dir).resolve():
+        raise PcctuneError(
+            f"{resume_from} is not a checkpoint of this run: give one of {config.output_dir}/stageN-NAME/checkpoints/"
+        )
     if is_main_process():
         check_run_folder(config, resume, overwrite)
 

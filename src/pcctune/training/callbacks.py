@@ -84,7 +84,6 @@ class LossParameterCheckpoints(TrainerCallback):
             for parameter, value in zip(self.parameters, saved, strict=True):
                 parameter.copy_(value.to(parameter.device, parameter.dtype))
 
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        folder = Path(args.output_dir) / checkpoint_name(state.global_step)
-        if state.is_world_process_zero and folder.is_dir():
-            torch.save([p.detach().cpu() for p in self.parameters], folder / LOSS_PARAMETERS)
+    def write_checkpoint(self, folder: Path) -> None:
+        """Into a checkpoint being written, before its trainer state (``pcctune.training.trainer.CheckpointWriter``)."""
+        torch.save([p.detach().cpu() for p in self.parameters], folder / LOSS_PARAMETERS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,17 @@ def checkpoints(folder: Path) -> list[Path]:
         if path.is_dir() and (match := CHECKPOINT.match(path.name))
     ]
     return [path for _, path in sorted(found)]
+
+
+def drop_checkpoints_after(folder: Path, kept: str | None) -> None:
+    """Delete the checkpoints of ``folder`` past ``kept`` (``…/checkpoint-N``; ``None``: every one): a run continued
+    from an earlier checkpoint, or from another earlier stage, leaves none of the abandoned run's steps for a later
+    resume to pick up."""
+    match = CHECKPOINT.match(Path(kept).name) if kept else None
+    for path in checkpoints(folder):
+        found = CHECKPOINT.match(path.name)
+        if found and (match is None or int(found.group(1)) > int(match.group(1))):
+            shutil.rmtree(path)
 
 
 def last_complete_checkpoint(folder: Path) -> str | None:

@@ -24,7 +24,6 @@ import torch
 from transformers import TrainerCallback
 
 from pcctune.io import write_json
-from pcctune.training.checkpoints import checkpoint_name
 from pcctune.training.memory import PeakMemory
 
 COST_FILE = "stage_cost.json"
@@ -80,7 +79,6 @@ class StageClock(TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.threads = torch.get_num_threads()
 
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        folder = Path(args.output_dir) / checkpoint_name(state.global_step)
-        if state.is_world_process_zero and folder.is_dir():
-            write_json(asdict(self.total()), folder / COST_FILE)
+    def write_checkpoint(self, folder: Path) -> None:
+        """Into a checkpoint being written, before its trainer state (``pcctune.training.trainer.CheckpointWriter``)."""
+        write_json(asdict(self.total()), folder / COST_FILE)

@@ -16,13 +16,17 @@
 - With ``own_lengths`` set, every save (checkpoints, ``last``) keeps the model's own input lengths, not the
   stage's training cut (``pcctune.training.lengths``).
 - The model card's widget examples are drawn without a progress bar (``pcctune.training.card_widget``).
+- A callback's own checkpoint files (``CheckpointWriter``: a loss's parameters, the stage's cost so far) are written
+  before the trainer state, whose file marks a checkpoint complete (``pcctune.training.checkpoints.is_complete``):
+  as ``on_save`` callbacks they came after it (and after old checkpoints were deleted), so a process killed between
+  left a "complete" checkpoint a resume could not continue.
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from sentence_transformers import SentenceTransformerTrainer
 from sentence_transformers.base.modules import Module
@@ -34,6 +38,13 @@ from pcctune.modeling.quantization import linear_4bit_layers
 from pcctune.modeling.saving import save_model
 from pcctune.training.card_widget import QuietWidgetCallback
 from pcctune.training.lengths import InputLengths, input_lengths
+
+
+@runtime_checkable
+class CheckpointWriter(Protocol):
+    """A callback that keeps files of its own in every checkpoint."""
+
+    def write_checkpoint(self, folder: Path) -> None: ...
 
 
 class PcctuneTrainer(SentenceTransformerTrainer):
@@ -51,6 +62,15 @@ class PcctuneTrainer(SentenceTransformerTrainer):
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         with self._own_lengths():
             super().save_model(output_dir, _internal_call)
+
+    def _save_rng_state(self, output_dir: str) -> None:
+        """The last write of a checkpoint before its trainer state: the callbacks' own files go here too
+        (``CheckpointWriter``)."""
+        super()._save_rng_state(output_dir)
+        if self.args.should_save:
+            for callback in self.callback_handler.callbacks:
+                if isinstance(callback, CheckpointWriter):
+                    callback.write_checkpoint(Path(output_dir))
 
     def _load_best_model(self) -> None:
         checkpoint = self.state.best_model_checkpoint

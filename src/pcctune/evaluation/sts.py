@@ -113,7 +113,7 @@ def encode_tasks(
         return spec.prepare(sentence, templated)
 
     sentences = [text_of(s) for t in tasks for p in t.pairs for s in (p.sentence1, p.sentence2)]
-    return encode_unique(model, sentences, shard, **options), text_of
+    return encode_unique(model, sentences, shard=shard, **options), text_of
 
 
 def task_cosines(

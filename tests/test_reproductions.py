@@ -27,7 +27,7 @@ FOLDERS = sorted(p for p in HERE.iterdir() if p.is_dir() and not p.name.startswi
 RUNNING = {
     f.name
     for f in FOLDERS
-    if re.search(rf"\[{f.name}/\]\({f.name}/\).*\| (running|not run yet\b[^|]*) \|", (HERE / "README.md").read_text())
+    if re.search(rf"\[{f.name}/\]\({f.name}/\).*\| ((running|not run yet)\b[^|]*) \|", (HERE / "README.md").read_text())
 }
 """Claims the index marks as running or not run yet: their README, table and records are still being made."""
 DONE = [name for name in claims() if name not in RUNNING]

@@ -283,6 +283,73 @@ def test_a_study_no_trial_finished_in_becomes_the_next_sweeps_and_a_finished_one
         sweep([0.0, 0.2]).study()
 
 
+def test_a_resumed_sweep_draws_new_points_not_the_ones_it_ran(sweep_inputs):
+    """Each process seeds its sampler: alike in every process, the first, random trials of a resumed sweep were the
+    points it had already run. Seeded past the trials so far, the study draws new ones; a fresh sweep is unchanged."""
+    from rich.console import Console
+
+    from pcctune.orchestration.search_space import load_space
+    from pcctune.orchestration.sweep import Sweep, suggest
+
+    def draws(output: str, count: int) -> list[dict]:
+        sweep = Sweep(
+            sweep_inputs / "run.yaml", load_space(sweep_inputs / "space.yaml"), sweep_inputs / output, {}, Console(), 0
+        )
+        study = sweep.study()
+        drawn = []
+        for _ in range(count):
+            trial = study.ask()
+            drawn.append(suggest(trial, sweep.space))
+            study.tell(trial, 0.5)
+        return drawn
+
+    uninterrupted = draws("whole", 4)
+    first, resumed = draws("cut", 2), draws("cut", 2)  # the same sweep, its process started again after 2 trials
+    assert first == uninterrupted[:2] and resumed != first
+    assert draws("fresh", 2) == uninterrupted[:2]  # a fresh sweep draws as before
+
+
+def test_the_pruner_reads_only_the_last_stage():
+    """A later stage's steps count from 0 again and optuna keeps a step's first value: an earlier stage's
+    evaluations would stand in for the last stage's, which the objective reads."""
+    from types import SimpleNamespace
+
+    from pcctune.orchestration.sweep import ReportToPruner
+
+    reported = []
+    trial = SimpleNamespace(report=lambda value, step: reported.append((value, step)), should_prune=lambda: False)
+    reporter = ReportToPruner(trial, "eval_dev", stages=2)
+    state = SimpleNamespace(global_step=2)
+    for value in (0.3, 0.7):  # stage 1, then stage 2, each evaluated at its step 2
+        reporter.on_train_begin(None, state, None)
+        reporter.on_evaluate(None, state, None, metrics={"eval_dev": value})
+    assert reported == [(0.7, 2)]
+
+
+def test_a_diverged_trial_fails_alone_and_the_sweep_goes_on(sweep_inputs, monkeypatch):
+    import optuna
+    from rich.console import Console
+
+    import pcctune.orchestration.sweep as sweep_module
+    from pcctune.orchestration.search_space import load_space
+    from pcctune.training.health import NonFiniteTraining
+
+    real, calls = sweep_module.run_pipeline, []
+
+    def first_diverges(config, **options):
+        calls.append(config.output_dir)
+        if len(calls) == 1:
+            raise NonFiniteTraining("pcc", 3)
+        return real(config, **options)
+
+    monkeypatch.setattr(sweep_module, "run_pipeline", first_diverges)
+    space = load_space(sweep_inputs / "space.yaml")
+    sweep = sweep_module.Sweep(sweep_inputs / "run.yaml", space, sweep_inputs / "s", {}, Console(quiet=True), 0)
+    study = sweep.search(2)
+    states = [trial.state for trial in study.trials]
+    assert states == [optuna.trial.TrialState.FAIL, *[optuna.trial.TrialState.COMPLETE] * 2]
+
+
 def _seed_run(best_at_last: bool | None):
     from pcctune.results import RunResult
 
@@ -305,6 +372,16 @@ def test_a_value_at_the_edge_of_its_space_is_named_and_one_inside_is_not():
     space = {"stages.0.learning_rate": rate, "stages.0.epochs": epochs}
     params = {"stages.0.learning_rate": 1e-4, "stages.0.epochs": 4}
     assert edges(space, params) == {"stages.0.epochs": "the largest of [1, 2, 4]"}
+
+
+def test_choices_written_as_1e_5_are_numbers_and_the_largest_is_an_edge(tmp_path):
+    """YAML 1.1 reads ``1e-5`` (no decimal point) as text: the choices ran as numbers but were no scale."""
+    from pcctune.orchestration.search_space import edge, load_space
+
+    (tmp_path / "space.yaml").write_text("stages.0.learning_rate: {type: categorical, choices: [1e-5, 3e-5, 1e-4]}\n")
+    rate = load_space(tmp_path / "space.yaml")["stages.0.learning_rate"]
+    assert rate.choices == [1e-5, 3e-5, 1e-4]
+    assert edge(1e-4, rate) == "the largest of [1e-05, 3e-05, 0.0001]"
 
 
 def test_the_sweep_says_when_its_space_may_hold_the_winner_back():

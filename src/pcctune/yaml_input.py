@@ -3,11 +3,13 @@
 PyYAML's ``safe_load`` keeps the last of two equal keys without a word, so a config with ``model:`` twice trains
 the second; here a repeated key is an error naming both lines. A syntax error names its line and column and what
 is wrong there (PyYAML's first line says only what it was parsing). An integer that YAML 1.1 reads as another
-number than it shows (``seed: 0123`` is 83) is refused.
+number than it shows (``seed: 0123`` is 83) is refused, and ``1e-5`` is the number it is in YAML 1.2 (YAML 1.1
+reads an exponent without a decimal point as text, which a search space's choices would keep as text).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,11 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+_StrictLoader.add_implicit_resolver(  # YAML 1.2's floats: ``1e-5`` is a number (YAML 1.1 reads it as text)
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 
 
 def yaml_error_line(error: yaml.YAMLError) -> str:

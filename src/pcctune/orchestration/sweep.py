@@ -61,6 +61,7 @@ from pcctune.results import BenchmarkResult, RunResult
 from pcctune.training.checkpoints import CHECKPOINTS
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 from pcctune.training.dev import dev_metric, stage_data_files, stage_dev_parts
+from pcctune.training.health import NonFiniteTraining
 
 BEST_CONFIG = "best_config.yaml"
 """The winner's full config in the sweep's folder, ready to train."""
@@ -84,18 +85,24 @@ def complete_trials(study: Any) -> list[tuple[dict[str, Any], float]]:
 
 
 class ReportToPruner(TrainerCallback):
-    """Reports each dev evaluation to the optuna trial and stops a trial the pruner gives up on."""
+    """Reports each dev evaluation of the last stage (the one the objective reads) to the optuna trial and stops a
+    trial the pruner gives up on. An earlier stage's evaluations are not reported: its steps count from 0 again, and
+    optuna keeps the first value reported at a step, so the pruner would judge the trial by the earlier stage."""
 
-    def __init__(self, trial: Any, metric: str) -> None:
+    def __init__(self, trial: Any, metric: str, stages: int) -> None:
         self.trial = trial
         self.metric = metric
+        self.stages_left = stages
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.stages_left -= 1
 
     def on_evaluate(
         self, args: Any, state: Any, control: Any, metrics: dict[str, float] | None = None, **kwargs: Any
     ) -> None:
         import optuna
 
-        if metrics and self.metric in metrics:
+        if metrics and self.metric in metrics and self.stages_left == 0:
             self.trial.report(metrics[self.metric], state.global_step)
             if self.trial.should_prune():
                 raise optuna.TrialPruned()
@@ -157,6 +164,9 @@ class Sweep:
         study.set_user_attr("sweep", self.identity)  # a study no trial finished in is this sweep's from now on
         for stale in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study.tell(stale.number, state=optuna.trial.TrialState.FAIL)  # died with the last process
+        # A sampler seeded alike in every process draws its first, random trials again from the start: a resumed
+        # sweep repeated the points it had run. Seeded past the trials so far, it goes on (a fresh sweep: the seed).
+        study.sampler = optuna.samplers.TPESampler(seed=self.seed + len(study.trials))
         return study
 
     def search(self, trials: int) -> Any:
@@ -172,13 +182,16 @@ class Sweep:
                 evaluate_before=False,
                 evaluate_after_each_stage=False,
             )
+            reporter = ReportToPruner(trial, str(self.metric), len(config.stages))
             try:
-                record = run_pipeline(
-                    config, tasks=[], callbacks=[ReportToPruner(trial, str(self.metric))], console=self.console
-                )
+                record = run_pipeline(config, tasks=[], callbacks=[reporter], console=self.console)
             except optuna.TrialPruned:
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 self.console.print(f"trial {trial.number}: pruned")
+                continue
+            except NonFiniteTraining as error:  # one diverged setting fails its trial, not the sweep
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                self.console.print(f"trial {trial.number}: failed ({error})")
                 continue
             value = record.stages[-1].best_dev_spearman if record.stages else None
             if value is None:
@@ -192,15 +205,16 @@ class Sweep:
     def winner(self, study: Any, params: dict[str, Any], value: float) -> None:
         """Write the winner's config (``params``: the best trial's, grown where ``--grow`` chose a longer schedule,
         dev score ``value``) and the space plot."""
-        best = study.best_trial
+        best, finished = study.best_trial, complete_trials(study)
+        grown = "" if params == best.params else f", grown from trial {best.number}'s"
         header = (
-            f"# Chosen by `pcctune sweep {self.config_path}` over {len(study.trials)} trials on dev data "
-            f"({self.metric} = {value:.4f}, trial {best.number}); values: {params}\n"
+            f"# Chosen by `pcctune sweep {self.config_path}` over {len(finished)} finished trials on dev data "
+            f"({self.metric} = {value:.4f}, trial {best.number}{grown}); values: {params}\n"
         )
         path = self.output / BEST_CONFIG
         dump_config(self.config(params, self.output / "winner"), path)
         write_text(path, header + path.read_text(encoding="utf-8"))
-        plot_space(self.space, complete_trials(study), (best.params, best.value), self.output / SPACE_PLOT)
+        plot_space(self.space, finished, (best.params, best.value), self.output / SPACE_PLOT)  # the search's best
 
     def own_run(self, config: RunConfig, **options: Any) -> RunResult:
         """Train ``config`` in its folder of the sweep, continuing or reading back a run of this config there and

@@ -85,7 +85,8 @@ def test_mteb_command_runs_offline_on_local_datasets_and_writes_results_mteb_rea
     )
     read_back = {task.task_name for model in loaded.model_results for task in model.task_results}
     assert read_back == {"STS12", "STSBenchmark"}
-    assert [model.model_name for model in loaded.model_results] == [str(tiny_llama)]  # not MTEB's placeholder
+    # not MTEB's placeholder, no local path, and apart from the model's own results under no template
+    assert [model.model_name for model in loaded.model_results] == [f"{tiny_llama.resolve().name}+eol"]
     named = ["mteb", str(tiny_llama), "--tasks", "STS12", "--local-data", str(tmp_path / "local")]
     code, output = run_cli([*named, "--output", str(tmp_path / "named"), "--model-name", "me/tiny"], capsys)
     assert code == 0 and (tmp_path / "named" / "results" / "me__tiny").is_dir(), output

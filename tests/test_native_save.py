@@ -223,3 +223,38 @@ SentenceTransformer(sys.argv[1], trust_remote_code={trust})
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1] if trust else done.stderr
     assert "pcctune" in last
+
+
+def test_a_lora_model_on_a_bf16_stored_base_loads_in_plain_st_in_the_dtype_it_computed_in(bf16_llama, tmp_path):
+    """The folder holds the adapter alone: plain sentence-transformers would load its base as stored (bf16), where
+    pcctune computed in fp32; the saved config names the dtype, and the embeddings agree."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from pcctune.modeling.adapters import AdapterConfig, attach_adapter
+
+    model = build_model(str(bf16_llama), template="eol")
+    attach_adapter(model, AdapterConfig(kind="lora", r=2, alpha=4))
+    save_model(model, tmp_path / "lora")
+    plain = SentenceTransformer(str(tmp_path / "lora"))
+    assert next(plain[0].parameters()).dtype == torch.float32
+    ours = build_model(str(tmp_path / "lora"))
+    texts = ["A man plays a guitar.", "Two dogs run in the park.", "A woman slices an onion."]
+    np.testing.assert_allclose(plain.encode(texts), ours.encode(texts), atol=1e-5)
+
+
+def test_a_hub_decoder_without_a_pad_token_encodes_a_batch_as_loaded(tiny_llama):
+    """A Hub decoder loaded as it is (no template given) keeps its tokenizer: Llama-2 and Mistral ship without a pad
+    token, and the first batch of two lengths failed; it gets its end-of-sequence token as one, as an assembled
+    model does."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from pcctune.modeling.build import ModelSource, _load
+
+    assert AutoTokenizer.from_pretrained(str(tiny_llama)).pad_token is None  # as such a model ships
+    model = _load(
+        ModelSource("someone/decoder", "hub", str(tiny_llama)), None, None, "cpu", {}, None, None, torch.float32
+    )
+    embeddings = model.encode(["A man plays a guitar.", "Two dogs run in the park near a river."])
+    assert embeddings.shape[0] == 2 and np.isfinite(embeddings).all()

@@ -302,3 +302,19 @@ def test_the_readme_python_example_saves_folders_plain_sentence_transformers_loa
     assert done.returncode == 0, done.stderr[-2000:]
     vectors = json.loads(done.stdout.strip().splitlines()[-1])
     np.testing.assert_allclose(np.array(vectors[0]), model.encode([TEXTS[0]], convert_to_numpy=True), atol=1e-5)
+
+
+def test_the_prompt_a_model_is_given_is_its_query_and_document_prompt_where_it_has_none(tiny_bert):
+    """sentence-transformers' encode_query / encode_document (MTEB's retrieval and reranking tasks) read the query
+    and document prompts, an empty one as "no prompt": the prompt the model is trained with must reach them too,
+    where the model has none of its own."""
+    from pcctune.modeling.prompts import use_prompt
+
+    model = use_prompt(build_model(str(tiny_bert)), "sts: ")
+    expected = model.encode(TEXTS, prompt="sts: ")
+    np.testing.assert_allclose(model.encode_query(TEXTS), expected, atol=1e-6)
+    np.testing.assert_allclose(model.encode_document(TEXTS), expected, atol=1e-6)
+    own = build_model(str(tiny_bert))
+    own.prompts = {"query": "query: ", "document": "passage: "}
+    use_prompt(own, "sts: ")
+    assert own.prompts["query"] == "query: " and own.prompts["document"] == "passage: "  # its own stay

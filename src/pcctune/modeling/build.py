@@ -237,6 +237,8 @@ def _load(
         tokenizer = getattr(model[0], "tokenizer", None)
         if tokenizer is not None and chat_template.template_in(tokenizer) is not None:
             tokenizer.padding_side = "right"  # as chat_template.install sets it; older native saves did not keep it
+        if isinstance(model[0], Transformer):
+            ensure_pad_token(text_tokenizer(model[0]))  # a Hub decoder (Llama-2, Mistral) ships without one
         return model
     quantization = quantization or None
     model_kwargs = {"dtype": weights, **model_kwargs}

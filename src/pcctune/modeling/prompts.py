@@ -99,12 +99,19 @@ def check_prompt_choice(prompt: str | None, prompt_name: str | None, model: str 
         check_prompt_name(resolve_source(model), prompt_name)
 
 
+ROLE_PROMPTS = ("query", "document")
+"""The prompts sentence-transformers' ``encode_query`` and ``encode_document`` apply."""
+
+
 def use_prompt(
     model: SentenceTransformer, prompt: str | None = None, prompt_name: str | None = None
 ) -> SentenceTransformer:
     """Make ``prompt_name`` (one of ``model.prompts``) or the text ``prompt`` (``""``: no prompt) the prompt ``model``
     applies by default; with neither, leave it as it is. A text the model does not hold yet joins its ``prompts``
-    as ``GIVEN_PROMPT_NAME``. Returns the model."""
+    as ``GIVEN_PROMPT_NAME``. It is also the ``query`` and ``document`` prompt where the model has none of its own:
+    sentence-transformers' ``encode_query``/``encode_document`` (and MTEB's retrieval and reranking tasks) read
+    those, an empty one as "no prompt", and would skip the prompt the model is trained and scored with. Returns the
+    model."""
     check_prompt_choice(prompt, prompt_name)
     if prompt_name is not None:
         prompt_in_force(model, prompt_name=prompt_name)  # a name the model lacks is refused here
@@ -115,4 +122,8 @@ def use_prompt(
         name = next((name for name, text in model.prompts.items() if text == prompt), GIVEN_PROMPT_NAME)
         model.prompts[name] = prompt
         model.default_prompt_name = name
+    if model.default_prompt_name is not None and (prompt is not None or prompt_name is not None):
+        for role in ROLE_PROMPTS:
+            if not model.prompts.get(role):
+                model.prompts[role] = model.prompts[model.default_prompt_name]
     return model

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from peft.utils import CONFIG_NAME as PEFT_CONFIG
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 
@@ -75,10 +76,26 @@ def nativize(folder: Path) -> bool:
     return True
 
 
+def keep_base_dtype(model: SentenceTransformer, folder: Path) -> None:
+    """Write the dtype the model computes in into a saved LoRA module's config (``model_kwargs``): the folder holds
+    the adapter alone, and plain sentence-transformers loads its base in the dtype the base is stored in (bf16 for
+    many decoders), where pcctune loads fp32 unless told otherwise; the embeddings would differ."""
+    first = saved_modules(folder)[0]
+    module_folder = folder / first["path"]
+    config_file = module_folder / MODULE_CONFIG_FILE
+    if not (module_folder / PEFT_CONFIG).is_file() or not config_file.is_file():  # no adapter: the weights are all
+        return
+    dtype = str(next(model[0].parameters()).dtype).removeprefix("torch.")
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config["model_kwargs"] = {**config.get("model_kwargs", {}), "dtype": dtype}
+    write_json(config, config_file)
+
+
 def save_native(model: SentenceTransformer, folder: Path) -> bool:
     """Save ``model`` into ``folder`` as plain sentence-transformers when it can be; True when it loads
     without pcctune. For a folder that is being written atomically anyway (an export, a demonstration search)."""
     model.save(str(folder))
+    keep_base_dtype(model, folder)
     return nativize(folder)
 
 

@@ -14,6 +14,7 @@ code path is otherwise the one that downloads from the Hub.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from pcctune.evaluation.tables import ScoreTable
 from pcctune.io import check_output_folder
 from pcctune.modeling.build import build_model
 from pcctune.modeling.registry import PACKAGED_MODELS, packaged_key
+from pcctune.modeling.template import PRESETS
 from pcctune.seeding import random_state_kept
 
 TASK_GROUPS = {
@@ -86,7 +88,8 @@ def run_mteb(
     check_output_folder(output)
     selected = [load_mteb_task(name, local_data) for name in task_names(tasks)]
     model = build_model(model_spec, template=template)
-    model.model_card_data.model_name = model_name or model.model_card_data.model_name or mteb_name(model_spec)
+    named = model.model_card_data.model_name or mteb_name(model_spec)
+    model.model_card_data.model_name = model_name or named + template_suffix(template)
     result = mteb.evaluate(
         model, selected, cache=ResultCache(output), overwrite_strategy="always", show_progress_bar=False
     )
@@ -101,6 +104,19 @@ def run_mteb(
 
 def mteb_name(model_spec: str) -> str:
     """The name MTEB files a model's results under where neither ``--model-name`` nor its card data gives one: a
-    packaged model's Hub id, else the model as given (a Hub id, or a folder's path)."""
+    packaged model's Hub id, a local folder's own name (no local path in a result), else the Hub id as given."""
     key = packaged_key(model_spec)
-    return PACKAGED_MODELS[key].hub_id if key is not None else model_spec
+    if key is not None:
+        return PACKAGED_MODELS[key].hub_id
+    path = Path(model_spec).expanduser()
+    return path.resolve().name if path.exists() else model_spec
+
+
+def template_suffix(template: str | None) -> str:
+    """What a model evaluated under ``--template`` adds to its name, so its results do not land on (and, MTEB
+    overwriting, replace) the model's own: ``+eol`` for a preset, ``+template-`` and a digest for a text."""
+    if template is None:
+        return ""
+    if template in PRESETS:
+        return f"+{template}"
+    return f"+template-{hashlib.sha256(template.encode()).hexdigest()[:8]}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -200,76 +200,72 @@ def run_jobs(
     A job that fails is reported and not started again in this command, and the others go on (an unattended grid
     would otherwise stop at its first failure, and a restart stop at the same job again); the command then ends
     with the failed jobs named and a non-zero exit, their run folders kept for a rerun to resume."""
-    failed: dict[str, str] = {}
+    queue = JobQueue(ready, max_runs, after, counted)
     if jobs <= 1:
-        _run_serially(ready, max_runs, after, counted, failed)
+        _run_serially(queue)
     else:
-        _run_in_parallel(ready, jobs, max_runs, after, counted, failed)
-    if failed:
-        listed = "; ".join(f"{name}: {why}" for name, why in failed.items())
-        raise SystemExit(f"{len(failed)} job(s) failed (the others ran): {listed}")
+        _run_in_parallel(queue, jobs)
+    if queue.failed:
+        listed = "; ".join(f"{name}: {why}" for name, why in queue.failed.items())
+        raise SystemExit(f"{len(queue.failed)} job(s) failed (the others ran): {listed}")
 
 
-def _failure(name: str, error: BaseException, failed: dict[str, str]) -> None:
-    why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    failed[name] = f"{type(error).__name__}: {why}"
-    print(f"[failed] {name}: {failed[name]}", flush=True)
+@dataclass
+class JobQueue:
+    """What :func:`run_jobs` works through: the ready jobs, the budget, what follows each job, and what it has
+    done and failed so far."""
+
+    ready: Callable[[], Iterable[Job]]
+    max_runs: int | None
+    after: Callable[[], None] | None
+    counted: Callable[[str], bool]
+    failed: dict[str, str] = field(default_factory=dict)
+    done: int = 0
+
+    def room(self, jobs: int) -> int:
+        """How many jobs may run at once now: ``jobs``, less what the budget has left."""
+        return jobs if self.max_runs is None else min(jobs, self.max_runs - self.done)
+
+    def succeeded(self, name: str) -> None:
+        self.done += self.counted(name)
+        if self.after is not None:
+            self.after()
+
+    def fail(self, name: str, error: BaseException) -> None:
+        why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        self.failed[name] = f"{type(error).__name__}: {why}"
+        print(f"[failed] {name}: {self.failed[name]}", flush=True)
 
 
-def _run_serially(
-    ready: Callable[[], Iterable[Job]],
-    max_runs: int | None,
-    after: Callable[[], None] | None,
-    counted: Callable[[str], bool],
-    failed: dict[str, str],
-) -> None:
-    done = 0
-    while max_runs is None or done < max_runs:
-        job = next((job for job in ready() if job[0] not in failed), None)
+def _run_serially(queue: JobQueue) -> None:
+    while queue.room(1) > 0:
+        job = next((job for job in queue.ready() if job[0] not in queue.failed), None)
         if job is None:
             return
         name, function, *arguments = job
-        print(f"[{done + 1}] {name}", flush=True)
+        print(f"[{queue.done + 1}] {name}", flush=True)
         try:
             function(*arguments)
         except (Exception, SystemExit) as error:  # one job's failure, a refusal too: reported, the others go on
-            _failure(name, error, failed)
+            queue.fail(name, error)
             continue
-        done += counted(name)
-        if after is not None:
-            after()
+        queue.succeeded(name)
 
 
-def _run_in_parallel(
-    ready: Callable[[], Iterable[Job]],
-    jobs: int,
-    max_runs: int | None,
-    after: Callable[[], None] | None,
-    counted: Callable[[str], bool],
-    failed: dict[str, str],
-) -> None:
+def _run_in_parallel(queue: JobQueue, jobs: int) -> None:
     """Up to ``jobs`` at once in worker processes; a pool broken by a worker that died (killed for memory, say)
     fails the jobs it held and a fresh pool takes the rest."""
     from concurrent.futures.process import BrokenProcessPool
 
-    state = {"done": 0}
     while True:
         try:
-            _pool_round(ready, jobs, max_runs, after, counted, failed, state)
+            _pool_round(queue, jobs)
             return
         except BrokenProcessPool:
             print("[pool] a worker process died; a fresh pool takes the jobs left", flush=True)
 
 
-def _pool_round(
-    ready: Callable[[], Iterable[Job]],
-    jobs: int,
-    max_runs: int | None,
-    after: Callable[[], None] | None,
-    counted: Callable[[str], bool],
-    failed: dict[str, str],
-    state: dict[str, int],
-) -> None:
+def _pool_round(queue: JobQueue, jobs: int) -> None:
     import multiprocessing
     import os
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -281,8 +277,7 @@ def _pool_round(
     with ProcessPoolExecutor(jobs, context, set_threads, (threads,), max_tasks_per_child=1) as pool:
         while True:
             if refusal is None:
-                limit = jobs if max_runs is None else min(jobs, max_runs - state["done"])
-                refusal = _submit_ready(ready, pool, running, limit, failed)
+                refusal = _submit_ready(queue, pool, running, queue.room(jobs))
             if not running:
                 if refusal is not None:
                     raise refusal
@@ -291,17 +286,13 @@ def _pool_round(
             for name in [name for name, future in running.items() if future in finished]:
                 error = running.pop(name).exception()
                 if error is not None:
-                    _failure(name, error, failed)
+                    queue.fail(name, error)
                     continue
-                state["done"] += counted(name)
                 print(f"[done] {name}", flush=True)
-            if after is not None:
-                after()
+                queue.succeeded(name)
 
 
-def _submit_ready(
-    ready: Callable[[], Iterable[Job]], pool: Any, running: dict[str, Any], limit: int, failed: dict[str, str]
-) -> SystemExit | None:
+def _submit_ready(queue: JobQueue, pool: Any, running: dict[str, Any], limit: int) -> SystemExit | None:
     """Start the ready jobs not running or failed, up to ``limit`` running, each under this process's CPU speed
     settings; a refusal of the plan (``SystemExit`` from ``ready``) is said now and returned, to be raised once the
     running jobs end."""
@@ -309,10 +300,10 @@ def _submit_ready(
 
     settings = host_settings()
     try:
-        for name, function, *arguments in ready():
+        for name, function, *arguments in queue.ready():
             if len(running) >= limit:
                 break
-            if name not in running and name not in failed:
+            if name not in running and name not in queue.failed:
                 print(f"[start] {name}", flush=True)
                 running[name] = pool.submit(in_settings, settings, function, *arguments)
     except SystemExit as refusal:

@@ -112,10 +112,9 @@ def normalize_sentence(text: str) -> str:
         return " ".join(_PUNCTUATION.sub(" ", text).split())
     kept: list[str] = []
     for char in text:
-        category = unicodedata.category(char)
-        if category == "Cf":
+        if unicodedata.category(char) == "Cf":
             continue
-        in_word = category.startswith("M") and bool(kept) and (kept[-1].isalnum() or _is_mark(kept[-1]))
+        in_word = _is_mark(char) and bool(kept) and (kept[-1].isalnum() or _is_mark(kept[-1]))
         kept.append(char if char.isalnum() or char.isspace() or in_word else " ")
     return " ".join("".join(kept).split())
 

@@ -129,13 +129,15 @@ def load_adapter_folder(model: SentenceTransformer, folder: str | Path) -> None:
     model.eval()
 
 
-def base_on_hub(base: str) -> str | None:
+def base_on_hub(base: object) -> str | None:
     """The Hub id that loads the base model a saved adapter names (peft's ``base_model_name_or_path``, the name or
     path the base was loaded from): a Hub id as written, a packaged MiniLM or MPNet folder's Hub id (the same
-    weights), else ``None``: a folder of this machine alone, or a packaged GGUF decoder, whose dequantized weights
-    are not the Hub's."""
+    weights), else ``None``: a folder of this machine alone, a packaged GGUF decoder, whose dequantized weights
+    are not the Hub's, or no name at all."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+    if not isinstance(base, str):
+        return None
     path = Path(base).expanduser()
     if not path.exists() and not path.is_absolute() and not base.startswith((".", "~")):
         try:

@@ -73,8 +73,7 @@ def export_adapter(folder: str | Path, output: str | Path, dtype: str = "fp16") 
         save_file(tensors, staging / weights.name, metadata={"format": "pt"})
         config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
         base = config.get("base_model_name_or_path")
-        hub = base_on_hub(base) if isinstance(base, str) else None
-        write_json({**config, "base_model_name_or_path": hub or base}, staging / ADAPTER_CONFIG)
+        write_json({**config, "base_model_name_or_path": base_on_hub(base) or base}, staging / ADAPTER_CONFIG)
     return output
 
 

@@ -65,14 +65,14 @@ class IndexesByStage:
             assert senteval is not None
             self.base = load_test_tasks(senteval)
         self.near_threshold = near_threshold
-        self.tasks: dict[tuple[str, ...], list[STSTask]] = {}
-        self.indexes: dict[tuple[str, ...], TestIndex] = {}
+        self.tasks: dict[tuple[tuple[str, ...], float], list[STSTask]] = {}
+        self.indexes: dict[tuple[tuple[str, ...], float], TestIndex] = {}
 
     def __call__(self, data: DataConfig | None = None) -> TestIndex:
         """The index of a stage's ``data`` (its own test sets and near threshold), or of the command's sources."""
         own = () if self.against or data is None else tuple(data.leakage_against)
         threshold = self.near_threshold if data is None else data.near_threshold
-        key = (*own, f"near {threshold}")
+        key = (own, threshold)
         if key not in self.indexes:
             self.tasks[key] = [*self.base, *(load_pair_set(entry).task() for entry in own)]
             self.indexes[key] = TestIndex(self.tasks[key], threshold)

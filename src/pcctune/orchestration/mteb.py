@@ -5,7 +5,8 @@ not SentEval's: e.g. SICK-R over all 9,927 pairs) and ``paper`` (the eight tasks
 Pcc-tuning paper's Appendix C, Table 6). Results go to MTEB's ``ResultCache`` layout under
 ``--output`` (``results/<model>/<revision>/<task>.json``), which ``mteb`` reads back; ``<model>`` is
 ``--model-name``, else the name the model's card data gives, else the model as given (a packaged model: its Hub
-id), never MTEB's placeholder.
+id, a local folder: its own name), with ``+eol`` added under ``--template eol`` (``template_suffix``); never MTEB's
+placeholder.
 
 Where the Hub is unreachable, ``--local-data DIR`` supplies a task's data as a ``datasets``
 folder ``DIR/<TaskName>`` (``DatasetDict.save_to_disk`` with the task's splits and columns); the

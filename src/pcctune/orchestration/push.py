@@ -50,7 +50,7 @@ def hub_adapter_config(folder: Path) -> str | None:
         return None
     config = json.loads(config_file.read_text(encoding="utf-8"))
     base = config.get("base_model_name_or_path")
-    hub = base_on_hub(base) if isinstance(base, str) else None
+    hub = base_on_hub(base)
     if hub is None:
         raise PcctuneError(
             f"{folder}'s LoRA adapter sits on {base}, a base model the Hub does not hold: push it merged "

@@ -5,6 +5,7 @@ record that a second run does not train again, and the table and verdict drawn f
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from reproductions.decoder_losses import decoder_losses as grid
-from reproductions.decoder_losses import design, tables
+from reproductions.decoder_losses import design, kept_stage1, tables
 
+from pcctune.modeling.build import resolve_source
 from pcctune.results import BenchmarkResult, RunResult
 
 ROOT = Path(__file__).parents[1]
@@ -218,3 +220,36 @@ def test_every_stage_2_record_names_the_stage_1_build_it_continued_and_another_b
     with pytest.raises(SystemExit, match="but pearson-seed2.json continued"):
         design.check_one_build(copied, design.test_record(copied, "cosine_mse", 2), "another" + build)
     design.check_one_build(copied, design.test_record(copied, "cosine_mse", 3), "another" + build)  # no seed-3 record
+
+
+def test_a_machine_without_stage_one_continues_the_kept_first_build_not_a_rebuild(quick, tmp_path):
+    """The first build's model is kept beside the records: a machine whose run folders lack stage 1 lays it there,
+    on its own copy of the base, and its stage-2 runs continue the build the other records name."""
+    kept = quick / "stage1"
+    assert (kept / "model" / "adapter_model.safetensors").is_file() and not (kept / "model" / "README.md").exists()
+    out = tmp_path / "copy"
+    shutil.copytree(quick / "records", out / "records")
+    shutil.copytree(kept, out / "stage1")
+    (out / "records" / "cosine_mse-seed2.json").unlink()
+    args = _args(out)
+    assert [job[0] for job in grid.ready_jobs(args)] == ["cosine_mse-seed2"]  # no stage 1 to train
+    build = RunResult.from_disk(out / "records" / "cosine_mse-seed1.json").versions[design.BUILD_KEY]
+    assert design.stage1_digest(args) == build  # the same bytes: the same build
+    laid = kept_stage1.base_of(design.stage1_model(args))
+    wanted = json.loads((kept / kept_stage1.BASE_FILE).read_text())
+    assert laid == Path(resolve_source(wanted["model"]).path)
+    assert RunResult.from_disk(out / "runs" / "stage1" / "results.json") == RunResult.from_disk(
+        out / "records" / "stage1.json"
+    )
+
+
+def test_the_kept_stage_one_is_refused_on_other_base_weights(quick, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(quick / "records", out / "records")
+    shutil.copytree(quick / "stage1", out / "stage1")
+    (out / "records" / "cosine_mse-seed2.json").unlink()
+    base = out / "stage1" / kept_stage1.BASE_FILE
+    base.write_text(json.dumps(json.loads(base.read_text()) | {"weights_sha256": "0" * 64}))
+    with pytest.raises(SystemExit, match="was trained on other weights of"):
+        list(grid.ready_jobs(_args(out)))
+    assert not (out / "runs" / "stage1").exists()

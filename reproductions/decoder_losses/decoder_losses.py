@@ -1,8 +1,9 @@
 """On a decoder after a contrastive stage 1, does the Pearson stage beat the losses a user would use instead?
 
 Pcc-tuning claims its edge on decoder LLMs (Table 3): a contrastive stage I, then the Pearson loss (eq. 8). Here
-SmolLM2-135M's stage 1 of the recipe (``configs/paper_recipe_smollm2_cpu.yaml``, seed 1) is built once into the
-run folders (``--runs``, out of git; built again where it is missing), then continued at leakage level ``pair``
+SmolLM2-135M's stage 1 of the recipe (``configs/paper_recipe_smollm2_cpu.yaml``, seed 1) is built once and its
+model kept beside the records (``kept_stage1``: a machine without it in its run folders lays the kept one there),
+then continued at leakage level ``pair``
 with each of three stage-2 losses: Pearson, cosine-MSE (sentence-transformers' ``CosineSimilarityLoss``) and
 CoSENT. Every loss gets the same search: the recipe's stage 2 at three learning rates (the recipe's, half and
 double) at one search seed that is never a test seed, checkpoints and the winner chosen on the dev sets filtered at
@@ -20,8 +21,8 @@ own stage-1 build) stand beside them. Differences are paired by seed
 Stage 1 selects no dev checkpoint: its model is its last step, the one the recipe's stage 2 continues
 (``init: final``) and the one the stage-1 row scores. Each finished run leaves its record in ``records/`` (search
 runs in ``records/search/``) and is never trained again; a run folder left by a killed run is resumed; ``runs.json``
-is rewritten from the records after every run, so ``--summarize`` draws what is done. A stage 1 built again (on
-another machine) is scored and kept as ``records/stage1_rebuilt.json``; the runner stops where its average is more
+is rewritten from the records after every run, so ``--summarize`` draws what is done. A stage 1 built again (the
+kept one moved away) is scored and kept as ``records/stage1_rebuilt.json``; the runner stops where its average is more
 than 0.05 from the first build's (``reproductions/gpu``: the recipe lands within that on a GPU and on the CPU).
 """
 
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from reproductions._common import Measured, claim, kept, run_jobs, save_rows, train_once
-from reproductions.decoder_losses import design
+from reproductions.decoder_losses import design, kept_stage1
 from reproductions.decoder_losses.tables import (
     SETTINGS,
     collect,
@@ -74,10 +75,13 @@ def missing_runs(args: argparse.Namespace) -> Iterator[tuple[str, RunConfig, Pat
 
 def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
     """(name, function, its arguments) of each job the records allow now: stage 1 while it has no record, or while
-    runs remain and this machine lacks its model; else the missing stage-2 runs."""
+    runs remain and this machine lacks its model and no build is kept (``kept_stage1.bring``); else the missing
+    stage-2 runs."""
     missing = list(missing_runs(args))
+    if missing:
+        kept_stage1.bring(args)
     if not (design.records(args) / "stage1.json").is_file() or (missing and not design.stage1_built(args)):
-        yield "stage1", build_stage1, design.stage1_config(args), design.records(args)
+        yield "stage1", build_stage1, args, design.stage1_config(args)
         return
     design.check_stage1_build(args)
     build = design.stage1_digest(args) if missing else ""
@@ -94,8 +98,9 @@ def train_stage2(args: argparse.Namespace, config: RunConfig, record: Path, scor
     train_once(config, record, score, {design.BUILD_KEY: build}, keep_check)
 
 
-def build_stage1(config: RunConfig, folder: Path) -> None:
-    """Build (or resume) stage 1 and score it: the first build's record is ``stage1.json``; a later build's is
+def build_stage1(args: argparse.Namespace, config: RunConfig) -> None:
+    """Build (or resume) stage 1 and score it: the first build's record is ``stage1.json``, its model kept beside the
+    records (``kept_stage1``: a machine without stage 1 continues that model instead of a rebuild); a later build's is
     ``stage1_rebuilt.json``, and one whose test average is not within ``design.REBUILD_TOLERANCE`` of the first
     stops the runner before any stage-2 run (``design.check_stage1_build``, at every start). A rebuild that passes is
     another model that scores alike (stage-2 records name their machine); the check chooses nothing."""
@@ -103,11 +108,12 @@ def build_stage1(config: RunConfig, folder: Path) -> None:
     from pcctune.orchestration.run_folder import holds_a_run
 
     result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)))
-    first = kept(folder / "stage1.json")
-    if first is None:
-        result.to_disk(folder / "stage1.json")
+    records = design.records(args)
+    if kept(records / "stage1.json") is None:
+        kept_stage1.keep(args)
+        result.to_disk(records / "stage1.json")
         return
-    result.to_disk(folder / "stage1_rebuilt.json")
+    result.to_disk(records / "stage1_rebuilt.json")
 
 
 def save_progress(args: argparse.Namespace) -> None:

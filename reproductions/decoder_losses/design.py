@@ -114,11 +114,15 @@ BUILD_KEY = "stage1_model_sha256"
 
 
 def stage1_digest(args: argparse.Namespace) -> str:
-    """Which build of stage 1 this machine holds: the sha256 of its saved model's weight files (its LoRA adapter)."""
-    model = stage1_model(args)
+    """Which build of stage 1 this machine holds: the digest of its saved model's weights (its LoRA adapter)."""
+    return weights_digest(stage1_model(args))
+
+
+def weights_digest(folder: Path) -> str:
+    """The sha256 of a model folder's weight files (each ``*.safetensors`` by its path in the folder)."""
     digest = hashlib.sha256()
-    for path in sorted(model.rglob("*.safetensors")):
-        digest.update(f"{path.relative_to(model).as_posix()}:{file_sha256(path)};".encode())
+    for path in sorted(folder.rglob("*.safetensors")):
+        digest.update(f"{path.relative_to(folder).as_posix()}:{file_sha256(path)};".encode())
     return digest.hexdigest()
 
 

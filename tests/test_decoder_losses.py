@@ -15,6 +15,7 @@ import pytest
 from reproductions.decoder_losses import decoder_losses as grid
 from reproductions.decoder_losses import design, kept_stage1, tables
 
+from pcctune.cpu_kind import CPUKind
 from pcctune.modeling.build import resolve_source
 from pcctune.results import BenchmarkResult, RunResult
 
@@ -41,7 +42,8 @@ def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(q
     stage1 = RunResult.from_disk(records / "stage1.json")
     assert stage1.seed == design.STAGE1_SEED and stage1.config["stages"][0]["dev"] == "none"
     assert list(stage1.sts_by_stage) == ["contrastive-nli"]  # scored on the test sets, not before training
-    assert {key: stage1.config[key] for key in design.SPEED} == design.SPEED
+    speed = design.speed_settings()
+    assert {key: stage1.config[key] for key in speed} == speed
     model = str(quick / "runs" / "stage1" / "stage1-contrastive-nli" / "final")
     recipe_rate = 5.0e-4
     search = [RunResult.from_disk(path) for path in sorted((records / "search").glob("*.json"))]
@@ -51,7 +53,7 @@ def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(q
         stage = run.config["stages"][0]
         assert run.seed == design.SEARCH_SEED and run.sts_by_stage == {}  # no test set read while searching
         assert run.config["model"] == model and stage["data"]["leakage"] == "pair"
-        assert {key: run.config[key] for key in design.SPEED} == design.SPEED  # every run alike, stage 1 too
+        assert {key: run.config[key] for key in speed} == speed  # every run alike, stage 1 too
         assert stage["learning_rate"] in (recipe_rate, recipe_rate / 2) and run.stages[0].best_dev_spearman is not None
     for loss in ("pearson", "cosine_mse"):
         tried = {
@@ -64,6 +66,17 @@ def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(q
             run = RunResult.from_disk(records / f"{loss}-seed{seed}.json")
             assert run.seed == seed and run.config["stages"][0]["learning_rate"] == best
             assert set(run.sts_by_stage) == {loss} and run.versions["device"]
+
+
+ZEN5 = CPUKind("AuthenticAMD", 26, 2, "AMD EPYC", frozenset({"avx2", "avx512f", "avx512_bf16"}))
+AVX2_EPYC = CPUKind("AuthenticAMD", 25, 1, "AMD EPYC", frozenset({"avx2", "fma"}))
+UNKNOWN = CPUKind("unknown", None, None, "unknown", frozenset())
+
+
+def test_float32_lora_layers_go_through_onednn_only_on_the_kind_where_that_measured_faster():
+    assert design.speed_settings(ZEN5) == {"dropout_sampler": "gaps", "onednn": "on"}
+    assert design.speed_settings(AVX2_EPYC) == {"dropout_sampler": "gaps", "onednn": "auto"}  # measured slower
+    assert design.speed_settings(UNKNOWN) == {"dropout_sampler": "gaps", "onednn": "auto"}  # the library's default
 
 
 def test_the_table_and_verdict_come_from_the_records(quick):

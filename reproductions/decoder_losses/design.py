@@ -11,7 +11,9 @@ from typing import Any
 
 from reproductions._common import kept
 
+from pcctune.cpu_kind import CPUKind, this_cpu
 from pcctune.data.tasks import SEVEN_TASKS
+from pcctune.host_settings import MEASURED_KINDS
 from pcctune.provenance import file_sha256
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig, load_config
@@ -34,14 +36,20 @@ RATE_FACTORS = (1.0, 0.5, 2.0)
 recipe's on a tie)."""
 REBUILD_TOLERANCE = 0.05
 """How far apart (seven-task average, Spearman × 100) two builds of one stage 1 may score and still count as one."""
-SPEED = {"dropout_sampler": "gaps", "onednn": "on"}
+SPEED = {"dropout_sampler": "gaps"}
 """The CPU speed settings of every run here, stage 1 and each loss alike: dropout masks drawn by their gaps (the same
-distribution from another random stream, ``pcctune.modeling.gap_dropout``) and LoRA's float32 layers through oneDNN
-as well as the 4-bit ones (the same products up to float rounding); with GradCache for every loss and the 4-bit
-weights dequantized once (the library's defaults now), a recipe stage-2 step went from 23.61 s to 17.25 s (Pearson)
-and from 22.70 s to 15.68 s (cosine-MSE) on the Zen 5 EPYC (``benchmarks/results/speed``, section 16). The recipe's
-own settings are unchanged; stage 1 built under these is read against ``decoder_full``'s build before them
-(:data:`BEFORE_SPEED`)."""
+distribution from another random stream, ``pcctune.modeling.gap_dropout``), with GradCache for every loss and the
+4-bit weights dequantized once (the library's defaults now); and LoRA's float32 layers through oneDNN where that
+measured faster (:data:`ONEDNN_ON`, :func:`speed_settings`). On the Zen 5 EPYC a recipe stage-2 step went from
+23.61 s to 17.25 s (Pearson) and from 22.70 s to 15.68 s (cosine-MSE) (``benchmarks/results/speed``, section 16).
+The recipe's own settings are unchanged; stage 1 built under these is read against ``decoder_full``'s build before
+them (:data:`BEFORE_SPEED`)."""
+ONEDNN_ON = ("Zen 5 EPYC",)
+"""The CPU kinds (``pcctune.host_settings.MEASURED_KINDS``) whose runs route LoRA's float32 layers through oneDNN as
+well as the 4-bit ones (``onednn: on``, the same products up to float rounding): measured faster on the Zen 5 EPYC
+(the products 9.0 s against 11.7 s of a step, section 16) and slower on the AVX2-only EPYC (47.89 s against 44.45 s
+a step, section 17). Every other kind keeps the library's ``auto`` (oneDNN for the 4-bit layers alone). A seed's
+three losses run on one machine, so they share the setting."""
 BEFORE_SPEED = ("seed1.json", "contrastive-nli")
 """``decoder_full``'s record and stage of the recipe's stage 1 built before :data:`SPEED` (the same recipe and seed):
 the build this claim's stage 1 must land within :data:`REBUILD_TOLERANCE` of, or the table says by how much not."""
@@ -154,11 +162,18 @@ def check_one_build(args: argparse.Namespace, record: Path, build: str) -> None:
             )
 
 
+def speed_settings(cpu: CPUKind | None = None) -> dict[str, str]:
+    """:data:`SPEED` and the ``onednn`` measured faster on ``cpu``'s kind (this machine's by default)."""
+    cpu = cpu or this_cpu()
+    kind = next((kind.name for kind in MEASURED_KINDS if kind.matches(cpu)), None)
+    return SPEED | {"onednn": "on" if kind in ONEDNN_ON else "auto"}
+
+
 def _run_config(args: argparse.Namespace, raw: dict[str, Any], stage: dict[str, Any], **run: Any) -> RunConfig:
     """``raw`` (a dumped recipe) with one stage and ``run``'s fields; ``--quick`` shrinks the stage's budget."""
     if args.quick:
         stage = stage | QUICK_STAGE | ({"dev": "sick-trial"} if stage["dev"] != "none" else {})
-    payload = raw | SPEED | {"evaluate_before": False, "data_dir": args.data, "stages": [stage]} | run
+    payload = raw | speed_settings() | {"evaluate_before": False, "data_dir": args.data, "stages": [stage]} | run
     return RunConfig.model_validate(payload | ({"model": args.model} if args.model and "model" not in run else {}))
 
 

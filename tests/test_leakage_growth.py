@@ -5,8 +5,10 @@ tables once all have run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from reproductions.leakage import growth, wide
+from reproductions.leakage import growth, transfer_jobs, wide
 from reproductions.leakage.cells import HERE, MINILM, PAIR, SENTENCE, Cell
 from reproductions.leakage.design import DESIGN
 from reproductions.leakage.growth import GrownPoint
@@ -235,9 +237,13 @@ def test_a_changed_winners_model_replaces_the_first_in_the_transfer_tasks(tmp_pa
         fake_scored(
             wide.record_path(args, wide.Run(PEARSON, "3x2", seed, True)), 0.85 + 0.01 * (seed == 3), False, "3x2"
         )
-    (name, model, probe_seed), *_ = [job for job in wide.transfer_models(args, [block]) if "pearson" in job[0]]
+    (name, model, probe_seed, _), *_ = [job for job in wide.transfer_models(args, [block]) if "pearson" in job[0]]
     assert (name, probe_seed) == ("minilm-sentence-pearson-3x2-seed3", wide.PROBE_SEEDS[0])
     assert model == RunResult.from_disk(wide.record_path(args, wide.Run(PEARSON, "3x2", 3, True))).stages[0].final_dir
+    [(job, function, trained, again, *_)] = wide.missing_transfers(args, [block])
+    assert job == name and not Path(model).exists()  # trained on another machine: its run folder is not here
+    assert function is transfer_jobs.train_again_then_transfer and again == args.runs / "again" / name
+    assert trained.stages[0].final_dir == model
     found = wide.details(args)
     assert list(found["first_transfer"]) == ["minilm-sentence-pearson-seed1"]
     assert "minilm-sentence-pearson-seed1" not in found["transfer"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reproductions.leakage import comparisons, report, wide, wide_tables
+from reproductions.leakage import comparisons, report, transfer_jobs, wide, wide_tables
 from reproductions.leakage.cells import HERE, LOSSES, MINILM, PAIR, SENTENCE, TASKS, Cell
 from reproductions.leakage.design import BATCH_SIZES, DESIGN, EPOCHS, LEARNING_RATES, WARMUP, design
 
@@ -483,3 +483,26 @@ def test_the_front_pages_verdict_names_the_grown_winners_level_by_level():
         " and their growth where a winner binds (Pearson's 3x2 and CoSENT's 3x8 at `sentence`; CoSENT's 3x4h at `pair`)"
     )
     assert report.grown_winners({"minilm-sentence-pearson": [{"point": 3}]}, ("sentence",)) == ""  # none grown yet
+
+
+def test_a_transfer_whose_model_is_not_on_this_machine_trains_its_run_again_first(mini_transfer, tiny_bert, tmp_path):
+    """The run is trained again from its record into a folder of its own, its transfer tasks read that model, and
+    the record says the model was trained again, with both runs' dev scores."""
+    import shutil
+
+    from pcctune.orchestration.library import train
+    from pcctune.results import EvalResult
+    from pcctune.training.config import RunConfig
+    from tests.conftest import one_step_stage2
+
+    stage = one_step_stage2(dev="sick-trial", eval_steps=1)
+    config = {"model": str(tiny_bert), "data_dir": str(mini_transfer), "evaluate_before": False, "stages": [stage]}
+    trained = train(RunConfig.model_validate(config | {"output_dir": str(tmp_path / "first")}))
+    shutil.rmtree(tmp_path / "first")  # another machine's run folder
+    record = tmp_path / "transfer.json"
+    transfer_jobs.train_again_then_transfer(trained, tmp_path / "again", record, str(mini_transfer), 7)
+    result = EvalResult.from_disk(record)
+    assert result.transfer and result.probe_seed == 7 and Path(result.model).is_relative_to(tmp_path / "again")
+    notes = {key: result.versions[key] for key in transfer_jobs.NOTES}
+    assert notes["dev_spearman_of_the_scored_run"] == f"{trained.stages[-1].best_dev_spearman:.6f}"
+    assert notes["model_trained_again_on"] == trained.versions["device"] and not (tmp_path / "first").exists()

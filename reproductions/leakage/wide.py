@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reproductions._common import kept, run_jobs, train_once
-from reproductions.leakage import growth
+from reproductions.leakage import growth, transfer_jobs
 from reproductions.leakage.cells import (
     EVALUATIONS_PER_EPOCH,
     LOSSES,
@@ -43,7 +43,6 @@ from reproductions.leakage.cells import (
     best_dev,
     config_of,
     row_of,
-    say_left_out,
 )
 from reproductions.leakage.design import DESIGN
 from reproductions.leakage.growth import GrownPoint, Point
@@ -331,8 +330,8 @@ def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:
     for before, block in zip([None, *chosen], [*chosen, None], strict=True):
         for name, run_config, record, scored in missing_runs(args, [block] if block else []):
             yield name, train_once, run_config, record, scored
-        for name, model, record, probe_seed in missing_transfers(args, [before] if before else []):
-            yield f"transfer {name}", transfer_once, model, record, args.data, probe_seed
+        for name, *job in missing_transfers(args, [before] if before else []):
+            yield f"transfer {name}", *job
 
 
 def train_missing(args: argparse.Namespace, after: Any) -> None:
@@ -374,11 +373,11 @@ def check_trained_at(cell: Cell, point: Point | None, setting: dict[str, Any], r
             )
 
 
-def transfer_models(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, int]]:
-    """(record name, model, probe seed) of each of ``blocks`` with transfer tasks: the base model under each probe
-    seed (the noise floor) once a cell's test seeds have all run, then each such cell's winner's best model by dev
-    (probe seed 1111): the grown search's winner once it has run on every test seed (its name tagged with its
-    point, ``minilm-sentence-pearson-3x2-seed3``), before that the first search's."""
+def transfer_models(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, int, Any]]:
+    """(record name, model, probe seed, the run that trained it) of each of ``blocks`` with transfer tasks: the base
+    model under each probe seed (the noise floor; no run) once a cell's test seeds have all run, then each such
+    cell's winner's best model by dev (probe seed 1111): the grown search's winner once it has run on every test
+    seed (its name tagged with its point, ``minilm-sentence-pearson-3x2-seed3``), before that the first search's."""
     if args.model:
         return
     for block in blocks:
@@ -388,30 +387,25 @@ def transfer_models(args: argparse.Namespace, blocks: list[Block]) -> Iterator[t
         complete = {cell: found for cell, found in complete.items() if len(found[1]) == len(scored_seeds(args, block))}
         if complete:
             for seed in PROBE_SEEDS:
-                yield f"base-probe{seed}", MINILM, seed
+                yield f"base-probe{seed}", MINILM, seed, None
         for cell, (tag, found) in complete.items():
             best = max(found, key=lambda seed: best_dev(found[seed]))
-            yield f"{cell.name}{tag}-seed{best}", found[best].stages[0].final_dir, PROBE_SEEDS[0]
+            yield f"{cell.name}{tag}-seed{best}", found[best].stages[0].final_dir, PROBE_SEEDS[0], found[best]
 
 
-def missing_transfers(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[str, str, Path, int]]:
-    """Each transfer evaluation of ``blocks`` without a record whose model is on this machine."""
-    for name, model, seed in transfer_models(args, blocks):
+def missing_transfers(args: argparse.Namespace, blocks: list[Block]) -> Iterator[tuple[Any, ...]]:
+    """(name, function, its arguments) of each transfer evaluation of ``blocks`` without a record: of the model on
+    this machine, or, where the run that made it left no model here, of that run trained again from its record into
+    ``runs/…/again/`` (``transfer_jobs``)."""
+    for name, model, seed, trained in transfer_models(args, blocks):
         record = folder(args) / "transfer" / f"{name}.json"
         if record.is_file():
             continue
-        if model != MINILM and not Path(model).is_dir():
-            say_left_out(name, model)
-            continue
-        yield name, model, record, seed
-
-
-def transfer_once(model: str, record: Path, data: str | None, probe_seed: int) -> None:
-    """``pcctune eval MODEL --tasks transfer --probe-seed SEED`` into ``record``."""
-    from reproductions._common import pcctune
-
-    argv = ["eval", model, "--tasks", "transfer", "--probe-seed", str(probe_seed), "--output", str(record)]
-    pcctune([*argv, *(["--data", data] if data else [])])
+        if trained is None or Path(model).is_dir():
+            yield name, transfer_jobs.transfer_once, model, record, args.data, seed
+        else:
+            again = args.runs / "again" / name
+            yield name, transfer_jobs.train_again_then_transfer, trained, again, record, args.data, seed
 
 
 def best_step(result: Any) -> int | None:
@@ -505,7 +499,7 @@ def details(args: argparse.Namespace) -> dict[str, Any]:
     rows = [row for row in rows if row["cell"] not in replaced] + [row for row in grown if row["cell"] in replaced]
     paths = sorted((folder(args) / "transfer").glob("*.json"), key=lambda p: (not p.stem.startswith("base"), p.stem))
     scores = {path.stem: dict(EvalResult.from_disk(path).transfer or {}) for path in paths}
-    current = {name for name, _, _ in transfer_models(args, list(BLOCKS))}
+    current = {name for name, *_ in transfer_models(args, list(BLOCKS))}
     transfer = {name: found for name, found in scores.items() if name in current}
     first_transfer = {name: found for name, found in scores.items() if name not in current}
     searched = {b.name: list(SEARCH_SEEDS[:1] if args.model else b.search_seeds) for b in BLOCKS if b.searched}

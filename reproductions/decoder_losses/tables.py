@@ -134,8 +134,8 @@ def front_page_phrase(args: argparse.Namespace) -> str:
     done, planned = sum(count for _, count, _ in counts), sum(total for *_, total in counts)
     if done == 0:
         return (
-            f"{FRONT_PAGE_START} it has **not been run yet** (`reproductions/decoder_losses`: {done} of {planned} "
-            "records; its runs are planned on the CPU, after the encoder's grown search at `sentence` and the control)"
+            f"{FRONT_PAGE_START} it has **no result yet** (`reproductions/decoder_losses`: {done} of {planned} "
+            "records; its runs go on the CPU in the background, stage 1 first)"
         )
     if done < planned:
         return (

@@ -53,7 +53,7 @@ def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(q
         stage = run.config["stages"][0]
         assert run.seed == design.SEARCH_SEED and run.sts_by_stage == {}  # no test set read while searching
         assert run.config["model"] == model and stage["data"]["leakage"] == "pair"
-        assert {key: run.config[key] for key in speed} == speed  # every run alike, stage 1 too
+        assert {key: run.config[key] for key in speed} == speed  # every loss alike on one machine, stage 1 too
         assert stage["learning_rate"] in (recipe_rate, recipe_rate / 2) and run.stages[0].best_dev_spearman is not None
     for loss in ("pearson", "cosine_mse"):
         tried = {
@@ -244,6 +244,9 @@ def test_a_machine_without_stage_one_continues_the_kept_first_build_not_a_rebuil
     shutil.copytree(quick / "records", out / "records")
     shutil.copytree(kept, out / "stage1")
     (out / "records" / "cosine_mse-seed2.json").unlink()
+    stale = out / "runs" / "stage1" / "results.json"  # a build here whose model was lost: not stage 1 any more
+    stale.parent.mkdir(parents=True)
+    shutil.copyfile(out / "records" / "pearson-seed1.json", stale)
     args = _args(out)
     assert [job[0] for job in grid.ready_jobs(args)] == ["cosine_mse-seed2"]  # no stage 1 to train
     build = RunResult.from_disk(out / "records" / "cosine_mse-seed1.json").versions[design.BUILD_KEY]

@@ -498,7 +498,11 @@ def test_a_transfer_whose_model_is_not_on_this_machine_trains_its_run_again_firs
     stage = one_step_stage2(dev="sick-trial", eval_steps=1)
     config = {"model": str(tiny_bert), "data_dir": str(mini_transfer), "evaluate_before": False, "stages": [stage]}
     trained = train(RunConfig.model_validate(config | {"output_dir": str(tmp_path / "first")}))
+    assert transfer_jobs.model_here(trained)
+    other = trained.model_copy(update={"config": trained.config | {"seed": 99}})
+    assert not transfer_jobs.model_here(other)  # another run in the same folder: not its model
     shutil.rmtree(tmp_path / "first")  # another machine's run folder
+    assert not transfer_jobs.model_here(trained)
     record = tmp_path / "transfer.json"
     transfer_jobs.train_again_then_transfer(trained, tmp_path / "again", record, str(mini_transfer), 7)
     result = EvalResult.from_disk(record)

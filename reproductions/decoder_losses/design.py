@@ -37,7 +37,7 @@ recipe's on a tie)."""
 REBUILD_TOLERANCE = 0.05
 """How far apart (seven-task average, Spearman × 100) two builds of one stage 1 may score and still count as one."""
 SPEED = {"dropout_sampler": "gaps"}
-"""The CPU speed settings of every run here, stage 1 and each loss alike: dropout masks drawn by their gaps (the same
+"""The CPU speed settings of the runs here, stage 1 and each loss alike: dropout masks drawn by their gaps (the same
 distribution from another random stream, ``pcctune.modeling.gap_dropout``), with GradCache for every loss and the
 4-bit weights dequantized once (the library's defaults now); and LoRA's float32 layers through oneDNN where that
 measured faster (:data:`ONEDNN_ON`, :func:`speed_settings`). On the Zen 5 EPYC a recipe stage-2 step went from
@@ -48,8 +48,9 @@ ONEDNN_ON = ("Zen 5 EPYC",)
 """The CPU kinds (``pcctune.host_settings.MEASURED_KINDS``) whose runs route LoRA's float32 layers through oneDNN as
 well as the 4-bit ones (``onednn: on``, the same products up to float rounding): measured faster on the Zen 5 EPYC
 (the products 9.0 s against 11.7 s of a step, section 16) and slower on the AVX2-only EPYC (47.89 s against 44.45 s
-a step, section 17). Every other kind keeps the library's ``auto`` (oneDNN for the 4-bit layers alone). A seed's
-three losses run on one machine, so they share the setting."""
+a step, section 17). Every other kind keeps the library's ``auto`` (oneDNN for the 4-bit layers alone). Like the
+CPU's own kernels it changes float rounding only and goes with the machine a run is on (its record's config and
+device say which)."""
 BEFORE_SPEED = ("seed1.json", "contrastive-nli")
 """``decoder_full``'s record and stage of the recipe's stage 1 built before :data:`SPEED` (the same recipe and seed):
 the build this claim's stage 1 must land within :data:`REBUILD_TOLERANCE` of, or the table says by how much not."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from reproductions.decoder_losses import design
 
 from pcctune.modeling.build import resolve_source
 from pcctune.modeling.weight_files import ADAPTER_CONFIG
+from pcctune.results import RunResult
 
 BASE_FILE = "base.json"
 """Beside the kept model: the base model it continues, as the recipe names it, and the digest of that base's
@@ -65,11 +67,15 @@ def bring(args: argparse.Namespace) -> bool:
             f"machine's ({base}): its stage-2 runs would continue another model. Install the versions its record "
             "names, or build stage 1 here (move the kept folder away) and run the stage-2 runs again."
         )
-    model = design.stage1_model(args)
-    shutil.rmtree(model, ignore_errors=True)
-    shutil.copytree(kept_model(args), model)
-    adapter = json.loads((model / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    model, result = design.stage1_model(args), design.stage1_folder(args) / "results.json"
+    result.unlink(missing_ok=True)  # stage 1 counts as here only once the model is whole (``design.stage1_built``)
+    staging = model.with_name(f"{model.name}.bringing")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(kept_model(args), staging)
+    adapter = json.loads((staging / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     adapter["base_model_name_or_path"] = str(base)
-    (model / ADAPTER_CONFIG).write_text(json.dumps(adapter, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    shutil.copyfile(first, design.stage1_folder(args) / "results.json")
+    (staging / ADAPTER_CONFIG).write_text(json.dumps(adapter, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    shutil.rmtree(model, ignore_errors=True)
+    os.replace(staging, model)
+    RunResult.from_disk(first).to_disk(result)  # written whole or not at all, after the model
     return True

@@ -28,6 +28,15 @@ def transfer_once(model: str, record: Path, data: str | None, probe_seed: int) -
     pcctune([*argv, *(["--data", data] if data else [])])
 
 
+def model_here(trained: RunResult) -> bool:
+    """Whether this machine holds the model ``trained`` saved: its run folder (as the record names it, from the
+    runner's folder) holds that very run, not another run that used the same folder (a first winner's test run of
+    the same seed, where an early grown record named that folder), and its final model is there."""
+    from pcctune.orchestration.run_folder import is_run_of
+
+    return is_run_of(RunConfig.model_validate(trained.config)) and Path(trained.stages[-1].final_dir).is_dir()
+
+
 def train_again_then_transfer(
     trained: RunResult, folder: Path, record: Path, data: str | None, probe_seed: int
 ) -> None:
@@ -37,7 +46,9 @@ def train_again_then_transfer(
     from pcctune.orchestration.run_folder import holds_a_run
     from pcctune.orchestration.sweep import drop_checkpoints
 
-    config = RunConfig.model_validate(trained.config | {"output_dir": str(folder)})
+    config = RunConfig.model_validate(
+        trained.config | {"output_dir": str(folder)} | ({"data_dir": data} if data else {})
+    )
     again = run_pipeline(config, resume=holds_a_run(folder), tasks=[])
     drop_checkpoints(folder)
     transfer_once(again.stages[-1].final_dir, record, data, probe_seed)

@@ -401,7 +401,7 @@ def missing_transfers(args: argparse.Namespace, blocks: list[Block]) -> Iterator
         record = folder(args) / "transfer" / f"{name}.json"
         if record.is_file():
             continue
-        if trained is None or Path(model).is_dir():
+        if trained is None or transfer_jobs.model_here(trained):
             yield name, transfer_jobs.transfer_once, model, record, args.data, seed
         else:
             again = args.runs / "again" / name

@@ -510,3 +510,4 @@ def test_a_transfer_whose_model_is_not_on_this_machine_trains_its_run_again_firs
     notes = {key: result.versions[key] for key in transfer_jobs.NOTES}
     assert notes["dev_spearman_of_the_scored_run"] == f"{trained.stages[-1].best_dev_spearman:.6f}"
     assert notes["model_trained_again_on"] == trained.versions["device"] and not (tmp_path / "first").exists()
+    assert RunResult.from_disk(tmp_path / "again.json").config["seed"] == trained.config["seed"]  # kept: not again

@@ -11,9 +11,9 @@ from typing import Any
 
 from reproductions._common import kept
 
-from pcctune.cpu_kind import CPUKind, this_cpu
+from pcctune.cpu_kind import CPUKind
 from pcctune.data.tasks import SEVEN_TASKS
-from pcctune.host_settings import MEASURED_KINDS
+from pcctune.host_settings import measured_kind
 from pcctune.provenance import file_sha256
 from pcctune.results import RunResult
 from pcctune.training.config import RunConfig, load_config
@@ -165,9 +165,8 @@ def check_one_build(args: argparse.Namespace, record: Path, build: str) -> None:
 
 def speed_settings(cpu: CPUKind | None = None) -> dict[str, str]:
     """:data:`SPEED` and the ``onednn`` measured faster on ``cpu``'s kind (this machine's by default)."""
-    cpu = cpu or this_cpu()
-    kind = next((kind.name for kind in MEASURED_KINDS if kind.matches(cpu)), None)
-    return SPEED | {"onednn": "on" if kind in ONEDNN_ON else "auto"}
+    kind = measured_kind(cpu)
+    return SPEED | {"onednn": "on" if kind is not None and kind.name in ONEDNN_ON else "auto"}
 
 
 def _run_config(args: argparse.Namespace, raw: dict[str, Any], stage: dict[str, Any], **run: Any) -> RunConfig:

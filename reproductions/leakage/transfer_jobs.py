@@ -40,17 +40,15 @@ def model_here(trained: RunResult) -> bool:
 def train_again_then_transfer(
     trained: RunResult, folder: Path, record: Path, data: str | None, probe_seed: int
 ) -> None:
-    """Train ``trained``'s run again into ``folder`` (resuming a cut-off one), then its transfer tasks into
-    ``record`` with :data:`NOTES`; the run's checkpoints go once its model is saved."""
-    from pcctune.orchestration.pipeline import run_pipeline
-    from pcctune.orchestration.run_folder import holds_a_run
-    from pcctune.orchestration.sweep import drop_checkpoints
+    """Train ``trained``'s run again into ``folder`` (``train_once``: resuming a cut-off one, its record beside the
+    folder so that a failed evaluation does not train it a third time), then its transfer tasks into ``record``
+    with :data:`NOTES`."""
+    from reproductions._common import train_once
 
     config = RunConfig.model_validate(
         trained.config | {"output_dir": str(folder)} | ({"data_dir": data} if data else {})
     )
-    again = run_pipeline(config, resume=holds_a_run(folder), tasks=[])
-    drop_checkpoints(folder)
+    again = train_once(config, folder.with_name(f"{folder.name}.json"), score=False)
     transfer_once(again.stages[-1].final_dir, record, data, probe_seed)
     notes = dict(zip(NOTES, (again.versions.get("device", "unknown"), _dev(again), _dev(trained)), strict=True))
     result = EvalResult.from_disk(record)

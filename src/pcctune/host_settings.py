@@ -143,6 +143,12 @@ class Choice(NamedTuple):
     why: str
 
 
+def measured_kind(cpu: CPUKind | None = None) -> MeasuredKind | None:
+    """The measured kind ``cpu`` (this machine's by default) is of (``MEASURED_KINDS``), or ``None``."""
+    cpu = cpu or this_cpu()
+    return next((kind for kind in MEASURED_KINDS if kind.matches(cpu)), None)
+
+
 def command_line_choice(cpu: CPUKind | None = None) -> Choice:
     """The ``pcctune`` command's settings on ``cpu`` (this machine's by default): those ``PCCTUNE_CPU_SPEEDUPS``
     names where it is set, else those measured fastest on the CPU's kind (``MEASURED_KINDS``), else ``UNMEASURED``."""
@@ -151,7 +157,7 @@ def command_line_choice(cpu: CPUKind | None = None) -> Choice:
         settings = from_environment(LIBRARY_DEFAULT)
         return Choice(settings, f"CPU speed settings: {settings.said()} ({SPEEDUPS_ENV}={asked})")
     cpu = cpu or this_cpu()
-    kind = next((kind for kind in MEASURED_KINDS if kind.matches(cpu)), None)
+    kind = measured_kind(cpu)
     if kind is not None:
         return Choice(kind.settings, f"CPU kind {kind.name}: {kind.settings.said()} (measured fastest on this kind)")
     return Choice(

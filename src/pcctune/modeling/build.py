@@ -1,7 +1,8 @@
 """Build a SentenceTransformer from a Hub id, a local folder, a GGUF file or a packaged short name.
 
 The result is always a plain ``SentenceTransformer``: an input module followed by sentence-transformers'
-``Pooling``. The input module is sentence-transformers' own ``Transformer`` wherever it behaves as pcctune's: with
+``Pooling`` (and, for a saved model rebuilt with another template or pooling, the modules it saved after its pooling
+and its saved prompts: ``pcctune.modeling.saved_parts``). The input module is sentence-transformers' own ``Transformer`` wherever it behaves as pcctune's: with
 or without a template (a chat template, ``pcctune.modeling.chat_template``; a decoder pads right, so its default
 position ids count from a row's first token), so ``model.save`` and a trainer's checkpoints write a folder plain
 sentence-transformers loads. A 4-bit backbone or continuous prompts need pcctune's ``TemplateTransformer`` (or its
@@ -33,6 +34,7 @@ from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.gguf import gguf_to_folder
 from pcctune.modeling.quantization import bitsandbytes_config, linear_4bit_layers
 from pcctune.modeling.registry import PACKAGED_MODELS, locate_packaged, packaged_key
+from pcctune.modeling.saved_parts import keep_saved_parts
 from pcctune.modeling.saving import (
     MODULES_FILE,
     is_native_type,
@@ -242,7 +244,8 @@ def _load(
         return model
     quantization = quantization or None
     model_kwargs = {"dtype": weights, **model_kwargs}
-    return _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt, quantization)
+    model = _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt, quantization)
+    return keep_saved_parts(model, folder, trust_remote_code=_is_pcctune_model(folder))
 
 
 def load_error(spec: str, source: ModelSource, error: Exception) -> PcctuneError:

@@ -82,6 +82,37 @@ def test_sigint_during_train_exits_130_and_resume_finishes_identically(
     assert resumed["stages"][0]["best_dev_spearman"] == pytest.approx(uninterrupted["stages"][0]["best_dev_spearman"])
 
 
+class SigintAfterSave(TrainerCallback):
+    """A real SIGINT once the checkpoint of step ``step`` is saved."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_run_folder_moved_after_its_last_checkpoint_still_ends_on_its_best_dev_checkpoint(
+    tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, uninterrupted
+):
+    import pcctune.orchestration.pipeline as pipeline
+
+    config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
+    real = pipeline.run_stage
+    with monkeypatch.context() as patch:  # cut after the last step's checkpoint: a resume trains and saves no more
+        patch.setattr(pipeline, "run_stage", lambda *a, **k: real(*a, **{**k, "callbacks": [SigintAfterSave(6)]}))
+        assert run_cli(["train", str(config)], capsys)[0] == 130
+    best = Path(uninterrupted["stages"][0]["best_checkpoint"]).name
+    assert best != "checkpoint-6"  # the best is not the checkpoint resumed from: the move could lose it
+    (tmp_path / "run").rename(tmp_path / "moved")
+    moved = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "moved")
+    code, output = run_cli(["train", str(moved), "--resume"], capsys)
+    assert code == 0, output
+    resumed = json.loads((tmp_path / "moved" / "results.json").read_text())
+    assert resumed["stages"][0]["best_checkpoint"] == str(tmp_path / "moved" / "stage1-pcc" / "checkpoints" / best)
+    assert resumed["sts_by_stage"] == uninterrupted["sts_by_stage"]  # the best dev weights, not the last step's
+
 def test_a_partial_checkpoint_is_skipped_on_resume(
     tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, uninterrupted, caplog
 ):

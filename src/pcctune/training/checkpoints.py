@@ -8,6 +8,7 @@ the model weights; incomplete ones are skipped (and named, so the user knows).
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
@@ -17,6 +18,7 @@ from typing import Any
 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from pcctune.io import write_text
 from pcctune.modeling.adapters import ADAPTER_WEIGHTS
 from pcctune.modeling.prefix import PROMPTS_FILE
 
@@ -67,6 +69,23 @@ def drop_checkpoints_after(folder: Path, kept: str | None) -> None:
         found = CHECKPOINT.match(path.name)
         if found and (match is None or int(found.group(1)) > int(match.group(1))):
             shutil.rmtree(path)
+
+
+def reroot_best_checkpoint(checkpoint: Path) -> None:
+    """Point ``checkpoint``'s recorded best dev checkpoint at the folder beside it, found by its step.
+
+    The trainer records the best checkpoint as a path. In a run folder moved since (another disk, another machine)
+    that path is gone, and transformers drops it on resume; it finds the best again by its step at its next save, but
+    a resume from the last checkpoint saves none, so the stage would end on the last step's weights instead of the
+    best dev ones. Nothing changes where the folder of that step is not beside ``checkpoint``."""
+    state_file = checkpoint / TRAINER_STATE
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    step, recorded = state.get("best_global_step"), state.get("best_model_checkpoint")
+    here = checkpoint.parent / checkpoint_name(step) if step else None
+    if recorded is None or here is None or not here.is_dir() or recorded == str(here):
+        return
+    state["best_model_checkpoint"] = str(here)
+    write_text(state_file, json.dumps(state, indent=2, sort_keys=True) + "\n")  # as the trainer writes it
 
 
 def last_complete_checkpoint(folder: Path) -> str | None:

@@ -39,7 +39,13 @@ from pcctune.modeling.template import TemplateTransformer, check_budget, model_t
 from pcctune.seeding import random_state_kept
 from pcctune.training.batching import BatchPlan, plan_batches, planned_steps, steps_per_epoch
 from pcctune.training.callbacks import LossParameterCheckpoints, StepToLoss, SyncLossParameters
-from pcctune.training.checkpoints import CHECKPOINTS, FINAL, best_at_last_evaluation, last_complete_checkpoint
+from pcctune.training.checkpoints import (
+    CHECKPOINTS,
+    FINAL,
+    best_at_last_evaluation,
+    last_complete_checkpoint,
+    reroot_best_checkpoint,
+)
 from pcctune.training.config import RunConfig, StageConfig
 from pcctune.training.datasets import filtered_snli_pairs, train_dataset
 from pcctune.training.dev import DevSTSEvaluator, dev_evaluator, dev_metric, holds_out
@@ -323,6 +329,10 @@ def train_from_start(
 ) -> float | None:
     """Score the starting model on the dev set (rank 0, ``pcctune.training.start``), train from ``checkpoint``, and
     with ``keep_start_if_best`` put the starting weights back where no checkpoint beat them; the start's score."""
+    if checkpoint is not None:  # a run folder moved since keeps its best dev checkpoint
+        if is_main_process():
+            reroot_best_checkpoint(Path(checkpoint))
+        barrier()
     evaluator = trainer.evaluator
     start = None
     if isinstance(evaluator, DevSTSEvaluator) and is_main_process():

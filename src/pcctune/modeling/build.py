@@ -2,12 +2,13 @@
 
 The result is always a plain ``SentenceTransformer``: an input module followed by sentence-transformers'
 ``Pooling`` (and, for a saved model rebuilt with another template or pooling, the modules it saved after its pooling
-and its saved prompts: ``pcctune.modeling.saved_parts``). The input module is sentence-transformers' own ``Transformer`` wherever it behaves as pcctune's: with
-or without a template (a chat template, ``pcctune.modeling.chat_template``; a decoder pads right, so its default
-position ids count from a row's first token), so ``model.save`` and a trainer's checkpoints write a folder plain
-sentence-transformers loads. A 4-bit backbone or continuous prompts need pcctune's ``TemplateTransformer`` (or its
-``PromptedTransformer``), whose saved folder needs pcctune to load (``pcctune.modeling.template``). A
-sentence-transformers folder loaded with no overrides is returned exactly as saved.
+and its saved prompts: ``pcctune.modeling.saved_parts``). The input module is sentence-transformers' own
+``Transformer`` wherever it behaves as pcctune's: with or without a template (a chat template,
+``pcctune.modeling.chat_template``; a decoder pads right, so its default position ids count from a row's first
+token), so ``model.save`` and a trainer's checkpoints write a folder plain sentence-transformers loads. A 4-bit
+backbone or continuous prompts need pcctune's ``TemplateTransformer`` (or its ``PromptedTransformer``), whose saved
+folder needs pcctune to load (``pcctune.modeling.template``). A sentence-transformers folder loaded with no overrides
+is returned exactly as saved.
 """
 
 from __future__ import annotations

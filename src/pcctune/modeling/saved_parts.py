@@ -37,7 +37,8 @@ def _load_module(folder: Path, entry: dict[str, Any], trust_remote_code: bool) -
 
 def keep_saved_parts(model: SentenceTransformer, folder: Path, trust_remote_code: bool = False) -> SentenceTransformer:
     """``model`` (a rebuilt input module and pooling) followed by ``folder``'s modules after its pooling, with its
-    saved prompts, default prompt, similarity function and truncation; ``model`` itself where ``folder`` is no saved model."""
+    saved prompts, default prompt, similarity function and truncation; ``model`` itself where ``folder`` is no saved
+    model."""
     if not is_saved_model(folder):
         return model
     tail = [_load_module(folder, entry, trust_remote_code) for entry in modules_after_pooling(folder)]

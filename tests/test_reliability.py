@@ -113,6 +113,7 @@ def test_a_run_folder_moved_after_its_last_checkpoint_still_ends_on_its_best_dev
     assert resumed["stages"][0]["best_checkpoint"] == str(tmp_path / "moved" / "stage1-pcc" / "checkpoints" / best)
     assert resumed["sts_by_stage"] == uninterrupted["sts_by_stage"]  # the best dev weights, not the last step's
 
+
 def test_a_partial_checkpoint_is_skipped_on_resume(
     tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, uninterrupted, caplog
 ):

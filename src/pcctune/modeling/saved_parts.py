@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Module
 from sentence_transformers.util import import_from_string
 
 from pcctune.modeling.saving import SENTENCE_TRANSFORMERS_CONFIG, is_saved_model, saved_modules
@@ -28,8 +29,8 @@ def modules_after_pooling(folder: Path) -> list[dict[str, Any]]:
     return entries[pooling + 1 :]
 
 
-def _load_module(folder: Path, entry: dict[str, Any], trust_remote_code: bool) -> Any:
-    module_class = import_from_string(entry["type"])
+def _load_module(folder: Path, entry: dict[str, Any], trust_remote_code: bool) -> Module:
+    module_class: type[Module] = import_from_string(entry["type"])
     if len(inspect.signature(module_class.load).parameters) == 1:  # an older module: load(path) alone
         return module_class.load(str(folder / entry["path"]))
     return module_class.load(str(folder), subfolder=entry["path"], trust_remote_code=trust_remote_code)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from reproductions.decoder_losses import design
 
+from pcctune.modeling.adapters import adapter_base, name_adapter_base
 from pcctune.modeling.build import resolve_source
-from pcctune.modeling.weight_files import ADAPTER_CONFIG
 from pcctune.results import RunResult
 
 BASE_FILE = "base.json"
@@ -39,8 +39,11 @@ def kept_model(args: argparse.Namespace) -> Path:
 
 
 def base_of(model: Path) -> Path:
-    """The base folder a saved LoRA model's adapter names (peft's ``base_model_name_or_path``)."""
-    return Path(json.loads((model / ADAPTER_CONFIG).read_text(encoding="utf-8"))["base_model_name_or_path"])
+    """The base folder a saved LoRA model's adapter names."""
+    base = adapter_base(model)
+    if base is None:
+        raise SystemExit(f"{model} holds no LoRA adapter naming its base: it is no stage 1 of this claim")
+    return Path(base)
 
 
 def keep(args: argparse.Namespace) -> None:
@@ -72,9 +75,7 @@ def bring(args: argparse.Namespace) -> bool:
     staging = model.with_name(f"{model.name}.bringing")
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(kept_model(args), staging)
-    adapter = json.loads((staging / ADAPTER_CONFIG).read_text(encoding="utf-8"))
-    adapter["base_model_name_or_path"] = str(base)
-    (staging / ADAPTER_CONFIG).write_text(json.dumps(adapter, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    name_adapter_base(staging, str(base))
     shutil.rmtree(model, ignore_errors=True)
     os.replace(staging, model)
     RunResult.from_disk(first).to_disk(result)  # written whole or not at all, after the model

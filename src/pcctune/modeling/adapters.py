@@ -8,6 +8,7 @@ training the same adapter.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sentence_transformers import SentenceTransformer
 
 from pcctune.errors import PcctuneError
+from pcctune.io import write_json
 from pcctune.modeling.quantization import QuantizationConfig, bitsandbytes_config
 from pcctune.modeling.registry import hub_twin
 
@@ -127,6 +129,27 @@ def load_adapter_folder(model: SentenceTransformer, folder: str | Path) -> None:
         raise PcctuneError("the model already carries a LoRA adapter: give its base model with --adapter")
     model.load_adapter(str(folder))
     model.eval()
+
+
+BASE_KEY = "base_model_name_or_path"
+"""The key of a saved adapter's config (peft's) naming its base model: the name or path the base was loaded from."""
+
+
+def adapter_base(folder: Path) -> str | None:
+    """The base model the saved LoRA adapter in ``folder`` names (:data:`BASE_KEY`); ``None`` where ``folder`` holds
+    no readable adapter config or it names none."""
+    try:
+        base = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8")).get(BASE_KEY)
+    except (OSError, ValueError):
+        return None
+    return base if isinstance(base, str) else None
+
+
+def name_adapter_base(folder: Path, base: str | None, written_to: Path | None = None) -> None:
+    """Write ``folder``'s adapter config naming ``base`` as its base model, the rest as it was, into
+    ``written_to`` (another folder: a copy being made) or back into ``folder``."""
+    config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    write_json({**config, BASE_KEY: base}, (written_to or folder) / ADAPTER_CONFIG)
 
 
 def base_on_hub(base: object) -> str | None:

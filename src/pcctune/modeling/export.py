@@ -23,7 +23,15 @@ from typing import Any
 
 from pcctune.errors import PcctuneError
 from pcctune.io import atomic_folder, write_json
-from pcctune.modeling.adapters import ADAPTER_CONFIG, ADAPTER_FILES, ADAPTER_WEIGHTS, base_on_hub
+from pcctune.modeling.adapters import (
+    ADAPTER_CONFIG,
+    ADAPTER_FILES,
+    ADAPTER_WEIGHTS,
+    BASE_KEY,
+    adapter_base,
+    base_on_hub,
+    name_adapter_base,
+)
 from pcctune.modeling.backends import Backend, export_onnx, export_openvino
 from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.saving import MODULE_CONFIG_FILE, nativize, save_native
@@ -39,7 +47,9 @@ def merge_adapter(folder: str | Path, output: str | Path, dtype: str = "fp32") -
     adapter_config = folder / ADAPTER_CONFIG
     if not adapter_config.is_file():
         raise PcctuneError(f"{folder} holds no LoRA adapter (no {ADAPTER_CONFIG}): nothing to merge")
-    base = json.loads(adapter_config.read_text(encoding="utf-8"))["base_model_name_or_path"]
+    base = adapter_base(folder)
+    if base is None:
+        raise PcctuneError(f"{adapter_config} names no base model ({BASE_KEY}): nothing to merge the adapter into")
     backbone = AutoModel.from_pretrained(base, dtype=torch_dtype(dtype))
     merged: Any = PeftModel.from_pretrained(backbone, str(folder)).merge_and_unload()
     with atomic_folder(output) as staging:
@@ -71,9 +81,8 @@ def export_adapter(folder: str | Path, output: str | Path, dtype: str = "fp16") 
     tensors = {k: v.to(target) if v.is_floating_point() else v for k, v in load_file(weights).items()}
     with atomic_folder(output) as staging:
         save_file(tensors, staging / weights.name, metadata={"format": "pt"})
-        config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
-        base = config.get("base_model_name_or_path")
-        write_json({**config, "base_model_name_or_path": base_on_hub(base) or base}, staging / ADAPTER_CONFIG)
+        base = adapter_base(folder)
+        name_adapter_base(folder, base_on_hub(base) or base, written_to=staging)
     return output
 
 

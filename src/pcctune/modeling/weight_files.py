@@ -30,6 +30,7 @@ from pathlib import Path
 from pcctune.cache_entry import cached_folder, remove
 from pcctune.errors import PcctuneError
 from pcctune.io import write_json
+from pcctune.modeling.adapters import ADAPTER_CONFIG, adapter_base
 from pcctune.modeling.build import resolve_source
 from pcctune.modeling.registry import packaged_key
 from pcctune.modeling.saving import is_saved_model, saved_modules
@@ -42,7 +43,6 @@ KIND = "hashes"
 HASH_FILE = "sha256.json"
 BLOB_NAME = re.compile(r"[0-9a-f]{64}|[0-9a-f]{40}")
 """A Hugging Face cache blob's name: the sha256 of a large (LFS) file's content, git's sha1 of a small one's."""
-ADAPTER_CONFIG = "adapter_config.json"
 TensorShapes = dict[str, tuple[int, ...]]
 
 
@@ -63,11 +63,8 @@ def model_folders(spec: str) -> list[Path]:
     folders = [folder]
     adapter = folder / ADAPTER_CONFIG
     if adapter.is_file():
-        try:
-            base = json.loads(adapter.read_text(encoding="utf-8")).get("base_model_name_or_path")
-        except (OSError, ValueError):
-            base = None
-        if not isinstance(base, str) or not Path(base).expanduser().is_dir():
+        base = adapter_base(folder)
+        if base is None or not Path(base).expanduser().is_dir():
             return []  # the base comes from the Hub or an unknown place: read from the weights as loaded
         folders.append(Path(base).expanduser().resolve())
     return folders

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from pcctune.errors import PcctuneError
 from pcctune.io import write_text
-from pcctune.modeling.adapters import ADAPTER_CONFIG, base_on_hub
+from pcctune.modeling.adapters import ADAPTER_CONFIG, BASE_KEY, base_on_hub
 from pcctune.modeling.build import build_model
 from pcctune.modeling.saving import MODULES_FILE, is_saved_model
 from pcctune.orchestration.model_card import load_by
@@ -49,14 +49,14 @@ def hub_adapter_config(folder: Path) -> str | None:
     if not config_file.is_file():
         return None
     config = json.loads(config_file.read_text(encoding="utf-8"))
-    base = config.get("base_model_name_or_path")
+    base = config.get(BASE_KEY)
     hub = base_on_hub(base)
     if hub is None:
         raise PcctuneError(
             f"{folder}'s LoRA adapter sits on {base}, a base model the Hub does not hold: push it merged "
             f"(pcctune export {folder} --merge --output MERGED, then pcctune push MERGED)"
         )
-    return json.dumps({**config, "base_model_name_or_path": hub}, indent=2) + "\n"
+    return json.dumps({**config, BASE_KEY: hub}, indent=2) + "\n"
 
 
 def hub_files(folder: Path, repo_id: str) -> dict[str, str]:

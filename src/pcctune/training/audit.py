@@ -119,13 +119,21 @@ def stage_audit(stage: StageConfig, senteval_dir: Path) -> list[SourceLeakage]:
         entries = [_triplets(stage, senteval_dir)]
     else:
         entries = _training(stage, senteval_dir)
-    if kind == "preferences" and stage.dpo.candidates == "snli":
+    roles = _snli_roles(stage)
+    if roles:
         checks = snli_pair_checks(stage.data, senteval_dir).checks
-        entries.append(_entry(stage, SNLI_PAIRS, "dpo", checks, stage.data.filter_level))
-    if stage.regression.head_warmup == "nli" and issubclass(loss_spec(stage.loss).cls, RegressionLoss):
-        checks = snli_pair_checks(stage.data, senteval_dir).checks
-        entries.append(_entry(stage, SNLI_PAIRS, "head", checks, stage.data.filter_level))
+        entries += [_entry(stage, SNLI_PAIRS, role, checks, stage.data.filter_level) for role in roles]
     return entries + _dev(stage, senteval_dir)
+
+
+def _snli_roles(stage: StageConfig) -> list[SourceRole]:
+    """What the stage takes SNLI's scored pairs for: DPO's candidate pairs, the regression head's NLI warm-up."""
+    spec = loss_spec(stage.loss)
+    uses: list[tuple[SourceRole, bool]] = [
+        ("dpo", spec.data == "preferences" and stage.dpo.candidates == "snli"),
+        ("head", stage.regression.head_warmup == "nli" and issubclass(spec.cls, RegressionLoss)),
+    ]
+    return [role for role, used in uses if used]
 
 
 def leakage_summary(entry: SourceLeakage) -> str:

@@ -1,8 +1,11 @@
 """A saved sentence-transformers model rebuilt with another pooling or template keeps what it saved beyond its input
-module and pooling: the modules after its pooling (a ``Dense`` projection, ``Normalize``) and its prompts."""
+module and pooling: the modules after its pooling (a ``Dense`` projection, ``Normalize``), its pooling's
+``include_prompt`` and its prompts; SimCSE's MLP head goes right after the pooling, before them."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +15,10 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
 
+from pcctune.errors import PcctuneError
 from pcctune.modeling.build import build_model
+from pcctune.modeling.pooler_head import add_mlp_head
+from pcctune.modeling.saving import MODULES_FILE, saved_modules
 
 PROMPTS = {"query": "query: ", "document": ""}
 TEXTS = ["a man is playing a guitar", "two dogs run in the park"]
@@ -56,3 +62,44 @@ def test_a_template_keeps_them_too_and_the_prompt_is_applied(projected_bert):
 def test_a_plain_folder_rebuilt_has_nothing_added(tiny_bert):
     model = build_model(str(tiny_bert), pooling="cls")
     assert [type(module).__name__ for module in model] == ["Transformer", "Pooling"]
+
+
+def test_the_mlp_head_reads_the_pooled_vector_before_the_saved_modules(projected_bert):
+    model = add_mlp_head(build_model(str(projected_bert), pooling="cls"))
+    assert [type(module).__name__ for module in model] == ["Transformer", "Pooling", "Dense", "Dense", "Normalize"]
+    assert model[2].linear.in_features == model[2].linear.out_features == model[1].get_embedding_dimension()
+
+
+def _saved(tiny_bert, folder: Path, pooling: Pooling, *tail) -> Path:
+    backbone = Transformer(str(tiny_bert))
+    SentenceTransformer(modules=[backbone, pooling, *tail]).save(str(folder))
+    return folder
+
+
+def test_the_saved_poolings_include_prompt_is_kept(tiny_bert, tmp_path):
+    width = Transformer(str(tiny_bert)).get_embedding_dimension()
+    folder = _saved(tiny_bert, tmp_path / "model", Pooling(width, "mean", include_prompt=False), Normalize())
+    assert build_model(str(folder), pooling="cls")[1].include_prompt is False
+
+
+def test_a_saved_dense_layer_the_new_pooling_does_not_fit_is_refused_in_one_line(tiny_bert, tmp_path):
+    width = Transformer(str(tiny_bert)).get_embedding_dimension()
+    folder = _saved(tiny_bert, tmp_path / "model", Pooling(width, ("mean", "max")), Dense(2 * width, 5))
+    with pytest.raises(PcctuneError) as error:
+        build_model(str(folder), pooling="cls")
+    message = str(error.value)
+    assert "\n" not in message
+    assert f"takes {2 * width}-wide vectors" in message
+
+
+def test_a_saved_module_from_outside_sentence_transformers_is_not_imported_untrusted(projected_bert, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(projected_bert, folder)
+    modules = saved_modules(folder)
+    modules[-1]["type"] = "json.JSONDecoder"  # importable, but no code of sentence-transformers or pcctune
+    (folder / MODULES_FILE).write_text(json.dumps(modules), encoding="utf-8")
+    with pytest.raises(PcctuneError) as error:
+        build_model(str(folder), pooling="cls")
+    message = str(error.value)
+    assert "\n" not in message
+    assert "'json.JSONDecoder', which is not part of Sentence Transformers" in message

@@ -40,6 +40,7 @@ from pcctune.modeling.saving import (
     MODULES_FILE,
     is_native_type,
     is_pcctune_type,
+    is_pooling_type,
     is_saved_model,
     module_types,
     saved_modules,
@@ -120,7 +121,7 @@ def _saved_pooling(folder: Path) -> str | None:
     if not is_saved_model(folder):
         return None
     for module in saved_modules(folder):
-        if module["type"].endswith("Pooling"):
+        if is_pooling_type(module["type"]):
             config = json.loads((folder / module["path"] / "config.json").read_text())
             mode = config.get("pooling_mode")
             if mode is None:  # legacy boolean keys
@@ -246,7 +247,7 @@ def _load(
     quantization = quantization or None
     model_kwargs = {"dtype": weights, **model_kwargs}
     model = _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt, quantization)
-    return keep_saved_parts(model, folder, trust_remote_code=_is_pcctune_model(folder))
+    return keep_saved_parts(model, source.path, trust_remote_code=_is_pcctune_model(folder))
 
 
 def load_error(spec: str, source: ModelSource, error: Exception) -> PcctuneError:

@@ -1,11 +1,15 @@
 """What a saved sentence-transformers model holds beyond its input module and pooling, kept when it is rebuilt.
 
 ``pcctune.modeling.build`` rebuilds a saved model's input module and pooling when asked for another template,
-pooling, backbone arguments or continuous prompts. Everything else the folder saved still decides its embeddings and
-how they are used, and is kept: the modules after its ``Pooling`` (``Dense``, ``Normalize``, ...), each loaded by its
-own class's ``load`` as sentence-transformers loads it, and the settings of ``config_sentence_transformers.json``
-(``prompts``, ``default_prompt_name``, the similarity function, ``truncate_dim``), given to the rebuilt model's
-constructor as a user of sentence-transformers would.
+pooling, backbone arguments or continuous prompts. Everything else the model saved still decides its embeddings and
+how they are used, and is kept, read as sentence-transformers reads it, from a local folder or the Hub:
+
+- the modules after its ``Pooling`` (``Dense``, ``Normalize``, ...), each class resolved by sentence-transformers'
+  ``import_module_class`` (a class outside sentence-transformers only with ``trust_remote_code``) and loaded by
+  its own ``load``; a saved ``Dense`` that the new pooling's width does not fit is refused in one line;
+- the saved pooling's ``include_prompt`` (whether prompt tokens are pooled), on the rebuilt pooling;
+- the settings of ``config_sentence_transformers.json`` (``prompts``, ``default_prompt_name``, ``truncate_dim``, and
+  the similarity function where sentence-transformers supports it), given to the rebuilt model's constructor.
 """
 
 from __future__ import annotations
@@ -17,39 +21,63 @@ from typing import Any
 
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Module
-from sentence_transformers.util import import_from_string
+from sentence_transformers.sentence_transformer.modules import Dense, Pooling
+from sentence_transformers.util import load_dir_path, load_file_path
+from sentence_transformers.util.misc import import_module_class
 
-from pcctune.modeling.saving import SENTENCE_TRANSFORMERS_CONFIG, is_saved_model, saved_modules
-
-
-def modules_after_pooling(folder: Path) -> list[dict[str, Any]]:
-    """The ``modules.json`` entries that follow a saved model's ``Pooling`` (none without one)."""
-    entries = saved_modules(folder)
-    pooling = next((i for i, entry in enumerate(entries) if entry["type"].endswith("Pooling")), len(entries))
-    return entries[pooling + 1 :]
+from pcctune.errors import PcctuneError
+from pcctune.modeling.saving import MODULES_FILE, SENTENCE_TRANSFORMERS_CONFIG, is_pooling_type
 
 
-def _load_module(folder: Path, entry: dict[str, Any], trust_remote_code: bool) -> Module:
-    module_class: type[Module] = import_from_string(entry["type"])
-    if len(inspect.signature(module_class.load).parameters) == 1:  # an older module: load(path) alone
-        return module_class.load(str(folder / entry["path"]))
-    return module_class.load(str(folder), subfolder=entry["path"], trust_remote_code=trust_remote_code)
+def _saved_json(model_name_or_path: str, filename: str, subfolder: str = "") -> Any:
+    """A saved model's JSON file (``None`` where it has none), from its folder or the Hub."""
+    found = load_file_path(model_name_or_path, filename, subfolder=subfolder)
+    return json.loads(Path(found).read_text(encoding="utf-8")) if found else None
 
 
-def keep_saved_parts(model: SentenceTransformer, folder: Path, trust_remote_code: bool = False) -> SentenceTransformer:
-    """``model`` (a rebuilt input module and pooling) followed by ``folder``'s modules after its pooling, with its
-    saved prompts, default prompt, similarity function and truncation; ``model`` itself where ``folder`` is no saved
-    model."""
-    if not is_saved_model(folder):
+def _load_module(model_name_or_path: str, entry: dict[str, Any], trust_remote_code: bool) -> Module:
+    module_class: type[Module] = import_module_class(
+        entry["type"], model_name_or_path, trust_remote_code=trust_remote_code
+    )
+    if len(inspect.signature(module_class.load).parameters) == 1:  # an older module: load(local folder) alone
+        return module_class.load(load_dir_path(model_name_or_path, entry["path"]) or model_name_or_path)
+    return module_class.load(model_name_or_path, subfolder=entry["path"], trust_remote_code=trust_remote_code)
+
+
+def _fit_pooling(model: SentenceTransformer, model_name_or_path: str, saved: dict[str, Any], tail: list[Any]) -> None:
+    """The saved pooling's ``include_prompt`` on the rebuilt one; a saved ``Dense`` it no longer fits refused."""
+    pooling = next(module for module in model if isinstance(module, Pooling))
+    config = _saved_json(model_name_or_path, "config.json", subfolder=saved["path"]) or {}
+    pooling.include_prompt = config.get("include_prompt", True)
+    width = pooling.get_embedding_dimension()
+    if tail and isinstance(tail[0], Dense) and tail[0].in_features != width:
+        raise PcctuneError(
+            f"{model_name_or_path}'s saved dense layer takes {tail[0].in_features}-wide vectors and the pooling "
+            f"asked for gives {width}: keep its saved pooling"
+        )
+
+
+def keep_saved_parts(
+    model: SentenceTransformer, model_name_or_path: str, trust_remote_code: bool = False
+) -> SentenceTransformer:
+    """``model`` (a rebuilt input module and pooling) followed by the saved model's modules after its pooling, with
+    its pooling's ``include_prompt`` and its saved settings; ``model`` itself where ``model_name_or_path`` names no
+    saved sentence-transformers model."""
+    entries = _saved_json(model_name_or_path, MODULES_FILE)
+    if entries is None:
         return model
-    tail = [_load_module(folder, entry, trust_remote_code) for entry in modules_after_pooling(folder)]
-    settings_file = folder / SENTENCE_TRANSFORMERS_CONFIG
-    settings = json.loads(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
+    at = next((i for i, entry in enumerate(entries) if is_pooling_type(entry["type"])), None)
+    tail_entries = [] if at is None else entries[at + 1 :]
+    tail = [_load_module(model_name_or_path, entry, trust_remote_code) for entry in tail_entries]
+    if at is not None:
+        _fit_pooling(model, model_name_or_path, entries[at], tail)
+    settings = _saved_json(model_name_or_path, SENTENCE_TRANSFORMERS_CONFIG) or {}
+    similarity = settings.get("similarity_fn_name")
     return SentenceTransformer(
         modules=[*model, *tail],
         device=str(model.device),
         prompts=settings.get("prompts"),
         default_prompt_name=settings.get("default_prompt_name"),
-        similarity_fn_name=settings.get("similarity_fn_name"),
+        similarity_fn_name=similarity if similarity in SentenceTransformer.SUPPORTED_SIMILARITY_FN_NAMES else None,
         truncate_dim=settings.get("truncate_dim"),
     )

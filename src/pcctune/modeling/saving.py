@@ -49,6 +49,11 @@ def module_types(folder: Path) -> list[str]:
     return [module["type"] for module in saved_modules(folder)]
 
 
+def is_pooling_type(module_type: str) -> bool:
+    """True for sentence-transformers' ``Pooling`` (a ``module_types`` entry), wherever its module path puts it."""
+    return module_type.rsplit(".", 1)[-1] == "Pooling"
+
+
 def is_native_type(module_type: str) -> bool:
     """True for a module class of sentence-transformers itself (a ``module_types`` entry): it loads without pcctune."""
     return module_type.startswith("sentence_transformers.")

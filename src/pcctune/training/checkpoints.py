@@ -81,7 +81,7 @@ def reroot_best_checkpoint(checkpoint: Path) -> None:
     state_file = checkpoint / TRAINER_STATE
     state = json.loads(state_file.read_text(encoding="utf-8"))
     step, recorded = state.get("best_global_step"), state.get("best_model_checkpoint")
-    here = checkpoint.parent / checkpoint_name(step) if step else None
+    here = checkpoint.resolve().parent / checkpoint_name(step) if step else None
     if recorded is None or here is None or not here.is_dir() or recorded == str(here):
         return
     state["best_model_checkpoint"] = str(here)

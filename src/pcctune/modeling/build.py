@@ -180,7 +180,8 @@ def build_model(
             a ``.gguf`` file, a local folder (Hugging Face or sentence-transformers), or a Hub id.
         template: preset (``eol``, ``sth``, ``sum``) or a string with one ``{text}`` slot.
         pooling: ``mean``, ``cls`` or ``lasttoken``; default: the saved one, else ``lasttoken``
-            for decoders and ``mean`` for encoders.
+            for decoders and ``mean`` for encoders. A saved model rebuilt with another template or pooling keeps
+            the modules it saved after its pooling and its prompts (``pcctune.modeling.saved_parts``).
         max_seq_length: token budget; with a template only the sentence is cut.
         dtype: ``fp32``, ``bf16`` or ``fp16`` weights, asked of ``from_pretrained`` (a bf16 checkpoint
             loads in fp32 when fp32 is asked; ``pcctune.modeling.dtypes``); for a 4-bit backbone, the

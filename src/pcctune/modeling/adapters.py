@@ -136,7 +136,7 @@ BASE_KEY = "base_model_name_or_path"
 
 
 def adapter_base(folder: Path) -> str | None:
-    """The base model the saved LoRA adapter in ``folder`` names (:data:`BASE_KEY`); ``None`` where ``folder`` holds
+    """The base model the saved LoRA adapter in ``folder`` names (``BASE_KEY``); ``None`` where ``folder`` holds
     no readable adapter config or it names none."""
     try:
         base = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8")).get(BASE_KEY)

@@ -176,19 +176,18 @@ def build_model(
     """Load or assemble a SentenceTransformer.
 
     Args:
-        spec: packaged short name (``all-MiniLM-L6-v2``, ``smollm2-135m``, ``gemma-3-270m``),
-            a ``.gguf`` file, a local folder (Hugging Face or sentence-transformers), or a Hub id.
+        spec: packaged short name (``all-MiniLM-L6-v2``, ``smollm2-135m``, ``gemma-3-270m``), a ``.gguf`` file, a
+            local folder (Hugging Face or sentence-transformers), or a Hub id.
         template: preset (``eol``, ``sth``, ``sum``) or a string with one ``{text}`` slot.
-        pooling: ``mean``, ``cls`` or ``lasttoken``; default: the saved one, else ``lasttoken``
-            for decoders and ``mean`` for encoders. A saved model rebuilt with another template or pooling keeps
-            the modules it saved after its pooling and its prompts (``pcctune.modeling.saved_parts``).
+        pooling: ``mean``, ``cls`` or ``lasttoken``; default: the saved one, else ``lasttoken`` for decoders and
+            ``mean`` for encoders. A saved model rebuilt with another template or pooling keeps the modules it saved
+            after its pooling and its prompts (``pcctune.modeling.saved_parts``).
         max_seq_length: token budget; with a template only the sentence is cut.
-        dtype: ``fp32``, ``bf16`` or ``fp16`` weights, asked of ``from_pretrained`` (a bf16 checkpoint
-            loads in fp32 when fp32 is asked; ``pcctune.modeling.dtypes``); for a 4-bit backbone, the
-            dtype of its non-quantized weights (norms, embeddings), as the authors' ``torch_dtype``.
+        dtype: ``fp32``, ``bf16`` or ``fp16`` weights, asked of ``from_pretrained`` (a bf16 checkpoint loads in
+            fp32 when fp32 is asked; ``pcctune.modeling.dtypes``); for a 4-bit backbone, the dtype of its
+            non-quantized weights (norms, embeddings), as the authors' ``torch_dtype``.
         model_kwargs: passed to ``from_pretrained`` of the backbone (e.g. a 4-bit quantization config).
-        prompt: continuous prompts on a frozen backbone, e.g. ``{"prompt_kind": "deep", "prompt_length": 16}``
-            (see ``PromptedTransformer``).
+        prompt: continuous prompts on a frozen backbone (``PromptedTransformer``), e.g. ``{"prompt_length": 16}``.
         quantization: load the backbone in 4-bit with these settings (QLoRA; saved with the model); a saved
             model loads in 4-bit with them whatever it was saved as.
         full_precision_base: load a saved 4-bit (QLoRA) model's base unquantized, in ``dtype``, with its

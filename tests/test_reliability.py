@@ -41,13 +41,18 @@ def ctrl_c_raises_keyboard_interrupt():
 
 
 class SigintAt(TrainerCallback):
-    """Sends the process a real SIGINT (what Ctrl-C sends) after step ``step``."""
+    """Sends the process a real SIGINT (what Ctrl-C sends) after step ``step`` (``saved``: once its checkpoint is
+    saved)."""
 
-    def __init__(self, step: int) -> None:
-        self.step = step
+    def __init__(self, step: int, saved: bool = False) -> None:
+        self.step, self.saved = step, saved
 
     def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == self.step:
+        if state.global_step == self.step and not self.saved:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step == self.step and self.saved:
             os.kill(os.getpid(), signal.SIGINT)
 
 
@@ -82,17 +87,6 @@ def test_sigint_during_train_exits_130_and_resume_finishes_identically(
     assert resumed["stages"][0]["best_dev_spearman"] == pytest.approx(uninterrupted["stages"][0]["best_dev_spearman"])
 
 
-class SigintAfterSave(TrainerCallback):
-    """A real SIGINT once the checkpoint of step ``step`` is saved."""
-
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_save(self, args, state, control, **kwargs):
-        if state.global_step == self.step:
-            os.kill(os.getpid(), signal.SIGINT)
-
-
 def test_a_run_folder_moved_after_its_last_checkpoint_still_ends_on_its_best_dev_checkpoint(
     tiny_bert, shared_senteval, tmp_path, monkeypatch, capsys, uninterrupted
 ):
@@ -101,7 +95,7 @@ def test_a_run_folder_moved_after_its_last_checkpoint_still_ends_on_its_best_dev
     config = write_run_config(tmp_path, tiny_bert, shared_senteval, tmp_path / "run")
     real = pipeline.run_stage
     with monkeypatch.context() as patch:  # cut after the last step's checkpoint: a resume trains and saves no more
-        patch.setattr(pipeline, "run_stage", lambda *a, **k: real(*a, **{**k, "callbacks": [SigintAfterSave(6)]}))
+        patch.setattr(pipeline, "run_stage", lambda *a, **k: real(*a, **{**k, "callbacks": [SigintAt(6, saved=True)]}))
         assert run_cli(["train", str(config)], capsys)[0] == 130
     best = Path(uninterrupted["stages"][0]["best_checkpoint"]).name
     assert best != "checkpoint-6"  # the best is not the checkpoint resumed from: the move could lose it

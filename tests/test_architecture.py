@@ -120,11 +120,15 @@ def test_unknown_loss_in_a_config_names_the_registry(tmp_path):
 
 def _is_result_file(path: Path) -> bool:
     """A committed JSON that is a pcctune result: not the bound's score file, not a saved adapter's own config, not
-    a measurement written by its own script on another machine (``device_*.json``)."""
+    a measurement written by its own script on another machine (``device_*.json``), not a file of a model kept in the
+    tree (a saved model's ``modules.json`` at or above it) nor that model's note of its base (``base.json``)."""
+    kept_model = any((parent / "modules.json").is_file() for parent in path.parents if ROOT in parent.parents)
     return (
         path.name != "bound_sts.json"
         and not path.name.startswith("device_")
         and not (path.parent / "adapter_model.safetensors").is_file()
+        and not kept_model
+        and not (path.name == "base.json" and (path.parent / "model" / "modules.json").is_file())
     )
 
 

@@ -5,8 +5,8 @@ SmolLM2-135M's stage 1 of the recipe (``configs/paper_recipe_smollm2_cpu.yaml``,
 model kept beside the records (``kept_stage1``: a machine without it in its run folders lays the kept one there),
 then continued at leakage level ``pair``
 with each of three stage-2 losses: Pearson, cosine-MSE (sentence-transformers' ``CosineSimilarityLoss``) and
-CoSENT. Every loss gets the same search: the recipe's stage 2 at three learning rates (the recipe's, half and
-double) at one search seed that is never a test seed, checkpoints and the winner chosen on the dev sets filtered at
+CoSENT. Every loss gets the same search: the recipe's stage 2 at four learning rates (the recipe's, half,
+double and four times) at one search seed that is never a test seed, checkpoints and the winner chosen on the dev sets filtered at
 ``pair``, no test set read. Each winner then runs over test seeds 1-3, scored on the seven full test sets under
 the papers' protocol. The contrastive stage-2 rows of ``decoder_full`` (seeds 1-3, the recipe's settings, from its
 own stage-1 build) stand beside them. Differences are paired by seed

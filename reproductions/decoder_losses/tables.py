@@ -104,14 +104,14 @@ def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def details_of(args: argparse.Namespace) -> dict[str, Any]:
-    rates = [rate_of(args, factor) for factor in search_factors(args)]
+    rates = sorted(rate_of(args, factor) for factor in search_factors(args))
     found = {"search": search_rows(args), "rates": rates, "search_seed": SEARCH_SEED, "test_seeds": list(TEST_SEEDS)}
     return found | {"progress": progress(args)}
 
 
 SETTINGS = (
     "SmolLM2-135M, the recipe's stage 1 (configs/paper_recipe_smollm2_cpu.yaml, seed 1, its last step), continued at "
-    "leakage level pair by Pearson, cosine-MSE and CoSENT, each searched alike over three learning rates on the "
+    "leakage level pair by Pearson, cosine-MSE and CoSENT, each searched alike over four learning rates on the "
     f"pair-filtered dev sets (seed {SEARCH_SEED}), each winner over seeds 1-3; papers' protocol on the seven full "
     "test sets; the contrastive rows from reproductions/decoder_full/records"
 )

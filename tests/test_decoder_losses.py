@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from reproductions.decoder_losses import decoder_losses as grid
-from reproductions.decoder_losses import design, kept_stage1, tables
+from reproductions.decoder_losses import design, kept_stage1, search, tables
 
 from pcctune.cpu_kind import CPUKind
 from pcctune.modeling.build import resolve_source
@@ -47,24 +47,30 @@ def test_stage_two_continues_stage_one_and_searches_at_a_seed_no_test_run_uses(q
     model = str(quick / "runs" / "stage1" / "stage1-contrastive-nli" / "final")
     recipe_rate = 5.0e-4
     search = [RunResult.from_disk(path) for path in sorted((records / "search").glob("*.json"))]
-    assert len(search) == 2 * 2  # --quick: Pearson and cosine-MSE at the recipe's rate and half of it
+    plan = design.search_plan(_args(quick))
+    # --quick: Pearson and cosine-MSE at the recipe's rate and half of it (one step), then their schedule's growth
+    first = [(recipe_rate, 1), (recipe_rate / 2, 1)]
+    assert all(points[:2] == first and len(points) > 2 for points in plan.values())
+    assert len(search) == sum(len(points) for points in plan.values())  # every planned run ran, no other
     assert design.SEARCH_SEED not in design.TEST_SEEDS
     for run in search:
         stage = run.config["stages"][0]
         assert run.seed == design.SEARCH_SEED and run.sts_by_stage == {}  # no test set read while searching
         assert run.config["model"] == model and stage["data"]["leakage"] == "pair"
         assert {key: run.config[key] for key in speed} == speed  # every loss alike on one machine, stage 1 too
-        assert stage["learning_rate"] in (recipe_rate, recipe_rate / 2) and run.stages[0].best_dev_spearman is not None
-    for loss in ("pearson", "cosine_mse"):
+        assert (stage["learning_rate"], stage["max_steps"]) in plan[stage["loss"]]
+        assert run.stages[0].best_dev_spearman is not None
+    for loss, points in plan.items():
         tried = {
-            r.config["stages"][0]["learning_rate"]: r.stages[0].best_dev_spearman
+            (r.config["stages"][0]["learning_rate"], r.config["stages"][0]["max_steps"]): r.stages[0].best_dev_spearman
             for r in search
             if r.stages[0].loss == loss
         }
-        best = recipe_rate if tried[recipe_rate] == max(tried.values()) else recipe_rate / 2  # the recipe's on a tie
+        best = next(point for point in points if tried[point] == max(tried.values()))  # the earliest on a tie
         for seed in (1, 2):
             run = RunResult.from_disk(records / f"{loss}-seed{seed}.json")
-            assert run.seed == seed and run.config["stages"][0]["learning_rate"] == best
+            stage = run.config["stages"][0]
+            assert run.seed == seed and (stage["learning_rate"], stage["max_steps"]) == best
             assert set(run.sts_by_stage) == {loss} and run.versions["device"]
 
 
@@ -87,13 +93,15 @@ def test_the_table_and_verdict_come_from_the_records(quick):
     } <= set(labels)
     assert {"contrastive-seed1", "contrastive-seed2", "contrastive-seed3"} <= set(labels)  # decoder_full's records
     table = (quick / "table.md").read_text()
-    assert "| stage 1 | 1 | 1 |\n| search runs | 4 | 4 |\n| test runs | 4 | 4 |" in table  # --quick: 2 losses
+    searched = len(list((quick / "records" / "search").glob("*.json")))
+    assert f"| stage 1 | 1 | 1 |\n| search runs | {searched} | {searched} |\n| test runs | 4 | 4 |" in table
     scores = table.split("Search")[0]
     assert scores.count("not run yet") == 1 and "| stage 1 + CoSENT | not run yet |" in scores  # not in --quick
     verdict = table[table.index("\n**") + 1 :]
     assert verdict.startswith("**not decided yet**") and "- Pearson − cosine-MSE = " in verdict
     assert "over 2 paired seeds" in verdict and (quick / "decoder_losses.png").stat().st_size > 0
-    assert tables.table([], {"search": [], "rates": [5e-4], "search_seed": 101}).count("not run yet") >= 4
+    empty = {"search": [], "rates": [5e-4], "first_steps": 84, "search_seed": 101}
+    assert tables.table([], empty).count("not run yet") >= 4
 
 
 def test_a_second_run_plans_nothing_and_a_lost_stage_one_is_built_again_only_when_runs_remain(quick, tmp_path):
@@ -190,7 +198,8 @@ def test_the_front_page_phrase_counts_the_records_then_reads_the_verdict(quick, 
     out = tmp_path / "copy"
     shutil.copytree(quick / "records", out / "records")
     (out / "records" / "cosine_mse-seed2.json").unlink()
-    assert "runs are **under way**, no verdict yet (`reproductions/decoder_losses`: 8 of 9 records)" in (
+    planned = 1 + len(list((out / "records" / "search").glob("*.json"))) + 4
+    assert f"runs are **under way**, no verdict yet (`reproductions/decoder_losses`: {planned - 1} of {planned} " in (
         tables.front_page_phrase(_args(out))
     )
     readme = tmp_path / "README.md"
@@ -269,3 +278,45 @@ def test_the_kept_stage_one_is_refused_on_other_base_weights(quick, tmp_path):
     with pytest.raises(SystemExit, match="was trained on other weights of"):
         list(grid.ready_jobs(_args(out)))
     assert not (out / "runs" / "stage1").exists()
+
+
+class _Stage:
+    def __init__(self, dev: float, at_last: bool) -> None:
+        self.best_dev_spearman, self.best_at_last_evaluation = dev, at_last
+
+
+class _Run:
+    """What the search reads of a record: its stage's best dev score and whether it came at the last evaluation."""
+
+    def __init__(self, dev: float, at_last: bool = True) -> None:
+        self.stages = [_Stage(dev, at_last)]
+
+
+def _plan(found: dict[tuple[str, search.Point], _Run]) -> dict[str, list[search.Point]]:
+    return search.plan(("a", "b"), [(1.0, 10), (2.0, 10)], lambda loss, point: found.get((loss, point)))
+
+
+def test_the_schedule_grows_from_each_losss_first_winner_only_once_every_first_point_has_its_record():
+    first = [(1.0, 10), (2.0, 10)]
+    assert _plan({}) == {"a": first, "b": first}
+    found = {("a", (1.0, 10)): _Run(0.80), ("a", (2.0, 10)): _Run(0.81), ("b", (1.0, 10)): _Run(0.70)}
+    assert _plan(found) == {"a": first, "b": first}  # b's second point has no record yet
+    found[("b", (2.0, 10))] = _Run(0.70)  # a tie: the earlier point leads
+    assert _plan(found) == {"a": [*first, (2.0, 20)], "b": [*first, (1.0, 20)]}
+
+
+def test_the_second_round_runs_only_where_a_loss_leads_at_twice_its_steps_at_its_last_evaluation():
+    first = [(1.0, 10), (2.0, 10)]
+    found = {(loss, point): _Run(0.80 if point == (2.0, 10) else 0.70) for loss in "ab" for point in first}
+    found[("a", (2.0, 20))] = _Run(0.85, at_last=False)  # leads, but its best came before its last evaluation
+    found[("b", (2.0, 20))] = _Run(0.75)  # at its last evaluation, but does not lead
+    assert _plan(found) == {loss: [*first, (2.0, 20)] for loss in "ab"}  # the search is whole
+    found[("b", (2.0, 20))] = _Run(0.90)  # b leads at 2× at its last evaluation: every loss grows on
+    grown = [*first, (2.0, 20), (2.0, 40), (1.0, 40)]
+    assert _plan(found) == {"a": grown, "b": grown}
+    found |= {("a", (2.0, 40)): _Run(0.95), ("a", (1.0, 40)): _Run(0.50)}  # a's 4× leads: it grows to 8×
+    found |= {("b", (2.0, 40)): _Run(0.50), ("b", (1.0, 40)): _Run(0.99)}  # b's 4× at half the rate leads: 8× too
+    assert _plan(found) == {"a": [*grown, (2.0, 80)], "b": [*grown, (1.0, 80)]}
+    found |= {("a", (2.0, 80)): _Run(0.90), ("b", (1.0, 80)): _Run(0.90)}
+    assert _plan(found) == {"a": [*grown, (2.0, 80)], "b": [*grown, (1.0, 80)]}  # 8× is the limit: nothing more
+    assert search.leader("b", _plan(found)["b"], lambda loss, point: found[(loss, point)]) == (1.0, 40)

@@ -3,13 +3,13 @@
 Pcc-tuning claims its edge on decoder LLMs (Table 3): a contrastive stage I, then the Pearson loss (eq. 8). Here
 SmolLM2-135M's stage 1 of the recipe (``configs/paper_recipe_smollm2_cpu.yaml``, seed 1) is built once and its
 model kept beside the records (``kept_stage1``: a machine without it in its run folders lays the kept one there),
-then continued at leakage level ``pair``
-with each of three stage-2 losses: Pearson, cosine-MSE (sentence-transformers' ``CosineSimilarityLoss``) and
-CoSENT. Every loss gets the same search: the recipe's stage 2 at four learning rates (the recipe's, half,
-double and four times) at one search seed that is never a test seed, checkpoints and the winner chosen on the dev sets filtered at
-``pair``, no test set read. Each winner then runs over test seeds 1-3, scored on the seven full test sets under
-the papers' protocol. The contrastive stage-2 rows of ``decoder_full`` (seeds 1-3, the recipe's settings, from its
-own stage-1 build) stand beside them. Differences are paired by seed
+then continued at leakage level ``pair`` with each of three stage-2 losses: Pearson, cosine-MSE
+(sentence-transformers' ``CosineSimilarityLoss``) and CoSENT. Every loss gets the same search: the recipe's stage 2
+at four learning rates (the recipe's, half, double and four times), then its schedule grown where it binds
+(``search``), at one search seed that is never a test seed, checkpoints and the winner chosen on the dev sets
+filtered at ``pair``, no test set read. Each winner then runs over test seeds 1-3, scored on the seven full test sets
+under the papers' protocol. The contrastive stage-2 rows of ``decoder_full`` (seeds 1-3, the recipe's settings, from
+its own stage-1 build) stand beside them. Differences are paired by seed
 (:func:`pcctune.evaluation.compare.seed_difference`, 95 % interval): a tie where the interval holds 0.
 
     python -m reproductions decoder_losses --rerun                 # every missing run, one at a time; resumable
@@ -52,25 +52,25 @@ from pcctune.training.config import RunConfig
 
 def missing_runs(args: argparse.Namespace) -> Iterator[tuple[str, RunConfig, Path, bool]]:
     """(name, config, record, scored on the test sets) of each run the records call for and do not hold yet: every
-    search run, then the test seeds one seed at a time, each seed's losses one after another (their differences are
-    paired by seed, so a seed's runs follow each other on one machine), each loss once its search has run."""
-    for loss in design.losses(args):
-        for factor in design.search_factors(args):
-            rate = design.rate_of(args, factor)
-            record = design.search_record(args, loss, rate)
+    search run (the schedule's growth once the runs before it have their records, ``search``), then the test seeds
+    one seed at a time, each seed's losses one after another (their differences are paired by seed, so a seed's runs
+    follow each other on one machine), once the whole search has run."""
+    for loss, points in design.search_plan(args).items():
+        for point in points:
+            record = design.search_record(args, loss, point)
             if not record.is_file():
                 yield (
                     record.stem,
-                    design.stage2_config(args, loss, rate, design.SEARCH_SEED, record.stem),
+                    design.stage2_config(args, loss, point, design.SEARCH_SEED, record.stem),
                     record,
                     False,
                 )
     chosen = {loss: design.winner(args, loss) for loss in design.losses(args)}
     for seed in design.seeds_of(args):
-        for loss, rate in chosen.items():
+        for loss, point in chosen.items():
             record = design.test_record(args, loss, seed)
-            if rate is not None and not record.is_file():
-                yield record.stem, design.stage2_config(args, loss, rate, seed, record.stem), record, True
+            if point is not None and not record.is_file():
+                yield record.stem, design.stage2_config(args, loss, point, seed, record.stem), record, True
 
 
 def ready_jobs(args: argparse.Namespace) -> Iterator[tuple[Any, ...]]:

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from reproductions._common import kept
+from reproductions.decoder_losses import search
+from reproductions.decoder_losses.search import Point
 
 from pcctune.cpu_kind import CPUKind
 from pcctune.data.tasks import SEVEN_TASKS
@@ -63,9 +65,9 @@ def records(args: argparse.Namespace) -> Path:
     return Path(args.output) / "records"
 
 
-def search_record(args: argparse.Namespace, loss: str, rate: float) -> Path:
-    """Where the search run of ``loss`` at ``rate`` keeps its record."""
-    return records(args) / "search" / f"{search_name(loss, rate)}.json"
+def search_record(args: argparse.Namespace, loss: str, point: Point) -> Path:
+    """Where the search run of ``loss`` at ``point`` keeps its record."""
+    return records(args) / "search" / f"{search_name(args, loss, point)}.json"
 
 
 def test_record(args: argparse.Namespace, loss: str, seed: int) -> Path:
@@ -145,7 +147,7 @@ def compared_records(args: argparse.Namespace, record: Path) -> list[Path]:
     """The records a stage-2 run's record is read with: every search run (they choose each loss's rate together), or
     the test runs of its seed (their differences are paired by seed)."""
     if record.parent.name == "search":
-        return [search_record(args, loss, rate_of(args, f)) for loss in losses(args) for f in search_factors(args)]
+        return search_records(args)
     seed = record.stem.rsplit("-seed", 1)[1]
     return [test_record(args, loss, int(seed)) for loss in losses(args)]
 
@@ -170,10 +172,15 @@ def speed_settings(cpu: CPUKind | None = None) -> dict[str, str]:
     return SPEED | {"onednn": "on" if kind is not None and kind.name in ONEDNN_ON else "auto"}
 
 
-def _run_config(args: argparse.Namespace, raw: dict[str, Any], stage: dict[str, Any], **run: Any) -> RunConfig:
-    """``raw`` (a dumped recipe) with one stage and ``run``'s fields; ``--quick`` shrinks the stage's budget."""
+def _run_config(
+    args: argparse.Namespace, raw: dict[str, Any], stage: dict[str, Any], steps: int | None = None, **run: Any
+) -> RunConfig:
+    """``raw`` (a dumped recipe) with one stage (of ``steps`` where given) and ``run``'s fields; ``--quick`` shrinks
+    the stage's budget."""
     if args.quick:
         stage = stage | QUICK_STAGE | ({"dev": "sick-trial"} if stage["dev"] != "none" else {})
+    if steps is not None:
+        stage = stage | {"max_steps": steps}
     payload = raw | speed_settings() | {"evaluate_before": False, "data_dir": args.data, "stages": [stage]} | run
     return RunConfig.model_validate(payload | ({"model": args.model} if args.model and "model" not in run else {}))
 
@@ -185,37 +192,60 @@ def stage1_config(args: argparse.Namespace) -> RunConfig:
     return _run_config(args, raw, stage, seed=STAGE1_SEED, output_dir=str(stage1_folder(args)))
 
 
-def stage2_config(args: argparse.Namespace, loss: str, rate: float, seed: int, name: str) -> RunConfig:
-    """The recipe's stage 2 with ``loss`` at ``rate``, continuing stage 1 (the saved model keeps its template),
-    trained on the stage-2 set filtered at ``pair``, checkpoints chosen on the dev sets filtered alike."""
+def stage2_config(args: argparse.Namespace, loss: str, point: Point, seed: int, name: str) -> RunConfig:
+    """The recipe's stage 2 with ``loss`` at ``point`` (its learning rate and steps; warm-up ratio and dev interval
+    the recipe's), continuing stage 1 (the saved model keeps its template), trained on the stage-2 set filtered at
+    ``pair``, checkpoints chosen on the dev sets filtered alike."""
+    rate, steps = point
     raw = recipe(args).model_dump(mode="json", exclude_unset=True)
     stage = raw["stages"][1] | {"name": loss, "loss": loss, "learning_rate": rate}
     stage["data"] = stage["data"] | {"leakage": "pair"}
     run = {"model": str(stage1_model(args)), "template": None, "seed": seed, "output_dir": str(Path(args.runs) / name)}
-    return _run_config(args, raw, stage, **run)
+    return _run_config(args, raw, stage, steps, **run)
 
 
 def rate_of(args: argparse.Namespace, factor: float) -> float:
     return recipe(args).stages[1].learning_rate * factor
 
 
-def search_name(loss: str, rate: float) -> str:
-    return f"{loss}-lr{rate:.1e}-seed{SEARCH_SEED}"
+def first_steps(args: argparse.Namespace) -> int:
+    """The first points' stage-2 steps: the recipe's (``--quick``: its one step)."""
+    steps = QUICK_STAGE["max_steps"] if args.quick else recipe(args).stages[1].max_steps
+    if steps is None:
+        raise SystemExit(f"{args.recipe}'s stage 2 names no max_steps: the search grows a number of steps")
+    return steps
 
 
-def best_dev(result: RunResult) -> float:
-    value = result.stages[0].best_dev_spearman
-    return float("-inf") if value is None else value
+def first_points(args: argparse.Namespace) -> list[Point]:
+    """The search's first points: the recipe's stage 2 at each searched learning rate."""
+    return [(rate_of(args, factor), first_steps(args)) for factor in search_factors(args)]
 
 
-def winner(args: argparse.Namespace, loss: str) -> float | None:
-    """The searched learning rate with the best dev score, once every search run of ``loss`` has a record."""
-    rates = [rate_of(args, factor) for factor in search_factors(args)]
-    results = [kept(search_record(args, loss, rate)) for rate in rates]
-    if any(result is None for result in results):
+def search_name(args: argparse.Namespace, loss: str, point: Point) -> str:
+    """A search run's name: its loss, rate and seed, and its steps where they are not the first points'."""
+    rate, steps = point
+    schedule = "" if steps == first_steps(args) else f"-steps{steps}"
+    return f"{loss}-lr{rate:.1e}{schedule}-seed{SEARCH_SEED}"
+
+
+def search_plan(args: argparse.Namespace) -> dict[str, list[Point]]:
+    """Every loss's search points that the records call for so far (``search.plan``: the first points, then the
+    schedule's growth)."""
+    return search.plan(losses(args), first_points(args), lambda loss, point: kept(search_record(args, loss, point)))
+
+
+def search_records(args: argparse.Namespace) -> list[Path]:
+    """The records of every search run the records call for so far, loss by loss."""
+    return [search_record(args, loss, point) for loss, points in search_plan(args).items() for point in points]
+
+
+def winner(args: argparse.Namespace, loss: str) -> Point | None:
+    """The search point of ``loss`` with the best dev score, once the whole search has its records (no further
+    growth called for)."""
+    plan = search_plan(args)
+    if not all(search_record(args, name, point).is_file() for name, points in plan.items() for point in points):
         return None
-    scores = [best_dev(result) for result in results if result is not None]
-    return rates[scores.index(max(scores))]
+    return search.leader(loss, plan[loss], lambda name, point: kept(search_record(args, name, point)))
 
 
 def alike(average: float, other: float) -> bool:
@@ -228,10 +258,9 @@ def stage1_avg(result: RunResult) -> float:
 
 
 def progress(args: argparse.Namespace) -> list[list[Any]]:
-    """[part, records, planned] of the claim's runs: stage 1, the search (every loss at every rate) and the test
-    seeds (every loss's winner at every seed)."""
-    rates = [rate_of(args, factor) for factor in search_factors(args)]
-    search = [search_record(args, loss, rate) for loss in losses(args) for rate in rates]
+    """[part, records, planned] of the claim's runs: stage 1, the search (every loss's points the records call for so
+    far) and the test seeds (every loss's winner at every seed)."""
+    search = search_records(args)
     tests = [test_record(args, loss, seed) for loss in losses(args) for seed in seeds_of(args)]
     found = {"stage 1": [records(args) / "stage1.json"], "search runs": search, "test runs": tests}
     return [[part, sum(path.is_file() for path in paths), len(paths)] for part, paths in found.items()]

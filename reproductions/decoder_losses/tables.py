@@ -22,16 +22,16 @@ from reproductions.decoder_losses.design import (
     TASKS,
     TEST_SEEDS,
     alike,
-    best_dev,
+    first_points,
     progress,
-    rate_of,
     records,
-    search_factors,
+    search_plan,
     search_record,
     seeds_of,
     stage1_avg,
     test_record,
 )
+from reproductions.decoder_losses.search import best_dev
 
 from pcctune.data.tasks import SHORT_NAMES
 from pcctune.evaluation.tables import mean_std_cell
@@ -55,7 +55,8 @@ def run_row(label: str, kind: str, result: RunResult, stage: str, stage1: float)
     record = next((s for s in result.stages if s.stage == stage), None)
     row = {"label": label, "kind": kind, "seed": result.seed, "stage1_avg": stage1, "device": device_of(result)}
     row |= {"best_dev": record and record.best_dev_spearman, "train_seconds": record and record.wall_time_s}
-    row |= {"learning_rate": record and result.config["stages"][-1]["learning_rate"]}
+    schedule = result.config["stages"][-1]
+    row |= {"learning_rate": record and schedule["learning_rate"], "steps": record and schedule.get("max_steps")}
     row |= {"eval_seconds": result.eval_wall_time_s.get(stage), "pairs": pair_counts(result)}
     return row | {"sts": result.sts_by_stage[stage]}
 
@@ -89,29 +90,32 @@ def collect(args: argparse.Namespace) -> Rows:
 
 
 def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Every search run: loss, learning rate, seed, best dev score, where it ran and its training time."""
+    """Every search run the records call for: loss, learning rate, steps, seed, best dev score and whether it came
+    at the last dev evaluation, where it ran and its training time (``None`` for a run without its record yet)."""
     rows = []
-    for loss in LOSSES:
-        for factor in search_factors(args):
-            rate = rate_of(args, factor)
-            result = kept(search_record(args, loss, rate))
+    for loss, points in search_plan(args).items():
+        for rate, steps in points:
+            result = kept(search_record(args, loss, (rate, steps)))
+            row: dict[str, Any] = {"loss": loss, "learning_rate": rate, "steps": steps, "best_dev": None}
             if result is not None:
-                rows.append(
-                    {"loss": loss, "learning_rate": rate, "seed": result.seed, "best_dev": best_dev(result)}
-                    | {"device": device_of(result), "train_seconds": result.stages[0].wall_time_s}
-                )
+                stage = result.stages[0]
+                row |= {"seed": result.seed, "best_dev": best_dev(result), "at_last": stage.best_at_last_evaluation}
+                row |= {"device": device_of(result), "train_seconds": stage.wall_time_s}
+            rows.append(row)
     return rows
 
 
 def details_of(args: argparse.Namespace) -> dict[str, Any]:
-    rates = sorted(rate_of(args, factor) for factor in search_factors(args))
-    found = {"search": search_rows(args), "rates": rates, "search_seed": SEARCH_SEED, "test_seeds": list(TEST_SEEDS)}
+    first = first_points(args)
+    found = {"search": search_rows(args), "rates": sorted(rate for rate, _ in first), "first_steps": first[0][1]}
+    found |= {"search_seed": SEARCH_SEED, "test_seeds": list(TEST_SEEDS)}
     return found | {"progress": progress(args)}
 
 
 SETTINGS = (
     "SmolLM2-135M, the recipe's stage 1 (configs/paper_recipe_smollm2_cpu.yaml, seed 1, its last step), continued at "
-    "leakage level pair by Pearson, cosine-MSE and CoSENT, each searched alike over four learning rates on the "
+    "leakage level pair by Pearson, cosine-MSE and CoSENT, each searched alike over four learning rates and a grown "
+    "schedule on the "
     f"pair-filtered dev sets (seed {SEARCH_SEED}), each winner over seeds 1-3; papers' protocol on the seven full "
     "test sets; the contrastive rows from reproductions/decoder_full/records"
 )
@@ -199,7 +203,7 @@ def score_table(rows: Rows) -> list[str]:
     """Per row: seeds, learning rate, dev, the seven tasks and the average (mean ± std over seeds), the difference
     from the stage-1 model continued and Pearson's difference from the row (95 % intervals over paired seeds; the
     contrastive stage 2's unpaired, :func:`pearson_minus`)."""
-    header = ["row", "seeds", "lr", "dev", *[SHORT_NAMES[task] for task in TASKS], "avg", "− stage 1"]
+    header = ["row", "seeds", "lr, steps", "dev", *[SHORT_NAMES[task] for task in TASKS], "avg", "− stage 1"]
     header += ["Pearson − row", "ran on"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     found = groups(rows)
@@ -215,7 +219,7 @@ def score_table(rows: Rows) -> list[str]:
         if not group:
             lines.append(f"| {LABELS[kind]} | not run yet |" + " |" * (len(header) - 2))
             continue
-        rates = " / ".join(dict.fromkeys(f"{row['learning_rate']:.1e}" for row in group))
+        rates = " / ".join(dict.fromkeys(f"{row['learning_rate']:.1e}, {row['steps']}" for row in group))
         devs = [100 * row["best_dev"] for row in group if row["best_dev"] is not None]
         scores = " | ".join(mean_std_cell([row["sts"][task] for row in group]) for task in [*TASKS, "avg"])
         versus = (
@@ -230,20 +234,33 @@ def score_table(rows: Rows) -> list[str]:
 
 
 def search_table(details: dict[str, Any]) -> list[str]:
-    """Best dev score (Spearman × 100) of each loss at each searched learning rate; the winner in bold."""
-    rates = details["rates"]
-    header = ["loss", *[f"lr {rate:.1e}" for rate in rates], "ran on"]
+    """Best dev score (Spearman × 100) of each loss at each learning rate of the first points (the recipe's steps),
+    then at its grown schedules; each loss's winner in bold once all of its points have records, † where a run was
+    best at its last dev evaluation (its schedule had not finished)."""
+    rates, first_steps = details["rates"], details["first_steps"]
+    header = ["loss", *[f"lr {rate:.1e}" for rate in rates], "grown schedule", "ran on"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for loss in LOSSES:
-        runs = {row["learning_rate"]: row for row in details["search"] if row["loss"] == loss}
-        best = max(runs.values(), key=lambda row: row["best_dev"]) if len(runs) == len(rates) else None
-        cells = []
-        for rate in rates:
-            row = runs.get(rate)
-            text = "not run yet" if row is None else f"{100 * row['best_dev']:.2f}"
-            cells.append(f"**{text}**" if row is not None and row is best else text)
-        lines.append(f"| {loss} | " + " | ".join(cells) + f" | {_where(list(runs.values())) or '—'} |")
-    return lines
+        runs = [row for row in details["search"] if row["loss"] == loss]
+        done = [row for row in runs if row["best_dev"] is not None]
+        best = max(done, key=lambda row: row["best_dev"]) if done and len(done) == len(runs) else None
+        first = {row["learning_rate"]: row for row in runs if row["steps"] == first_steps}
+        grown = [
+            f"{row['learning_rate']:.1e}, {row['steps']} steps: {_search_cell(row, best)}"
+            for row in runs
+            if row["steps"] != first_steps
+        ]
+        cells = [*[_search_cell(first.get(rate), best) for rate in rates], "; ".join(grown) or "—"]
+        cells.append(_where(done) or "—")
+        lines.append(f"| {loss} | " + " | ".join(cells) + " |")
+    return lines + ["", f"† best at its last dev evaluation; the first points have the recipe's {first_steps} steps."]
+
+
+def _search_cell(row: dict[str, Any] | None, best: dict[str, Any] | None) -> str:
+    if row is None or row["best_dev"] is None:
+        return "not run yet"
+    text = f"{100 * row['best_dev']:.2f}" + ("†" if row.get("at_last") else "")
+    return f"**{text}**" if row is best else text
 
 
 NAMES = {"cosine_mse": "cosine-MSE", "cosent": "CoSENT", CONTRASTIVE: "the contrastive stage 2"}

@@ -303,6 +303,8 @@ def test_the_schedule_grows_from_each_losss_first_winner_only_once_every_first_p
     assert _plan(found) == {"a": first, "b": first}  # b's second point has no record yet
     found[("b", (2.0, 10))] = _Run(0.70)  # a tie: the earlier point leads
     assert _plan(found) == {"a": [*first, (2.0, 20)], "b": [*first, (1.0, 20)]}
+    finished = {key: _Run(run.stages[0].best_dev_spearman, at_last=False) for key, run in found.items()}
+    assert _plan(finished) == {"a": first, "b": first}  # every leader peaked before its last evaluation: no growth
 
 
 def test_the_second_round_runs_only_where_a_loss_leads_at_twice_its_steps_at_its_last_evaluation():

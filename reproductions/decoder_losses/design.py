@@ -34,9 +34,10 @@ LABELS = {
 }
 STAGE1_SEED, SEARCH_SEED, TEST_SEEDS = 1, 101, (1, 2, 3)
 RATE_FACTORS = (1.0, 0.5, 2.0, 4.0)
-"""The search: the recipe's stage-2 learning rate, half, double and four times it; the winner has the best dev score
-(the recipe's on a tie). Four times was added after the first three points, where every loss's winner was double
-(the edge of the space); at four times every loss scores below its double."""
+"""The search's learning rates: the recipe's stage-2 rate, half, double and four times it, at the recipe's steps (the
+first points of ``search``, whose schedule then grows where it binds). Four times was added after the first three
+points, where every loss's winner was double (the edge of the space); at four times every loss scores below its
+double."""
 REBUILD_TOLERANCE = 0.05
 """How far apart (seven-task average, Spearman × 100) two builds of one stage 1 may score and still count as one."""
 SPEED = {"dropout_sampler": "gaps"}
@@ -144,8 +145,8 @@ def build_of(result: RunResult) -> str | None:
 
 
 def compared_records(args: argparse.Namespace, record: Path) -> list[Path]:
-    """The records a stage-2 run's record is read with: every search run (they choose each loss's rate together), or
-    the test runs of its seed (their differences are paired by seed)."""
+    """The records a stage-2 run's record is read with: every search run (they choose each loss's point and the
+    growth together), or the test runs of its seed (their differences are paired by seed)."""
     if record.parent.name == "search":
         return search_records(args)
     seed = record.stem.rsplit("-seed", 1)[1]
@@ -211,7 +212,7 @@ def rate_of(args: argparse.Namespace, factor: float) -> float:
 def first_steps(args: argparse.Namespace) -> int:
     """The first points' stage-2 steps: the recipe's (``--quick``: its one step)."""
     steps = QUICK_STAGE["max_steps"] if args.quick else recipe(args).stages[1].max_steps
-    if steps is None:
+    if steps is None or steps <= 0:  # -1: the stage counts epochs
         raise SystemExit(f"{args.recipe}'s stage 2 names no max_steps: the search grows a number of steps")
     return steps
 

@@ -1,12 +1,13 @@
 """The decoder claim's search, the same for every loss: its first points, then its schedule grown where it binds.
 
 A point is a stage-2 learning rate and a number of steps. The first points are the recipe's stage 2 (its steps) at
-each searched learning rate (``design.RATE_FACTORS``). Where the first winners were best at their last dev
-evaluation, the schedule had not finished: growth by pcctune's own multiples (``pcctune.orchestration.growth``, the
-rule ``pcctune sweep --grow`` and the leakage claim use), in two rounds so that the longest schedules run only where
-a shorter one still binds:
+each searched learning rate (``design.RATE_FACTORS``). A loss whose leading run was best at its last dev evaluation
+had not finished its schedule, and the schedule grows, by pcctune's own multiples (``pcctune.orchestration.growth``:
+those of ``pcctune sweep --grow`` and the leakage claim, which run 2×, 4× and 4× at half the rate at once) in two
+rounds of this claim's own, so that the longest schedules run only where a shorter one still binds:
 
-1. every loss's first winner at 2× its steps (its rate; warm-up ratio kept, so the warm-up grows with it);
+1. where any loss's first winner was best at its last evaluation, every loss's first winner at 2× its steps (its
+   rate; warm-up ratio kept, so the warm-up grows with it);
 2. where any loss then leads at 2× and was best at its last evaluation, every loss's first winner at 4× its steps,
    and at 4× with half its rate; a loss whose 4× run leads grows once more, to 8× (``Multiple.grows_further``).
 
@@ -50,13 +51,16 @@ def leader(loss: str, points: Sequence[Point], result_of: ResultOf) -> Point:
 
 
 def plan(losses: Sequence[str], first: Sequence[Point], result_of: ResultOf) -> dict[str, list[Point]]:
-    """Every loss's points that the records call for so far: the first points; once each has its record, the
-    growth's first round; once that round has its records and binds, the second; then 8× for each loss whose 4× leads.
+    """Every loss's points that the records call for so far: the first points; once each has its record and they
+    bind, the growth's first round; once that round has its records and binds, the second; then 8× for each loss
+    whose 4× leads.
     A plan whose points all have records is the whole search (the records call for no more)."""
     points = {loss: list(first) for loss in losses}
     if not _all_kept(points, result_of):
         return points
     base = {loss: leader(loss, first, result_of) for loss in losses}
+    if not _still_binds(points, base, result_of):
+        return points
     first_round, last_round = GROWTH_ROUNDS
     for loss in losses:
         points[loss] += [grown(base[loss], multiple) for multiple in first_round]

@@ -23,6 +23,7 @@ from reproductions.decoder_losses.design import (
     TEST_SEEDS,
     alike,
     first_points,
+    losses,
     progress,
     records,
     search_plan,
@@ -30,6 +31,7 @@ from reproductions.decoder_losses.design import (
     seeds_of,
     stage1_avg,
     test_record,
+    winner,
 )
 from reproductions.decoder_losses.search import best_dev
 
@@ -108,6 +110,7 @@ def search_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 def details_of(args: argparse.Namespace) -> dict[str, Any]:
     first = first_points(args)
     found = {"search": search_rows(args), "rates": sorted(rate for rate, _ in first), "first_steps": first[0][1]}
+    found["winners"] = {loss: winner(args, loss) for loss in losses(args)}
     found |= {"search_seed": SEARCH_SEED, "test_seeds": list(TEST_SEEDS)}
     return found | {"progress": progress(args)}
 
@@ -235,15 +238,16 @@ def score_table(rows: Rows) -> list[str]:
 
 def search_table(details: dict[str, Any]) -> list[str]:
     """Best dev score (Spearman × 100) of each loss at each learning rate of the first points (the recipe's steps),
-    then at its grown schedules; each loss's winner in bold once all of its points have records, † where a run was
-    best at its last dev evaluation (its schedule had not finished)."""
+    then at its grown schedules; each loss's winner in bold once the whole search has its records (``design.winner``),
+    † where a run was best at its last dev evaluation (its schedule had not finished)."""
     rates, first_steps = details["rates"], details["first_steps"]
     header = ["loss", *[f"lr {rate:.1e}" for rate in rates], "grown schedule", "ran on"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for loss in LOSSES:
         runs = [row for row in details["search"] if row["loss"] == loss]
         done = [row for row in runs if row["best_dev"] is not None]
-        best = max(done, key=lambda row: row["best_dev"]) if done and len(done) == len(runs) else None
+        chosen = details.get("winners", {}).get(loss)
+        best = next((row for row in done if chosen and (row["learning_rate"], row["steps"]) == tuple(chosen)), None)
         first = {row["learning_rate"]: row for row in runs if row["steps"] == first_steps}
         grown = [
             f"{row['learning_rate']:.1e}, {row['steps']} steps: {_search_cell(row, best)}"

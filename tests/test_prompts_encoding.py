@@ -227,7 +227,7 @@ def test_a_cached_hub_model_that_holds_the_prompt_name_passes_without_asking_the
     """Only a name the cached settings lack asks the Hub (an unreachable Hub makes each ask wait), before refusing."""
     from huggingface_hub import constants
 
-    from pcctune.modeling import prompts
+    from pcctune.modeling import saving
 
     weightless = tmp_path / "settings-only"
     weightless.mkdir()
@@ -238,13 +238,13 @@ def test_a_cached_hub_model_that_holds_the_prompt_name_passes_without_asking_the
         constants, "HF_HUB_CACHE", str(hub_cache(tmp_path / "hf", "org/prompted", weightless, "a" * 40))
     )
     monkeypatch.delenv("SENTENCE_TRANSFORMERS_HOME", raising=False)
-    asked, load_file_path = [], prompts.load_file_path
+    asked, load_file_path = [], saving.load_file_path
 
     def recording(*args, **kwargs):
         asked.append(kwargs["local_files_only"])
         return load_file_path(*args, **kwargs)
 
-    monkeypatch.setattr(prompts, "load_file_path", recording)
+    monkeypatch.setattr(saving, "load_file_path", recording)
     check_prompt_choice(None, "other", "org/prompted")
     assert asked == [True, True]  # modules.json and the settings, from the cache alone
     asked.clear()

@@ -18,7 +18,9 @@ from sentence_transformers.sentence_transformer.modules import Dense, Normalize,
 from pcctune.errors import PcctuneError
 from pcctune.modeling.build import build_model
 from pcctune.modeling.pooler_head import add_mlp_head
+from pcctune.modeling.saved_parts import saved_pooling_mode
 from pcctune.modeling.saving import MODULES_FILE, saved_modules
+from tests.conftest import hub_cache
 
 PROMPTS = {"query": "query: ", "document": ""}
 TEXTS = ["a man is playing a guitar", "two dogs run in the park"]
@@ -103,3 +105,21 @@ def test_a_saved_module_from_outside_sentence_transformers_is_not_imported_untru
     message = str(error.value)
     assert "\n" not in message
     assert "'json.JSONDecoder', which is not part of Sentence Transformers" in message
+
+
+def test_a_hub_model_rebuilt_with_a_template_keeps_its_saved_pooling_mode(tiny_bert, tmp_path, monkeypatch):
+    """A Hub id's saved pooling is read from the cache its load reads, as a folder's is: rebuilt with a template, a
+    model saved with CLS pooling still pools its CLS token (not the default mean)."""
+    from huggingface_hub import constants
+
+    backbone = Transformer(str(tiny_bert))
+    saved = tmp_path / "cls-model"
+    SentenceTransformer(modules=[backbone, Pooling(backbone.get_embedding_dimension(), "cls")]).save(str(saved))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub_cache(tmp_path / "hf", "org/cls-model", saved, "c" * 40)))
+    monkeypatch.delenv("SENTENCE_TRANSFORMERS_HOME", raising=False)
+    assert saved_pooling_mode("org/cls-model") == saved_pooling_mode(str(saved)) == "cls"
+    assert saved_pooling_mode("org/not-cached") is None and saved_pooling_mode(str(tiny_bert)) is None
+    for source in ("org/cls-model", str(saved)):
+        rebuilt = build_model(source, template="This sentence : {text} means in one word:")
+        assert next(module for module in rebuilt if isinstance(module, Pooling)).pooling_mode == "cls"

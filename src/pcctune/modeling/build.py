@@ -13,7 +13,6 @@ is returned exactly as saved.
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,15 +34,13 @@ from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.gguf import gguf_to_folder
 from pcctune.modeling.quantization import bitsandbytes_config, linear_4bit_layers
 from pcctune.modeling.registry import PACKAGED_MODELS, locate_packaged, packaged_key
-from pcctune.modeling.saved_parts import keep_saved_parts
+from pcctune.modeling.saved_parts import keep_saved_parts, saved_pooling_mode
 from pcctune.modeling.saving import (
     MODULES_FILE,
     is_native_type,
     is_pcctune_type,
-    is_pooling_type,
     is_saved_model,
     module_types,
-    saved_modules,
 )
 from pcctune.modeling.template import (
     Template,
@@ -115,28 +112,6 @@ def is_decoder_only(config) -> bool:
     """True for causal LMs without a masked-LM head (Llama, Qwen, Gemma…), false for BERT-likes."""
     model_type = getattr(config, "model_type", "")
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
-
-
-def _saved_pooling(folder: Path) -> str | None:
-    if not is_saved_model(folder):
-        return None
-    for module in saved_modules(folder):
-        if is_pooling_type(module["type"]):
-            config = json.loads((folder / module["path"] / "config.json").read_text())
-            mode = config.get("pooling_mode")
-            if mode is None:  # legacy boolean keys
-                mode = next(
-                    (
-                        k
-                        for k in ("cls", "lasttoken", "mean")
-                        if config.get(f"pooling_mode_{k}_token")
-                        or config.get(f"pooling_mode_{k}_tokens")
-                        or config.get(f"pooling_mode_{k}")
-                    ),
-                    "mean",
-                )
-            return mode if isinstance(mode, str) else mode[0]
-    return None
 
 
 def _is_pcctune_model(folder: Path) -> bool:
@@ -225,7 +200,7 @@ def _load(
 ) -> SentenceTransformer:
     folder = Path(source.path)
     saved_as_is = is_saved_model(folder) or source.origin == "hub"
-    if pooling is not None and pooling == _saved_pooling(folder):
+    if pooling is not None and pooling == saved_pooling_mode(source.path):
         pooling = None  # the pooling it was saved with: nothing to assemble anew
     if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt:
         # pcctune's own TemplateTransformer is imported from this installed package; a saved module
@@ -246,7 +221,8 @@ def _load(
         return model
     quantization = quantization or None
     model_kwargs = {"dtype": weights, **model_kwargs}
-    model = _assemble(source, template, pooling or _saved_pooling(folder), device, model_kwargs, prompt, quantization)
+    pooling = pooling or saved_pooling_mode(source.path)  # a saved model rebuilt keeps its pooling unless asked
+    model = _assemble(source, template, pooling, device, model_kwargs, prompt, quantization)
     return keep_saved_parts(model, source.path, trust_remote_code=_is_pcctune_model(folder))
 
 

@@ -17,16 +17,14 @@ the model then carries it into ``encode``, a save and the cache keys, which hash
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.util import load_file_path
 
 from pcctune.errors import PcctuneError
 from pcctune.modeling.build import ModelSource, resolve_source
-from pcctune.modeling.saving import MODULES_FILE, SENTENCE_TRANSFORMERS_CONFIG
+from pcctune.modeling.saving import MODULES_FILE, SENTENCE_TRANSFORMERS_CONFIG, saved_file
 
 GIVEN_PROMPT_NAME = "sts"
 """The name under which a prompt text given to ``use_prompt`` joins the model's ``prompts``, unless it already holds
@@ -52,20 +50,15 @@ def no_such_prompt(prompt_name: str, names: Iterable[str]) -> PcctuneError:
 def saved_prompt_names(model: str, cached_only: bool = False) -> list[str] | None:
     """The prompt names the saved settings of the sentence-transformers model ``model`` (a local folder or a Hub id)
     give it, read from its two small settings files, without its weights: those every ``SentenceTransformer`` starts
-    with (its ``_default_prompts``) and its saved ``prompts``. A Hub model's files come through sentence-transformers'
-    own ``load_file_path`` from the cache its load reads (``SENTENCE_TRANSFORMERS_HOME`` where set, else the Hugging
-    Face cache), downloaded where missing unless ``cached_only`` (the cache alone, no Hub call). ``None`` where
+    with (its ``_default_prompts``) and its saved ``prompts``. A Hub model's files come from the cache its load reads
+    (``pcctune.modeling.saving.saved_file``), downloaded where missing unless ``cached_only`` (the cache alone, no
+    Hub call). ``None`` where
     ``model`` is not known here to be a saved sentence-transformers model: a plain Hugging Face model, a Hub id not
     cached while offline (or with ``cached_only``), a Hub that does not answer, a damaged settings file (the load
     then says why)."""
-    cache = os.getenv("SENTENCE_TRANSFORMERS_HOME")  # where the load looks first, as SentenceTransformer does
     try:
-        modules = load_file_path(model, MODULES_FILE, cache_folder=cache, local_files_only=cached_only)
-        settings = (
-            load_file_path(model, SENTENCE_TRANSFORMERS_CONFIG, cache_folder=cache, local_files_only=cached_only)
-            if modules
-            else None
-        )
+        modules = saved_file(model, MODULES_FILE, cached_only=cached_only)
+        settings = saved_file(model, SENTENCE_TRANSFORMERS_CONFIG, cached_only=cached_only) if modules else None
         saved = json.loads(Path(settings).read_text(encoding="utf-8")).get("prompts", {}) if settings else {}
     except Exception:  # noqa: BLE001 - whatever the Hub or a file raises here, the model's load reports in one line
         return None

@@ -14,12 +14,14 @@ its save logs why, and the model card says that loading it needs ``pip install p
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from peft.utils import CONFIG_NAME as PEFT_CONFIG
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
+from sentence_transformers.util import load_file_path
 
 from pcctune.io import atomic_folder, write_json
 from pcctune.modeling.template import PCCTUNE_KEYS, TemplateTransformer, native_config
@@ -32,6 +34,22 @@ SENTENCE_TRANSFORMERS_CONFIG = "config_sentence_transformers.json"
 """A saved model's own settings (its ``prompts``, ``default_prompt_name``, similarity function)."""
 MODULE_CONFIG_FILE = Transformer.config_file_name
 """The config file of a saved input module, in its module folder (``sentence_bert_config.json``)."""
+
+
+def saved_file(model_name_or_path: str, filename: str, subfolder: str = "", cached_only: bool = False) -> str | None:
+    """The path of a saved sentence-transformers model's file (``None`` where it has none), from its folder or the
+    Hub, by sentence-transformers' own ``load_file_path`` from the cache its load reads (``SENTENCE_TRANSFORMERS_HOME``
+    where set, else the Hugging Face cache); downloaded where missing unless ``cached_only``."""
+    cache = os.getenv("SENTENCE_TRANSFORMERS_HOME")  # where the load looks first, as SentenceTransformer does
+    return load_file_path(
+        model_name_or_path, filename, subfolder=subfolder, cache_folder=cache, local_files_only=cached_only
+    )
+
+
+def saved_json(model_name_or_path: str, filename: str, subfolder: str = "") -> Any:
+    """A saved model's JSON file (:func:`saved_file`), parsed; ``None`` where it has none."""
+    found = saved_file(model_name_or_path, filename, subfolder)
+    return json.loads(Path(found).read_text(encoding="utf-8")) if found else None
 
 
 def is_saved_model(folder: Path) -> bool:

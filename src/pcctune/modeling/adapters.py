@@ -145,11 +145,16 @@ def adapter_base(folder: Path) -> str | None:
     return base if isinstance(base, str) else None
 
 
-def name_adapter_base(folder: Path, base: str | None, written_to: Path | None = None) -> None:
-    """Write ``folder``'s adapter config naming ``base`` as its base model, the rest as it was, into
-    ``written_to`` (another folder: a copy being made) or back into ``folder``."""
+def adapter_config_naming(folder: Path, base: str | None) -> dict[str, Any]:
+    """``folder``'s adapter config naming ``base`` as its base model, the rest as it was."""
     config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
-    write_json({**config, BASE_KEY: base}, (written_to or folder) / ADAPTER_CONFIG)
+    return {**config, BASE_KEY: base}
+
+
+def name_adapter_base(folder: Path, base: str | None, written_to: Path | None = None) -> None:
+    """Write ``folder``'s adapter config naming ``base`` as its base model (:func:`adapter_config_naming`) into
+    ``written_to`` (another folder: a copy being made) or back into ``folder``."""
+    write_json(adapter_config_naming(folder, base), (written_to or folder) / ADAPTER_CONFIG)
 
 
 def base_on_hub(base: object) -> str | None:

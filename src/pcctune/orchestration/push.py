@@ -21,7 +21,7 @@ from rich.console import Console
 
 from pcctune.errors import PcctuneError
 from pcctune.io import write_text
-from pcctune.modeling.adapters import ADAPTER_CONFIG, BASE_KEY, base_on_hub
+from pcctune.modeling.adapters import ADAPTER_CONFIG, adapter_base, adapter_config_naming, base_on_hub
 from pcctune.modeling.build import build_model
 from pcctune.modeling.saving import MODULES_FILE, is_saved_model
 from pcctune.orchestration.model_card import load_by
@@ -45,18 +45,16 @@ def model_folder(source: Path) -> Path:
 def hub_adapter_config(folder: Path) -> str | None:
     """``folder``'s ``adapter_config.json`` with its base model named by Hub id (``None`` without an adapter); a
     base the Hub has no twin of (a local folder, a packaged GGUF decoder) is refused before anything is sent."""
-    config_file = folder / ADAPTER_CONFIG
-    if not config_file.is_file():
+    if not (folder / ADAPTER_CONFIG).is_file():
         return None
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    base = config.get(BASE_KEY)
+    base = adapter_base(folder)
     hub = base_on_hub(base)
     if hub is None:
         raise PcctuneError(
             f"{folder}'s LoRA adapter sits on {base}, a base model the Hub does not hold: push it merged "
             f"(pcctune export {folder} --merge --output MERGED, then pcctune push MERGED)"
         )
-    return json.dumps({**config, BASE_KEY: hub}, indent=2) + "\n"
+    return json.dumps(adapter_config_naming(folder, hub), indent=2, ensure_ascii=False) + "\n"
 
 
 def hub_files(folder: Path, repo_id: str) -> dict[str, str]:

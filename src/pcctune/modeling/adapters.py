@@ -152,7 +152,7 @@ def adapter_config_naming(folder: Path, base: str | None) -> dict[str, Any]:
 
 
 def name_adapter_base(folder: Path, base: str | None, written_to: Path | None = None) -> None:
-    """Write ``folder``'s adapter config naming ``base`` as its base model (:func:`adapter_config_naming`) into
+    """Write ``folder``'s adapter config naming ``base`` as its base model (``adapter_config_naming``) into
     ``written_to`` (another folder: a copy being made) or back into ``folder``."""
     write_json(adapter_config_naming(folder, base), (written_to or folder) / ADAPTER_CONFIG)
 

@@ -7,7 +7,7 @@ how they are used, and is kept, read as sentence-transformers reads it, from a l
 - the modules after its ``Pooling`` (``Dense``, ``Normalize``, ...), each class resolved by sentence-transformers'
   ``import_module_class`` (a class outside sentence-transformers only with ``trust_remote_code``) and loaded by
   its own ``load``; a saved ``Dense`` that the new pooling's width does not fit is refused in one line;
-- the saved pooling's mode where no other is asked for (:func:`saved_pooling_mode`), and its ``include_prompt``
+- the saved pooling's mode where no other is asked for (``saved_pooling_mode``), and its ``include_prompt``
   (whether prompt tokens are pooled), on the rebuilt pooling;
 - the settings of ``config_sentence_transformers.json`` (``prompts``, ``default_prompt_name``, ``truncate_dim``, and
   the similarity function where sentence-transformers supports it), given to the rebuilt model's constructor.

@@ -47,7 +47,7 @@ def saved_file(model_name_or_path: str, filename: str, subfolder: str = "", cach
 
 
 def saved_json(model_name_or_path: str, filename: str, subfolder: str = "") -> Any:
-    """A saved model's JSON file (:func:`saved_file`), parsed; ``None`` where it has none."""
+    """A saved model's JSON file (``saved_file``), parsed; ``None`` where it has none."""
     found = saved_file(model_name_or_path, filename, subfolder)
     return json.loads(Path(found).read_text(encoding="utf-8")) if found else None
 

@@ -221,8 +221,8 @@ def _load(
         return model
     quantization = quantization or None
     model_kwargs = {"dtype": weights, **model_kwargs}
-    pooling = pooling or saved_pooling_mode(source.path)  # a saved model rebuilt keeps its pooling unless asked
-    model = _assemble(source, template, pooling, device, model_kwargs, prompt, quantization)
+    pools = pooling or saved_pooling_mode(source.path)  # a saved model rebuilt keeps its pooling unless asked
+    model = _assemble(source, template, pools, device, model_kwargs, prompt, quantization)
     return keep_saved_parts(model, source.path, trust_remote_code=_is_pcctune_model(folder))
 
 

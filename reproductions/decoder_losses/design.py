@@ -5,6 +5,7 @@ run's config and where its record lives, and which runs the records call for (``
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,15 @@ def seeds_of(args: argparse.Namespace) -> tuple[int, ...]:
 
 
 def recipe(args: argparse.Namespace) -> RunConfig:
-    return load_config(args.recipe)
+    """The recipe's config, read once while its file is unchanged (every run's name and config reads it)."""
+    path = Path(args.recipe)
+    return _recipe(str(path), str(Path.cwd()), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _recipe(path: str, cwd: str, modified_ns: int) -> RunConfig:
+    """``load_config`` of ``path`` as read from ``cwd`` at its modification time ``modified_ns`` (the cache's key)."""
+    return load_config(path)
 
 
 def stage1_folder(args: argparse.Namespace) -> Path:
@@ -229,10 +238,15 @@ def search_name(args: argparse.Namespace, loss: str, point: Point) -> str:
     return f"{loss}-lr{rate:.1e}{schedule}-seed{SEARCH_SEED}"
 
 
-def search_plan(args: argparse.Namespace) -> dict[str, list[Point]]:
+def search_results(args: argparse.Namespace) -> search.ResultOf:
+    """Each search run's record by loss and point (``None`` while it has none), each read once by the caller."""
+    return functools.cache(lambda loss, point: kept(search_record(args, loss, point)))
+
+
+def search_plan(args: argparse.Namespace, result_of: search.ResultOf | None = None) -> dict[str, list[Point]]:
     """Every loss's search points that the records call for so far (``search.plan``: the first points, then the
-    schedule's growth)."""
-    return search.plan(losses(args), first_points(args), lambda loss, point: kept(search_record(args, loss, point)))
+    schedule's growth), from ``result_of``'s records (this folder's by default)."""
+    return search.plan(losses(args), first_points(args), result_of or search_results(args))
 
 
 def search_records(args: argparse.Namespace) -> list[Path]:
@@ -243,10 +257,11 @@ def search_records(args: argparse.Namespace) -> list[Path]:
 def winner(args: argparse.Namespace, loss: str) -> Point | None:
     """The search point of ``loss`` with the best dev score, once the whole search has its records (no further
     growth called for)."""
-    plan = search_plan(args)
-    if not all(search_record(args, name, point).is_file() for name, points in plan.items() for point in points):
+    result_of = search_results(args)
+    plan = search_plan(args, result_of)
+    if any(result_of(name, point) is None for name, points in plan.items() for point in points):
         return None
-    return search.leader(loss, plan[loss], lambda name, point: kept(search_record(args, name, point)))
+    return search.leader(loss, plan[loss], result_of)
 
 
 def alike(average: float, other: float) -> bool:

@@ -46,6 +46,11 @@ def _pooling_config(model_name_or_path: str, entry: dict[str, Any]) -> dict[str,
     return saved_json(model_name_or_path, "config.json", subfolder=entry["path"]) or {}
 
 
+LEGACY = ("_token", "_tokens", "")
+"""The endings of sentence-transformers' legacy boolean pooling keys (``pooling_mode_cls_token``,
+``pooling_mode_mean_tokens``, ``pooling_mode_lasttoken``)."""
+
+
 def saved_pooling_mode(model_name_or_path: str) -> str | None:
     """The pooling mode a saved sentence-transformers model (a folder or a Hub id) pools with (its first mode where
     it names several; its legacy boolean keys read as sentence-transformers reads them); ``None`` where it saved no
@@ -60,11 +65,6 @@ def saved_pooling_mode(model_name_or_path: str) -> str | None:
         legacy = ("cls", "lasttoken", "mean")
         mode = next((key for key in legacy if any(config.get(f"pooling_mode_{key}{end}") for end in LEGACY)), "mean")
     return mode if isinstance(mode, str) else mode[0]
-
-
-LEGACY = ("_token", "_tokens", "")
-"""The endings of sentence-transformers' legacy boolean pooling keys (``pooling_mode_cls_token``,
-``pooling_mode_mean_tokens``, ``pooling_mode_lasttoken``)."""
 
 
 def _fit_pooling(model: SentenceTransformer, model_name_or_path: str, config: dict[str, Any], tail: list[Any]) -> None:

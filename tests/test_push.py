@@ -159,6 +159,18 @@ def test_a_lora_model_on_a_base_the_hub_lacks_is_refused_with_the_merge(
     assert not hub
 
 
+@pytest.mark.parametrize("damage", ["not json", '{"r": 2}'])
+def test_a_lora_model_whose_adapter_config_names_no_base_is_refused(hub, tiny_bert, tmp_path, capsys, damage):
+    """An adapter config that cannot be read, or names no base: one line naming the file, nothing sent."""
+    folder = tmp_path / "model"
+    _lora_model(tiny_bert, folder)
+    (folder / "adapter_config.json").write_text(damage, encoding="utf-8")
+    capsys.readouterr()
+    code, output = run_cli(["push", str(folder), "--repo-id", "someone/tiny"], capsys)
+    assert_one_line_error(code, output, "base_model_name_or_path")
+    assert "None" not in output and not hub
+
+
 def test_an_adapter_exported_alone_names_a_packaged_base_by_its_hub_id(tiny_bert, tmp_path, capsys, monkeypatch):
     minilm = PACKAGED_MODELS["all-minilm-l6-v2"]
     monkeypatch.setitem(PACKAGED_MODELS, "all-minilm-l6-v2", dataclasses.replace(minilm, locate=lambda: tiny_bert))

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from pcctune.errors import PcctuneError
 from pcctune.io import write_text
-from pcctune.modeling.adapters import ADAPTER_CONFIG, adapter_base, adapter_config_naming, base_on_hub
+from pcctune.modeling.adapters import ADAPTER_CONFIG, BASE_KEY, adapter_base, adapter_config_naming, base_on_hub
 from pcctune.modeling.build import build_model
 from pcctune.modeling.saving import MODULES_FILE, is_saved_model
 from pcctune.orchestration.model_card import load_by
@@ -48,6 +48,11 @@ def hub_adapter_config(folder: Path) -> str | None:
     if not (folder / ADAPTER_CONFIG).is_file():
         return None
     base = adapter_base(folder)
+    if base is None:
+        raise PcctuneError(
+            f"{folder / ADAPTER_CONFIG} is not a peft adapter config naming its base model ({BASE_KEY}): "
+            "save the model again, or push it merged (pcctune export --merge)"
+        )
     hub = base_on_hub(base)
     if hub is None:
         raise PcctuneError(

@@ -200,9 +200,8 @@ def _load(
 ) -> SentenceTransformer:
     folder = Path(source.path)
     saved_as_is = is_saved_model(folder) or source.origin == "hub"
-    if pooling is not None and pooling == saved_pooling_mode(source.path):
-        pooling = None  # the pooling it was saved with: nothing to assemble anew
-    if saved_as_is and template is None and pooling is None and not model_kwargs and not prompt:
+    kept_pooling = pooling is not None and pooling == saved_pooling_mode(source.path)  # nothing to assemble anew
+    if saved_as_is and template is None and (pooling is None or kept_pooling) and not model_kwargs and not prompt:
         # pcctune's own TemplateTransformer is imported from this installed package; a saved module
         # restores its own settings (template, 4-bit quantization) from its config, unless asked otherwise
         # (quantization: {} for a full-precision base, settings for 4-bit).

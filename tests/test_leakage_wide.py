@@ -470,6 +470,21 @@ def test_a_level_is_final_only_once_its_grown_search_is_settled(monkeypatch):
     assert "CoSENT at `sentence` (5 of 5, the growth rule's limit)" in words and "The search grows" not in words
 
 
+def test_the_front_pages_verdict_says_which_levels_it_covers_and_what_the_others_still_lack():
+    blocks = [
+        {"block": "sentence", "search": [80, 80], "test": [25, 25], "growth": [61, 61]},
+        {"block": "control", "search": [80, 80], "test": [25, 25], "growth": [0, 61]},  # not a level: not named
+        {"block": "normalized", "search": [16, 16], "test": [10, 10], "growth": [1, 4]},
+        {"block": "near", "search": [16, 16], "test": [10, 10], "growth": [0, 0]},
+    ]
+    words = report.coverage(blocks, ("sentence",))
+    assert words == (
+        "The verdict covers `sentence`; `normalized` (1 of 4 grown-search runs so far) and `near` compare Pearson "
+        "with cosine-MSE alone, outside the planned family."
+    )
+    assert report.coverage(blocks[:2], ("sentence",)) == "The verdict covers `sentence`."
+
+
 def test_the_front_pages_verdict_names_the_grown_winners_level_by_level():
     runs = {
         "minilm-sentence-pearson": [{"point": "3x2"}],

@@ -111,6 +111,7 @@ def test_the_verdict_is_the_one_the_leakage_grids_records_give():
     assert verdict in README.read_text(encoding="utf-8").split("\n")
     assert "search seeds 101–102 at `sentence`, 101 at `pair`" in verdict
     assert "and their growth where a winner binds (Pearson's 3x2" in verdict  # the grown winners are named
+    assert "The verdict covers `sentence` and `pair`; `normalized`" in verdict  # and what the other levels lack
     from reproductions.leakage.cells import LOSSES
     from reproductions.leakage.report import NAMES
 

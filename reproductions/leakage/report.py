@@ -183,6 +183,11 @@ def readme_rows(levels: tuple[str, ...] = FRONT_PAGE) -> dict[str, list[str]]:
     return rows
 
 
+RUN_PARTS = {"search": "search runs", "test": "test runs", "growth": "grown-search runs"}
+"""The parts of a block's plan (``wide.progress``) the front page counts for a level it does not read, and their
+names there."""
+
+
 def readme_verdict(levels: tuple[str, ...] = FRONT_PAGE) -> str:
     """The front page's verdict, from the wide search's records: one sentence of Holm's decisions
     (:func:`decided_phrases`), then one of what the records show besides (:func:`caveats`)."""
@@ -197,7 +202,29 @@ def readme_verdict(levels: tuple[str, ...] = FRONT_PAGE) -> str:
         + ", and ".join(decided_phrases(corrected, levels))
         + ". "
         + caveats(found, by_cell, levels)
+        + " "
+        + coverage(found["progress"], levels)
     )
+
+
+def coverage(blocks: list[dict[str, Any]], levels: tuple[str, ...]) -> str:
+    """The sentence saying which leakage levels the verdict covers, and of the others (Pearson and cosine-MSE alone,
+    outside the planned family) what is still to run: each unfinished part's records out of its plan, from
+    :func:`reproductions.leakage.wide.progress`'s ``blocks``."""
+    others = []
+    for block in blocks:
+        if block["block"] in levels or block["block"] not in {level.value for level in LeakageLevel}:
+            continue
+        left = [
+            f"{block[part][0]} of {block[part][1]} {runs}"
+            for part, runs in RUN_PARTS.items()
+            if block[part][0] < block[part][1]
+        ]
+        others.append(f"`{block['block']}`" + (f" ({', '.join(left)} so far)" if left else ""))
+    covered = f"The verdict covers {' and '.join(f'`{level}`' for level in levels)}"
+    if not others:
+        return covered + "."
+    return f"{covered}; {listed(others)} compare Pearson with cosine-MSE alone, outside the planned family."
 
 
 def grown_winners(by_cell: dict[str, list[dict[str, Any]]], levels: tuple[str, ...]) -> str:

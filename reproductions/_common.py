@@ -30,6 +30,7 @@ from benchmarks._common import (
 
 from pcctune.data.download import EXPECTED
 from pcctune.results import AnyResult, BenchmarkResult, EvalResult, RunResult, load_result
+from reproductions._core_share import equal_share, follow, job_callbacks, take_share
 
 if TYPE_CHECKING:
     from pcctune.host_settings import HostSettings
@@ -168,7 +169,8 @@ def train_once(
     done = kept(record)
     if done is not None:
         return done
-    result = run_pipeline(config, resume=holds_a_run(Path(config.output_dir)), tasks=None if score else [])
+    resume = holds_a_run(Path(config.output_dir))
+    result = run_pipeline(config, resume=resume, tasks=None if score else [], callbacks=job_callbacks())
     if noted:
         result = result.model_copy(update={"versions": result.versions | noted})
     if before_keeping is not None:
@@ -192,8 +194,9 @@ def run_jobs(
 ) -> None:
     """Run the jobs ``ready()`` names until it names none, asking it again after each job: the records a job leaves
     decide what is ready next (a seed run once its search has run). One at a time in this process, or with ``jobs``
-    above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores and the CPU speed
-    settings in force here (a machine with a GPU and many cores; on two cores, measured against one run at a time in
+    above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores among the jobs
+    running, taken again as jobs start and end (``reproductions._core_share``), and the CPU speed settings in force
+    here (a machine with a GPU and many cores; on two cores, measured against one run at a time in
     benchmarks/results/speed/README.md, section 14), each started as soon as it is ready. At most
     ``max_runs`` jobs that ``counted`` counts; ``after`` runs after each job (a table rewritten from the records).
 
@@ -270,14 +273,17 @@ def _pool_round(queue: JobQueue, jobs: int) -> None:
     import os
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    cores = os.cpu_count() or 1
     running: dict[str, Future[Any]] = {}
     refusal: SystemExit | None = None
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, context, set_threads, (threads,), max_tasks_per_child=1) as pool:
+    share = context.RawValue("i", cores)  # each running job's threads: the cores over the jobs running now
+    with ProcessPoolExecutor(jobs, context, follow, (share,), max_tasks_per_child=1) as pool:
         while True:
             if refusal is None:
-                refusal = _submit_ready(queue, pool, running, queue.room(jobs))
+                starting, refusal = _next_jobs(queue, running, queue.room(jobs))
+                share.value = equal_share(cores, len(running) + len(starting))  # before they take their share
+                _submit(pool, running, starting)
             if not running:
                 if refusal is not None:
                     raise refusal
@@ -290,33 +296,33 @@ def _pool_round(queue: JobQueue, jobs: int) -> None:
                     continue
                 print(f"[done] {name}", flush=True)
                 queue.succeeded(name)
+            share.value = equal_share(cores, len(running))  # the jobs left take the cores freed
 
 
-def _submit_ready(queue: JobQueue, pool: Any, running: dict[str, Any], limit: int) -> SystemExit | None:
-    """Start the ready jobs not running or failed, up to ``limit`` running, each under this process's CPU speed
-    settings; a refusal of the plan (``SystemExit`` from ``ready``) is said now and returned, to be raised once the
-    running jobs end."""
+def _next_jobs(queue: JobQueue, running: dict[str, Any], limit: int) -> tuple[list[Job], SystemExit | None]:
+    """The ready jobs not running or failed to start now, up to ``limit`` running; a refusal of the plan
+    (``SystemExit`` from ``ready``) is said now and returned with them, to be raised once the running jobs end."""
+    starting: list[Job] = []
+    try:
+        for job in queue.ready():
+            if len(running) + len(starting) >= limit:
+                break
+            if job[0] not in running and job[0] not in queue.failed:
+                starting.append(job)
+    except SystemExit as refusal:
+        print(f"[refused] {refusal}", flush=True)
+        return starting, refusal
+    return starting, None
+
+
+def _submit(pool: Any, running: dict[str, Any], starting: list[Job]) -> None:
+    """Start ``starting`` in ``pool``, each under this process's CPU speed settings."""
     from pcctune.host_settings import host_settings
 
     settings = host_settings()
-    try:
-        for name, function, *arguments in queue.ready():
-            if len(running) >= limit:
-                break
-            if name not in running and name not in queue.failed:
-                print(f"[start] {name}", flush=True)
-                running[name] = pool.submit(in_settings, settings, function, *arguments)
-    except SystemExit as refusal:
-        print(f"[refused] {refusal}", flush=True)
-        return refusal
-    return None
-
-
-def set_threads(threads: int) -> None:
-    """A parallel job's share of the cores."""
-    import torch
-
-    torch.set_num_threads(threads)
+    for name, function, *arguments in starting:
+        print(f"[start] {name}", flush=True)
+        running[name] = pool.submit(in_settings, settings, function, *arguments)
 
 
 def in_settings(settings: HostSettings, function: Callable[..., Any], *arguments: Any) -> Any:
@@ -324,6 +330,7 @@ def in_settings(settings: HostSettings, function: Callable[..., Any], *arguments
     job's process starts with none of its parent's, which hold in the parent's context only."""
     from pcctune.host_settings import using
 
+    take_share()
     with using(settings):
         return function(*arguments)
 

@@ -30,7 +30,7 @@ from benchmarks._common import (
 
 from pcctune.data.download import EXPECTED
 from pcctune.results import AnyResult, BenchmarkResult, EvalResult, RunResult, load_result
-from reproductions._core_share import equal_share, follow, job_callbacks, take_share
+from reproductions._core_share import equal_share, follow, job_callbacks
 
 if TYPE_CHECKING:
     from pcctune.host_settings import HostSettings
@@ -194,8 +194,8 @@ def run_jobs(
 ) -> None:
     """Run the jobs ``ready()`` names until it names none, asking it again after each job: the records a job leaves
     decide what is ready next (a seed run once its search has run). One at a time in this process, or with ``jobs``
-    above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores among the jobs
-    running, taken again as jobs start and end (``reproductions._core_share``), and the CPU speed settings in force
+    above 1 up to that many at once, each in a fresh process with an equal share of the CPU's cores (its training
+    steps: of the jobs running at the time, ``reproductions._core_share``) and the CPU speed settings in force
     here (a machine with a GPU and many cores; on two cores, measured against one run at a time in
     benchmarks/results/speed/README.md, section 14), each started as soon as it is ready. At most
     ``max_runs`` jobs that ``counted`` counts; ``after`` runs after each job (a table rewritten from the records).
@@ -277,13 +277,15 @@ def _pool_round(queue: JobQueue, jobs: int) -> None:
     running: dict[str, Future[Any]] = {}
     refusal: SystemExit | None = None
     context = multiprocessing.get_context("spawn")
-    share = context.RawValue("i", cores)  # each running job's threads: the cores over the jobs running now
-    with ProcessPoolExecutor(jobs, context, follow, (share,), max_tasks_per_child=1) as pool:
+    share = context.RawValue("i", cores)  # a training step's threads: the cores over the jobs running now
+    cap = equal_share(cores, jobs)
+    with ProcessPoolExecutor(jobs, context, follow, (share, cap), max_tasks_per_child=1) as pool:
         while True:
+            starting: list[Job] = []
             if refusal is None:
                 starting, refusal = _next_jobs(queue, running, queue.room(jobs))
-                share.value = equal_share(cores, len(running) + len(starting))  # before they take their share
-                _submit(pool, running, starting)
+            share.value = equal_share(cores, len(running) + len(starting))
+            _submit(pool, running, starting)
             if not running:
                 if refusal is not None:
                     raise refusal
@@ -296,7 +298,6 @@ def _pool_round(queue: JobQueue, jobs: int) -> None:
                     continue
                 print(f"[done] {name}", flush=True)
                 queue.succeeded(name)
-            share.value = equal_share(cores, len(running))  # the jobs left take the cores freed
 
 
 def _next_jobs(queue: JobQueue, running: dict[str, Any], limit: int) -> tuple[list[Job], SystemExit | None]:
@@ -307,7 +308,7 @@ def _next_jobs(queue: JobQueue, running: dict[str, Any], limit: int) -> tuple[li
         for job in queue.ready():
             if len(running) + len(starting) >= limit:
                 break
-            if job[0] not in running and job[0] not in queue.failed:
+            if job[0] not in running and job[0] not in queue.failed and job[0] not in (j[0] for j in starting):
                 starting.append(job)
     except SystemExit as refusal:
         print(f"[refused] {refusal}", flush=True)
@@ -330,7 +331,6 @@ def in_settings(settings: HostSettings, function: Callable[..., Any], *arguments
     job's process starts with none of its parent's, which hold in the parent's context only."""
     from pcctune.host_settings import using
 
-    take_share()
     with using(settings):
         return function(*arguments)
 

@@ -472,10 +472,10 @@ def test_a_level_is_final_only_once_its_grown_search_is_settled(monkeypatch):
 
 def test_the_front_pages_verdict_says_which_levels_it_covers_and_what_the_others_still_lack():
     blocks = [
-        {"block": "sentence", "search": [80, 80], "test": [25, 25], "growth": [61, 61]},
-        {"block": "control", "search": [80, 80], "test": [25, 25], "growth": [0, 61]},  # not a level: not named
-        {"block": "normalized", "search": [16, 16], "test": [10, 10], "growth": [1, 4]},
-        {"block": "near", "search": [16, 16], "test": [10, 10], "growth": [0, 0]},
+        {"block": "sentence", "search": [80, 80], "test": [25, 25], "growth": [61, 61], "settled": True},
+        {"block": "control", "search": [80, 80], "test": [25, 25], "growth": [0, 61], "settled": False},  # no level
+        {"block": "normalized", "search": [16, 16], "test": [10, 10], "growth": [1, 4], "settled": False},
+        {"block": "near", "search": [16, 16], "test": [10, 10], "growth": [0, 0], "settled": True},
     ]
     words = report.coverage(blocks, ("sentence",))
     assert words == (
@@ -483,6 +483,11 @@ def test_the_front_pages_verdict_says_which_levels_it_covers_and_what_the_others
         "with cosine-MSE alone, outside the planned family."
     )
     assert report.coverage(blocks[:2], ("sentence",)) == "The verdict covers `sentence`."
+    decided_so_far = {**blocks[2], "growth": [4, 4]}  # every planned grown run in, the growth still to decide
+    assert report.coverage([decided_so_far], ("sentence",)) == (
+        "The verdict covers `sentence`; `normalized` (its grown search not settled yet) compares Pearson with "
+        "cosine-MSE alone, outside the planned family."
+    )
 
 
 def test_the_front_pages_verdict_names_the_grown_winners_level_by_level():

@@ -159,7 +159,7 @@ def test_a_lora_model_on_a_base_the_hub_lacks_is_refused_with_the_merge(
     assert not hub
 
 
-@pytest.mark.parametrize("damage", ["not json", '{"r": 2}'])
+@pytest.mark.parametrize("damage", ["not json", "[]", '{"r": 2}'])
 def test_a_lora_model_whose_adapter_config_names_no_base_is_refused(hub, tiny_bert, tmp_path, capsys, damage):
     """An adapter config that cannot be read, or names no base: one line naming the file, nothing sent."""
     folder = tmp_path / "model"

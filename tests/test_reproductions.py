@@ -328,7 +328,7 @@ def _write_settings(path: Path) -> None:
 
 
 def test_a_parallel_job_runs_under_its_parents_cpu_speed_settings_on_its_share_of_the_cores(tmp_path):
-    """A job alone in a pool of two takes every core (two at once: the next test)."""
+    """A job runs on its pool's share of the cores outside its training steps (in them: the next test)."""
     import os
 
     from reproductions._common import run_jobs
@@ -338,12 +338,13 @@ def test_a_parallel_job_runs_under_its_parents_cpu_speed_settings_on_its_share_o
     found = tmp_path / "settings.txt"
     with using(HostSettings(workers=None, onednn=True)):
         run_jobs(lambda: iter([("job", _write_settings, found)] if not found.exists() else []), jobs=2)
-    assert found.read_text() == f"workers, onednn | {os.cpu_count() or 1}"
+    assert found.read_text() == f"workers, onednn | {max(1, (os.cpu_count() or 1) // 2)}"
 
 
 def _threads_after_the_other_ends(path: Path) -> None:
     """A parallel job that writes its thread count at its start, then, once the job beside it has ended, the count
-    its training callback takes before a step (module-level: a spawned process imports it)."""
+    its training callback takes as a step begins and gives back as it ends (module-level: a spawned process imports
+    it)."""
     import time
 
     import torch
@@ -357,7 +358,10 @@ def _threads_after_the_other_ends(path: Path) -> None:
         time.sleep(0.2)
         for callback in callbacks:
             callback.on_step_begin(None, None, None)
-    path.write_text(f"{first} {torch.get_num_threads()} {len(callbacks)}")
+    in_step = torch.get_num_threads()
+    for callback in callbacks:
+        callback.on_step_end(None, None, None)
+    path.write_text(f"{first} {in_step} {torch.get_num_threads()} {len(callbacks)}")
 
 
 def _end_once_the_other_started(path: Path) -> None:
@@ -371,14 +375,14 @@ def _end_once_the_other_started(path: Path) -> None:
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a share changes only where two jobs split the cores")
 def test_a_job_left_alone_takes_the_cores_the_job_beside_it_freed(tmp_path):
     """Two jobs at once start on half the cores each; once one ends, the other's next training step runs on every
-    core."""
+    core, and what follows the step on half again (where another job may have started)."""
     from reproductions._common import run_jobs
 
     long, short = tmp_path / "long.txt", tmp_path / "short.txt"
     jobs = [("long", _threads_after_the_other_ends, long), ("short", _end_once_the_other_started, short)]
     run_jobs(lambda: (job for job in jobs if not job[2].exists()), jobs=2)
     cores = os.cpu_count() or 1
-    assert long.read_text() == f"{cores // 2} {cores} 1"
+    assert long.read_text() == f"{cores // 2} {cores} {cores // 2} 1"
 
 
 def _write_or_fail(path: Path) -> None:

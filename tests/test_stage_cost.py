@@ -36,6 +36,25 @@ def test_each_process_that_trained_the_stage_adds_its_thread_count(tmp_path):
     assert first.threads == (1,) and resumed.threads == (1, 2) and resumed.sessions == 2
 
 
+def test_a_process_whose_steps_ran_on_more_threads_than_it_began_with_records_the_most():
+    """A callback after the clock may raise the thread count for a step and lower it after (a job sharing the cores
+    with others): the record keeps what the steps ran on, not what training began with."""
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with PeakMemory() as memory:
+            clock = StageClock(StageCost(), memory)
+            clock.on_train_begin(None, None, None)
+            torch.set_num_threads(2)  # the step's share
+            clock.on_step_end(None, None, None)
+            torch.set_num_threads(1)  # given back
+            clock.on_step_end(None, None, None)
+            total = clock.total()
+    finally:
+        torch.set_num_threads(threads)
+    assert total.threads == (2,)
+
+
 def test_a_checkpoint_from_before_the_cpu_count_leaves_it_unknown(tmp_path):
     older, newer = tmp_path / "older", tmp_path / "newer"
     for folder, cost in (

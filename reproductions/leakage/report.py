@@ -209,8 +209,8 @@ def readme_verdict(levels: tuple[str, ...] = FRONT_PAGE) -> str:
 
 def coverage(blocks: list[dict[str, Any]], levels: tuple[str, ...]) -> str:
     """The sentence saying which leakage levels the verdict covers, and of the others (Pearson and cosine-MSE alone,
-    outside the planned family) what is still to run: each unfinished part's records out of its plan, from
-    :func:`reproductions.leakage.wide.progress`'s ``blocks``."""
+    outside the planned family) what is still to run: each unfinished part's records out of its plan, and a grown
+    search its records have not settled yet, from :func:`reproductions.leakage.wide.progress`'s ``blocks``."""
     others = []
     for block in blocks:
         if block["block"] in levels or block["block"] not in {level.value for level in LeakageLevel}:
@@ -220,11 +220,15 @@ def coverage(blocks: list[dict[str, Any]], levels: tuple[str, ...]) -> str:
             for part, runs in RUN_PARTS.items()
             if block[part][0] < block[part][1]
         ]
-        others.append(f"`{block['block']}`" + (f" ({', '.join(left)} so far)" if left else ""))
+        if left:
+            others.append(f"`{block['block']}` ({', '.join(left)} so far)")
+        else:
+            others.append(f"`{block['block']}`" + " (its grown search not settled yet)" * (not block["settled"]))
     covered = f"The verdict covers {' and '.join(f'`{level}`' for level in levels)}"
     if not others:
         return covered + "."
-    return f"{covered}; {listed(others)} compare Pearson with cosine-MSE alone, outside the planned family."
+    verb = "compare" if len(others) > 1 else "compares"
+    return f"{covered}; {listed(others)} {verb} Pearson with cosine-MSE alone, outside the planned family."
 
 
 def grown_winners(by_cell: dict[str, list[dict[str, Any]]], levels: tuple[str, ...]) -> str:

@@ -274,8 +274,8 @@ class StageRecord(BaseModel):
     )
     torch_threads: list[int] | None = Field(
         None,
-        description="torch's intra-op thread count in each process that trained the stage, in order (None before "
-        "schema 8, or where a checkpoint from before it started the stage)",
+        description="torch's intra-op thread count in each process that trained the stage, in order: the most its "
+        "training steps ran on (None before schema 8, or where a checkpoint from before it started the stage)",
     )
     peak_memory_mb: float | None = None
     memory_kind: str | None = None

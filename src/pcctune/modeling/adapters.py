@@ -139,9 +139,10 @@ def adapter_base(folder: Path) -> str | None:
     """The base model the saved LoRA adapter in ``folder`` names (``BASE_KEY``); ``None`` where ``folder`` holds
     no readable adapter config or it names none."""
     try:
-        base = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8")).get(BASE_KEY)
+        config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    base = config.get(BASE_KEY) if isinstance(config, dict) else None
     return base if isinstance(base, str) else None
 
 

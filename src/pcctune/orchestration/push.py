@@ -50,8 +50,8 @@ def hub_adapter_config(folder: Path) -> str | None:
     base = adapter_base(folder)
     if base is None:
         raise PcctuneError(
-            f"{folder / ADAPTER_CONFIG} is not a peft adapter config naming its base model ({BASE_KEY}): "
-            "save the model again, or push it merged (pcctune export --merge)"
+            f"{folder / ADAPTER_CONFIG} is not a peft adapter config naming its base model: write the base model's "
+            f"Hub id into it as {BASE_KEY}, or save the model again"
         )
     hub = base_on_hub(base)
     if hub is None:

@@ -57,7 +57,9 @@ def cost_in(checkpoint: str | None) -> StageCost:
 
 class StageClock(TrainerCallback):
     """Counts this process's time and peak memory on top of ``before``, and writes the total into every checkpoint.
-    The thread count is torch's when training begins (accelerate may set it once the trainer's state exists)."""
+    The thread count is torch's when training begins (accelerate may set it once the trainer's state exists), or
+    the most a training step ran on where a callback after this one changed it (a job sharing the cores with others,
+    ``reproductions._core_share``)."""
 
     def __init__(self, before: StageCost, memory: PeakMemory) -> None:
         self.before = before
@@ -78,6 +80,9 @@ class StageClock(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.threads = torch.get_num_threads()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.threads = max(self.threads, torch.get_num_threads())
 
     def write_checkpoint(self, folder: Path) -> None:
         """Into a checkpoint being written, before its trainer state (``pcctune.training.trainer.CheckpointWriter``)."""

@@ -341,6 +341,23 @@ def test_a_parallel_job_runs_under_its_parents_cpu_speed_settings_on_its_share_o
     assert found.read_text() == f"workers, onednn | {max(1, (os.cpu_count() or 1) // 2)}"
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a share above the cap needs two cores")
+def test_a_training_job_alone_in_a_pool_trains_on_every_core_and_its_record_says_so(tiny_bert, mini_senteval, tmp_path):
+    """train_once in a pool worker adds the share's callback to the trainer: a job alone in a pool of two runs its
+    steps on every core (outside them, on half), and its stage's record keeps the threads its steps ran on."""
+    from reproductions._common import run_jobs, train_once
+
+    from pcctune.training.config import RunConfig
+
+    config = RunConfig.model_validate(
+        {"model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / "run")}
+        | {"evaluate_before": False, "stages": [one_step_stage2(max_steps=2)]}
+    )
+    record = tmp_path / "record.json"
+    run_jobs(lambda: iter([("run", train_once, config, record, False)] if not record.exists() else []), jobs=2)
+    assert RunResult.from_disk(record).stages[0].torch_threads == [os.cpu_count()]
+
+
 def _threads_after_the_other_ends(path: Path) -> None:
     """A parallel job that writes its thread count at its start, then, once the job beside it has ended, the count
     its training callback takes as a step begins and gives back as it ends (module-level: a spawned process imports

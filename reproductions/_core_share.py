@@ -38,7 +38,7 @@ def follow(share: Any, cap: int) -> None:
 def take_share() -> None:
     """Run on the share of the moment (a training step begins), where this process follows one."""
     if _share is not None:
-        _set_threads(max(1, int(_share.value)))
+        _set_threads(int(_share.value))  # the parent keeps it at one or more (equal_share)
 
 
 def give_back() -> None:

@@ -329,8 +329,6 @@ def _write_settings(path: Path) -> None:
 
 def test_a_parallel_job_runs_under_its_parents_cpu_speed_settings_on_its_share_of_the_cores(tmp_path):
     """A job runs on its pool's share of the cores outside its training steps (in them: the next test)."""
-    import os
-
     from reproductions._common import run_jobs
 
     from pcctune.host_settings import HostSettings, using

@@ -40,7 +40,7 @@ from reproductions.leakage.wide_tables import (
     wide_verdicts,
 )
 
-from pcctune.data.leakage import LeakageLevel
+from pcctune.data.leakage import LEVELS, LeakageLevel
 from pcctune.evaluation.multiple import Corrected, simultaneous_label
 from pcctune.io import write_text
 
@@ -213,7 +213,7 @@ def coverage(blocks: list[dict[str, Any]], levels: tuple[str, ...]) -> str:
     search its records have not settled yet, from :func:`reproductions.leakage.wide.progress`'s ``blocks``."""
     others = []
     for block in blocks:
-        if block["block"] in levels or block["block"] not in {level.value for level in LeakageLevel}:
+        if block["block"] in levels or block["block"] not in LEVELS:
             continue
         left = [
             f"{block[part][0]} of {block[part][1]} {runs}"

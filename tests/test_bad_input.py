@@ -85,6 +85,10 @@ class Context:
         return str(folder)
 
 
+def _keep(folder: Path) -> None:
+    """A model copy left as it is."""
+
+
 def _gold(root: Path, lines: list[str]) -> None:
     write_lines(root / "downstream" / "STS" / "STS12-en-test" / "STS.gs.alpha.txt", lines)
 
@@ -149,6 +153,21 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         lambda c: ["export", str(c.bert), "--output", str(c.inputs / "x"), "--backend", "tensorrt"],
         "unknown backend 'tensorrt'; choose from torch, onnx, openvino",
     ),
+    (
+        "export-over-its-model",
+        lambda c: ["export", c.model_copy(_keep), "--output", str(c.inputs / "model")],
+        "overlaps the model folder",
+    ),
+    (
+        "export-adapter-inside-its-model",
+        lambda c: ["export", c.model_copy(_keep), "--adapter-only", "--output", str(c.inputs / "model" / "out")],
+        "overlaps the model folder",
+    ),
+    (
+        "export-around-its-model",
+        lambda c: ["export", c.model_copy(_keep), "--merge", "--output", str(c.inputs)],
+        "overlaps the model folder",
+    ),
     ("bad-dtype", lambda c: _eval(c, None, "--dtype", "fp8"), "unknown dtype"),
     ("template-without-slot", lambda c: _eval(c, None, "--template", "no slot"), "exactly one {text}"),
     ("template-two-slots", lambda c: _eval(c, None, "--template", "{text} {text}"), "exactly one {text}"),
@@ -158,6 +177,8 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("set-non-integer-index", lambda c: _train(c, c.config(), "--set", "stages.x.epochs=1"), "not an index"),
     ("set-inside-a-value", lambda c: _train(c, c.config(), "--set", "model.name=x"), "inside a value"),
     ("set-bad-value", lambda c: _train(c, c.config(), "--set", "seed=many"), "--set seed: "),  # not the file's
+    ("infinite-rate", lambda c: _train(c, c.config(stage={"learning_rate": float("inf")})), "learning_rate"),
+    ("nan-threshold", lambda c: _train(c, c.config(stage={"contrastive_threshold": float("nan")})), "finite"),
     ("tasks-flag-naming-nothing", lambda c: _train(c, c.config(), "--tasks", ","), "--tasks names no test set"),
     ("tasks-naming-nothing", lambda c: _train(c, c.config(tasks=[])), "tasks: names no test set"),
     ("output-dir-empty", lambda c: _train(c, c.config(), "--output-dir", ""), "--output-dir is empty"),

@@ -10,6 +10,7 @@ from pathlib import Path
 import huggingface_hub
 import pytest
 
+from pcctune.errors import PcctuneError
 from pcctune.modeling.adapters import AdapterConfig, attach_adapter
 from pcctune.modeling.build import build_model
 from pcctune.modeling.registry import PACKAGED_MODELS
@@ -180,3 +181,25 @@ def test_an_adapter_exported_alone_names_a_packaged_base_by_its_hub_id(tiny_bert
     assert code == 0, output
     exported = json.loads((tmp_path / "a" / "adapter_config.json").read_text(encoding="utf-8"))
     assert exported == {**saved, "base_model_name_or_path": "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+def test_a_copied_run_folder_pushes_its_own_model_not_the_one_where_it_was_written(tiny_bert, tmp_path):
+    import shutil
+
+    from pcctune.orchestration.push import model_folder
+    from pcctune.orchestration.run_folder import RESULTS
+    from pcctune.results import RunResult
+    from tests.conftest import stage_record
+
+    original = tmp_path / "original"
+    save_model(build_model(str(tiny_bert)), original / "stage1-pcc" / "final")
+    final = str(original / "stage1-pcc" / "final")
+    record = RunResult(protocol="simcse-senteval", data_dir="data", seed=1, config={}, stages=[stage_record(None)])
+    record.stages[0].final_dir = final  # as a run writes it: where it was first saved
+    record.to_disk(original / RESULTS)
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy)
+    assert model_folder(copy) == copy / "stage1-pcc" / "final"
+    shutil.rmtree(copy / "stage1-pcc")
+    with pytest.raises(PcctuneError, match="neither a saved model"):
+        model_folder(copy)  # its own model gone: the original is not pushed in its place

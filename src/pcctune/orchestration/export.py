@@ -30,6 +30,7 @@ def run_export(
     if adapter_only and (merge or backend != "torch"):
         raise PcctuneError("--adapter-only writes the adapter alone: no --merge, no --backend")
     check_output_folder(output)
+    check_apart(model, output)
     if adapter_only:
         export_adapter(model, output, dtype)
         write_text(output / "README.md", adapter_card(model, output, dtype))
@@ -45,6 +46,14 @@ def run_export(
         "plain sentence-transformers" if native else "needs pcctune (sentence cut-off, 4-bit or continuous prompts)"
     )
     console.print(f"model ({loads_in}{'' if backend == 'torch' else ', with ' + backend}) -> {output}")
+
+
+def check_apart(model: Path, output: Path) -> None:
+    """Refuse an ``--output`` that is the model's own folder, lies inside it or holds it: the export replaces
+    ``--output``, and would delete the model it reads."""
+    source, target = model.resolve(), output.resolve()
+    if source == target or source in target.parents or target in source.parents:
+        raise PcctuneError(f"--output {output} overlaps the model folder {model}: give a folder outside it")
 
 
 def saved_run_config(model: Path) -> dict[str, Any] | None:

@@ -32,13 +32,15 @@ CARD = "README.md"
 
 
 def model_folder(source: Path) -> Path:
-    """The model folder to push: ``source`` itself, or the last stage's ``final`` of a run folder."""
+    """The model folder to push: ``source`` itself, or the last stage's ``final`` of a run folder (``RUN/STAGE/final``),
+    found in ``source`` itself, not where the run was first written: a copied or moved run pushes its own model."""
     if is_saved_model(source):
         return source
     if (source / RESULTS).is_file():
         stages = RunResult.from_disk(source / RESULTS).stages
-        if stages and is_saved_model(Path(stages[-1].final_dir)):
-            return Path(stages[-1].final_dir)
+        saved_at = Path(stages[-1].final_dir) if stages else None
+        if saved_at is not None and is_saved_model(source / saved_at.parent.name / saved_at.name):
+            return source / saved_at.parent.name / saved_at.name
     raise PcctuneError(f"{source} is neither a saved model ({MODULES_FILE}) nor a finished run folder ({RESULTS})")
 
 

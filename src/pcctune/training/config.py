@@ -35,9 +35,10 @@ from pcctune.yaml_input import read_yaml
 
 
 class Strict(BaseModel):
-    """A config section that refuses a key it does not know (a misspelt setting is an error, not a default)."""
+    """A config section that refuses a key it does not know (a misspelt setting is an error, not a default) and an
+    infinite or NaN number."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 TRIPLET_SOURCES = ("simcse_csv", "snli")
@@ -244,7 +245,7 @@ class StageConfig(Strict):
     mini_batch_size: int | None = Field(None, ge=1, description="GradCache mini-batch; bounds memory")
     gradient_accumulation_steps: int = Field(1, ge=1, description="translated into mini-batches, never splits a group")
     learning_rate: float = Field(2e-5, gt=0, description="peak learning rate (AdamW, linear decay)")
-    epochs: float = Field(1.0, allow_inf_nan=False, description="passes over the data (ignored when max_steps > 0)")
+    epochs: float = Field(1.0, description="passes over the data (ignored when max_steps > 0)")
     max_steps: int = Field(-1, description="optimizer steps; -1 trains for `epochs`")
     warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the steps spent warming the learning rate up")
     weight_decay: float = Field(0.0, ge=0, description="AdamW's decoupled weight decay")

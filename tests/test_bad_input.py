@@ -190,6 +190,26 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("bound-n-one", lambda c: ["bound", "--n", "1"], "at least 2"),
     ("icl-unknown-dev", lambda c: ["icl", str(c.llama), "--dev", "test", "--data", str(c.senteval)], "unknown dev set"),
     ("stage2-bad-leakage-level", lambda c: ["data", "stage2", "--leakage", "fold"], "Invalid value"),
+    (
+        "stage2-one-file-for-two",
+        lambda c: ["data", "stage2", "--output", str(c.inputs / "s.jsonl"), "--report", str(c.inputs / "s.jsonl")],
+        "--output and --report are both",
+    ),
+    (
+        "stage2-report-under-a-file",
+        lambda c: ["data", "stage2", "--report", c.file("f.txt", "x") + "/r.json", "--output", str(c.inputs / "s")],
+        "--report ",
+    ),
+    (
+        "bound-plot-under-a-file",
+        lambda c: ["bound", "--n", "10", "--plot", c.file("g.txt", "x") + "/p.png"],
+        "--plot ",
+    ),
+    (
+        "report-output-under-a-file",
+        lambda c: ["report", c.file("r.json", "{}"), "--output", c.file("h.txt", "x") + "/sub"],
+        "h.txt/sub: ",
+    ),
     # --- data folders and outputs -------------------------------------------------------------
     ("missing-data-folder", lambda c: _eval(c, str(c.inputs / "nowhere")), "no SentEval data folder"),
     ("data-is-a-file", lambda c: _eval(c, c.file("data.txt", "x")), "no SentEval data folder"),

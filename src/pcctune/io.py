@@ -239,14 +239,19 @@ def check_output_file(path: str | Path, what: str = "--output") -> Path:
         return path
     if path.is_dir():
         raise PcctuneError(f"{what} {path} is a folder; give a file name, e.g. {path / 'results.json'}")
+    _check_place(path, path, what)
+    return path
+
+
+def _check_place(path: Path, shown: Path, what: str) -> None:
+    """Fail where the nearest existing folder above ``path`` is a file or not writable; the error names ``shown``."""
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise PcctuneError(f"{what} {path}: {parent} is a file, not a folder")
+                raise PcctuneError(f"{what} {shown}: {parent} is a file, not a folder")
             if not os.access(parent, os.W_OK):
-                raise PcctuneError(f"{what} {path}: cannot write in {parent}")
-            break
-    return path
+                raise PcctuneError(f"{what} {shown}: cannot write in {parent}")
+            return
 
 
 def check_output_folder(path: str | Path, what: str = "--output") -> Path:
@@ -254,5 +259,5 @@ def check_output_folder(path: str | Path, what: str = "--output") -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise PcctuneError(f"{what} {path} is a file; give a folder")
-    check_output_file(path / "x", what)
+    _check_place(path / "x", path, what)  # the folder itself, where it exists, or the nearest one above it
     return path

@@ -56,9 +56,9 @@ def run_bound(
     """Print the requested ceilings; save the plot and the numbers where asked. Inputs are checked first."""
     if not ns and not sts:
         raise PcctuneError("give --n N (one or more) and/or --test-sets")
-    for path in (plot, output):
+    for path, flag in ((plot, "--plot"), (output, "--output")):
         if path is not None:
-            check_output_file(path)
+            check_output_file(path, flag)
     scores = EvalResult.from_disk(results).sts if results else None
     payload: dict[str, Any] = {}
     ceilings = None

@@ -10,6 +10,7 @@ from rich.table import Table
 from pcctune.data.cache import senteval_folder
 from pcctune.data.leakage import LEVELS, NEAR_THRESHOLD, LeakageLevel
 from pcctune.data.stage2 import Stage2Set, build_stage2_set, save_pairs_jsonl
+from pcctune.errors import PcctuneError
 from pcctune.io import check_output_file, write_json
 
 
@@ -38,8 +39,10 @@ def run_stage2(
     near_threshold: float = NEAR_THRESHOLD,
 ) -> Stage2Set:
     """Filter STS-B + SICK-R train against the test sets at ``level``; write the pairs (jsonl) and the report."""
-    for path in (output, report):
-        check_output_file(path)
+    for path, flag in ((output, "--output"), (report, "--report")):
+        check_output_file(path, flag)
+    if output.resolve() == report.resolve():
+        raise PcctuneError(f"--output and --report are both {output}: give each its own file")
     senteval = senteval_folder(data)
     result = build_stage2_set(senteval, level, rescale_sick, near_threshold)
     save_pairs_jsonl(result.pairs, output)

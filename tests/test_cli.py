@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import typer.main
 
 from tests.conftest import assert_one_line_error, run_cli
@@ -83,6 +84,13 @@ def test_version_and_help_without_type_noise(capsys):
     assert code == 0 and out.strip() == f"pcctune {__version__}"
     code, out = run_cli(["--help"], capsys)
     assert code == 0 and "--version" in out and "<bool>" not in out
+
+
+@pytest.mark.parametrize("group", [[], ["data"], ["cache"]])
+def test_a_group_called_bare_prints_its_help_not_an_error(group, capsys):
+    code, out = run_cli(group, capsys)
+    assert code == 2 and out.startswith("Usage: ") and "Commands" in out
+    assert "error:" not in out and "--help')" not in out
 
 
 def _choices_in_help(help_text: str) -> list[str]:

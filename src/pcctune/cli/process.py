@@ -124,6 +124,9 @@ def _run_command(args: list[str], debug: bool) -> None:
     except PcctuneError as error:
         _fail(2, str(error))
     except typer.TyperException as error:  # click's usage errors, from typer's own copy of click
+        if type(error).__name__ == "NoArgsIsHelpError":  # a group called bare; typer tells it by name alike
+            print(error.format_message(), file=sys.stderr)  # its help, as click prints it, not an error line
+            sys.exit(2)
         _fail(2, _usage_message(error))
     except Interrupted as stop:
         plain_console(stderr=True, soft_wrap=True).print(escape(str(stop)), highlight=False)

@@ -203,3 +203,25 @@ def test_a_copied_run_folder_pushes_its_own_model_not_the_one_where_it_was_writt
     shutil.rmtree(copy / "stage1-pcc")
     with pytest.raises(PcctuneError, match="neither a saved model"):
         model_folder(copy)  # its own model gone: the original is not pushed in its place
+
+
+@pytest.mark.parametrize("repo_id", ["bad id!!", ""])
+def test_a_repo_id_the_hub_refuses_is_one_line_before_anything_loads(repo_id, hub, tmp_path, capsys):
+    code, output = run_cli(["push", str(tmp_path / "nothing-here"), "--repo-id", repo_id], capsys)
+    assert_one_line_error(code, output, f"--repo-id {repo_id!r}: Repo id must use")
+    assert not hub
+
+
+def test_an_unreachable_hub_is_one_line(tiny_bert, tmp_path, capsys, monkeypatch):
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    def offline(self, repo_id, **kwargs):
+        raise OfflineModeIsEnabled("Cannot reach https://huggingface.co/api/repos/create: offline mode is enabled.")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", offline)
+    folder = tmp_path / "model"
+    save_model(build_model(str(tiny_bert)), folder)
+    code, output = run_cli(["push", str(folder), "--repo-id", "someone/tiny"], capsys)
+    errors = [line for line in output.splitlines() if "error:" in line]  # beside the weights' loading bar
+    assert code == 2 and "Traceback" not in output and len(errors) == 1
+    assert "could not push" in errors[0] and "offline mode is enabled" in errors[0]

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from huggingface_hub.errors import HfHubHTTPError, HFValidationError
+from huggingface_hub.utils import validate_repo_id
 from rich.console import Console
 
 from pcctune.errors import PcctuneError
@@ -97,11 +99,20 @@ def upload_view(folder: Path, rewritten: dict[str, str]) -> Iterator[Path]:
 
 
 def run_push(source: Path, repo_id: str, private: bool, token: str | None, console: Console) -> str:
-    """Upload the model of ``source`` to ``repo_id``; return the commit URL the Hub gives."""
+    """Upload the model of ``source`` to ``repo_id``; return the commit URL the Hub gives. A repo id the Hub refuses
+    is refused before anything loads; a Hub that is unreachable or refuses the upload is one line."""
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise PcctuneError(f"--repo-id {repo_id!r}: {str(error).splitlines()[0]}") from None
     folder = model_folder(source)
     rewritten = hub_files(folder, repo_id)
     model = build_model(str(folder))
     with upload_view(folder, rewritten) as view:
-        url = model.push_to_hub(repo_id, token=token, private=private, local_model_path=str(view), exist_ok=True)
+        try:
+            url = model.push_to_hub(repo_id, token=token, private=private, local_model_path=str(view), exist_ok=True)
+        except (ConnectionError, HfHubHTTPError) as error:  # offline mode, no network, a refused token or repo
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise PcctuneError(f"could not push {folder} to {repo_id}: {detail}") from None
     console.print(f"{folder} -> {url}")
     return str(url)

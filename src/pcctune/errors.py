@@ -22,6 +22,11 @@ class Interrupted(Exception):  # noqa: N818  (a user's Ctrl-C, not an error)
     """A run stopped by Ctrl-C. The message says what was kept and how to continue; exit code 130."""
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message, for a one-line ``PcctuneError``; its type's name where it has none."""
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
 def first_refusal(error: ValidationError, model: type[BaseModel] | None = None) -> tuple[str, str]:
     """The parts of a one-line message for a pydantic ``ValidationError``: where its first error lies (the dotted
     location, empty at the top level) and what it says, without pydantic's ``Value error, `` prefix. Given the

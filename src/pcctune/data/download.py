@@ -40,7 +40,7 @@ from pcctune.data.senteval import (
     sts_year_dir,
 )
 from pcctune.data.sts import STSPair, read_senteval_sts_year
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_line
 from pcctune.io import atomic_folder, write_text
 
 
@@ -97,7 +97,7 @@ def reach_hub() -> None:
         get_session().head(constants.ENDPOINT, timeout=HUB_PROBE_TIMEOUT_S)  # any answer: the Hub is there
     except Exception as error:  # offline mode, no network, no name resolution, a timeout
         raise PcctuneError(
-            f"could not reach the Hugging Face Hub at {constants.ENDPOINT}: {_first_line(error)}"
+            f"could not reach the Hugging Face Hub at {constants.ENDPOINT}: {first_line(error)}"
         ) from None
 
 
@@ -110,12 +110,7 @@ def hub_loader(source: HubSource) -> Any:
     try:
         return load_dataset(source.path, revision=source.revision)
     except Exception as error:  # a missing revision, a connection lost: one line for the user
-        raise PcctuneError(f"could not load {source.path} from the Hugging Face Hub: {_first_line(error)}") from None
-
-
-def _first_line(error: Exception) -> str:
-    """The first line of ``error``'s message (its type's name where it has none)."""
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PcctuneError(f"could not load {source.path} from the Hugging Face Hub: {first_line(error)}") from None
 
 
 def local_loader(folder: Path) -> Loader:

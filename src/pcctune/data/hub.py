@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pcctune.data.local import is_local, local_path
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_line
 
 
 def load_hub_dataset(
@@ -33,7 +33,7 @@ def load_hub_dataset(
     try:
         dataset = datasets.load_dataset(name, subset, split=split, revision=revision, data_files=data_files)
     except Exception as error:  # network, missing repository or file, unknown split: one line for the user
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        detail = first_line(error)
         where = "" if is_local(name) else f"; no file or folder {name!r} here either"
         raise PcctuneError(f"could not load Hub dataset {name!r} (split {split!r}): {detail}{where}") from None
     renames = {theirs: ours for ours, theirs in (columns or {}).items() if theirs != ours}

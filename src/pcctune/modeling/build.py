@@ -28,7 +28,7 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_line
 from pcctune.modeling import chat_template
 from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.gguf import gguf_to_folder
@@ -227,7 +227,7 @@ def _load(
 
 def load_error(spec: str, source: ModelSource, error: Exception) -> PcctuneError:
     """The one-line error for a model that would not load, with a hint for an unreachable Hub."""
-    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    detail = first_line(error)
     hint = ""
     if source.origin == "hub" and "connect" in str(error):
         hint = " (the Hub is unreachable: use a local folder, a .gguf file or a packaged name: "

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pcctune.cache_entry import cached_folder
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_line
 from pcctune.modeling.template import ensure_pad_token
 from pcctune.paths import cache_root
 from pcctune.provenance import code_digest, file_sha256, package_version
@@ -44,7 +44,7 @@ def gguf_to_folder(gguf_path: str | Path) -> Path:
     except PcctuneError:
         raise
     except Exception as error:  # a truncated or unsupported GGUF file
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        detail = first_line(error)
         raise PcctuneError(f"could not read GGUF file {gguf_path}: {detail}") from None
 
 

@@ -21,7 +21,7 @@ from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 from huggingface_hub.utils import validate_repo_id
 from rich.console import Console
 
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, first_line
 from pcctune.io import write_text
 from pcctune.modeling.adapters import ADAPTER_CONFIG, BASE_KEY, adapter_base, adapter_config_naming, base_on_hub
 from pcctune.modeling.build import build_model
@@ -41,8 +41,9 @@ def model_folder(source: Path) -> Path:
     if (source / RESULTS).is_file():
         stages = RunResult.from_disk(source / RESULTS).stages
         saved_at = Path(stages[-1].final_dir) if stages else None
-        if saved_at is not None and is_saved_model(source / saved_at.parent.name / saved_at.name):
-            return source / saved_at.parent.name / saved_at.name
+        here = None if saved_at is None else source / saved_at.parent.name / saved_at.name
+        if here is not None and is_saved_model(here):
+            return here
     raise PcctuneError(f"{source} is neither a saved model ({MODULES_FILE}) nor a finished run folder ({RESULTS})")
 
 
@@ -112,7 +113,6 @@ def run_push(source: Path, repo_id: str, private: bool, token: str | None, conso
         try:
             url = model.push_to_hub(repo_id, token=token, private=private, local_model_path=str(view), exist_ok=True)
         except (ConnectionError, HfHubHTTPError) as error:  # offline mode, no network, a refused token or repo
-            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise PcctuneError(f"could not push {folder} to {repo_id}: {detail}") from None
+            raise PcctuneError(f"could not push {folder} to {repo_id}: {first_line(error)}") from None
     console.print(f"{folder} -> {url}")
     return str(url)

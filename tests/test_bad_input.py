@@ -153,6 +153,11 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         lambda c: ["export", str(c.bert), "--output", str(c.inputs / "x"), "--backend", "tensorrt"],
         "unknown backend 'tensorrt'; choose from torch, onnx, openvino",
     ),
+    (  # a packaged name or Hub id has no export of its own to run
+        "eval-backend-of-a-name",
+        lambda c: ["eval", "minilm", "--backend", "onnx", "--data", str(c.senteval)],
+        "minilm is none: write one with pcctune export minilm --backend onnx --output FOLDER",
+    ),
     (
         "export-over-its-model",
         lambda c: ["export", c.model_copy(_keep), "--output", str(c.inputs / "model")],
@@ -167,6 +172,19 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         "export-around-its-model",
         lambda c: ["export", c.model_copy(_keep), "--merge", "--output", str(c.inputs)],
         "overlaps the model folder",
+    ),
+    (  # an --adapter-only export holds the adapter's config and weights and nothing else
+        "export-merge-an-adapter-alone",
+        lambda c: [
+            "export",
+            str(
+                Path(c.file("adapter/adapter_config.json", json.dumps({"base_model_name_or_path": str(c.bert)}))).parent
+            ),
+            "--merge",
+            "--output",
+            str(c.inputs / "merged"),
+        ],
+        "holds an adapter alone",
     ),
     ("bad-dtype", lambda c: _eval(c, None, "--dtype", "fp8"), "unknown dtype"),
     ("template-without-slot", lambda c: _eval(c, None, "--template", "no slot"), "exactly one {text}"),
@@ -188,6 +206,12 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("compare-unknown-loss", lambda c: _train(c, c.config(), "--compare", "pearson,magic"), "unknown loss 'magic'"),
     ("bound-nothing", lambda c: ["bound"], "and/or --test-sets"),
     ("bound-n-one", lambda c: ["bound", "--n", "1"], "at least 2"),
+    ("icl-seed-negative", lambda c: ["icl", str(c.llama), "--seed", "-1", "--data", str(c.senteval)], "a seed is"),
+    (
+        "compare-bootstrap-seed-negative",
+        lambda c: ["compare", str(c.bert), str(c.bert), "--bootstrap", "--seed", "-1", "--data", str(c.senteval)],
+        "a seed is an integer from 0",
+    ),
     ("icl-unknown-dev", lambda c: ["icl", str(c.llama), "--dev", "test", "--data", str(c.senteval)], "unknown dev set"),
     ("stage2-bad-leakage-level", lambda c: ["data", "stage2", "--leakage", "fold"], "Invalid value"),
     (
@@ -291,6 +315,11 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ),
     ("stage2-smaller-than-a-batch", _fresh_stage2_run, "fewer than batch_size 8"),
     ("config-field-typo", lambda c: _train(c, c.config(stage={"learning_rte": 1e-5})), "did you mean `learning_rate`?"),
+    (  # the misspelt field is named, not the field it leaves missing
+        "config-required-field-typo",
+        lambda c: _train(c, c.file("c.yaml", "model: m\nstages:\n  - nme: a\n    loss: pearson\n")),
+        "stages.0.nme: Extra inputs are not permitted; did you mean `name`?",
+    ),
     ("csv-score-not-number", lambda c: _pairs_config(c, "p.csv", HEADER + "a,b,high\n" + ROWS), "not a number"),
     ("csv-score-infinite", lambda c: _pairs_config(c, "p.csv", HEADER + "a,b,inf\n" + ROWS), "not a finite"),
     (
@@ -362,6 +391,16 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("unknown-key", lambda c: _train(c, c.config(stage={"epoch": 3})), "Extra inputs"),
     ("config-template-without-slot", lambda c: _train(c, c.config(template="plain")), "exactly one {text}"),
     ("output-dir-is-a-file", lambda c: _train(c, c.config(output_dir=c.file("o.txt", "x"))), "is a file"),
+    (
+        "output-dir-under-a-file",
+        lambda c: _train(c, c.config(output_dir=c.file("o.txt", "x") + "/run")),
+        "output_dir ",
+    ),
+    (
+        "check-output-dir-under-a-file",
+        lambda c: _train(c, c.config(output_dir=c.file("o.txt", "x") + "/run"), "--check"),
+        "o.txt is a file, not a folder",
+    ),
     # settings refused with the config, before a model loads or an earlier stage trains
     ("lora-rank-zero", lambda c: _train(c, c.config(adapter={"kind": "lora", "r": 0})), "adapter.r"),
     ("lora-dropout-one", lambda c: _train(c, c.config(adapter={"kind": "lora", "dropout": 1.0})), "adapter.dropout"),
@@ -448,6 +487,8 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         "is also one of the seed runs 1–3",
     ),
     ("sweep-log-from-zero", lambda c: _sweep(c, "{type: float, low: 0, high: 0.1, log: true}"), "needs low > 0"),
+    ("sweep-infinite-bound", lambda c: _sweep(c, "{type: float, low: 0.0001, high: .inf}"), "high: "),
+    ("sweep-nan-bound", lambda c: _sweep(c, "{type: float, low: .nan, high: 0.1}"), "low: "),
     ("sweep-unknown-type", lambda c: _sweep(c, "{type: flot, low: 0.1, high: 0.2}"), "learning_rate: type: "),
     ("sweep-unknown-field", lambda c: _sweep(c, "{type: float, low: 0.1, high: 0.2, step: 2}"), "step: Extra"),
     (
@@ -516,6 +557,22 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         "report-output-is-a-file",
         lambda c: ["report", c.file("r.json", "{}"), "--output", c.file("o.txt", "x")],
         "is a file",
+    ),
+    (  # the scatter's task is read before the bar plots are written
+        "report-scatter-unknown-task",
+        lambda c: [
+            "report",
+            str(c.finished_config.parent / "out" / "results.json"),
+            "--output",
+            str(c.inputs / "rep"),
+            "--scatter-model",
+            str(c.bert),
+            "--scatter-task",
+            "Bogus",
+            "--data",
+            str(c.senteval),
+        ],
+        "unknown STS task 'Bogus'",
     ),
     (
         "bound-results-missing",

@@ -38,6 +38,13 @@ def test_paper_formula_is_one_minus_six_sum_d2_with_tie_averaged_ranks(n):
         assert paper_rho(n, k) == pytest.approx(rho, abs=1e-12)
         best = max(best, rho)
     assert binary_bound(n).paper == pytest.approx(best, abs=1e-12)
+    assert paper_rho(n, binary_bound(n).paper_k) == max(paper_rho(n, k) for k in range(1, n))
+
+
+def test_a_bound_for_ten_billion_pairs_is_closed_form_not_a_search():
+    bound = binary_bound(10**10)  # a search over k would take minutes
+    assert bound.paper_k == bound.exact_k == 5 * 10**9
+    assert bound.paper == pytest.approx(0.875, abs=1e-12) and bound.exact == pytest.approx(math.sqrt(3) / 2, abs=1e-12)
 
 
 def test_limits_and_parity():

@@ -87,6 +87,12 @@ def test_a_run_is_refused_where_its_test_files_or_variant_are_unknown(qlora_run,
     changed = r"the run scored other test pairs than .* \(downstream/STS/STS12-en-test/STS.gs.alpha.txt\)"
     with pytest.raises(PcctuneError, match=changed):
         compare_models(run, run, other, variant_a="pearson", variant_b="pearson")
+    for task in ("STS13-en-test", "STS14-en-test", "STS15-en-test"):  # many files differ: three named, one line
+        gold = other / "downstream" / "STS" / task / "STS.gs.alpha.txt"
+        gold.write_text(gold.read_text().replace("4.0", "3.0"))
+    with pytest.raises(PcctuneError, match=r"STS.gs.alpha.txt, .*, .* and \d+ more\); give the folder") as refused:
+        compare_models(run, run, other, variant_a="pearson", variant_b="pearson")
+    assert len(str(refused.value)) < 400
     with pytest.raises(PcctuneError, match="2 final-stage variants .pcc-pearson, pcc-cosine_mse.; name the one"):
         compare_models(run, run, shared_senteval)
     assert RunResult.from_disk(run / "results.json") == record

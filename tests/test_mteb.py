@@ -92,3 +92,30 @@ def test_mteb_command_runs_offline_on_local_datasets_and_writes_results_mteb_rea
     assert code == 0 and (tmp_path / "named" / "results" / "me__tiny").is_dir(), output
     code, output = run_cli(["mteb", str(tiny_llama), "--tasks", "NoSuchTask", "--output", str(tmp_path / "x")], capsys)
     assert code == 2 and "unknown MTEB task 'NoSuchTask'" in output
+
+
+def test_mteb_refuses_a_missing_local_data_folder_and_leaves_no_output(tiny_llama, tmp_path, capsys):
+    from tests.conftest import run_cli
+
+    missing = ["mteb", str(tiny_llama), "--tasks", "STS12", "--local-data", str(tmp_path / "nowhere")]
+    code, output = run_cli([*missing, "--output", str(tmp_path / "results")], capsys)
+    assert code == 2 and f"--local-data {tmp_path / 'nowhere'}: no such folder" in output, output
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_failed_mteb_evaluation_removes_the_empty_output_it_made(tmp_path):
+    from pcctune.orchestration.mteb import removed_if_left_empty
+
+    with pytest.raises(ConnectionError), removed_if_left_empty(tmp_path / "made"):
+        (tmp_path / "made" / "results" / "model").mkdir(parents=True)
+        raise ConnectionError("the Hub is unreachable")
+    assert not (tmp_path / "made").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(ConnectionError), removed_if_left_empty(tmp_path / "kept"):
+        raise ConnectionError("the Hub is unreachable")
+    assert (tmp_path / "kept").is_dir()  # the user's folder, there before the command
+    with pytest.raises(ConnectionError), removed_if_left_empty(tmp_path / "written"):
+        (tmp_path / "written").mkdir()
+        (tmp_path / "written" / "STS12.json").write_text("{}")
+        raise ConnectionError("the Hub is unreachable")
+    assert (tmp_path / "written" / "STS12.json").is_file()  # a result written before the failure stays

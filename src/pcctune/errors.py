@@ -31,8 +31,11 @@ def first_refusal(error: ValidationError, model: type[BaseModel] | None = None) 
     """The parts of a one-line message for a pydantic ``ValidationError``: where its first error lies (the dotted
     location, empty at the top level) and what it says, without pydantic's ``Value error, `` prefix. Given the
     ``model`` that refused it, a field it does not have gets the closest field name it does
-    (``did you mean `learning_rate`?``)."""
-    first = error.errors()[0]
+    (``did you mean `learning_rate`?``), and such a typo is the error named (``nme:`` is a misspelt ``name``, not a
+    missing one)."""
+    errors = error.errors()
+    typos = [e for e in errors if e["type"] == "extra_forbidden" and model and _closest_field(model, e["loc"])]
+    first = typos[0] if typos else errors[0]
     message = first["msg"].removeprefix("Value error, ")
     if model is not None and first["type"] == "extra_forbidden":
         message += _closest_field(model, first["loc"])

@@ -56,12 +56,12 @@ class Bound:
 
 
 def binary_bound(n: int) -> Bound:
-    """Both ceilings for ``n`` pairs (n ≥ 2), each with its best number of "high" predictions."""
+    """Both ceilings for ``n`` pairs (n ≥ 2), each with its best number of "high" predictions: ⌊n/2⌋ for both, as
+    Σd² is convex in k and symmetric about n/2 (the paper's eq. 3) and k(n − k) is largest there (any n, at once)."""
     if n < 2:
         raise ValueError("n must be at least 2")
-    paper_k = max(range(1, n), key=lambda k: paper_rho(n, k))
-    exact_k = n // 2
-    return Bound(n, paper_rho(n, paper_k), paper_k, exact_rho(n, exact_k), exact_k)
+    k = n // 2
+    return Bound(n, paper_rho(n, k), k, exact_rho(n, k), k)
 
 
 def best_two_valued_spearman(gold: np.ndarray) -> tuple[float, int]:

@@ -50,6 +50,12 @@ def merge_adapter(folder: str | Path, output: str | Path, dtype: str = "fp32") -
     base = adapter_base(folder)
     if base is None:
         raise PcctuneError(f"{adapter_config} names no base model ({BASE_KEY}): nothing to merge the adapter into")
+    if not (folder / MODULE_CONFIG_FILE).is_file():
+        raise PcctuneError(
+            f"{folder} holds an adapter alone (an --adapter-only export: no template, pooling or tokenizer); merge the "
+            f"saved model it came from, or score it on its base: pcctune eval {base} --adapter {folder} (and the run's "
+            "--template)"
+        )
     backbone = AutoModel.from_pretrained(base, dtype=torch_dtype(dtype))
     merged: Any = PeftModel.from_pretrained(backbone, str(folder)).merge_and_unload()
     with atomic_folder(output) as staging:

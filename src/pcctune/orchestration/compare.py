@@ -36,7 +36,7 @@ from pcctune.orchestration.compare_sides import (
 )
 from pcctune.provenance import library_versions
 from pcctune.results import CompareResult, Difference
-from pcctune.seeding import BOOTSTRAP_SEED
+from pcctune.seeding import BOOTSTRAP_SEED, check_seed
 
 
 def compare_runs(
@@ -171,6 +171,8 @@ def run_compare(
     ``data``, ``protocol``, ``seed`` and ``resamples`` are); print it and write it to ``output``. A side given as
     ``NAME=RUNS`` goes by that name."""
     console = console or plain_console()
+    if seed is not None:
+        check_seed(seed)
     if output is not None:
         check_output_file(output)
     (name_a, spec_a), (name_b, spec_b) = named(runs_a, "A"), named(runs_b, "B")

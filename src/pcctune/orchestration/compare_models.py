@@ -60,6 +60,10 @@ def bootstrap_protocol(protocol: str | None, runs: Sequence[tuple[Path, RunResul
     return protocol or DEFAULT_PROTOCOL
 
 
+DIFFERENCES_SHOWN = 3
+"""The differing test files (or tasks) a refusal names; the rest it counts, so that the error stays one line."""
+
+
 def check_test_files(file: Path, record: RunResult, tasks: Sequence[STSTask], senteval: Path) -> None:
     """Refuse a run whose record says it scored other test pairs than ``tasks`` (other files, or other pair counts)
     than those of ``senteval``; a record before schema 3 names none, and is taken as it is."""
@@ -70,9 +74,11 @@ def check_test_files(file: Path, record: RunResult, tasks: Sequence[STSTask], se
         task.name for task in tasks if record.pairs_by_task and record.pairs_by_task.get(task.name) != len(task.pairs)
     ]
     if differ:
+        shown = ", ".join(differ[:DIFFERENCES_SHOWN])
+        more = f" and {len(differ) - DIFFERENCES_SHOWN} more" if len(differ) > DIFFERENCES_SHOWN else ""
         raise PcctuneError(
-            f"{file}: the run scored other test pairs than {senteval} holds ({', '.join(differ)}); give the folder "
-            "it scored (--data)"
+            f"{file}: the run scored other test pairs than {senteval} holds ({shown}{more}); give the folder it "
+            "scored (--data)"
         )
 
 

@@ -115,6 +115,11 @@ def eval_model(
         check_adapter_folder(adapter)
         if backend != "torch":
             raise PcctuneError("--adapter runs on the torch backend: export the merged model for onnx / openvino")
+    if backend != "torch" and not Path(spec).is_dir():
+        raise PcctuneError(
+            f"--backend {backend} runs the export in a model folder; {spec} is none: write one with pcctune export "
+            f"{spec} --backend {backend} --output FOLDER, then evaluate FOLDER"
+        )
     model = build_model(spec, template, pooling, max_seq_length, dtype, **precision(quantization))
     if dtype == "bf16" and model.device.type == "cpu":
         warn_if_emulated_bf16("--dtype bf16")

@@ -30,6 +30,7 @@ from pcctune.modeling.build import build_model, is_decoder_only
 from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.saving import save_native
 from pcctune.modeling.template import apply_template, input_module
+from pcctune.seeding import check_seed
 
 
 def candidates_table(results: list[CandidateScore], title: str) -> Table:
@@ -102,6 +103,7 @@ def run_icl(
 ) -> list[CandidateScore]:
     """Score ``candidates`` demonstrations (and none) on ``dev``; save the best with the model to ``output``
     (which no other command writes meanwhile)."""
+    check_seed(seed)
     if output is not None:
         check_output_folder(output)
     with writing(output) if output is not None else contextlib.nullcontext():

@@ -15,7 +15,10 @@ code path is otherwise the one that downloads from the Hub.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +90,16 @@ def run_mteb(
     from mteb.cache import ResultCache
 
     check_output_folder(output)
+    if local_data is not None and not local_data.is_dir():
+        raise PcctuneError(f"--local-data {local_data}: no such folder")
     selected = [load_mteb_task(name, local_data) for name in task_names(tasks)]
     model = build_model(model_spec, template=template)
     named = model.model_card_data.model_name or mteb_name(model_spec)
     model.model_card_data.model_name = model_name or named + template_suffix(template)
-    result = mteb.evaluate(
-        model, selected, cache=ResultCache(output), overwrite_strategy="always", show_progress_bar=False
-    )
+    with removed_if_left_empty(output):
+        result = mteb.evaluate(
+            model, selected, cache=ResultCache(output), overwrite_strategy="always", show_progress_bar=False
+        )
     scores = {task.task_name: task.get_score() * 100 for task in result.task_results}
     table = ScoreTable(
         f"MTEB main scores × 100 ({model_spec})", list(scores), [(model_spec, scores)], first_column="model"
@@ -101,6 +107,19 @@ def run_mteb(
     table.print(console)
     console.print(f"MTEB result files -> {output}")
     return scores
+
+
+@contextlib.contextmanager
+def removed_if_left_empty(folder: Path) -> Iterator[None]:
+    """Remove ``folder`` where this block created it and fails with nothing in it but empty folders (MTEB's result
+    cache makes its layout before a task's data is reached)."""
+    existed = folder.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and folder.is_dir() and not any(path.is_file() for path in folder.rglob("*")):
+            shutil.rmtree(folder)
+        raise
 
 
 def mteb_name(model_spec: str) -> str:

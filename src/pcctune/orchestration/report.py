@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
 from pcctune.correlation import pair_cosines
 from pcctune.data.tasks import load_task
 from pcctune.errors import PcctuneError
@@ -69,8 +71,8 @@ def section_rows(runs: dict[str, Section], section: str) -> dict[str, dict[str, 
     return {label: r[section] for label, r in runs.items() if section in r}
 
 
-def model_scatter(model_spec: str, task_name: str, senteval_dir: Path, path: Path) -> Path:
-    """Encode one STS task with a model and plot its cosines against the gold scores."""
+def model_scatter(model_spec: str, task_name: str, senteval_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Encode one STS task with a model: its cosines and the gold scores, pair by pair."""
     from pcctune.modeling.build import build_model  # here: a report without a scatter needs no model library
     from pcctune.modeling.encoding import encode_unique
 
@@ -78,7 +80,7 @@ def model_scatter(model_spec: str, task_name: str, senteval_dir: Path, path: Pat
     texts = [senteval_text(s) for p in task.pairs for s in (p.sentence1, p.sentence2)]
     vectors = encode_unique(build_model(model_spec), texts)
     cosines, gold = pair_cosines(vectors, task.pairs, senteval_text)
-    return scatter_plot(cosines, gold, f"{model_spec} on {task_name}", path)
+    return cosines, gold
 
 
 def comparison_sections(records: list[tuple[Path, AnyResult]], output: Path) -> list[str]:
@@ -101,6 +103,7 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
     check_output_folder(output)
     records = load_records(paths)
     runs = runs_of(records)
+    points = model_scatter(*scatter) if scatter is not None else None  # before any file: it may fail
     parts = ["# pcctune report", ""]
     for section, title in SECTIONS:
         rows = section_rows(runs, section)
@@ -112,9 +115,9 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
         table = interval_table(scores, first_column="test set").to_markdown()
         parts += [f"## {label}: your pairs with their bootstrap intervals (× 100)", "", table, ""]
     parts += comparison_sections(records, output)
-    if scatter is not None:
-        model, task, senteval = scatter
-        plot = model_scatter(model, task, senteval, output / "scatter.png")
+    if scatter is not None and points is not None:
+        model, task, _ = scatter  # the two are given together
+        plot = scatter_plot(*points, f"{model} on {task}", output / "scatter.png")
         parts += ["## Predicted vs gold", "", f"![scatter]({plot.name})", ""]
     text = "\n".join(parts)
     write_text(output / "report.md", text)

@@ -34,7 +34,7 @@ from filelock import FileLock, Timeout
 from pcctune.cache_entry import locked
 from pcctune.distributed import launched_world_size
 from pcctune.errors import PcctuneError
-from pcctune.io import write_json
+from pcctune.io import check_output_folder, write_json
 from pcctune.training.checkpoints import CHECKPOINTS, FINAL, checkpoint_name
 from pcctune.training.config import RunConfig, config_fingerprint, dump_config, load_config
 
@@ -118,9 +118,7 @@ def is_run_of(config: RunConfig) -> bool:
 
 def check_run_folder(config: RunConfig, resume: bool, overwrite: bool) -> None:
     """Refuse to touch a folder that holds another run (or this run, without --resume). Writes nothing."""
-    out = Path(config.output_dir)
-    if out.exists() and not out.is_dir():
-        raise PcctuneError(f"output_dir {out} is a file, not a folder")
+    out = check_output_folder(config.output_dir, "output_dir")
     if not holds_a_run(out) and not is_empty(out):
         raise PcctuneError(
             f"output_dir {out} holds other files and no pcctune run; give a new or empty folder "

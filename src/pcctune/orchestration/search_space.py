@@ -29,7 +29,7 @@ end, which says nothing)."""
 class Distribution(BaseModel):
     """One key's distribution, as optuna's ``suggest_float`` / ``suggest_int`` / ``suggest_categorical`` take it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     type: Literal["float", "int", "categorical"]
     low: float | None = None

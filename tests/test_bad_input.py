@@ -120,7 +120,8 @@ def _fresh_stage2_run(c: Context) -> list[str]:
     from pcctune.training import datasets
 
     stage2._build.cache_clear()
-    datasets._scored_and_removed.cache_clear()
+    for cached in (datasets._read, datasets._checked, datasets._scored_and_removed):
+        cached.cache_clear()
     return _train(c, c.config(stage={"data": {"source": "stage2"}, "batch_size": 8}))
 
 
@@ -194,6 +195,7 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("set-index-out-of-range", lambda c: _train(c, c.config(), "--set", "stages.5.epochs=1"), "not an index"),
     ("set-non-integer-index", lambda c: _train(c, c.config(), "--set", "stages.x.epochs=1"), "not an index"),
     ("set-inside-a-value", lambda c: _train(c, c.config(), "--set", "model.name=x"), "inside a value"),
+    ("set-model-empty", lambda c: _train(c, c.config(), "--set", "model="), "--set model: "),
     ("set-bad-value", lambda c: _train(c, c.config(), "--set", "seed=many"), "--set seed: "),  # not the file's
     ("infinite-rate", lambda c: _train(c, c.config(stage={"learning_rate": float("inf")})), "learning_rate"),
     ("nan-threshold", lambda c: _train(c, c.config(stage={"contrastive_threshold": float("nan")})), "finite"),
@@ -338,6 +340,11 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ),
     ("jsonl-invalid", lambda c: _pairs_config(c, "p.jsonl", '{"sentence1": "a",\n'), "invalid JSON"),
     ("jsonl-not-object", lambda c: _pairs_config(c, "p.jsonl", "[1, 2, 3]\n"), "expected a JSON object"),
+    (
+        "pairs-path-a-folder",
+        lambda c: _train(c, c.config(stage={"data": {"source": "pairs", "path": str(c.inputs)}})),
+        "is a folder; give a .csv, .tsv or .jsonl file of pairs",
+    ),
     ("pairs-unsupported-type", lambda c: _pairs_config(c, "p.txt", "a b 1\n"), "unsupported pair file type"),
     ("pairs-empty", lambda c: _pairs_config(c, "p.jsonl", "\n"), "no pairs"),
     (

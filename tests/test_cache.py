@@ -133,6 +133,7 @@ def test_cache_list_and_clear(tmp_path, private_cache, capsys):
     code, output = run_cli(["cache", "clear", "--kind", "gguf"], capsys)
     assert code == 0 and "removed 1 entries" in output, output
     assert not gguf_folder.exists() and (private_cache / "packaged" / "model-1234").is_dir()
+
     code, output = run_cli(["cache", "clear", "--all"], capsys)
     assert code == 0 and "removed 2 entries" in output, output
     assert not any(p for kind in private_cache.iterdir() for p in kind.iterdir())
@@ -211,3 +212,11 @@ def test_a_gguf_file_is_read_alone_so_files_beside_it_cannot_change_its_cached_c
     assert gguf_to_folder(plain) == folder
     assert json.loads((folder / "tokenizer.json").read_text()) == from_crowded
     assert "[CLS]" not in from_crowded["model"]["vocab"]  # the tiny BERT's vocabulary was not read
+
+
+def test_a_cache_path_naming_a_file_is_refused_not_read_as_empty(tmp_path, monkeypatch, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "notes.txt"))
+    for command in (["cache", "list"], ["cache", "clear", "--all"]):
+        assert_one_line_error(*run_cli(command, capsys), f"cache {tmp_path / 'notes.txt'} (PCCTUNE_CACHE) is a file")
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -77,3 +77,18 @@ def test_a_name_without_its_extension_points_at_the_file(tmp_path, monkeypatch, 
 
 def test_a_hub_id_is_still_a_hub_id():
     assert not is_local("mteb/stsbenchmark-sts") and not is_local("glue")
+
+
+def test_a_run_warns_of_an_empty_sentence_once(tmp_path, shared_senteval, caplog):
+    from pcctune.training.config import StageConfig
+    from pcctune.training.datasets import check_stage_data, checked_pairs, scored_pairs
+
+    path = tmp_path / "p.csv"
+    path.write_text("sentence1,sentence2,score\n" + "".join(f"a{i},b{i},{i % 5}\n" for i in range(9)) + ",d,2\n")
+    data = {"source": "pairs", "path": str(path)}
+    stage = StageConfig.model_validate({"name": "s", "loss": "pearson", "data": data, "batch_size": 4})
+    with caplog.at_level(logging.WARNING):
+        check_stage_data(stage, shared_senteval)  # what a run checks first, then reads to train and to audit
+        assert len(scored_pairs(stage.data, shared_senteval)) == len(checked_pairs(stage.data, shared_senteval).pairs)
+    warnings = [r.getMessage() for r in caplog.records if "an empty sentence" in r.getMessage()]
+    assert warnings == [f"{path}: an empty sentence in row 10 (of 10 pairs)"]

@@ -187,7 +187,7 @@ def test_an_unknown_prompt_name_is_one_line_before_the_model_loads(
     assert_one_line_error(*run_cli(["train", str(config)], capsys), refusal)
     assert not (tmp_path / "run").exists()
     code, output = run_cli(["encode", str(prompted_bert), "a", "--prompt", "x", "--prompt-name", "query"], capsys)
-    assert_one_line_error(code, output, "not both")
+    assert_one_line_error(code, output, "(--prompt, prompt=) or a prompt name (--prompt-name, prompt_name=), not both")
 
 
 @pytest.mark.parametrize("name", ["other", "document"])

@@ -181,6 +181,8 @@ def read_pairs_file(path: str | Path, names: Columns | None = None, map_with: st
     those ``names`` gives, else sentence1/sentence2/score or their usual aliases; ``map_with``: the setting that
     names them, for the error)."""
     path = Path(path)
+    if path.is_dir():
+        raise PcctuneError(f"{path} is a folder; give a .csv, .tsv or .jsonl file of pairs")
     if not path.is_file():
         raise PcctuneError(f"missing file: {path}")
     suffix = path.suffix.lower()

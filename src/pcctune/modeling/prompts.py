@@ -87,7 +87,9 @@ def check_prompt_choice(prompt: str | None, prompt_name: str | None, model: str 
     takes it) lacks where its saved settings say so (``check_prompt_name``), before any model loads; the model's
     source is resolved only where a name is given."""
     if prompt is not None and prompt_name is not None:
-        raise PcctuneError("give a prompt or a prompt_name, not both")
+        raise PcctuneError(
+            "give a prompt text (--prompt, prompt=) or a prompt name (--prompt-name, prompt_name=), not both"
+        )
     if model is not None and prompt_name is not None:
         check_prompt_name(resolve_source(model), prompt_name)
 

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from pcctune.cache_entry import entry_lock, locked, read_manifest, remove
 from pcctune.errors import PcctuneError
-from pcctune.paths import cache_root
+from pcctune.paths import CACHE_ENV, cache_root
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,10 @@ def _entry(kind: str, path: Path) -> CacheEntry:
 
 
 def kinds() -> list[str]:
-    """The kinds of entry the cache holds now."""
+    """The kinds of entry the cache holds now (a cache path that is a file is refused, not read as empty)."""
     root = cache_root()
+    if root.exists() and not root.is_dir():
+        raise PcctuneError(f"pcctune's cache {root} ({CACHE_ENV}) is a file; name a folder")
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
 
 

@@ -381,7 +381,7 @@ class StageConfig(Strict):
 class RunConfig(Strict):
     """A whole run: the model (template, pooling, dtype, adapter), its stages in order, and its evaluations."""
 
-    model: str = Field(description="packaged short name, local folder, .gguf file or Hub id")
+    model: str = Field(min_length=1, description="packaged short name, local folder, .gguf file or Hub id")
     template: str | None = Field(
         None, description="prompt template: eol, sth, sum or a string with one {text}; none for plain text"
     )

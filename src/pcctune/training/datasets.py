@@ -136,9 +136,15 @@ def checked_pairs(data: DataConfig, senteval_dir: Path) -> CheckedSource:
 
 
 @lru_cache(maxsize=4)
+def _read(data_json: str, senteval_dir: Path, files: FilesState) -> tuple[SourcedPair, ...]:
+    """The source's pairs as read, once for the leakage checks and the filter alike (a file's warnings once)."""
+    return tuple(read_scored_pairs(DataConfig.model_validate_json(data_json), senteval_dir))
+
+
+@lru_cache(maxsize=4)
 def _checked(data_json: str, senteval_dir: Path, files: FilesState) -> CheckedSource:
     data = DataConfig.model_validate_json(data_json)
-    pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in read_scored_pairs(data, senteval_dir)]
+    pairs = [STSPair(p.sentence1, p.sentence2, p.score) for p in _read(data_json, senteval_dir, files)]
     if data.source == "stage2":
         tasks = [load_pair_set(file).task() for file in data.leakage_against]
     else:
@@ -151,7 +157,7 @@ def _checked(data_json: str, senteval_dir: Path, files: FilesState) -> CheckedSo
 @lru_cache(maxsize=4)
 def _scored_and_removed(data_json: str, senteval_dir: Path, files: FilesState) -> tuple[list[SourcedPair], int]:
     data = DataConfig.model_validate_json(data_json)
-    pairs = read_scored_pairs(data, senteval_dir)
+    pairs = list(_read(data_json, senteval_dir, files))
     level = data.filter_level
     checks = _checked(data_json, senteval_dir, files).checks
     if level is None or not checks:

@@ -532,6 +532,16 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
         "could not load model",
     ),
     ("gguf-not-gguf", lambda c: ["encode", c.file("m.gguf", b"not a gguf file at all"), "a b"], "not a GGUF file"),
+    (  # offline, a Hub id with no cached copy cannot load: refused before the leakage audit and the run folder
+        "train-uncached-hub-model-offline",
+        lambda c: _train(c, c.config(model="nobody/no-such-model")),
+        "model 'nobody/no-such-model': not a packaged name or a folder, and as a Hub id not in the cache",
+    ),
+    (
+        "check-uncached-hub-model-offline",
+        lambda c: _train(c, c.config(model="nobody/no-such-model"), "--check"),
+        "while the Hub is offline (HF_HUB_OFFLINE)",
+    ),
     ("train-damaged-model", lambda c: _train(c, c.config(model=c.model_copy(_weights(b"")))), "could not load model"),
     # --- reports and bound -----------------------------------------------------------------------
     (

@@ -41,6 +41,7 @@ from pcctune.modeling.saving import (
     is_pcctune_type,
     is_saved_model,
     module_types,
+    saved_file,
 )
 from pcctune.modeling.template import (
     Template,
@@ -84,6 +85,22 @@ def resolve_source(spec: str) -> ModelSource:
     if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
         raise PcctuneError(f"no such folder: {spec} ({path.absolute()}){models_near(path)}")
     return ModelSource(spec, "hub", spec)
+
+
+def check_loadable_offline(source: ModelSource) -> None:
+    """Refuse, before anything is read or written, a Hub id that cannot load: the Hub is offline (``HF_HUB_OFFLINE``)
+    and the cache the load reads holds no copy of it (its ``config.json``)."""
+    from huggingface_hub import is_offline_mode
+
+    if (
+        source.origin == "hub"
+        and is_offline_mode()
+        and saved_file(source.path, "config.json", cached_only=True) is None
+    ):
+        raise PcctuneError(
+            f"model {source.spec!r}: not a packaged name or a folder, and as a Hub id not in the cache while the Hub "
+            "is offline (HF_HUB_OFFLINE): it cannot load"
+        )
 
 
 def models_near(path: Path) -> str:

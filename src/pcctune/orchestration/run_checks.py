@@ -15,7 +15,7 @@ from pcctune.errors import PcctuneError, first_refusal
 from pcctune.evaluation.protocols import get_protocol
 from pcctune.losses.registry import resolve_loss, warn_if_renamed
 from pcctune.modeling.adapters import quantization_settings
-from pcctune.modeling.build import ModelSource, resolve_source, saved_template
+from pcctune.modeling.build import ModelSource, check_loadable_offline, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
 from pcctune.modeling.prompts import check_prompt_name
 from pcctune.results import RunResult
@@ -59,6 +59,7 @@ def validate_run(config: RunConfig, senteval: Path, compare: list[str] | None = 
     stage's data under each loss compared in its place. Returns the stages it checked (``planned_stages``)."""
     protocol = get_protocol(config.eval_protocol)
     source = resolve_source(config.model)
+    check_loadable_offline(source)
     if source.origin != "local":  # a saved folder may carry a template: checked when scored
         protocol.check_model(config.template, config.model)
     check_sentence_cut(config, source)

@@ -103,7 +103,8 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
     check_output_folder(output)
     records = load_records(paths)
     runs = runs_of(records)
-    points = model_scatter(*scatter) if scatter is not None else None  # before any file: it may fail
+    # the scatter's model and task are read before any file is written: a wrong one leaves nothing behind
+    plotted = (f"{scatter[0]} on {scatter[1]}", model_scatter(*scatter)) if scatter is not None else None
     parts = ["# pcctune report", ""]
     for section, title in SECTIONS:
         rows = section_rows(runs, section)
@@ -115,9 +116,9 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
         table = interval_table(scores, first_column="test set").to_markdown()
         parts += [f"## {label}: your pairs with their bootstrap intervals (× 100)", "", table, ""]
     parts += comparison_sections(records, output)
-    if scatter is not None and points is not None:
-        model, task, _ = scatter  # the two are given together
-        plot = scatter_plot(*points, f"{model} on {task}", output / "scatter.png")
+    if plotted is not None:
+        title, (cosines, gold) = plotted
+        plot = scatter_plot(cosines, gold, title, output / "scatter.png")
         parts += ["## Predicted vs gold", "", f"![scatter]({plot.name})", ""]
     text = "\n".join(parts)
     write_text(output / "report.md", text)

@@ -56,6 +56,15 @@ def test_report_cli_writes_markdown_and_plots(tmp_path, capsys):
     assert (tmp_path / "rep" / "report.md").is_file() and (tmp_path / "rep" / "sts_bars.png").stat().st_size > 1000
 
 
+def test_report_plots_a_models_cosines_against_the_gold_scores(tmp_path, capsys, tiny_bert, shared_senteval):
+    path = _eval(tmp_path / "a.json", "a", dict.fromkeys(TASKS, 60.0))
+    scatter = ["--scatter-model", str(tiny_bert), "--scatter-task", "STS12", "--data", str(shared_senteval)]
+    code, out = run_cli(["report", str(path), "--output", str(tmp_path / "rep"), *scatter], capsys)
+    assert code == 0, out
+    assert f"## Predicted vs gold\n\n![scatter](scatter.png)" in (tmp_path / "rep" / "report.md").read_text()
+    assert (tmp_path / "rep" / "scatter.png").stat().st_size > 1000
+
+
 def test_bad_result_files(tmp_path):
     with pytest.raises(PcctuneError, match="no result JSON"):
         runs_of(load_records([tmp_path / "missing"]))

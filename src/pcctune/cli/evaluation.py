@@ -266,7 +266,12 @@ def mteb_command(
     output: Annotated[Path, typer.Option(help="MTEB result cache folder (results/MODEL/REVISION/TASK.json)")] = Path(
         "runs/mteb"
     ),
-    local_data: Annotated[Path | None, typer.Option(help="folder of datasets saved as TASK_NAME/ (no Hub)")] = None,
+    local_data: Annotated[
+        Path | None,
+        typer.Option(
+            help="folder of datasets saved as TASK_NAME/, read instead of the Hub (a task without one: the Hub)"
+        ),
+    ] = None,
     template: TemplateOption = None,
     model_name: Annotated[
         str | None, typer.Option(help="the name MTEB files the results under (default: the card's, else MODEL)")

@@ -61,7 +61,7 @@ def test_report_plots_a_models_cosines_against_the_gold_scores(tmp_path, capsys,
     scatter = ["--scatter-model", str(tiny_bert), "--scatter-task", "STS12", "--data", str(shared_senteval)]
     code, out = run_cli(["report", str(path), "--output", str(tmp_path / "rep"), *scatter], capsys)
     assert code == 0, out
-    assert f"## Predicted vs gold\n\n![scatter](scatter.png)" in (tmp_path / "rep" / "report.md").read_text()
+    assert "## Predicted vs gold\n\n![scatter](scatter.png)" in (tmp_path / "rep" / "report.md").read_text()
     assert (tmp_path / "rep" / "scatter.png").stat().st_size > 1000
 
 

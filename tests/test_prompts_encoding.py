@@ -318,3 +318,32 @@ def test_the_prompt_a_model_is_given_is_its_query_and_document_prompt_where_it_h
     own.prompts = {"query": "query: ", "document": "passage: "}
     use_prompt(own, "sts: ")
     assert own.prompts["query"] == "query: " and own.prompts["document"] == "passage: "  # its own stay
+
+
+def test_offline_a_hub_id_passes_where_the_cache_holds_it_and_is_refused_where_it_does_not(
+    prompted_bert, tmp_path, monkeypatch
+):
+    """A sentence-transformers repo cached with its ``modules.json`` alone (an older layout keeps the backbone's
+    ``config.json`` in a module folder) or a plain repo with its ``config.json`` can load offline; one not cached
+    cannot, and is refused before a run reads anything; online nothing is refused here."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    from pcctune.modeling.build import check_loadable_offline
+
+    settings, backbone = tmp_path / "settings-only", tmp_path / "backbone-only"
+    settings.mkdir()
+    backbone.mkdir()
+    (settings / "modules.json").write_bytes((prompted_bert / "modules.json").read_bytes())
+    (backbone / "config.json").write_bytes((prompted_bert / "config.json").read_bytes())
+    hub_cache(tmp_path / "hf", "org/sentence", settings, "a" * 40)
+    hub_cache(tmp_path / "hf", "org/plain", backbone, "b" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.delenv("SENTENCE_TRANSFORMERS_HOME", raising=False)
+    monkeypatch.setattr(huggingface_hub, "is_offline_mode", lambda: True)
+    check_loadable_offline(resolve_source("org/sentence"))
+    check_loadable_offline(resolve_source("org/plain"))
+    with pytest.raises(PcctuneError, match="'org/absent': not a packaged name or a folder, and as a Hub id not in"):
+        check_loadable_offline(resolve_source("org/absent"))
+    monkeypatch.setattr(huggingface_hub, "is_offline_mode", lambda: False)
+    check_loadable_offline(resolve_source("org/absent"))  # online: its load fetches it or says why not

@@ -89,14 +89,13 @@ def resolve_source(spec: str) -> ModelSource:
 
 def check_loadable_offline(source: ModelSource) -> None:
     """Refuse, before anything is read or written, a Hub id that cannot load: the Hub is offline (``HF_HUB_OFFLINE``)
-    and the cache the load reads holds no copy of it (its ``config.json``)."""
+    and the cache the load reads holds no copy of it (neither its ``modules.json``, a sentence-transformers model's,
+    whose backbone may lie in a module folder, nor its ``config.json``)."""
     from huggingface_hub import is_offline_mode
 
-    if (
-        source.origin == "hub"
-        and is_offline_mode()
-        and saved_file(source.path, "config.json", cached_only=True) is None
-    ):
+    if source.origin != "hub" or not is_offline_mode():
+        return
+    if all(saved_file(source.path, name, cached_only=True) is None for name in (MODULES_FILE, "config.json")):
         raise PcctuneError(
             f"model {source.spec!r}: not a packaged name or a folder, and as a Hub id not in the cache while the Hub "
             "is offline (HF_HUB_OFFLINE): it cannot load"

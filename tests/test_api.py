@@ -184,3 +184,10 @@ def test_a_collapsed_model_is_one_clear_error_not_a_nan_score(tiny_bert, shared_
     next(p for p in model.parameters() if p.ndim == 2).data.fill_(float("nan"))  # training diverged
     with pytest.raises(PcctuneError, match="have no correlation with the gold scores"):
         pcctune.evaluate(model, data=shared_senteval)
+
+
+def test_train_names_what_it_takes_when_given_a_mapping():
+    import pcctune
+
+    with pytest.raises(TypeError, match=r"a RunConfig or the path of a YAML config, not a dict; from a mapping: "):
+        pcctune.train({"model": "all-MiniLM-L6-v2"})

@@ -121,4 +121,9 @@ def train(config: RunConfig | str | Path, **options: Any) -> RunResult:
     """Run every stage of ``config`` (a ``RunConfig`` or a YAML path) as ``pcctune train`` does; ``options``
     are ``run_pipeline``'s (``resume``, ``compare``, ``overwrite`` …). The run seeds the global random generators
     with its ``seed``; the caller's states are put back when it returns."""
+    if not isinstance(config, RunConfig | str | Path):
+        raise TypeError(
+            f"train takes a RunConfig or the path of a YAML config, not a {type(config).__name__}; from a mapping: "
+            "pcctune.train(pcctune.RunConfig.model_validate(mapping))"
+        )
     return run_pipeline(config if isinstance(config, RunConfig) else load_config(config), **options)

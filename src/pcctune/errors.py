@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,19 +28,28 @@ def first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
+def some_of(items: Sequence[object], shown: int) -> str:
+    """The first ``shown`` of ``items``, comma-separated, and how many more (``a, b, c and 4 more``), so that a message
+    naming them stays one line."""
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(map(str, items[:shown])) + more
+
+
 def first_refusal(error: ValidationError, model: type[BaseModel] | None = None) -> tuple[str, str]:
     """The parts of a one-line message for a pydantic ``ValidationError``: where its first error lies (the dotted
     location, empty at the top level) and what it says, without pydantic's ``Value error, `` prefix. Given the
     ``model`` that refused it, a field it does not have gets the closest field name it does
     (``did you mean `learning_rate`?``), and such a typo is the error named (``nme:`` is a misspelt ``name``, not a
     missing one)."""
+
+    def hint(refusal: Any) -> str:  # a field ``model`` lacks: the closest it has, where one is close
+        if model is None or refusal["type"] != "extra_forbidden":
+            return ""
+        return _closest_field(model, refusal["loc"])
+
     errors = error.errors()
-    typos = [e for e in errors if e["type"] == "extra_forbidden" and model and _closest_field(model, e["loc"])]
-    first = typos[0] if typos else errors[0]
-    message = first["msg"].removeprefix("Value error, ")
-    if model is not None and first["type"] == "extra_forbidden":
-        message += _closest_field(model, first["loc"])
-    return ".".join(str(part) for part in first["loc"]), message
+    first = next((refusal for refusal in errors if hint(refusal)), errors[0])
+    return ".".join(str(part) for part in first["loc"]), first["msg"].removeprefix("Value error, ") + hint(first)
 
 
 def _closest_field(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:

@@ -25,7 +25,7 @@ from pcctune.data.hub import load_hub_dataset
 from pcctune.data.local import PAIR_FILE_SUFFIXES as PAIR_FILE_SUFFIXES  # where pair files are told apart
 from pcctune.data.local import local_path
 from pcctune.data.sts import STSPair, STSSubset, STSTask, parse_score, read_lines, read_text
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, some_of
 
 SENTENCE1_KEYS = ("sentence1", "sentence_A", "sent1", "text1")
 SENTENCE2_KEYS = ("sentence2", "sentence_B", "sent2", "text2")
@@ -104,10 +104,9 @@ def warn_empty_sentences(pairs: Sequence[STSPair], source: str) -> None:
     sentence is empty or only whitespace: read as given, and every such pair embeds its template alone."""
     rows = [n for n, pair in enumerate(pairs, start=1) if not pair.sentence1.strip() or not pair.sentence2.strip()]
     if rows:
-        shown = ", ".join(map(str, rows[:EMPTY_ROWS_SHOWN]))
-        more = f" and {len(rows) - EMPTY_ROWS_SHOWN} more" if len(rows) > EMPTY_ROWS_SHOWN else ""
         noun = "row" if len(rows) == 1 else "rows"
-        logger.warning("%s: an empty sentence in %s %s%s (of %d pairs)", source, noun, shown, more, len(pairs))
+        shown = some_of(rows, EMPTY_ROWS_SHOWN)
+        logger.warning("%s: an empty sentence in %s %s (of %d pairs)", source, noun, shown, len(pairs))
 
 
 def pairs_from_hf_dataset(dataset: Any, source: str = "dataset", names: Columns | None = None) -> list[STSPair]:

@@ -17,7 +17,7 @@ from sentence_transformers import SentenceTransformer
 from pcctune.correlation import correlation
 from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, some_of
 from pcctune.evaluation.compare import TestSet, check_finite, paired_bootstrap_mean
 from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
@@ -74,11 +74,9 @@ def check_test_files(file: Path, record: RunResult, tasks: Sequence[STSTask], se
         task.name for task in tasks if record.pairs_by_task and record.pairs_by_task.get(task.name) != len(task.pairs)
     ]
     if differ:
-        shown = ", ".join(differ[:DIFFERENCES_SHOWN])
-        more = f" and {len(differ) - DIFFERENCES_SHOWN} more" if len(differ) > DIFFERENCES_SHOWN else ""
         raise PcctuneError(
-            f"{file}: the run scored other test pairs than {senteval} holds ({shown}{more}); give the folder it "
-            "scored (--data)"
+            f"{file}: the run scored other test pairs than {senteval} holds ({some_of(differ, DIFFERENCES_SHOWN)}); "
+            "give the folder it scored (--data)"
         )
 
 

@@ -105,7 +105,7 @@ def run_push(source: Path, repo_id: str, private: bool, token: str | None, conso
     try:
         validate_repo_id(repo_id)
     except HFValidationError as error:
-        raise PcctuneError(f"--repo-id {repo_id!r}: {str(error).splitlines()[0]}") from None
+        raise PcctuneError(f"--repo-id {repo_id!r}: {first_line(error)}") from None
     folder = model_folder(source)
     rewritten = hub_files(folder, repo_id)
     model = build_model(str(folder))

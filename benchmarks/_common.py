@@ -143,11 +143,15 @@ def _fill(value: Any, tiny: TinyWorkspace) -> Any:
     return value
 
 
-def parse(benchmark: Benchmark, argv: list[str] | None = None) -> argparse.Namespace:
-    """The script's flags and the shared ones; under ``--quick``, the tiny workspace and quick values."""
-    doc = benchmark.doc
+def parse(benchmark: Benchmark, argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """The script's flags and the shared ones; under ``--quick``, the tiny workspace and quick values. ``prog`` is
+    how the usage line names the script where it is not run as itself (``python -m reproductions CLAIM --``)."""
+    first, _, rest = benchmark.doc.partition("\n")
     parser = argparse.ArgumentParser(
-        description=doc.splitlines()[0], epilog=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=first,
+        epilog=rest.strip("\n") or None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     benchmark.arguments(parser)
     parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
@@ -170,10 +174,10 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None) -> argparse.Names
     return args
 
 
-def run(benchmark: Benchmark, argv: list[str] | None = None) -> BenchmarkResult:
+def run(benchmark: Benchmark, argv: list[str] | None = None, prog: str | None = None) -> BenchmarkResult:
     """Parse, measure (unless ``--summarize``), save the record, then print and save the table made from it. The
     measurement runs with the CPU speed settings of the ``pcctune`` command (``pcctune.host_settings.command_line``)."""
-    args = parse(benchmark, argv)
+    args = parse(benchmark, argv, prog)
     path = (args.records_from if args.summarize and args.records_from else args.output) / "runs.json"
     if args.summarize and not path.is_file():
         raise SystemExit(f"error: nothing to summarize: no {path}")

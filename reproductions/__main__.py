@@ -29,6 +29,8 @@ from types import ModuleType
 
 from benchmarks._common import run
 
+from pcctune.errors import PcctuneError
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -51,41 +53,51 @@ def run_claim(name: str, args: argparse.Namespace, extra: list[str]) -> None:
     """Run (what is missing), quick-run or summarize every table of one claim."""
     module = script(name)
     folder = HERE / name
+    prog = f"python -m reproductions {name} --"
     for sub, flags in tables(module).items():
         if args.quick and sub:  # --quick runs each script's code paths once, on its main table's flags
             continue
         out = (args.output / name / sub) if args.output else folder / sub
         done = (folder / sub / "runs.json").is_file() and not args.rerun
         if args.quick:
-            run(module.BENCHMARK, [*flags, "--quick", "--output", str(out), *extra])
+            run(module.BENCHMARK, [*flags, "--quick", "--output", str(out), *extra], prog)
         elif args.summarize and not (folder / sub / "runs.json").is_file():
             print(f"{name}/{sub or '.'}: no record yet, nothing to summarize")
         elif args.summarize or done:
             if not args.summarize:
                 print(f"{name}/{sub or '.'}: done (its record is committed); its table again")
             summarize = ["--summarize", "--records-from", str(folder / sub), "--output", str(out)]
-            run(module.BENCHMARK, [*flags, *summarize, *extra])
+            run(module.BENCHMARK, [*flags, *summarize, *extra], prog)
         else:
-            run(module.BENCHMARK, [*flags, "--output", str(out), *extra])
+            run(module.BENCHMARK, [*flags, "--output", str(out), *extra], prog)
 
 
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The runner's flags, and the script's flags (those after ``--``); a claim that is not one, or two ways of
+    running at once (``--quick``, ``--summarize``, ``--rerun``), is refused with argparse's usage line."""
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(
         prog="python -m reproductions",
         description=str(__doc__).splitlines()[0],
-        epilog=__doc__,
+        epilog=str(__doc__).split("\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("claims", nargs="*", help=f"'all' or any of: {', '.join(claims())}")
-    parser.add_argument("--quick", action="store_true", help="every code path on tiny random models (CI)")
-    parser.add_argument("--summarize", action="store_true", help="only rebuild the tables from the records")
-    parser.add_argument("--rerun", action="store_true", help="measure a table again though its record exists")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--quick", action="store_true", help="every code path on tiny random models (CI)")
+    how.add_argument("--summarize", action="store_true", help="only rebuild the tables from the records")
+    how.add_argument("--rerun", action="store_true", help="measure a table again though its record exists")
     parser.add_argument("--output", type=Path, default=None, help="write here instead of the claims' folders")
     parser.add_argument("--list", action="store_true", help="list the claims and their tables")
-    return parser.parse_args(argv), extra
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.claims) - {*claims(), "all"})
+    if unknown:
+        parser.error(f"unknown claim {', '.join(map(repr, unknown))}; choose from all, {', '.join(claims())}")
+    if "all" in args.claims and len(args.claims) > 1:
+        parser.error("'all' runs every claim: name no other claim beside it")
+    return args, extra
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -96,15 +108,16 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{name}: {', '.join(subs)}")
         return
     names = claims() if args.claims == ["all"] else args.claims
-    unknown = sorted(set(names) - set(claims()))
-    if unknown:
-        raise SystemExit(f"error: no claim {', '.join(unknown)}; choose from {', '.join(claims())}")
     if args.quick and args.output is None:
         args.output = Path(tempfile.mkdtemp(prefix="reproductions-quick-"))
     for name in names:
         print(f"== {name}", flush=True)
         started = time.perf_counter()
-        run_claim(name, args, extra)
+        try:
+            run_claim(name, args, extra)
+        except PcctuneError as error:  # bad input a claim's script found (an output path, its data): one line
+            print(f"error: {name}: {error}", file=sys.stderr)
+            sys.exit(2)
         print(f"== {name}: {time.perf_counter() - started:.0f} s", flush=True)
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from reproductions.__main__ import claims, script, tables
+from reproductions.__main__ import claims, main, script, tables
 
 from pcctune.results import RunResult, load_result
 from tests.conftest import one_step_stage2
@@ -75,6 +75,30 @@ def test_a_claim_whose_record_is_committed_is_not_measured_again(tmp_path):
     done = _run("bound", "--output", str(tmp_path), timeout=120)
     assert done.returncode == 0 and "done (its record is committed)" in done.stdout, done.stderr[-2000:]
     assert (tmp_path / "bound" / "table.md").read_bytes() == (HERE / "bound" / "table.md").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bogus", "bound"], "unknown claim 'bogus'; choose from all, baselines,"),
+        (["all", "bound"], "'all' runs every claim: name no other claim beside it"),
+        (["bound", "--summarize", "--rerun"], "argument --rerun: not allowed with argument --summarize"),
+        (["bound", "--quick", "--summarize"], "argument --summarize: not allowed with argument --quick"),
+        (["bound", "--", "--bogus"], "unrecognized arguments: --bogus"),
+        (["bound", "--output", "FILE"], "error: bound: could not write FILE/bound/table.md: Not a directory"),
+    ],
+)
+def test_the_runner_refuses_bad_input_in_one_line_and_writes_nothing(args, message, tmp_path, capsys):
+    file = tmp_path / "a-file"
+    file.write_text("kept\n")
+    args = [str(file) if arg == "FILE" else arg for arg in args]
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and message.replace("FILE", str(file)) in err, err
+    assert "Traceback" not in err and file.read_text() == "kept\n" and sorted(tmp_path.iterdir()) == [file]
+    if "--bogus" in args:  # the claim script's usage line names how it was run
+        assert err.startswith("usage: python -m reproductions bound -- "), err
 
 
 def _numbers_of(text: str) -> list[tuple[str, str]]:

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pcctune.data.tasks import SEVEN_TASKS
+from pcctune.errors import PcctuneError
 from pcctune.host_settings import command_line, using
-from pcctune.io import write_text
+from pcctune.io import check_output_folder, write_text
 from pcctune.provenance import library_versions
 from pcctune.results import BenchmarkResult, BenchmarkRow
 from pcctune.testing import TinyWorkspace, tiny_workspace
@@ -176,11 +177,22 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None, prog: str | None 
 
 def run(benchmark: Benchmark, argv: list[str] | None = None, prog: str | None = None) -> BenchmarkResult:
     """Parse, measure (unless ``--summarize``), save the record, then print and save the table made from it. The
-    measurement runs with the CPU speed settings of the ``pcctune`` command (``pcctune.host_settings.command_line``)."""
+    measurement runs with the CPU speed settings of the ``pcctune`` command (``pcctune.host_settings.command_line``).
+    Bad input (an output folder that cannot be one, no record to summarize, missing data) ends it with one
+    ``error:`` line and exit code 2, as the ``pcctune`` command does."""
     args = parse(benchmark, argv, prog)
+    try:
+        return _measure_and_table(benchmark, args)
+    except PcctuneError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _measure_and_table(benchmark: Benchmark, args: argparse.Namespace) -> BenchmarkResult:
+    check_output_folder(args.output)  # before the measurement, which may take hours
     path = (args.records_from if args.summarize and args.records_from else args.output) / "runs.json"
     if args.summarize and not path.is_file():
-        raise SystemExit(f"error: nothing to summarize: no {path}")
+        raise PcctuneError(f"nothing to summarize: no {path}")
     if not args.summarize:
         with using(command_line()):
             measured = benchmark.measure(args)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from benchmarks._common import Benchmark, run
 
 from pcctune.cpu_kind import this_cpu
 from pcctune.data.tasks import SEVEN_TASKS
@@ -70,6 +71,21 @@ def test_a_ctrl_c_during_a_measured_start_up_stops_the_benchmark(monkeypatch, ti
     )
     with pytest.raises(KeyboardInterrupt):
         speed.startup_seconds(args)
+
+
+def test_an_output_that_cannot_be_a_folder_is_refused_in_one_line_before_the_measurement(tmp_path, capsys):
+    measured: list[str] = []
+    benchmark = Benchmark("probe", "A probe.", lambda args: measured.append("ran"), str, lambda parser: None)
+    file = tmp_path / "a-file"
+    file.write_text("kept\n")
+    with pytest.raises(SystemExit) as stop:
+        run(benchmark, ["--output", str(file)])
+    assert stop.value.code == 2 and measured == [] and file.read_text() == "kept\n"
+    assert capsys.readouterr().err == f"error: --output {file} is a file; give a folder\n"
+    with pytest.raises(SystemExit) as stop:
+        run(benchmark, ["--summarize", "--output", str(tmp_path / "none")])
+    assert stop.value.code == 2 and not (tmp_path / "none").exists()
+    assert capsys.readouterr().err.startswith("error: nothing to summarize: no ")
 
 
 def test_the_benchmarks_folder_stays_small():

@@ -85,7 +85,7 @@ def test_a_claim_whose_record_is_committed_is_not_measured_again(tmp_path):
         (["bound", "--summarize", "--rerun"], "argument --rerun: not allowed with argument --summarize"),
         (["bound", "--quick", "--summarize"], "argument --summarize: not allowed with argument --quick"),
         (["bound", "--", "--bogus"], "unrecognized arguments: --bogus"),
-        (["bound", "--output", "FILE"], "error: bound: could not write FILE/bound/table.md: Not a directory"),
+        (["bound", "--output", "FILE"], "error: --output FILE/bound: FILE is a file, not a folder"),
     ],
 )
 def test_the_runner_refuses_bad_input_in_one_line_and_writes_nothing(args, message, tmp_path, capsys):

@@ -82,15 +82,10 @@ class Ran(NamedTuple):
 def run_measured(args: list[str], env: Mapping[str, str] | None = None) -> Ran:
     """Run ``python ARGS`` in a fresh process (offline, ``env`` added to the environment). Its CPU time and peak
     memory are the kernel's account of that process alone (``os.wait4``), not the largest of all children so far."""
+    offline = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen(
-            [sys.executable, *args],
-            stdout=out,
-            stderr=err,
-            cwd=ROOT,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
-        )
+        process = subprocess.Popen([sys.executable, *args], stdout=out, stderr=err, cwd=ROOT, env=offline)
         _, status, usage = os.wait4(process.pid, 0)
         seconds, process.returncode = time.perf_counter() - started, os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -114,15 +109,10 @@ def data_flag(args: argparse.Namespace) -> list[str]:
 def to_record(
     name: str, rows: Rows, label_key: str, settings: str = "", details: dict[str, Any] | None = None
 ) -> BenchmarkResult:
-    records = [
-        BenchmarkRow(
-            label=str(row[label_key]), sts=row.get("sts") or {}, details={k: v for k, v in row.items() if k != "sts"}
-        )
-        for row in rows
-    ]
-    return BenchmarkResult(
-        name=name, settings=settings, versions=library_versions(), rows=records, details=details or {}
-    )
+    """The rows as a typed record: a row's ``label_key`` is its label, its ``sts`` its scores, the rest its details."""
+    parts = [(str(row[label_key]), row.get("sts") or {}, {k: v for k, v in row.items() if k != "sts"}) for row in rows]
+    kept = [BenchmarkRow(label=label, sts=sts, details=rest) for label, sts, rest in parts]
+    return BenchmarkResult(name=name, settings=settings, versions=library_versions(), rows=kept, details=details or {})
 
 
 def rows_of(record: BenchmarkResult) -> Rows:
@@ -148,12 +138,8 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None, prog: str | None 
     """The script's flags and the shared ones; under ``--quick``, the tiny workspace and quick values. ``prog`` is
     how the usage line names the script where it is not run as itself (``python -m reproductions CLAIM --``)."""
     first, _, rest = benchmark.doc.partition("\n")
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description=first,
-        epilog=rest.strip("\n") or None,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog, description=first, epilog=rest.strip() or None, formatter_class=formatter)
     benchmark.arguments(parser)
     parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
     parser.add_argument("--output", type=Path, default=Path(benchmark.output or f"runs/{benchmark.name}"))
@@ -178,30 +164,27 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None, prog: str | None 
 def run(benchmark: Benchmark, argv: list[str] | None = None, prog: str | None = None) -> BenchmarkResult:
     """Parse, measure (unless ``--summarize``), save the record, then print and save the table made from it. The
     measurement runs with the CPU speed settings of the ``pcctune`` command (``pcctune.host_settings.command_line``).
-    Bad input (an output folder that cannot be one, no record to summarize, missing data) ends it with one
-    ``error:`` line and exit code 2, as the ``pcctune`` command does."""
+    Bad input (an output that cannot be a folder, no record to summarize, missing data) ends it in one line, exit 2."""
     args = parse(benchmark, argv, prog)
     try:
-        return _measure_and_table(benchmark, args)
+        check_output_folder(args.output)  # before the measurement, which may take hours
+        path = (args.records_from if args.summarize and args.records_from else args.output) / "runs.json"
+        if args.summarize and not path.is_file():
+            raise PcctuneError(f"nothing to summarize: no {path}")
+        if not args.summarize:
+            with using(command_line()):
+                measured = benchmark.measure(args)
+            save_rows(
+                args.output, benchmark.name, measured.rows, benchmark.label_key, measured.settings, measured.details
+            )
+        record = BenchmarkResult.from_disk(path)
+        rows = rows_of(record)
+        text = benchmark.table(rows, record.details) + "\n\n" + record.settings
+        print(text)
+        write_text(args.output / "table.md", text + "\n")
+        if benchmark.plot is not None:
+            benchmark.plot(rows, record.details, args.output / f"{benchmark.name}.png")
+        return record
     except PcctuneError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
-
-
-def _measure_and_table(benchmark: Benchmark, args: argparse.Namespace) -> BenchmarkResult:
-    check_output_folder(args.output)  # before the measurement, which may take hours
-    path = (args.records_from if args.summarize and args.records_from else args.output) / "runs.json"
-    if args.summarize and not path.is_file():
-        raise PcctuneError(f"nothing to summarize: no {path}")
-    if not args.summarize:
-        with using(command_line()):
-            measured = benchmark.measure(args)
-        to_record(benchmark.name, measured.rows, benchmark.label_key, measured.settings, measured.details).to_disk(path)
-    record = BenchmarkResult.from_disk(path)
-    rows = rows_of(record)
-    text = benchmark.table(rows, record.details) + "\n\n" + record.settings
-    print(text)
-    write_text(args.output / "table.md", text + "\n")
-    if benchmark.plot is not None:
-        benchmark.plot(rows, record.details, args.output / f"{benchmark.name}.png")
-    return record

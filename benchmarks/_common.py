@@ -139,7 +139,9 @@ def parse(benchmark: Benchmark, argv: list[str] | None = None, prog: str | None 
     how the usage line names the script where it is not run as itself (``python -m reproductions CLAIM --``)."""
     first, _, rest = benchmark.doc.partition("\n")
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(prog, description=first, epilog=rest.strip() or None, formatter_class=formatter)
+    parser = argparse.ArgumentParser(
+        prog, description=first, epilog=rest.strip("\n") or None, formatter_class=formatter
+    )
     benchmark.arguments(parser)
     parser.add_argument("--data", default=None, help="SentEval folder (default: $PCCTUNE_DATA or ../shared/data)")
     parser.add_argument("--output", type=Path, default=Path(benchmark.output or f"runs/{benchmark.name}"))

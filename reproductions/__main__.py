@@ -76,13 +76,14 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
+    known, (first, _, rest) = claims(), str(__doc__).partition("\n")
     parser = argparse.ArgumentParser(
         prog="python -m reproductions",
-        description=str(__doc__).splitlines()[0],
-        epilog=str(__doc__).split("\n", 1)[1],
+        description=first,
+        epilog=rest.strip("\n"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("claims", nargs="*", help=f"'all' or any of: {', '.join(claims())}")
+    parser.add_argument("claims", nargs="*", help=f"'all' or any of: {', '.join(known)}")
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--quick", action="store_true", help="every code path on tiny random models (CI)")
     how.add_argument("--summarize", action="store_true", help="only rebuild the tables from the records")
@@ -90,9 +91,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--output", type=Path, default=None, help="write here instead of the claims' folders")
     parser.add_argument("--list", action="store_true", help="list the claims and their tables")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.claims) - {*claims(), "all"})
+    unknown = sorted(set(args.claims) - {*known, "all"})
     if unknown:
-        parser.error(f"unknown claim {', '.join(map(repr, unknown))}; choose from all, {', '.join(claims())}")
+        parser.error(f"unknown claim {', '.join(map(repr, unknown))}; choose from all, {', '.join(known)}")
     if "all" in args.claims and len(args.claims) > 1:
         parser.error("'all' runs every claim: name no other claim beside it")
     return args, extra

@@ -88,6 +88,15 @@ def test_an_output_that_cannot_be_a_folder_is_refused_in_one_line_before_the_mea
     assert capsys.readouterr().err.startswith("error: nothing to summarize: no ")
 
 
+def test_a_scripts_help_says_its_first_line_once_and_keeps_its_examples_as_written(capsys):
+    benchmark = Benchmark("probe", "A probe.\n\n    probe --flag   # an example\n", list, str, lambda parser: None)
+    with pytest.raises(SystemExit) as stop:
+        run(benchmark, ["--help"], prog="python -m reproductions probe --")
+    out = capsys.readouterr().out
+    assert stop.value.code == 0 and out.startswith("usage: python -m reproductions probe -- ")
+    assert out.count("A probe.") == 1 and "\n    probe --flag   # an example\n" in out
+
+
 def test_the_benchmarks_folder_stays_small():
     """A budget for the folder's code: speed.py's four parts and the plain script; one-off probes are retired to
     their records (their code stays in git history)."""

@@ -101,6 +101,15 @@ def test_the_runner_refuses_bad_input_in_one_line_and_writes_nothing(args, messa
         assert err.startswith("usage: python -m reproductions bound -- "), err
 
 
+def test_the_runners_help_says_its_first_line_once_and_keeps_its_examples_as_written(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    out = capsys.readouterr().out
+    first = "Run, continue or summarize the reproductions of the papers' claims"
+    assert stop.value.code == 0 and out.count(first) == 1
+    assert "\n    python -m reproductions --list " in out  # the docstring's indented block, indented
+
+
 def _numbers_of(text: str) -> list[tuple[str, str]]:
     """(sign, number) of every decimal number outside code (fenced blocks and backticks)."""
     prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)

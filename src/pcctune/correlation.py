@@ -17,6 +17,8 @@ drawn over: two pairs always give a Spearman's ρ of ±1 and no resampling sprea
 
 
 class ScoredPair(Protocol):
+    """What a correlation reads of a pair: its two sentences and its gold score (``STSPair`` and the like)."""
+
     @property
     def sentence1(self) -> str: ...
     @property

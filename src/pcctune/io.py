@@ -128,6 +128,7 @@ def write_json(payload: Any, path: str | Path) -> Path:
 
 
 def write_yaml(payload: Any, path: str | Path) -> Path:
+    """Block-style UTF-8 YAML, keys in the payload's order."""
     return write_text(path, yaml.safe_dump(payload, sort_keys=False, allow_unicode=True))
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import LlamaTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 WORDS = (
     'this sentence : " means in one word something can be summarized as a an the man woman dog cat '
@@ -21,7 +24,7 @@ WORDS = (
 ).split()
 
 
-def word_level_tokenizer(kind: str):
+def word_level_tokenizer(kind: str) -> PreTrainedTokenizerFast:
     """A word-level tokenizer over ``WORDS``: BERT-style (``[CLS] … [SEP]``) or decoder-style (BOS, no pad)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
@@ -80,7 +83,7 @@ def save_tiny_model(folder: Path, kind: str) -> Path:
     return folder
 
 
-def metaspace_tokenizer():
+def metaspace_tokenizer() -> LlamaTokenizer:
     """A Llama-2-style tokenizer trained here: BPE over SentencePiece's word-start ``▁`` (Metaspace,
     ``prepend_scheme="first"``, byte fallback), wrapped in transformers' own ``LlamaTokenizer``, BOS added."""
     import json
@@ -97,7 +100,7 @@ def metaspace_tokenizer():
     return LlamaTokenizer(vocab=spec["vocab"], merges=merges, add_bos_token=True, model_max_length=64)
 
 
-def save_tiny_llama(folder: Path, tokenizer, dtype: torch.dtype = torch.float32) -> Path:
+def save_tiny_llama(folder: Path, tokenizer: PreTrainedTokenizerBase, dtype: torch.dtype = torch.float32) -> Path:
     """A 2-layer random Llama for ``tokenizer``, saved in ``dtype`` (bf16: as Mistral and Llama-2 on the Hub)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -117,6 +120,7 @@ def save_tiny_llama(folder: Path, tokenizer, dtype: torch.dtype = torch.float32)
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
+    """A UTF-8 text file of ``lines``, its folders made."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 

@@ -129,6 +129,7 @@ def ngrams(text: str, n: int = NGRAM) -> frozenset[str]:
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard similarity |a ∩ b| / |a ∪ b| of two n-gram sets (1 for two empty sets)."""
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
@@ -198,7 +199,7 @@ class TestIndex:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, test_tasks: Sequence[STSTask], near_threshold: float = NEAR_THRESHOLD):
+    def __init__(self, test_tasks: Sequence[STSTask], near_threshold: float = NEAR_THRESHOLD) -> None:
         if not 0 < near_threshold <= 1:
             raise PcctuneError(f"near_threshold {near_threshold} is not a Jaccard similarity in (0, 1]")
         self.test_sets = {task.name: len(task.pairs) for task in test_tasks}
@@ -232,7 +233,7 @@ class TestIndex:
             self._lsh = lsh
         return self._lsh
 
-    def _near_sentences(self, sentence: str, grams: frozenset[str], minhash) -> dict[str, float]:
+    def _near_sentences(self, sentence: str, grams: frozenset[str], minhash: Any) -> dict[str, float]:
         """Test sentences within the search threshold of ``sentence`` → their exact Jaccard similarity."""
         found = {}
         for candidate in self._near_index().query(minhash):

@@ -27,6 +27,7 @@ def downstream_dir(senteval_dir: Path) -> Path:
 
 
 def sts_dir(senteval_dir: Path) -> Path:
+    """The folder of the STS tasks' folders (each year's, STS-B's)."""
     return downstream_dir(senteval_dir) / "STS"
 
 
@@ -86,10 +87,12 @@ def tokenized_dir(senteval_dir: Path) -> Path:
 
 
 def load_stsb(senteval_dir: Path, split: str) -> STSTask:
+    """One split of STS-B (``train``, ``dev`` or ``test``), gold scores 0–5."""
     path = sts_dir(senteval_dir) / "STSBenchmark" / STSB_SPLITS[split]
     return STSTask("STSBenchmark", [STSSubset(split, read_stsb_csv(path), [path])])
 
 
 def load_sick(senteval_dir: Path, split: str) -> STSTask:
+    """One split of SICK-R (``train``, ``dev``: its trial set, or ``test``), gold relatedness 1–5."""
     path = sick_dir(senteval_dir) / SICK_SPLITS[split]
     return STSTask("SICKRelatedness", [STSSubset(split, read_sick_txt(path), [path])])

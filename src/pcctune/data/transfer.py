@@ -102,6 +102,7 @@ def _mrpc(folder: Path) -> TransferTask:
 
 
 def load_transfer_task(senteval_dir: Path, name: str) -> TransferTask:
+    """One of SentEval's transfer tasks (``TRANSFER_TASKS``) by name, its splits as SentEval reads them."""
     folder = downstream_dir(senteval_dir)
     if name in BINARY_FILES:
         return _binary(folder / name, name)

@@ -42,6 +42,8 @@ def candidate_sentences(senteval_dir: Path, count: int, seed: int = 0) -> list[s
 
 @dataclass
 class CandidateScore:
+    """One in-context demonstration, the template it makes, and that template's dev Spearman × 100."""
+
     demonstration: Demonstration
     template: str
     dev_spearman: float

@@ -18,6 +18,7 @@ initialisation and every shuffle. The L2 grid is {1e-5, 1e-4, 1e-3, 1e-2}. Three
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,7 +120,7 @@ def _classes(*labels: np.ndarray) -> int:
     return int(max(label.max() for label in labels)) + 1
 
 
-def _folds(x: np.ndarray, y: np.ndarray, seed: int = SEED):
+def _folds(x: np.ndarray, y: np.ndarray, seed: int = SEED) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     return StratifiedKFold(FOLDS, shuffle=True, random_state=seed).split(x, y)
 
 

@@ -22,6 +22,7 @@ Cell = float | int | str | None
 
 
 def format_cell(value: Cell, digits: int = 2) -> str:
+    """A table cell: a float at ``digits`` decimals, an empty score as a dash, anything else as it prints."""
     if value is None:
         return "—"
     if isinstance(value, float):

@@ -56,7 +56,9 @@ def cross_validated_accuracy(
     return float(np.mean(scores))
 
 
-def dev_selected_predictions(train, dev, test_x: np.ndarray) -> np.ndarray:
+def dev_selected_predictions(
+    train: tuple[np.ndarray, np.ndarray], dev: tuple[np.ndarray, np.ndarray], test_x: np.ndarray
+) -> np.ndarray:
     """Fit on train for every C, keep the best on dev, predict test."""
     best = max(
         (LogisticRegression(C=c, max_iter=MAX_ITERATIONS).fit(*train) for c in REGULARIZATION_GRID),

@@ -13,6 +13,7 @@ positive range: s = (1 + cos)/2 ∈ [0, 1], clamped below at ``min_similarity``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
@@ -71,7 +72,7 @@ class EmbeddingDPOLoss(EmbeddingLoss):
         self.beta = beta
         self.min_similarity = min_similarity
 
-    def forward(self, sentence_features, labels: Tensor | None = None) -> Tensor:
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = list(sentence_features)
         device = features[0]["input_ids"].device
         if next(self.reference.parameters()).device != device:

@@ -9,6 +9,7 @@ shipped without an MLM head, e.g. sentence-transformers' all-MiniLM-L6-v2).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -97,7 +98,7 @@ class AuxiliaryMLMLoss(nn.Module):
             logits.reshape(-1, logits.shape[-1]), labels.to(logits.device).reshape(-1), ignore_index=-100
         )
 
-    def forward(self, sentence_features, labels: Tensor | None = None) -> Tensor:
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = list(sentence_features)
         main = self.main(features, labels)
         if not torch.is_grad_enabled():

@@ -29,6 +29,7 @@ WEIGHT = 0.1
 
 
 def mse_term(cos: Tensor, gold: Tensor, max_gold: float) -> Tensor:
+    """mean (cos − gold / max_gold)², sentence-transformers' CosineSimilarityLoss."""
     return ((cos - gold / max_gold) ** 2).mean()
 
 

@@ -108,6 +108,7 @@ def attach_adapter(model: SentenceTransformer, adapter: AdapterConfig) -> None:
 
 
 def trainable_fraction(model: SentenceTransformer) -> float:
+    """The share of the model's weights that train (LoRA's factors of a frozen base, for instance)."""
     total = sum(p.numel() for p in model.parameters())
     return sum(p.numel() for p in model.parameters() if p.requires_grad) / max(total, 1)
 

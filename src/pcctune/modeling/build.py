@@ -22,7 +22,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
-from transformers import AutoConfig
+from transformers import AutoConfig, PretrainedConfig
 from transformers.models.auto.modeling_auto import (
     MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
@@ -124,7 +124,7 @@ def saved_template(source: ModelSource) -> str | None:
         return None
 
 
-def is_decoder_only(config) -> bool:
+def is_decoder_only(config: PretrainedConfig) -> bool:
     """True for causal LMs without a masked-LM head (Llama, Qwen, Gemma…), false for BERT-likes."""
     model_type = getattr(config, "model_type", "")
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES

@@ -29,6 +29,8 @@ from pcctune.modeling.template import SLOT, Template, input_module, text_tokeniz
 
 @dataclass(frozen=True)
 class Demonstration:
+    """An in-context demonstration (PromptEOL §3.2): a sentence and the one word that sums it up."""
+
     sentence: str
     word: str
 

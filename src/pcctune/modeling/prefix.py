@@ -171,7 +171,7 @@ class PromptedTransformer(TemplateTransformer):
         else:
             self._shallow_prompt().prompt.data.copy_(state["prompt"])
 
-    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
+    def save(self, output_path: str, *args: Any, safe_serialization: bool = True, **kwargs: Any) -> None:
         """The unchanged backbone, tokenizer and config as usual, plus the prompts in their own file."""
         backbone = self.model.get_base_model() if self.prompt_kind == "deep" else self.model
         backbone.save_pretrained(output_path, safe_serialization=safe_serialization)
@@ -181,7 +181,7 @@ class PromptedTransformer(TemplateTransformer):
 
     # --- forward ----------------------------------------------------------------------------
 
-    def forward(self, features: dict[str, Any], **kwargs) -> dict[str, Any]:
+    def forward(self, features: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         mask = features["attention_mask"]
         if self.prompt_kind == "deep":
             # What peft's forward does, minus its dropping of position_ids: prefix cache + widened mask.

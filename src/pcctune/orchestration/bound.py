@@ -33,13 +33,12 @@ def bounds_for_n(ns: list[int]) -> dict[str, dict[str, Any]]:
 
 
 def n_table(rows: dict[str, dict[str, Any]]) -> ScoreTable:
-    table = ScoreTable(
-        N_TITLE, ["paper", "paper_k", "exact", "exact_k"], list(rows.items()), first_column="n", digits=6
-    )
-    return table
+    """The binary classifier's bound for each number of pairs n, as the paper states it and exactly."""
+    return ScoreTable(N_TITLE, ["paper", "paper_k", "exact", "exact_k"], list(rows.items()), first_column="n", digits=6)
 
 
 def sts_table(ceilings: dict[str, dict[str, Any]]) -> ScoreTable:
+    """Each STS test set's ceiling for a binary classifier, from its own gold scores."""
     columns = ["n", "distinct_scores", "ceiling", "high_pairs", "formula_exact"]
     return ScoreTable(STS_TITLE, columns, list(ceilings.items()), first_column="task")
 

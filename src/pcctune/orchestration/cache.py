@@ -103,6 +103,7 @@ def clear_entries(kind: str | None) -> tuple[list[CacheEntry], list[CacheEntry]]
 
 
 def human_size(size: int) -> str:
+    """Bytes in decimal units: ``512 B``, ``1.5 MB``."""
     units = ("B", "KB", "MB", "GB", "TB")
     power = 0
     while power < len(units) - 1 and size >= 1000 ** (power + 1):
@@ -111,6 +112,7 @@ def human_size(size: int) -> str:
 
 
 def human_age(seconds: float) -> str:
+    """An age in its largest whole unit: ``3 d``, ``5 h``, ``12 min``, ``40 s``."""
     for unit, span in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= span:
             return f"{seconds / span:.0f} {unit}"

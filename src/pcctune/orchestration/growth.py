@@ -112,6 +112,7 @@ def schedule(config: RunConfig) -> tuple[str, float]:
 
 
 def learning_rate_key(config: RunConfig) -> str:
+    """The dotted key of the last stage's learning rate, the one a grown search halves."""
     return f"stages.{len(config.stages) - 1}.learning_rate"
 
 

@@ -34,6 +34,7 @@ from pcctune.seeding import check_seed
 
 
 def candidates_table(results: list[CandidateScore], title: str) -> Table:
+    """The demonstrations ranked by dev score, best first, as the search printed them."""
     table = Table(title=title)
     for column in ("rank", "sentence", "word", "dev"):
         table.add_column(column)

@@ -68,6 +68,7 @@ def collect_intervals(records: list[tuple[Path, AnyResult]]) -> dict[str, list[T
 
 
 def section_rows(runs: dict[str, Section], section: str) -> dict[str, dict[str, float]]:
+    """One section's scores (``sts``, ``transfer``…) of every run that has it, by run label."""
     return {label: r[section] for label, r in runs.items() if section in r}
 
 

@@ -32,6 +32,9 @@ LOSS_PARAMETERS = "loss_parameters.pt"
 
 
 class SyncLossParameters(TrainerCallback):
+    """Keeps the loss's own parameters alike on every process: broadcast from rank 0 when training starts, their
+    gradients averaged over the processes before each optimizer step."""
+
     def __init__(self, parameters: list[nn.Parameter]) -> None:
         self.parameters = parameters
 

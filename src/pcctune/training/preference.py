@@ -75,6 +75,9 @@ def train_preference_model(
 
 @dataclass(frozen=True)
 class Preference:
+    """A ranked preference (PromptEOL §3.3): the pair (x1, x2) is more similar than (x3, x4) by at least ``margin``
+    of the preference model's score."""
+
     x1: str
     x2: str
     x3: str

@@ -3,6 +3,7 @@ the claims the guide makes about sentence-transformers' counterparts."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import torch
 from sentence_transformers.sentence_transformer import losses as st_losses
 
 from pcctune.losses import InfoNCELoss
+from pcctune.losses.mlm import AuxiliaryMLMLoss
 from pcctune.losses.registry import LOSSES, RENAMED, loss_spec, losses_markdown, renamed_markdown, resolve_loss
 from pcctune.losses.regression import PENALTIES, RegressionLoss
 from pcctune.modeling.build import build_model
@@ -113,3 +115,18 @@ def test_the_guide_is_in_the_site_and_the_other_pages_link_to_it_instead_of_a_ta
         text = (ROOT / "docs" / page).read_text(encoding="utf-8")
         assert "losses.md" in text
         assert "| `pearson` |" not in text and "| loss |" not in text and "| `loss:` |" not in text, page
+
+
+OWN_LOSSES = sorted({spec.cls for spec in LOSSES.values() if spec.cls.__module__.startswith("pcctune.")}, key=str)
+
+
+@pytest.mark.parametrize("cls", [*OWN_LOSSES, AuxiliaryMLMLoss], ids=lambda cls: cls.__name__)
+def test_each_of_our_losses_documents_every_argument_its_inputs_and_an_example(cls):
+    """sentence-transformers' loss docstring shape: Args (every constructor argument), Inputs, Examples."""
+    doc = inspect.getdoc(cls) or ""
+    assert "\nArgs:\n" in doc and "\nInputs: " in doc and "\nExamples:\n" in doc, cls.__name__
+    args = doc.split("\nArgs:\n", 1)[1].split("\n\n", 1)[0]
+    documented = {line.split(":", 1)[0].strip() for line in args.splitlines() if not line.startswith("        ")}
+    parameters = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    assert documented == parameters, cls.__name__
+    assert f"{cls.__name__}(" in doc.split("\nExamples:\n", 1)[1], cls.__name__

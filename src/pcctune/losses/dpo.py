@@ -47,8 +47,16 @@ class EmbeddingDPOLoss(EmbeddingLoss):
         model: the SentenceTransformer being trained (π_θ).
         beta: DPO's β (how far π_θ may move from π_ref).
         reference: the frozen reference π_ref; default a deep copy of ``model`` taken now.
+        min_similarity: the floor of s = (1 + cos)/2 before its logarithm.
+        mini_batch_size: GradCache mini-batch size, or ``None`` to embed the batch at once.
 
     Inputs: four columns (x1, x2, x3, x4), the preference model preferring (x1, x2).
+
+    Examples:
+        ```python
+        loss = EmbeddingDPOLoss(model, beta=0.1)  # π_ref: a frozen copy of the model as it is now
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=preferences, loss=loss, args=args)
+        ```
     """
 
     citation = citations.PROMPTEOL

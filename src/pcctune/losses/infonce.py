@@ -44,6 +44,12 @@ class InfoNCELoss(EmbeddingLoss):
         mini_batch_size: GradCache mini-batch size, or ``None`` to embed the batch at once.
 
     Inputs: (anchor, positive, negative) triplets or (anchor, positive) pairs; no label.
+
+    Examples:
+        ```python
+        loss = InfoNCELoss(model, temperature=0.05, mini_batch_size=16)
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=triplets, loss=loss, args=args)
+        ```
     """
 
     citation = citations.SIMCSE

@@ -39,7 +39,22 @@ def source_pearson_loss(cos: Tensor, gold: Tensor, sources: Tensor, eps: float =
 
 
 class SourcePearsonLoss(EmbeddingLoss):
-    """Pearson loss computed within each source of the global batch (labels: score, source id)."""
+    """Pearson loss (Pcc-tuning eq. 8) computed within each source of the global batch, weighted by pair count.
+
+    Args:
+        model: the SentenceTransformer being trained.
+        mini_batch_size: GradCache mini-batch size, or ``None`` to embed the batch at once.
+        eps: added under each square root of a correlation's denominator.
+
+    Inputs: (sentence1, sentence2) pairs with a two-number label per pair: the score and its source id (``0``
+    STS-B or a user's file, ``1`` SICK).
+
+    Examples:
+        ```python
+        pairs = pairs.map(lambda row: {"score": [row["score"], row["source"]]}, remove_columns=["source"])
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=pairs, loss=SourcePearsonLoss(model), args=args)
+        ```
+    """
 
     citation = citations.PCC_TUNING
 

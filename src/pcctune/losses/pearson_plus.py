@@ -42,7 +42,24 @@ def cosent_term(cos: Tensor, gold: Tensor, scale: float = 20.0) -> Tensor:
 
 
 class PearsonPlusLoss(EmbeddingLoss):
-    """1 − r(cos, gold) + λ · (MSE or CoSENT) over the global batch."""
+    """1 − r(cos, gold) + λ · (MSE or CoSENT) over the global batch: Pearson (Pcc-tuning eq. 8) with a term that
+    anchors the cosines' scale.
+
+    Args:
+        model: the SentenceTransformer being trained.
+        extra: the second term, ``mse`` (sentence-transformers' CosineSimilarityLoss) or ``cosent`` (CoSENTLoss).
+        weight: λ, the second term's weight.
+        max_gold: the gold scale's largest score; ``mse`` regresses the cosine on gold / ``max_gold``.
+        mini_batch_size: GradCache mini-batch size, or ``None`` to embed the batch at once.
+
+    Inputs: (sentence1, sentence2) pairs with a float score label.
+
+    Examples:
+        ```python
+        loss = PearsonPlusLoss(model, extra="cosent", weight=0.1, mini_batch_size=32)
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=pairs, loss=loss, args=args)
+        ```
+    """
 
     citation = citations.PCC_TUNING
 

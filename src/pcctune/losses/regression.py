@@ -85,8 +85,15 @@ class RegressionLoss(EmbeddingLoss):
         x0: zero-gradient threshold of Translated ReLU / Smooth K2.
         concat: ``uv``, ``absdiff`` or ``uv_absdiff`` (the paper's choice).
         label_range: ``(low, high)`` to clip predictions into (straight-through), or ``None``.
+        mini_batch_size: GradCache mini-batch size, or ``None`` to embed the batch at once.
 
     Inputs: (sentence1, sentence2) pairs with a float label (e.g. 0–5, or NLI mapped to 0/1/2).
+
+    Examples:
+        ```python
+        loss = RegressionLoss(model, model.get_embedding_dimension(), "smooth_k2")
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=pairs, loss=loss, args=args)
+        ```
     """
 
     citation = citations.REGRESSION

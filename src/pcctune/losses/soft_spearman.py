@@ -117,6 +117,12 @@ class SoftSpearmanLoss(EmbeddingLoss):
         mini_batch_size: GradCache mini-batch size, or ``None``.
 
     Inputs: (sentence1, sentence2) pairs with a float score label.
+
+    Examples:
+        ```python
+        loss = SoftSpearmanLoss(model, regularization=1.0, mini_batch_size=32)
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=pairs, loss=loss, args=args)
+        ```
     """
 
     citation = citations.SOFT_RANKS

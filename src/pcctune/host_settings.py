@@ -86,6 +86,8 @@ class MeasuredKind:
     models: tuple[int, ...] = ()
 
     def matches(self, cpu: CPUKind) -> bool:
+        """Whether ``cpu`` is of this kind: its vendor, one of its families (and models, where listed), the flags
+        it must have and lack."""
         return (
             cpu.vendor == self.vendor
             and cpu.family in self.families

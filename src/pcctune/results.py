@@ -69,6 +69,7 @@ class Record(BaseModel):
 
     @classmethod
     def from_disk(cls, path: str | Path) -> Self:
+        """The record at ``path``; a record of another kind is refused in one line."""
         record = load_result(path)
         if not isinstance(record, cls):
             raise PcctuneError(f"{path}: a {record.kind} result, not a {cls.kind} result")

@@ -44,10 +44,12 @@ class STSTask:
 
     @property
     def pairs(self) -> list[STSPair]:
+        """Every subset's pairs, in the subsets' order (the concatenation SentEval's "all" scores)."""
         return [pair for subset in self.subsets for pair in subset.pairs]
 
     @property
     def files(self) -> list[Path]:
+        """The files the task was read from."""
         return [path for subset in self.subsets for path in subset.files]
 
 

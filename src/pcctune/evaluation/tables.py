@@ -49,6 +49,7 @@ class ScoreTable:
         return cls(title, columns, list(rows.items()), **kwargs)  # type: ignore[arg-type]
 
     def header(self) -> list[str]:
+        """The first column's name, then each column's short name."""
         return [self.first_column, *(SHORT_NAMES.get(c, c) for c in self.columns)]
 
     def cells(self, deltas: bool = False) -> list[list[str]]:
@@ -67,11 +68,13 @@ class ScoreTable:
         return out
 
     def to_markdown(self, deltas: bool = False) -> str:
+        """The table as markdown (``cells`` for ``deltas``)."""
         lines = ["| " + " | ".join(self.header()) + " |", "|" + " --- |" * len(self.header())]
         lines += ["| " + " | ".join(row) + " |" for row in self.cells(deltas)]
         return "\n".join(lines)
 
     def to_rich(self, deltas: bool = False) -> Table:
+        """The table for a terminal, numbers right-aligned."""
         table = Table(title=self.title or None)
         for index, name in enumerate(self.header()):
             table.add_column(name, justify="left" if index == 0 else "right")
@@ -80,6 +83,7 @@ class ScoreTable:
         return table
 
     def print(self, console: Console | None = None, deltas: bool = False) -> None:
+        """Print the table to ``console`` (a plain one by default)."""
         (console or plain_console()).print(self.to_rich(deltas))
 
 

@@ -74,13 +74,16 @@ class Template:
 
     @property
     def prefix(self) -> str:
+        """The text before the ``{text}`` slot."""
         return self.text.split(SLOT)[0]
 
     @property
     def suffix(self) -> str:
+        """The text after the ``{text}`` slot, which truncation never cuts."""
         return self.text.split(SLOT)[1]
 
     def fill(self, sentence: str) -> str:
+        """The template with ``sentence`` in its slot."""
         return self.prefix + sentence + self.suffix
 
 

@@ -23,6 +23,7 @@ def exported(tiny_llama, tmp_path_factory):
     return root
 
 
+@pytest.mark.filterwarnings("error:Exporting a model while it is in training mode")  # the graph is traced in eval mode
 def test_export_then_eval_on_onnx_and_openvino_gives_the_torch_numbers(exported, mini_senteval, capsys):
     code, output = run_cli(
         ["export", str(exported / "model"), "--backend", "openvino", "--output", str(exported / "out")], capsys

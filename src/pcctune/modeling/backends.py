@@ -67,7 +67,7 @@ def export_onnx(model: SentenceTransformer, folder: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with torch.inference_mode(False), torch.no_grad():
         torch.onnx.export(
-            _Graph(module.auto_model.eval(), names),
+            _Graph(module.auto_model, names).eval(),  # the wrapper too: torch warns of a graph traced in training mode
             tuple(sample[name] for name in names),
             str(path),
             input_names=names,

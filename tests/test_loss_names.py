@@ -4,8 +4,10 @@ the claims the guide makes about sentence-transformers' counterparts."""
 from __future__ import annotations
 
 import inspect
+import math
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from sentence_transformers.sentence_transformer import losses as st_losses
 
 from pcctune.losses import InfoNCELoss
 from pcctune.losses.mlm import AuxiliaryMLMLoss
+from pcctune.losses.pearson_by_source import SourcePearsonLoss
 from pcctune.losses.registry import LOSSES, RENAMED, loss_spec, losses_markdown, renamed_markdown, resolve_loss
 from pcctune.losses.regression import PENALTIES, RegressionLoss
 from pcctune.modeling.build import build_model
@@ -130,3 +133,43 @@ def test_each_of_our_losses_documents_every_argument_its_inputs_and_an_example(c
     parameters = set(inspect.signature(cls.__init__).parameters) - {"self"}
     assert documented == parameters, cls.__name__
     assert f"{cls.__name__}(" in doc.split("\nExamples:\n", 1)[1], cls.__name__
+
+
+def _example(cls: type) -> str:
+    """The code of the Examples block of ``cls``'s docstring."""
+    examples = (inspect.getdoc(cls) or "").split("\nExamples:\n", 1)[1]
+    return textwrap.dedent(examples.split("```python\n", 1)[1].split("```", 1)[0])
+
+
+@pytest.mark.parametrize("cls", OWN_LOSSES, ids=lambda cls: cls.__name__)
+def test_each_of_our_losses_trains_a_step_as_its_docstring_example_writes(cls, tiny_bert, tmp_path):
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+
+    count = 6
+    first, second = SENTENCES[:count], SENTENCES[count : 2 * count]
+    scored = {"sentence1": first, "sentence2": second, "score": [float(i % 6) for i in range(count)]}
+    if cls is SourcePearsonLoss:
+        scored["source"] = [i % 2 for i in range(count)]
+    namespace = {
+        "model": build_model(str(tiny_bert), device="cpu"),
+        "pairs": Dataset.from_dict(scored),
+        "triplets": Dataset.from_dict({"anchor": first, "positive": second, "negative": SENTENCES[3 : 3 + count]}),
+        "preferences": Dataset.from_dict({"x1": first, "x2": second, "x3": second[::-1], "x4": first[::-1]}),
+        "args": SentenceTransformerTrainingArguments(
+            output_dir=str(tmp_path),
+            max_steps=1,
+            per_device_train_batch_size=count,
+            save_strategy="no",
+            report_to=[],
+            disable_tqdm=True,
+            use_cpu=True,
+        ),
+        "SentenceTransformerTrainer": SentenceTransformerTrainer,
+        cls.__name__: cls,
+    }
+    exec(_example(cls), namespace)
+    trainer = namespace["trainer"]
+    trainer.train()
+    assert isinstance(trainer.loss, cls) and trainer.state.global_step == 1
+    assert math.isfinite(trainer.state.log_history[-1]["train_loss"])

@@ -261,3 +261,17 @@ def test_docstrings_are_written_in_one_style():
         for match in sphinx.finditer(path.read_text(encoding="utf-8"))
     ]
     assert not found, found
+
+
+def test_every_doctest_example_in_the_library_prints_what_its_docstring_says():
+    """A docstring's ``>>>`` example is run, and its output must be the one the reference shows."""
+    import doctest
+    import importlib
+
+    sources = ROOT / "src"
+    modules = sorted(p for p in (sources / "pcctune").rglob("*.py") if ">>>" in p.read_text(encoding="utf-8"))
+    assert modules
+    for path in modules:
+        module = importlib.import_module(".".join(path.relative_to(sources).with_suffix("").parts))
+        result = doctest.testmod(module, verbose=False, report=False)
+        assert result.attempted > 0 and result.failed == 0, path.name

@@ -53,7 +53,9 @@ def load_mlm_head(source: str, train_head: bool = False) -> nn.Module:
 
 class AuxiliaryMLMLoss(nn.Module):
     """Wraps a stage's loss and adds the decaying MLM term during training: ℓ_main + λ·ℓ_MLM, λ = 0.1 · 0.95^(step/100)
-    (DCPCSE §2.2's auxiliary MLM objective). Evaluation (no gradients) reads the main loss alone.
+    (DCPCSE §2.2's auxiliary MLM objective). Evaluation (no gradients) reads the main loss alone. The step counts the
+    loss's calls with gradients; ``StepToLoss`` (``pcctune.training.callbacks``) sets it to the trainer's global step
+    instead, as pcctune's runs do, so that λ is right under gradient accumulation and after a resume.
 
     Args:
         main: the stage's own loss (InfoNCE, for instance).
@@ -70,7 +72,9 @@ class AuxiliaryMLMLoss(nn.Module):
     Examples:
         ```python
         loss = AuxiliaryMLMLoss(InfoNCELoss(model), model, load_mlm_head("bert-base-uncased"))
-        trainer = SentenceTransformerTrainer(model=model, train_dataset=triplets, loss=loss, args=args)
+        trainer = SentenceTransformerTrainer(
+            model=model, train_dataset=triplets, loss=loss, args=args, callbacks=[StepToLoss(loss)]
+        )
         ```
     """
 

@@ -52,17 +52,18 @@ def load_mlm_head(source: str, train_head: bool = False) -> nn.Module:
 
 
 class AuxiliaryMLMLoss(nn.Module):
-    """Wraps a stage's loss and adds the decaying MLM term during training: ℓ_main + λ·ℓ_MLM, λ = 0.1 · 0.95^(step/100)
-    (DCPCSE §2.2's auxiliary MLM objective). Evaluation (no gradients) reads the main loss alone. The step counts the
-    loss's calls with gradients; ``StepToLoss`` (``pcctune.training.callbacks``) sets it to the trainer's global step
-    instead, as pcctune's runs do, so that λ is right under gradient accumulation and after a resume.
+    """Wraps a stage's loss and adds the decaying MLM term during training: ℓ_main + λ·ℓ_MLM, λ = ``initial_weight`` ·
+    ``decay_rate`` ^ (step / ``decay_steps``) (DCPCSE §2.2's auxiliary MLM objective; the defaults are the paper's).
+    Evaluation (no gradients) reads the main loss alone. The step counts the loss's calls with gradients;
+    ``StepToLoss`` (``pcctune.training.callbacks``) sets it to the trainer's global step instead, as pcctune's runs
+    do, so that λ is right under gradient accumulation and after a resume.
 
     Args:
         main: the stage's own loss (InfoNCE, for instance).
         model: the SentenceTransformer being trained; its input module encodes the masked tokens, prompts included.
         head: the backbone's masked-LM prediction head (``load_mlm_head``).
         initial_weight: λ at step 0.
-        decay_rate: λ's factor every ``decay_steps`` steps (applied smoothly, step / ``decay_steps``).
+        decay_rate: λ's factor every ``decay_steps`` steps.
         decay_steps: the steps over which λ decays by ``decay_rate``.
         mask_probability: the share of the first column's tokens chosen for masking (80 % [MASK], 10 % random,
             10 % kept).

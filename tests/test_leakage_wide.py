@@ -390,14 +390,20 @@ def test_blocks_off_the_front_page_and_their_level_contrasts_are_read_uncorrecte
         for score in [base + shift + 0.1 * (seed * len(loss) % 3)]
     ]
     assert (
-        comparisons.outside_family(rows, {"sentence"})
+        comparisons.outside_family(rows, {"sentence"}, {"sentence"})
         == comparisons.level_contrasts(rows, {"sentence", "pair"}, rows, {"sentence", "pair"})
         == []
     )
-    control = comparisons.outside_family(rows, {"sentence", "control"})
+    control = comparisons.outside_family(rows, {"sentence", "control"}, {"sentence", "control"})
     assert len(control) == 4 and all(
         "**wide, control** (outside the planned family, uncorrected)" in line for line in control
     )
+    growing_control = comparisons.outside_family(rows, {"sentence", "control"}, {"sentence"})
+    assert all(
+        "(outside the planned family, uncorrected; each loss at its first winner: the grown search is not complete)"
+        in line
+        for line in growing_control
+    ) and [line.split("): ")[1] for line in growing_control] == [line.split("): ")[1] for line in control]
     cosent = next(line for line in control if "cosent" in line)
     assert "Pearson − cosent = +3.1" in cosent and cosent.endswith("a win for Pearson")
     first = [row | {"sts": {task: v + ("control" in row["cell"]) for task, v in row["sts"].items()}} for row in rows]

@@ -76,10 +76,11 @@ def wide_family(found: dict[str, Any]) -> dict[tuple[str, str], Corrected]:
     return family(found["rows"], wide.complete_blocks(found["progress"]))
 
 
-def outside_family(rows: Rows, complete: Collection[str]) -> list[str]:
+def outside_family(rows: Rows, complete: Collection[str], settled: Collection[str]) -> list[str]:
     """Pearson against each other loss in each complete block the front page does not show (the control, the
     ``normalized`` and ``near`` levels, all-mpnet-base-v2), paired by test seed: uncorrected, and said so, since the
-    planned family (:func:`family`) holds only the front page's comparisons."""
+    planned family (:func:`family`) holds only the front page's comparisons. A block whose grown search is not
+    ``settled`` is read at every loss's first winner, and its line says so: not that level's last word."""
     from pcctune.evaluation.compare import seed_difference
 
     found = groups(rows)
@@ -87,9 +88,10 @@ def outside_family(rows: Rows, complete: Collection[str]) -> list[str]:
     for block in wide.BLOCKS:
         if block.name in FRONT_PAGE or block.name not in complete:
             continue
+        stage = "" if block.name in settled else "; each loss at its first winner: the grown search is not complete"
         for loss, (scores, pearson) in against_pearson(found, block).items():
             difference = seed_difference(scores, pearson).sentence(loss, "Pearson")
-            lines.append(f"- **wide, {block.name}** (outside the planned family, uncorrected): {difference}")
+            lines.append(f"- **wide, {block.name}** (outside the planned family, uncorrected{stage}): {difference}")
     return lines
 
 

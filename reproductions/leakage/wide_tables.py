@@ -316,4 +316,5 @@ def comparison_verdicts(found: dict[str, Any], corrected: dict[tuple[str, str], 
     complete = wide.complete_blocks(found["progress"])
     settled = {block["block"] for block in found["progress"] if block["settled"]}
     first = before_growth(found)["rows"]
-    return lines + outside_family(found["rows"], complete) + level_contrasts(found["rows"], complete, first, settled)
+    contrasts = level_contrasts(found["rows"], complete, first, settled)
+    return lines + outside_family(found["rows"], complete, settled) + contrasts

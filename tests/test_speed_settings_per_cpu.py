@@ -43,6 +43,7 @@ def no_choice_in_the_environment(monkeypatch):
         (ZEN3, WORKERS, "CPU kind AVX2-only EPYC (Zen 2/3): workers alone (measured fastest on this kind)"),
         (ZEN2, WORKERS, "CPU kind AVX2-only EPYC (Zen 2/3): workers alone (measured fastest on this kind)"),
         (ZEN5, SPEEDUPS, "CPU kind Zen 5 EPYC: workers, onednn, keep_freed_memory (measured fastest on this kind)"),
+        (ZEN4, SPEEDUPS, "CPU kind Zen 4 EPYC: workers, onednn, keep_freed_memory (measured fastest on this kind)"),
         (XEON, WORKERS, "CPU kind AVX-512 Xeon without AMX: workers alone (measured fastest on this kind)"),
     ],
 )
@@ -50,14 +51,14 @@ def test_a_measured_kind_gets_the_settings_measured_fastest_there(cpu, settings,
     assert command_line_choice(cpu) == (settings, line)
 
 
-@pytest.mark.parametrize("cpu", [ZEN4, XEON_AMX, OLD_AMD, ARM, CPUKind("unknown", None, None, "unknown", frozenset())])
+@pytest.mark.parametrize("cpu", [XEON_AMX, OLD_AMD, ARM, CPUKind("unknown", None, None, "unknown", frozenset())])
 def test_a_cpu_of_no_measured_kind_gets_the_workers_alone(cpu):
-    """Zen 4 has Zen 5's flags (at half its AVX-512 rate) and the AVX2-only EPYC's family: it is neither. A Xeon
-    with AMX is not the measured Xeon without it."""
+    """A Xeon with AMX is not the measured Xeon without it; an older AMD, an Arm CPU and one that names nothing are
+    no measured kind."""
     settings, line = command_line_choice(cpu)
     assert settings == WORKERS == hs.UNMEASURED
     assert line.startswith(f"unmeasured CPU kind ({cpu.vendor} family {cpu.family} model {cpu.model}): workers alone")
-    assert line.endswith("(never slower than none on the measured kinds)")
+    assert line.endswith("(within 1 % of none or faster on every measured kind)")
 
 
 def test_the_environment_chooses_over_the_cpu_kind(monkeypatch):
@@ -67,6 +68,12 @@ def test_the_environment_chooses_over_the_cpu_kind(monkeypatch):
     settings, line = command_line_choice(ZEN3)
     assert (settings.onednn, settings.workers) == (True, 1)
     assert line == f"CPU speed settings: onednn alone ({SPEEDUPS_ENV}=onednn)"
+
+
+def test_zen_4_is_told_from_zen_3_by_its_avx512_and_from_zen_5_by_its_family():
+    """Zen 4 shares the AVX2-only EPYC's family and Zen 5's flags: each kind claims its own CPU alone."""
+    kinds = {cpu: hs.measured_kind(cpu).name for cpu in (ZEN3, ZEN4, ZEN5)}
+    assert kinds == {ZEN3: "AVX2-only EPYC (Zen 2/3)", ZEN4: "Zen 4 EPYC", ZEN5: "Zen 5 EPYC"}
 
 
 def test_a_kind_can_name_its_models():

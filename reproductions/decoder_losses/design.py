@@ -53,9 +53,10 @@ ONEDNN_ON = ("Zen 5 EPYC",)
 """The CPU kinds (``pcctune.host_settings.MEASURED_KINDS``) whose runs route LoRA's float32 layers through oneDNN as
 well as the 4-bit ones (``onednn: on``, the same products up to float rounding): measured faster on the Zen 5 EPYC
 (the products 9.0 s against 11.7 s of a step, section 16) and slower on the AVX2-only EPYC (47.89 s against 44.45 s
-a step, section 17). Every other kind keeps the library's ``auto`` (oneDNN for the 4-bit layers alone). Like the
-CPU's own kernels it changes float rounding only and goes with the machine a run is on (its record's config and
-device say which)."""
+a step, section 17); on the Zen 4 EPYC 34.87 s against 35.41 s a step, within the spread between rounds (section
+18), so it keeps ``auto`` there. Every other kind keeps the library's ``auto`` (oneDNN for the 4-bit layers
+alone). Like the CPU's own kernels it changes float rounding only and goes with the machine a run is on (its
+record's config and device say which)."""
 BEFORE_SPEED = ("seed1.json", "contrastive-nli")
 """``decoder_full``'s record and stage of the recipe's stage 1 built before :data:`SPEED` (the same recipe and seed):
 the build this claim's stage 1 must land within :data:`REBUILD_TOLERANCE` of, or the table says by how much not."""

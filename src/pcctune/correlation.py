@@ -20,11 +20,16 @@ class ScoredPair(Protocol):
     """What a correlation reads of a pair: its two sentences and its gold score (``STSPair`` and the like)."""
 
     @property
-    def sentence1(self) -> str: ...
+    def sentence1(self) -> str:
+        """The pair's first sentence."""
+
     @property
-    def sentence2(self) -> str: ...
+    def sentence2(self) -> str:
+        """The pair's second sentence."""
+
     @property
-    def score(self) -> float: ...
+    def score(self) -> float:
+        """Its gold similarity score."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+from typing_extensions import override
 
 from pcctune.data.cache import senteval_folder
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
@@ -33,6 +34,7 @@ class PccEvaluator(SentenceEvaluator):
         self.tasks = load_protocol_tasks(senteval_folder(data or None), protocol)
         self.primary_metric = "sts_avg"
 
+    @override
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
     ) -> dict[str, float]:

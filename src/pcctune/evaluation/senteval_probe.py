@@ -94,11 +94,13 @@ class LogisticRegressionProbe:
         return best
 
     def predict(self, x: np.ndarray) -> np.ndarray:
+        """The class of each row of ``x``: the argmax of the probe's logits."""
         self.model.eval()
         with torch.no_grad():
             return self.model(torch.as_tensor(x, dtype=torch.float32)).argmax(1).numpy()
 
     def score(self, x: np.ndarray, y: np.ndarray) -> float:
+        """The accuracy of ``predict`` on ``x`` against the labels ``y``."""
         return float((self.predict(x) == y).mean())
 
 

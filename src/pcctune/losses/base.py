@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.distributed import gather
 from pcctune.losses.length_chunks import LengthChunker, Padding
@@ -83,6 +84,7 @@ class EmbeddingLoss(CachedLossMixin, nn.Module):
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         """The loss given one embedding matrix per input column."""
 
+    @override
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         if self.mini_batch_size is None:
             columns = self.length_chunks(self._embed, list(sentence_features), self._padding())

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Protocol, cast
 
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.losses.base import EmbeddingLoss
 
@@ -26,9 +27,11 @@ class FromEmbeddings(Protocol):
 
     model: nn.Module
 
-    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor) -> Tensor: ...
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor) -> Tensor:
+        """The loss from the columns' embeddings and the labels."""
 
-    def get_config_dict(self) -> dict[str, Any]: ...
+    def get_config_dict(self) -> dict[str, Any]:
+        """The loss's settings, for the model card."""
 
 
 class CachedPairLoss(EmbeddingLoss):
@@ -40,14 +43,17 @@ class CachedPairLoss(EmbeddingLoss):
         self.loss = loss
 
     def wrapped(self) -> FromEmbeddings:
+        """The sentence-transformers loss this one computes, as the ``FromEmbeddings`` it is called as."""
         return cast(FromEmbeddings, self.loss)
 
+    @override
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if labels is None:
             raise ValueError(f"{type(self.loss).__name__} needs a score for every pair")
         return self.wrapped().compute_loss_from_embeddings(columns, labels)
 
     def get_config_dict(self) -> dict[str, Any]:
+        """The wrapped loss's name and settings and the GradCache mini-batch size, for the model card."""
         return {
             "loss": type(self.loss).__name__,
             **self.wrapped().get_config_dict(),

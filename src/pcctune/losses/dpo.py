@@ -18,6 +18,7 @@ from collections.abc import Iterable
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32
@@ -80,6 +81,7 @@ class EmbeddingDPOLoss(EmbeddingLoss):
         self.beta = beta
         self.min_similarity = min_similarity
 
+    @override
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = list(sentence_features)
         device = features[0]["input_ids"].device
@@ -90,6 +92,7 @@ class EmbeddingDPOLoss(EmbeddingLoss):
         self._reference = ref
         return super().forward(features, labels)
 
+    @override
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) != 4:
             raise ValueError(f"DPO expects (x1, x2, x3, x4) columns, got {len(columns)}")
@@ -100,4 +103,5 @@ class EmbeddingDPOLoss(EmbeddingLoss):
         return dpo_loss(policy, reference, self.beta)
 
     def get_config_dict(self) -> dict:
+        """Its settings, as sentence-transformers' model card prints them."""
         return {"beta": self.beta, "min_similarity": self.min_similarity}

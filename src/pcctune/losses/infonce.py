@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.distributed import gather, get_rank
 from pcctune.losses import citations
@@ -59,10 +60,12 @@ class InfoNCELoss(EmbeddingLoss):
         check_setting(temperature > 0, "temperature", temperature, "above 0")
         self.temperature = temperature
 
+    @override
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) not in (2, 3):
             raise ValueError(f"InfoNCE expects (anchor, positive[, negative]) columns, got {len(columns)}")
         return info_nce(columns[0], columns[1], columns[2] if len(columns) == 3 else None, self.temperature)
 
     def get_config_dict(self) -> dict:
+        """Its settings, as sentence-transformers' model card prints them."""
         return {"temperature": self.temperature, "mini_batch_size": self.mini_batch_size}

@@ -243,6 +243,9 @@ class LengthChunker:
         self._said: set[str] = set()
 
     def __call__(self, embed: Embed, columns: Sequence[Features], padding: Padding | None = None) -> list[Tensor]:
+        """Each column's embeddings by ``embed``, in the columns' own order: computed over chunks of similar length
+        where the setting and the batch allow (every process of a distributed run cutting at the same bounds), else each
+        column whole; the choice said once in the log."""
         padding = padding or Padding()
         world = get_world_size()
         whole = self._whole_by_setting(world)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
+from typing_extensions import override
 
 from pcctune.errors import PcctuneError
 from pcctune.losses import citations
@@ -103,6 +104,9 @@ class AuxiliaryMLMLoss(nn.Module):
         self.step = 0
 
     def mlm_loss(self, features: dict[str, Tensor]) -> Tensor:
+        """The masked-language-model loss of one column (DCPCSE's auxiliary objective): its tokens masked by
+        ``DataCollatorForLanguageModeling`` (special and padding tokens never), the backbone's token embeddings through
+        the MLM head, cross-entropy over the masked positions."""
         features = dict(features)
         special = torch.tensor(
             [
@@ -123,6 +127,7 @@ class AuxiliaryMLMLoss(nn.Module):
             logits.reshape(-1, logits.shape[-1]), labels.to(logits.device).reshape(-1), ignore_index=-100
         )
 
+    @override
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = list(sentence_features)
         main = self.main(features, labels)

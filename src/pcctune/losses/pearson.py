@@ -19,6 +19,7 @@ import warnings
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32, global_pair_cosines
@@ -94,8 +95,10 @@ class PearsonLoss(EmbeddingLoss):
         super().__init__(model, mini_batch_size)
         self.eps = eps
 
+    @override
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         return pearson_loss(*scored_pair_columns(columns, labels, "Pearson loss"), self.eps)
 
     def get_config_dict(self) -> dict:
+        """Its settings, as sentence-transformers' model card prints them."""
         return {"mini_batch_size": self.mini_batch_size, "eps": self.eps}

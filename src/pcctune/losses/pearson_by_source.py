@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, global_pair_cosines
@@ -62,6 +63,7 @@ class SourcePearsonLoss(EmbeddingLoss):
         super().__init__(model, mini_batch_size)
         self.eps = eps
 
+    @override
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) != 2 or labels is None or labels.ndim != 2:
             raise ValueError("per-source Pearson expects (sentence1, sentence2) columns and (score, source) labels")
@@ -70,4 +72,5 @@ class SourcePearsonLoss(EmbeddingLoss):
         return source_pearson_loss(cos_all, labels_all[:, 0], labels_all[:, 1], self.eps)
 
     def get_config_dict(self) -> dict[str, Any]:
+        """Its settings, as sentence-transformers' model card prints them."""
         return {"mini_batch_size": self.mini_batch_size, "eps": self.eps}

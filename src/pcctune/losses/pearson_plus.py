@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, check_setting
@@ -77,10 +78,12 @@ class PearsonPlusLoss(EmbeddingLoss):
         self.weight = weight
         self.max_gold = max_gold
 
+    @override
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         cos, gold = global_scored_cosines(*scored_pair_columns(columns, labels, "Pearson plus"))
         second = mse_term(cos, gold, self.max_gold) if self.extra == "mse" else cosent_term(cos, gold)
         return 1.0 - pearson_r(cos, gold) + self.weight * second
 
     def get_config_dict(self) -> dict[str, Any]:
+        """Its settings, as sentence-transformers' model card prints them."""
         return {"extra": self.extra, "weight": self.weight, "max_gold": self.max_gold}

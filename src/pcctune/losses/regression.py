@@ -20,6 +20,7 @@ from typing import Literal, get_args
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, at_least_fp32, check_setting
@@ -125,6 +126,7 @@ class RegressionLoss(EmbeddingLoss):
         features = pair_features(at_least_fp32(u), at_least_fp32(v), self.concat)
         return self.head(features.to(self.head.weight.device, self.head.weight.dtype)).squeeze(-1)
 
+    @override
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         if len(columns) != 2 or labels is None:
             raise ValueError("regression expects (sentence1, sentence2) columns and a float label")
@@ -139,6 +141,7 @@ class RegressionLoss(EmbeddingLoss):
         return penalty(self.penalty_name, x, self.k, self.x0).mean()
 
     def get_config_dict(self) -> dict:
+        """Its settings, as sentence-transformers' model card prints them."""
         return {
             "penalty": self.penalty_name,
             "k": self.k,

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.losses import citations
 from pcctune.losses.base import EmbeddingLoss, check_setting
@@ -134,9 +135,11 @@ class SoftSpearmanLoss(EmbeddingLoss):
         check_setting(regularization > 0, "regularization", regularization, "above 0")
         self.regularization = regularization
 
+    @override
     def loss_from_embeddings(self, columns: list[Tensor], labels: Tensor | None) -> Tensor:
         cos_all, gold_all = global_scored_cosines(*scored_pair_columns(columns, labels, "soft Spearman"))
         return 1.0 - pearson_r(soft_rank(batch_scaled(cos_all, self.regularization)), hard_rank(gold_all))
 
     def get_config_dict(self) -> dict[str, Any]:
+        """Its settings, as sentence-transformers' model card prints them."""
         return {"regularization": self.regularization, "mini_batch_size": self.mini_batch_size}

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import torch
 from sentence_transformers import SentenceTransformer
 from torch import nn
+from typing_extensions import override
 
 from pcctune.errors import PcctuneError
 from pcctune.modeling.template import TemplateTransformer
@@ -112,6 +113,7 @@ class RuntimeBackbone(nn.Module):
             self.compiled = openvino.Core().compile_model(str(path), "CPU", settings)
             self.input_names = [node.get_any_name() for node in self.compiled.inputs]
 
+    @override
     def forward(self, **inputs: Any) -> dict[str, torch.Tensor]:
         feeds = {name: inputs[name].detach().cpu().numpy() for name in self.input_names}
         if self.backend == "onnx":

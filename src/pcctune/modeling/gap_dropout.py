@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.modeling.shared_changes import Undo, shared_changes
 
@@ -73,6 +74,7 @@ def _masked(values: Tensor, positions: Tensor, scale: float) -> Tensor:
 class GapDropout(nn.Dropout):
     """``nn.Dropout`` whose training masks on CPU are drawn by their gaps (the class a layer takes for the block)."""
 
+    @override
     def forward(self, inputs: Tensor) -> Tensor:
         if not self.training or self.p == 0 or self.p > LARGEST_P or inputs.device.type != "cpu":
             return super().forward(inputs)

@@ -51,6 +51,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from pcctune.modeling.quantization import linear_4bit_layers, loaded_linear_4bit_type
 from pcctune.modeling.shared_changes import Undo, shared_changes
@@ -144,6 +145,7 @@ class OneDNNLinear(nn.Linear):
     """An ``nn.Linear`` whose float32 products run by oneDNN (the class a routed layer takes for the block; a copy
     made meanwhile, e.g. a reference model, computes the same way on its own weights)."""
 
+    @override
     def forward(self, inputs: Tensor) -> Tensor:
         if _keeps_own_forward(inputs):
             return super().forward(inputs)

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
+from typing_extensions import override
 
 from pcctune.errors import PcctuneError
 from pcctune.modeling.template import TemplateTransformer
@@ -44,9 +45,12 @@ class ShallowPrompt(nn.Module):
 
     @property
     def length(self) -> int:
+        """P, the number of prompt embeddings."""
         return self.prompt.shape[0]
 
     def insert(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``inputs_embeds`` and ``attention_mask`` with the P prompt embeddings (and P ones) after each sequence's
+        first token."""
         batch = inputs_embeds.shape[0]
         prompt = self.prompt.to(inputs_embeds.dtype).unsqueeze(0).expand(batch, -1, -1)
         embeds = torch.cat([inputs_embeds[:, :1], prompt, inputs_embeds[:, 1:]], dim=1)
@@ -157,6 +161,8 @@ class PromptedTransformer(TemplateTransformer):
     # --- the prompts' own weights -----------------------------------------------------------
 
     def prompt_state_dict(self) -> dict[str, torch.Tensor]:
+        """The prompts' own weights, the file ``save`` writes beside the backbone: the deep prompts' peft state, or
+        the shallow prompt's embeddings."""
         if self.prompt_kind == "deep":
             from peft import get_peft_model_state_dict
 
@@ -164,6 +170,7 @@ class PromptedTransformer(TemplateTransformer):
         return {"prompt": self._shallow_prompt().prompt.detach().contiguous()}
 
     def prompt_parameters_load(self, state: dict[str, torch.Tensor]) -> None:
+        """Load weights ``prompt_state_dict`` gave into this model's prompts."""
         if self.prompt_kind == "deep":
             from peft import set_peft_model_state_dict
 
@@ -181,6 +188,7 @@ class PromptedTransformer(TemplateTransformer):
 
     # --- forward ----------------------------------------------------------------------------
 
+    @override
     def forward(self, features: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         mask = features["attention_mask"]
         if self.prompt_kind == "deep":

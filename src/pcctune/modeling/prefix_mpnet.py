@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 from transformers.models.mpnet.modeling_mpnet import MPNetSelfAttention
+from typing_extensions import override
 
 Prefix = tuple[torch.Tensor, torch.Tensor]
 
@@ -41,6 +42,7 @@ class PrefixedMPNetSelfAttention(MPNetSelfAttention):
         prefixes = _PREFIXES.get()
         return None if prefixes is None else prefixes.get(self)
 
+    @override
     def forward(
         self,
         hidden_states: torch.Tensor,

@@ -83,6 +83,7 @@ class IndexesByStage:
         return {name: count for index in self.indexes.values() for name, count in index.test_sets.items()}
 
     def files(self) -> list[Path]:
+        """Every data file a task read, each once, in the order first read."""
         return list(dict.fromkeys(Path(path) for tasks in self.tasks.values() for task in tasks for path in task.files))
 
 

@@ -37,6 +37,7 @@ class Multiple:
         return f"x{self.factor}{'h' * self.half_rate}"
 
     def describe(self) -> str:
+        """In words, for the log: ``4×`` or ``4× at half the learning rate``."""
         return f"{self.factor}×" + (" at half the learning rate" if self.half_rate else "")
 
     def params(self, params: dict[str, Any], config: RunConfig) -> dict[str, Any]:

@@ -69,6 +69,8 @@ class KeptScores:
         logger.info("continuing an interrupted search: %d candidates scored in %s", len(scores), path)
 
     def add(self, template: str, score: float) -> None:
+        """Keep ``template``'s score and write every score so far to disk, so that an interrupted search continues from
+        here."""
         self.scores[template] = score
         write_json({"key": self.key, "scores": self.scores}, self.path)
 

@@ -231,6 +231,7 @@ class Pipeline:
         return Path(self.config.output_dir) / f"eval-{label}{STORE_SUFFIX}"
 
     def stage_dir(self, index: int, stage: StageConfig, suffix: str = "") -> Path:
+        """The folder of stage ``index`` (from 0) in the run folder: ``stage{index + 1}-{name}{suffix}``."""
         return Path(self.config.output_dir) / f"stage{index + 1}-{stage.name}{suffix}"
 
     def evaluate(self, label: str, model: SentenceTransformer, key: str | None = None) -> None:
@@ -345,6 +346,9 @@ class Pipeline:
                 self.console.print(audit_line(entry), highlight=False, markup=False, soft_wrap=True)
 
     def run(self) -> RunResult:
+        """The sources audited, the base model scored where asked, then each stage trained from the last one's model and
+        scored where the config says (each loss of ``compare`` at the last stage); a stage or score already recorded is
+        kept. Returns the run's record."""
         self.audit()
         if self.config.evaluate_before and self.main and not self.scored("before"):  # no process group yet
             self.score_base()

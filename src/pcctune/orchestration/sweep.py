@@ -39,6 +39,7 @@ from typing import Any
 
 from rich.console import Console
 from transformers import TrainerCallback
+from typing_extensions import override
 
 from pcctune.data.cache import senteval_folder
 from pcctune.data.tasks import load_test_tasks
@@ -94,9 +95,11 @@ class ReportToPruner(TrainerCallback):
         self.metric = metric
         self.stages_left = stages
 
+    @override
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.stages_left -= 1
 
+    @override
     def on_evaluate(
         self, args: Any, state: Any, control: Any, metrics: dict[str, float] | None = None, **kwargs: Any
     ) -> None:
@@ -134,10 +137,13 @@ class Sweep:
         self.seed = base.seed
 
     def config(self, values: dict[str, Any], output_dir: Path, **extra: Any) -> RunConfig:
+        """The sweep's base config with its overrides, ``values`` and ``extra``, its run folder ``output_dir``."""
         overrides = {**self.overrides, **values, "output_dir": str(output_dir), **extra}
         return load_config(self.config_path, overrides)
 
     def study(self) -> Any:
+        """The Optuna study in ``OUTPUT/study.db``, new or resumed: refused where its finished trials are another
+        sweep's, trials a dead process left running marked failed, the sampler seeded past the trials so far."""
         import optuna
 
         self.output.mkdir(parents=True, exist_ok=True)
@@ -170,6 +176,9 @@ class Sweep:
         return study
 
     def search(self, trials: int) -> Any:
+        """Trials until ``trials`` have finished (complete or pruned; a failed one is asked again), each a run in its
+        own folder, pruned by the median rule on its dev score, failed where training diverged; each trial's
+        checkpoints dropped once its score is told. Returns the study."""
         import optuna
 
         study = self.study()
@@ -255,6 +264,7 @@ class Sweep:
         return grown, value if score is None else score, growth
 
     def seed_runs(self, params: dict[str, Any], seeds: int) -> list[RunResult]:
+        """The chosen ``params`` trained again at seeds 1 to ``seeds``, each run in ``OUTPUT/seeds/seed-N``."""
         results = []
         for seed in range(1, seeds + 1):
             folder = self.output / "seeds" / f"seed-{seed}"

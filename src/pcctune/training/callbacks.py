@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from transformers import TrainerCallback
+from typing_extensions import override
 
 from pcctune.distributed import get_world_size, is_distributed
 from pcctune.errors import PcctuneError
@@ -38,11 +39,13 @@ class SyncLossParameters(TrainerCallback):
     def __init__(self, parameters: list[nn.Parameter]) -> None:
         self.parameters = parameters
 
+    @override
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if is_distributed():
             for parameter in self.parameters:
                 dist.broadcast(parameter.data, src=0)
 
+    @override
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not is_distributed():
             return
@@ -59,6 +62,7 @@ class StepToLoss(TrainerCallback):
     def __init__(self, loss: nn.Module) -> None:
         self.loss = loss
 
+    @override
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.loss.step = state.global_step
 
@@ -71,6 +75,7 @@ class LossParameterCheckpoints(TrainerCallback):
     def __init__(self, parameters: list[nn.Parameter]) -> None:
         self.parameters = parameters
 
+    @override
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.global_step == 0:
             return

@@ -19,11 +19,13 @@ from sentence_transformers.base.trainer import BaseTrainer
 from sentence_transformers.base.training_args import BaseTrainingArguments
 from sentence_transformers.sentence_transformer.model_card import SentenceTransformerModelCardCallback
 from transformers import TrainerControl, TrainerState
+from typing_extensions import override
 
 
 class QuietWidgetCallback(SentenceTransformerModelCardCallback):
     """``SentenceTransformerModelCardCallback`` whose widget examples come without a progress bar."""
 
+    @override
     def on_init_end(  # type: ignore[override]  # sentence-transformers' own signature
         self,
         args: BaseTrainingArguments,

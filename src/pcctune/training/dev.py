@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+from typing_extensions import override
 
 from pcctune.correlation import score_pairs
 from pcctune.data.cache import senteval_folder
@@ -62,6 +63,7 @@ class DevSTSEvaluator(SentenceEvaluator):
         every pair a leakage filter at ``level`` flags removed; ``data``: the SentEval folder."""
         return cls(dev_parts(dev_set, senteval_folder(data), leakage_level(level)), dev_name(dev_set))
 
+    @override
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1
     ) -> dict[str, float]:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 from transformers import TrainerCallback
+from typing_extensions import override
 
 from pcctune.errors import PcctuneError
 
@@ -51,6 +52,7 @@ class NonFiniteGuard(TrainerCallback):
     def __init__(self, parameters: list[nn.Parameter], stage: str, policy: OnNonFinite = "stop") -> None:
         self.parameters, self.stage, self.policy = parameters, stage, policy
 
+    @override
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if finite_gradients(self.parameters):
             return

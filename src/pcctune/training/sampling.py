@@ -36,6 +36,8 @@ class SourceBatchSampler:
         self.by_source = by_source
 
     def set_epoch(self, epoch: int) -> None:
+        """The epoch whose batches come next (the trainer calls it at each epoch): each epoch's shuffle has its own
+        seed."""
         self.epoch = epoch
 
     def _batches(self) -> list[list[int]]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback
+from typing_extensions import override
 
 from pcctune.io import write_json
 from pcctune.training.memory import PeakMemory
@@ -69,6 +70,8 @@ class StageClock(TrainerCallback):
         self.threads = torch.get_num_threads()
 
     def total(self) -> StageCost:
+        """The stage's cost so far, the earlier sessions' (``before``) included: wall and CPU seconds, peak memory,
+        threads."""
         cpu_before = self.before.cpu_seconds
         return StageCost(
             seconds=round(self.before.seconds + time.perf_counter() - self.started, 1),
@@ -78,9 +81,11 @@ class StageClock(TrainerCallback):
             threads=None if self.before.threads is None else (*self.before.threads, self.threads),
         )
 
+    @override
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.threads = torch.get_num_threads()
 
+    @override
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.threads = max(self.threads, torch.get_num_threads())
 

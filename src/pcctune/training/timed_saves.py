@@ -23,6 +23,7 @@ from typing import Any
 
 import torch.distributed as dist
 from transformers import TrainerCallback
+from typing_extensions import override
 
 from pcctune.distributed import is_distributed, is_main_process
 from pcctune.training.checkpoints import CHECKPOINT, checkpoint_name, checkpoints
@@ -43,9 +44,11 @@ class SaveEvery(TrainerCallback):
         self.seconds = minutes * 60
         self.last_save = time.monotonic()
 
+    @override
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.last_save = time.monotonic()
 
+    @override
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         due = [time.monotonic() - self.last_save >= self.seconds]
         if is_distributed():
@@ -53,6 +56,7 @@ class SaveEvery(TrainerCallback):
         if due[0]:
             control.should_save = True
 
+    @override
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.last_save = time.monotonic()
         if not is_main_process():

@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 from sentence_transformers import SentenceTransformerTrainer
 from sentence_transformers.base.modules import Module
 from sentence_transformers.util import fullname
+from typing_extensions import override
 
 from pcctune.distributed import is_main_process
 from pcctune.errors import PcctuneError
@@ -44,7 +45,8 @@ from pcctune.training.lengths import InputLengths, input_lengths
 class CheckpointWriter(Protocol):
     """A callback that keeps files of its own in every checkpoint."""
 
-    def write_checkpoint(self, folder: Path) -> None: ...
+    def write_checkpoint(self, folder: Path) -> None:
+        """Write this callback's state into the checkpoint ``folder``."""
 
 
 class PcctuneTrainer(SentenceTransformerTrainer):
@@ -59,6 +61,7 @@ class PcctuneTrainer(SentenceTransformerTrainer):
     def _own_lengths(self) -> AbstractContextManager[Any]:
         return nullcontext() if self.own_lengths is None else input_lengths(self.model, self.own_lengths)
 
+    @override
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         with self._own_lengths():
             super().save_model(output_dir, _internal_call)

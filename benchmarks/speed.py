@@ -76,10 +76,10 @@ ST_LABEL = "sentence-transformers EmbeddingSimilarityEvaluator"
 def cpu() -> dict[str, Any]:
     """The CPU (``pcctune.cpu_kind``: vendor, family, model, name, kernel flags), its physical cores and nominal clock
     (``lscpu``, else ``/proc/cpuinfo``), and its fp32 peak in GFLOP/s: cores × GHz × 2 FMA units × lanes × 2 FLOPs per
-    FMA, lanes 16 where torch runs AVX-512 code (``torch.backends.cpu.get_cpu_capability()``), else 8. Assumed: two FMA
-    pipes per core (Intel since Haswell, AMD since Zen 2; Zen 4 runs AVX-512 on them in two halves, so this overstates
-    its peak), the nominal clock (boost can pass 100 %), one thread per core. The bf16 peak: 1,024 FLOPs a cycle per
-    core with AMX, twice the fp32 peak with AVX512_BF16 (two products per lane), none where bf16 is emulated."""
+    FMA, lanes 16 where torch runs AVX-512 code (``torch.backends.cpu.get_cpu_capability()``), else 8, and 8 on Zen 4
+    (AMD family 25: AVX-512 in two halves on 256-bit pipes). Assumed: two FMA pipes per core (Intel since Haswell, AMD
+    since Zen 2), the nominal clock (boost can pass 100 %), one thread per core. The bf16 peak: 1,024 FLOPs a cycle
+    per core with AMX, twice the fp32 peak with AVX512_BF16 (two products per lane), none where bf16 is emulated."""
     import torch
 
     kind, text = this_cpu(), subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
@@ -88,7 +88,8 @@ def cpu() -> dict[str, Any]:
     cores = int(fields.get("Core(s) per socket", 0)) * int(fields.get("Socket(s)", 0)) or os.cpu_count() or 1
     ghz = float(fields.get("CPU max MHz") or procinfo.get("cpu MHz") or 0) / 1000
     capability = torch.backends.cpu.get_cpu_capability()
-    fp32_peak = cores * ghz * 2 * (16 if capability.startswith("AVX512") else 8) * 2
+    wide = capability.startswith("AVX512") and (kind.vendor, kind.family) != ("AuthenticAMD", 25)
+    fp32_peak = cores * ghz * 2 * (16 if wide else 8) * 2
     bf16_peak = 2 * fp32_peak if "avx512_bf16" in kind.flags else None
     bf16_peak = cores * ghz * 1024 if "amx_bf16" in kind.flags else bf16_peak
     machine = {"identity": kind.identity, "cores": cores, "ghz": ghz, "torch_capability": capability}

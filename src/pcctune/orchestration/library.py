@@ -81,21 +81,7 @@ def evaluate(
     threads of one core each (default: the caller's thread alone, unless ``pcctune.cpu_speedups`` or
     ``PCCTUNE_CPU_SPEEDUPS=1`` says otherwise; docs/speed-settings.md). ``show_progress_bar``: the encoding's
     progress bar on standard error, as ``pcctune eval`` shows it (default: shown when standard error is a terminal or
-    sentence-transformers' logger is at INFO; pass ``True`` in a notebook, ``False`` to keep quiet).
-
-    Examples:
-        >>> import tempfile
-        >>> from pathlib import Path
-        >>> from sentence_transformers import SentenceTransformer
-        >>> from pcctune.testing import tiny_workspace
-        >>> with tempfile.TemporaryDirectory() as root:  # a tiny BERT and a miniature SentEval folder, offline
-        ...     work = tiny_workspace(Path(root))
-        ...     result = evaluate(SentenceTransformer(str(work.bert)), data=work.senteval)
-        >>> sorted(result.sts)  # Spearman × 100 of each task, and their average
-        ['SICKRelatedness', 'STS12', 'STS13', 'STS14', 'STS15', 'STS16', 'STSBenchmark', 'avg']
-        >>> result.protocol
-        'simcse-senteval'
-    """
+    sentence-transformers' logger is at INFO; pass ``True`` in a notebook, ``False`` to keep quiet)."""
     started = time.perf_counter()
     check_seed(seed)
     check_loaded_model(model, "evaluate")  # before any data is read

@@ -62,7 +62,7 @@ from typing import Any
 from _common import STS_COLUMNS, Benchmark, Measured, Rows, cell, data_flag, parse, run, run_measured, save_rows
 from pcctune.cpu_kind import this_cpu
 from pcctune.evaluation.tables import ScoreTable
-from pcctune.host_settings import SPEEDUPS_ENV, command_line, using
+from pcctune.host_settings import SPEEDUPS_ENV, command_line, measured_kind, using
 from pcctune.orchestration.base_scores import KIND as BASE_SCORES
 from pcctune.paths import CACHE_ENV, cache_root
 
@@ -76,10 +76,10 @@ ST_LABEL = "sentence-transformers EmbeddingSimilarityEvaluator"
 def cpu() -> dict[str, Any]:
     """The CPU (``pcctune.cpu_kind``: vendor, family, model, name, kernel flags), its physical cores and nominal clock
     (``lscpu``, else ``/proc/cpuinfo``), and its fp32 peak in GFLOP/s: cores × GHz × 2 FMA units × lanes × 2 FLOPs per
-    FMA, lanes 16 where torch runs AVX-512 code (``torch.backends.cpu.get_cpu_capability()``), else 8, and 8 on Zen 4
-    (AMD family 25: AVX-512 in two halves on 256-bit pipes). Assumed: two FMA pipes per core (Intel since Haswell, AMD
-    since Zen 2), the nominal clock (boost can pass 100 %), one thread per core. The bf16 peak: 1,024 FLOPs a cycle
-    per core with AMX, twice the fp32 peak with AVX512_BF16 (two products per lane), none where bf16 is emulated."""
+    FMA, lanes 16 where torch runs AVX-512 code (``torch.backends.cpu.get_cpu_capability()``), else 8, and 8 on the
+    Zen 4 EPYC of ``MEASURED_KINDS`` (AVX-512 in two halves). Assumed: two FMA pipes per core (Intel since Haswell,
+    AMD since Zen 2), the nominal clock (boost can pass 100 %), one thread per core. The bf16 peak: 1,024 FLOPs a
+    cycle per core with AMX, twice the fp32 peak with AVX512_BF16 (two products per lane), none where it is emulated."""
     import torch
 
     kind, text = this_cpu(), subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
@@ -88,7 +88,7 @@ def cpu() -> dict[str, Any]:
     cores = int(fields.get("Core(s) per socket", 0)) * int(fields.get("Socket(s)", 0)) or os.cpu_count() or 1
     ghz = float(fields.get("CPU max MHz") or procinfo.get("cpu MHz") or 0) / 1000
     capability = torch.backends.cpu.get_cpu_capability()
-    wide = capability.startswith("AVX512") and (kind.vendor, kind.family) != ("AuthenticAMD", 25)
+    wide = capability.startswith("AVX512") and getattr(measured_kind(kind), "name", "") != "Zen 4 EPYC"
     fp32_peak = cores * ghz * 2 * (16 if wide else 8) * 2
     bf16_peak = 2 * fp32_peak if "avx512_bf16" in kind.flags else None
     bf16_peak = cores * ghz * 1024 if "amx_bf16" in kind.flags else bf16_peak

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 from sentence_transformers import SentenceTransformer
 
+import pcctune
 import pcctune.evaluation.sts as sts_module
 from pcctune.data.sts import STSPair
 from pcctune.errors import PcctuneError
@@ -150,6 +151,16 @@ def test_pcctune_eval_equals_encode_followed_by_the_same_scoring(prompted_bert, 
     bare = run_eval(str(prompted_bert), None, pairs=[pairs], prompt="", console=Console(quiet=True))
     assert bare.prompt is None
     assert bare.sts_detail[0].pearson != pytest.approx(ours.sts_detail[0].pearson, abs=1e-5)
+
+
+def test_the_python_api_evaluates_and_records_as_pcctune_eval_does(prompted_bert, tmp_path):
+    rows = [(a, b, i % 5) for i, (a, b) in enumerate(sentence_pairs(16))]
+    pairs = write_csv(tmp_path / "mine.csv", rows)
+    cli = run_eval(str(prompted_bert), None, pairs=[pairs], console=Console(quiet=True))
+    api = pcctune.evaluate(loaded(prompted_bert), pairs=pairs)
+    assert api.prompt == cli.prompt == "query: "
+    assert api.sts == pytest.approx(cli.sts, abs=1e-6)
+    assert (api.template, api.pooling, api.data_files_sha256) == (cli.template, cli.pooling, cli.data_files_sha256)
 
 
 def test_pcctune_encode_applies_the_prompt(prompted_bert):

@@ -22,11 +22,10 @@ from pcctune.data.stage2 import build_stage2_set
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import check_loaded_model, evaluate_sts
-from pcctune.host_settings import record_settings, with_workers
-from pcctune.modeling.template import model_template
-from pcctune.orchestration.evaluate import PairSource, load_pair_sets, pair_hashes, pooling_mode, sts_section
+from pcctune.host_settings import with_workers
+from pcctune.orchestration.evaluate import PairSource, eval_record, load_pair_sets, pair_hashes, sts_section
 from pcctune.orchestration.pipeline import run_pipeline
-from pcctune.provenance import file_hashes, library_versions
+from pcctune.provenance import file_hashes
 from pcctune.results import EvalResult, RunResult
 from pcctune.seeding import DEFAULT_SEED, check_seed
 from pcctune.training.config import RunConfig, load_config
@@ -89,24 +88,20 @@ def evaluate(
     senteval = None if own else senteval_folder(data or None)
     tasks = [s.task() for s in own] if senteval is None else load_protocol_tasks(senteval, protocol)
     interval_seed = seed if own else None
+    data_hashes = file_hashes([f for task in tasks for f in task.files], senteval) | pair_hashes(own)
     with with_workers(workers):
         show = progress_by_default() if show_progress_bar is None else show_progress_bar
         scores, avg = evaluate_sts(model, tasks, protocol=protocol, interval_seed=interval_seed, show_progress=show)
-        host = record_settings()  # what the encoding ran under
-    return EvalResult(
-        protocol=protocol,
-        model=str(getattr(getattr(model[0], "model", None), "name_or_path", "") or type(model).__name__),
-        template=model_template(model),
-        pooling=pooling_mode(model),
-        seed=interval_seed,
-        data_dir=str(senteval) if senteval else None,
-        data_files_sha256=file_hashes([f for task in tasks for f in task.files], senteval) | pair_hashes(own),
-        versions=library_versions(),
-        **host,
-        wall_time_s=round(time.perf_counter() - started, 2),
-        sts=sts_section(scores, avg, average=not own),
-        sts_detail=scores,
-    )
+        # the record, as pcctune eval writes it: the prompt in force and the settings the encoding ran under
+        fields = {"protocol": protocol, "seed": interval_seed}
+        result = eval_record(model, loaded_name(model), None, senteval, data_hashes, started, **fields)
+    result.sts, result.sts_detail = sts_section(scores, avg, average=not own), scores
+    return result
+
+
+def loaded_name(model: SentenceTransformer) -> str:
+    """What a loaded model's record calls it: the name or path its backbone was loaded from, else its class."""
+    return str(getattr(getattr(model[0], "model", None), "name_or_path", "") or type(model).__name__)
 
 
 def pair_sources(pairs: PairSource | Sequence[PairSource]) -> list[PairSource]:

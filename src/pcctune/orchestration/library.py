@@ -80,7 +80,16 @@ def evaluate(
     threads of one core each (default: the caller's thread alone, unless ``pcctune.cpu_speedups`` or
     ``PCCTUNE_CPU_SPEEDUPS=1`` says otherwise; docs/speed-settings.md). ``show_progress_bar``: the encoding's
     progress bar on standard error, as ``pcctune eval`` shows it (default: shown when standard error is a terminal or
-    sentence-transformers' logger is at INFO; pass ``True`` in a notebook, ``False`` to keep quiet)."""
+    sentence-transformers' logger is at INFO; pass ``True`` in a notebook, ``False`` to keep quiet).
+
+    Examples:
+        >>> import pathlib, tempfile, pcctune.testing
+        >>> with tempfile.TemporaryDirectory() as root:  # a tiny BERT and a miniature SentEval folder, offline
+        ...     work = pcctune.testing.tiny_workspace(pathlib.Path(root))
+        ...     result = evaluate(pcctune.build_model(str(work.bert)), data=work.senteval)
+        >>> sorted(result.sts)  # Spearman × 100 of each task, and their average
+        ['SICKRelatedness', 'STS12', 'STS13', 'STS14', 'STS15', 'STS16', 'STSBenchmark', 'avg']
+    """
     started = time.perf_counter()
     check_seed(seed)
     check_loaded_model(model, "evaluate")  # before any data is read

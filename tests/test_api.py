@@ -50,6 +50,17 @@ def test_datasets_and_evaluation_for_a_plain_st_script(tiny_bert, tiny_llama, sh
     assert pcctune.evaluate(decoder, data=shared_senteval).template == 'This sentence : "{text}" means in one word:"'
 
 
+def test_evaluate_records_the_precision_the_model_was_loaded_in(tiny_bert, tiny_llama, shared_senteval):
+    """A model handed in loaded is recorded as it is, not as the defaults of ``pcctune eval``'s options."""
+    plain = pcctune.evaluate(pcctune.build_model(str(tiny_bert)), data=shared_senteval)
+    assert (plain.dtype, plain.quantization) == ("fp32", "none")
+    half = pcctune.evaluate(pcctune.build_model(str(tiny_bert), dtype="bf16"), data=shared_senteval)
+    assert (half.dtype, half.quantization) == ("bf16", "none")
+    quantized = pcctune.build_model(str(tiny_llama), template="eol", quantization={"quant_type": "nf4"}, device="cpu")
+    four_bit = pcctune.evaluate(quantized, data=shared_senteval)
+    assert (four_bit.dtype, four_bit.quantization) == ("fp32", "nf4")
+
+
 def test_the_evaluator_the_trainer_runs_on_rank_0_alone_encodes_unsharded(tiny_bert, shared_senteval, monkeypatch):
     """Under DDP the trainer runs an evaluator on rank 0 while the other ranks wait in sentence-transformers' own
     collective: a sharded encoding would call a collective they never join."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 import torch
+from torch import nn
 
 from pcctune.errors import PcctuneError
 
@@ -27,3 +28,11 @@ def torch_dtype(name: str) -> torch.dtype:
     if name not in DTYPES:
         raise PcctuneError(f"unknown dtype {name!r}; choose from {', '.join(DTYPES)}")
     return DTYPES[name]
+
+
+def loaded_dtype_name(model: nn.Module) -> str:
+    """The dtype ``model``'s weights were loaded in, by the name a run asks for it (``fp32``, ``bf16``, ``fp16``): its
+    first floating-point parameter's, as sentence-transformers' ``model.dtype`` reads it (in a 4-bit model, the
+    weights left unquantized); torch's own name for a dtype pcctune does not load in."""
+    found = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    return next((name for name, dtype in DTYPES.items() if dtype == found), str(found))

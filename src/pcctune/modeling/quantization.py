@@ -69,6 +69,13 @@ def linear_4bit_layers(model: nn.Module) -> list[nn.Module]:
     return [] if linear_4bit is None else [module for module in model.modules() if isinstance(module, linear_4bit)]
 
 
+def loaded_quantization(model: nn.Module) -> str:
+    """The 4-bit type of ``model``'s bitsandbytes layers (``nf4``, ``fp4``), ``none`` where it has none: what an
+    evaluation record's ``quantization`` says of a model handed in loaded."""
+    layers = linear_4bit_layers(model)
+    return str(getattr(layers[0].weight, "quant_type")) if layers else "none"  # noqa: B009  (Params4bit's)
+
+
 def keep_4bit_layout(model: nn.Module) -> int:
     """Turn off the CPU repacking of every ``Linear4bit`` (see the module docstring); return how many."""
     layers = linear_4bit_layers(model)

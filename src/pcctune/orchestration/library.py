@@ -23,6 +23,8 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import check_loaded_model, evaluate_sts
 from pcctune.host_settings import with_workers
+from pcctune.modeling.dtypes import loaded_dtype_name
+from pcctune.modeling.quantization import loaded_quantization
 from pcctune.orchestration.evaluate import PairSource, eval_record, load_pair_sets, pair_hashes, sts_section
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.provenance import file_hashes
@@ -102,7 +104,8 @@ def evaluate(
         show = progress_by_default() if show_progress_bar is None else show_progress_bar
         scores, avg = evaluate_sts(model, tasks, protocol=protocol, interval_seed=interval_seed, show_progress=show)
         # the record, as pcctune eval writes it: the prompt in force and the settings the encoding ran under
-        fields = {"protocol": protocol, "seed": interval_seed}
+        fields = {"protocol": protocol, "seed": interval_seed, "dtype": loaded_dtype_name(model)}
+        fields["quantization"] = loaded_quantization(model)
         result = eval_record(model, loaded_name(model), None, senteval, data_hashes, started, **fields)
     result.sts, result.sts_detail = sts_section(scores, avg, average=not own), scores
     return result

@@ -183,12 +183,17 @@ def build_model(
             model loads in 4-bit with them whatever it was saved as.
         full_precision_base: load a saved 4-bit (QLoRA) model's base unquantized, in ``dtype``, with its
             adapter on top: how the authors evaluate (``--load_kbit 16`` in their ``evaluation.py``).
+
+    Examples:
+        >>> import pathlib, tempfile, pcctune.testing
+        >>> with tempfile.TemporaryDirectory() as root:  # a tiny random Llama, saved offline; PromptEOL's template
+        ...     model = build_model(pcctune.testing.save_tiny_model(pathlib.Path(root), "llama"), template="eol")
+        >>> model[1].pooling_mode, model.encode(["A man is playing a guitar."]).shape
+        ('lasttoken', (1, 32))
     """
-    spec = str(spec)
-    check_build_arguments(spec, pooling, max_seq_length)
-    weights = torch_dtype(dtype)
+    check_build_arguments(spec := str(spec), pooling, max_seq_length)
     template_text = Template.parse(template).text if template is not None else None
-    source = resolve_source(spec)
+    weights, source = torch_dtype(dtype), resolve_source(spec)
     try:
         load_as = {} if full_precision_base else quantization
         model = _load(source, template_text, pooling, device, model_kwargs or {}, prompt, load_as, weights)
@@ -196,10 +201,16 @@ def build_model(
         raise
     except Exception as error:  # a damaged or foreign file, an unreachable Hub: one line for the user
         raise load_error(spec, source, error) from None
+    return fitted(model, max_seq_length, weights)
+
+
+def fitted(model: SentenceTransformer, max_seq_length: int | None, weights: torch.dtype) -> SentenceTransformer:
+    """``model`` just loaded, given its token budget (checked to leave room for the sentence in its template) and
+    its weights in ``weights``, those of our own modules (continuous prompts) too; a 4-bit model keeps its layout."""
     if max_seq_length is not None:
         check_budget(template_tokens(model[0]), max_seq_length)
         model.max_seq_length = max_seq_length
-    if not linear_4bit_layers(model):  # parameters of our own modules (continuous prompts) follow too
+    if not linear_4bit_layers(model):
         model.to(weights)
     return model
 

@@ -24,6 +24,7 @@ from pcctune.modeling.encoding import encode_texts, encode_unique
 from pcctune.modeling.prompts import check_prompt_choice, check_prompt_name
 from pcctune.orchestration.encode import run_encode
 from pcctune.orchestration.evaluate import run_eval
+from pcctune.results import RunResult
 from pcctune.testing import SENTENCES
 from pcctune.training.batching import plan_batches
 from pcctune.training.config import RunConfig, StageConfig
@@ -270,6 +271,19 @@ def test_training_passes_the_prompt_in_force_to_the_trainer():
     arguments = training_arguments(stage, run, Path("unused"), plan_batches(16), "query: ")
     assert arguments.prompts == "query: "
     assert training_arguments(stage, run, Path("unused"), plan_batches(16), None).prompts is None
+
+
+def test_a_runs_stage_record_names_the_prompt_its_model_read(prompted_bert, mini_senteval, tmp_path, monkeypatch):
+    monkeypatch.setenv("PCCTUNE_CACHE", str(tmp_path / "cache"))
+
+    def trained(folder: str, **prompt: str) -> RunResult:
+        payload = {"model": str(prompted_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / folder)}
+        payload |= {"evaluate_before": False, "evaluate_after_each_stage": False, "stages": [one_step_stage2()]}
+        return pcctune.train(RunConfig.model_validate(payload | prompt))
+
+    assert trained("default").stages[0].prompt == "query: "
+    assert trained("named", prompt_name="other").stages[0].prompt == PROMPTS["other"]
+    assert trained("none", prompt="").stages[0].prompt is None
 
 
 PLAIN_LOAD = (

@@ -13,7 +13,8 @@ Every result pcctune writes is one of six records, each tagged with ``kind`` and
   schema 5 whether its dev-best checkpoint was its last dev evaluation (``StageRecord.best_at_last_evaluation``),
   schema 7 the steps ``on_nonfinite: skip`` dropped (``StageRecord.skipped_steps``), schema 8 torch's thread
   count in each process that trained a stage (``StageRecord.torch_threads``) and in the one that evaluated
-  (``RunResult.torch_threads``; ``EvalResult.torch_threads`` too);
+  (``RunResult.torch_threads``; ``EvalResult.torch_threads`` too), schema 9 the prompt each stage's model read
+  before every sentence (``StageRecord.prompt``);
 - ``BenchmarkResult``: rows of a benchmark script, each a label, STS scores and details;
 - ``AuditResult``: training pairs checked against the test sets at every leakage level;
 - ``CompareResult``: B − A of two sets of runs or two models, each difference with its interval and verdict
@@ -39,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 Scores = dict[str, float]
 
 
@@ -242,6 +243,11 @@ class StageRecord(BaseModel):
     stage: str
     loss: str
     init: str | None = Field(None, description="what it continued: the previous stage's 'final' or 'best' model")
+    prompt: str | None = Field(
+        None,
+        description="the prompt its model read before every sentence, in training, dev selection and its test "
+        "evaluation, as model.encode applies it (None: none, or a record before schema 9)",
+    )
     train_examples: int
     trainable_fraction: float
     best_checkpoint: str | None = None

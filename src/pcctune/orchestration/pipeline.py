@@ -34,7 +34,7 @@ from pcctune.modeling.adapters import attach_adapter, quantization_settings, tra
 from pcctune.modeling.build import build_model
 from pcctune.modeling.fingerprint import settings_key
 from pcctune.modeling.pooler_head import add_mlp_head
-from pcctune.modeling.prompts import use_prompt
+from pcctune.modeling.prompts import prompt_in_force, use_prompt
 from pcctune.modeling.saving import is_saved_model
 from pcctune.modeling.vector_store import SUFFIX as STORE_SUFFIX
 from pcctune.modeling.vector_store import VectorStore
@@ -147,6 +147,7 @@ def stage_record(
         stage=stage.name + suffix,
         loss=stage.loss,
         init=None if source is None else stage.init,
+        prompt=prompt_in_force(model),
         train_examples=result.examples,
         trainable_fraction=round(trainable_fraction(model), 6),
         best_checkpoint=result.best_checkpoint,

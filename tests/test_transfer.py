@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rich.console import Console
 
+import pcctune
 from pcctune.data.transfer import TRANSFER_TASKS, load_transfer_task
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.transfer import cross_validated_accuracy, score_transfer_task
+from pcctune.evaluation.transfer import PROBE_SEED, cross_validated_accuracy, score_transfer_task
+from pcctune.modeling.build import build_model
 from pcctune.orchestration.evaluate import run_eval
+from tests.conftest import write_csv
+
+PAIRS = [
+    ("a man plays a guitar", "a man plays music", 4.0),
+    ("a dog runs", "a cat sleeps", 0.5),
+    ("two kids", "two children", 4.5),
+]
 
 
 def test_readers_and_splits(mini_transfer):
@@ -68,11 +78,19 @@ def test_mrpc_uses_u_v_absdiff_product(mini_transfer):
     assert score.accuracy == pytest.approx(100.0) and score.f1 == pytest.approx(100.0)
 
 
-def test_eval_transfer_record(mini_transfer, tiny_bert):
-    record = run_eval(str(tiny_bert), mini_transfer, tasks="all")
-    assert set(record.transfer) == {*TRANSFER_TASKS, "avg"}
-    assert record.sts is not None and all(0 <= v <= 100 for v in record.transfer.values())
-    assert any("MRPC" in path for path in record.data_files_sha256)
+def test_eval_transfer_record_from_the_cli_and_the_python_api(mini_transfer, tiny_bert, capsys):
+    cli = run_eval(str(tiny_bert), mini_transfer, tasks="all", console=Console(quiet=True))
+    assert set(cli.transfer) == {*TRANSFER_TASKS, "avg"}
+    assert cli.sts is not None and all(0 <= v <= 100 for v in cli.transfer.values())
+    assert any("MRPC" in path for path in cli.data_files_sha256)
+    capsys.readouterr()
+    api = pcctune.evaluate(build_model(str(tiny_bert)), data=mini_transfer, tasks="all")
+    assert capsys.readouterr().out == ""  # a library call prints no table
+    assert api.transfer == pytest.approx(cli.transfer) and api.sts == pytest.approx(cli.sts, abs=1e-6)
+    assert (api.transfer_probe, api.probe_seed) == (cli.transfer_probe, cli.probe_seed) == ("sklearn", PROBE_SEED)
+    assert api.data_files_sha256 == cli.data_files_sha256
+    with pytest.raises(PcctuneError, match="your pairs .--pairs. replace the seven STS tasks"):
+        pcctune.evaluate(build_model(str(tiny_bert)), pairs=write_csv(mini_transfer / "a.csv", PAIRS), tasks="transfer")
 
 
 def test_senteval_probe_learns_separable_features_and_not_noise():

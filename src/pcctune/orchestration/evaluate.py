@@ -31,6 +31,7 @@ from pcctune.modeling.adapters import check_adapter_folder, load_adapter_folder
 from pcctune.modeling.backends import Backend, use_backend
 from pcctune.modeling.build import PoolingName, build_model, resolve_source, saved_template
 from pcctune.modeling.cpu_bf16 import warn_if_emulated_bf16
+from pcctune.modeling.encoding import EncodeOptions
 from pcctune.modeling.fingerprint import computation_key
 from pcctune.modeling.prompts import check_prompt_choice, prompt_in_force, use_prompt
 from pcctune.modeling.quantization import FOUR_BIT_TYPES, FourBitType
@@ -61,24 +62,31 @@ def add_scores(
     sts: tuple[list[TaskScore], float] | None,
     transfer: list[TransferScore] | None,
     probe: Probe = DEFAULT_PROBE,
+    probe_seed: int = PROBE_SEED,
     own_pairs: bool = False,
 ) -> None:
-    """Put the scores (rounded headline numbers and full detail) into ``result`` and print their tables; a user's
-    own test sets (``own_pairs``) have no average, and their table shows each score's bootstrap interval."""
+    """Put the scores (rounded headline numbers and full detail) into ``result``, the transfer tasks' with the
+    ``probe`` and the ``probe_seed`` of its folds; a user's own test sets (``own_pairs``) have no average."""
     if sts is not None:
         scores, avg = sts
         result.sts = sts_section(scores, avg, average=not own_pairs)
         result.sts_detail = scores
-        if own_pairs:
-            interval_table(scores, f"Your pairs, {result.protocol} protocol (× 100)").print()
-        else:
-            title = f"STS, {result.protocol} protocol (Spearman × 100)"
-            ScoreTable.from_rows({result.model: result.sts}, title=title).print()
     if transfer is not None:
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
         result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
         result.transfer_detail = transfer
-        result.transfer_probe = probe
+        result.transfer_probe, result.probe_seed = probe, probe_seed
+
+
+def print_scores(result: EvalResult, own_pairs: bool = False) -> None:
+    """Print the tables of ``result``'s scores; a user's own test sets (``own_pairs``) with each score's bootstrap
+    interval."""
+    if result.sts_detail is not None and own_pairs:
+        interval_table(result.sts_detail, f"Your pairs, {result.protocol} protocol (× 100)").print()
+    elif result.sts is not None:
+        title = f"STS, {result.protocol} protocol (Spearman × 100)"
+        ScoreTable.from_rows({result.model: result.sts}, title=title).print()
+    if result.transfer is not None:
         title = f"Transfer tasks (accuracy, {result.transfer_probe} logistic-regression probe)"
         ScoreTable.from_rows({result.model: result.transfer}, title=title).print()
 
@@ -160,7 +168,9 @@ def eval_tasks(
     the seven, when given) and the transfer tasks of ``tasks``."""
     get_protocol(protocol)
     if own and tasks == "transfer":
-        raise PcctuneError("--pairs replaces the seven STS tasks; use --tasks sts (the default) or all")
+        raise PcctuneError(
+            "your pairs (--pairs) replace the seven STS tasks: with them, tasks (--tasks) are sts, the default, or all"
+        )
     senteval = senteval_folder(data) if not own or tasks != "sts" else None
     group: TaskGroup = "transfer" if own else tasks
     sts_tasks, transfer_tasks = load_tasks(senteval, group, protocol) if senteval else ([], [])
@@ -223,9 +233,9 @@ def run_eval(
                 model, sts_tasks, transfer_tasks, token_budget, protocol, probe, store, seed if own else None, folds
             )
             fields = {"protocol": protocol, "dtype": dtype, "quantization": quantization, "seed": seed}
-            fields |= {"probe_seed": folds} if transfer_tasks else {}
             result = eval_record(model, model_spec, adapter, senteval, data_hashes, started, **fields)
-            add_scores(result, sts, transfer, probe, own_pairs=bool(own))
+            add_scores(result, sts, transfer, probe, folds, own_pairs=bool(own))
+            print_scores(result, own_pairs=bool(own))
             save_result(result, output, store, console or plain_console())
     return result
 
@@ -293,17 +303,15 @@ def score_tasks(
     store: VectorStore | None,
     interval_seed: int | None = None,
     probe_seed: int = PROBE_SEED,
+    show_progress: bool = True,
 ) -> tuple[tuple[list[TaskScore], float] | None, list[TransferScore] | None]:
     """The STS scores (under ``protocol``; with ``interval_seed``, each with its bootstrap interval) and the
     transfer scores (by ``probe``, its folds seeded by ``probe_seed``) of the tasks asked; ``None`` for a group not
-    asked."""
-    sts = (
-        evaluate_sts(model, sts_tasks, protocol, interval_seed, token_budget=token_budget, store=store)
-        if sts_tasks
-        else None
-    )
+    asked. ``show_progress``: the encodings' progress bars."""
+    options: EncodeOptions = {"token_budget": token_budget, "store": store, "show_progress": show_progress}
+    sts = evaluate_sts(model, sts_tasks, protocol, interval_seed, **options) if sts_tasks else None
     transfer = (
-        evaluate_transfer(model, transfer_tasks, token_budget, probe_seed, probe=probe, store=store)
+        evaluate_transfer(model, transfer_tasks, token_budget, probe_seed, show_progress, probe, store)
         if transfer_tasks
         else None
     )

@@ -20,12 +20,23 @@ from pcctune.data.pairs import PAIR_SPLIT, Columns
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
-from pcctune.evaluation.sts import check_loaded_model, evaluate_sts
+from pcctune.evaluation.protocols import DEFAULT_PROTOCOL
+from pcctune.evaluation.sts import check_loaded_model
+from pcctune.evaluation.transfer import DEFAULT_PROBE, Probe
 from pcctune.host_settings import with_workers
 from pcctune.modeling.dtypes import loaded_dtype_name
 from pcctune.modeling.quantization import loaded_quantization
-from pcctune.orchestration.evaluate import PairSource, eval_record, load_pair_sets, pair_hashes, sts_section
+from pcctune.orchestration.evaluate import (
+    PairSource,
+    TaskGroup,
+    add_scores,
+    eval_record,
+    eval_tasks,
+    load_pair_sets,
+    pair_hashes,
+    score_tasks,
+    task_files,
+)
 from pcctune.orchestration.pipeline import run_pipeline
 from pcctune.provenance import file_hashes
 from pcctune.results import EvalResult, RunResult
@@ -70,9 +81,11 @@ def evaluate(
     seed: int = DEFAULT_SEED,
     workers: int | None = None,
     show_progress_bar: bool | None = None,
+    tasks: TaskGroup = "sts",
+    probe: Probe = DEFAULT_PROBE,
 ) -> EvalResult:
-    """Score any loaded model on the seven STS tasks under ``protocol``, or on your own test sets; the same record
-    ``pcctune eval`` (``--pairs``) writes.
+    """Score any loaded model on the seven STS tasks under ``protocol`` (``tasks``: ``"all"`` adds SentEval's seven
+    transfer tasks, by ``probe``; ``"transfer"`` alone) or on your own test sets: the record ``pcctune eval`` writes.
 
     ``pairs``: one or a list of ``.csv`` / ``.tsv`` / ``.jsonl`` files, Hub dataset ids (their ``split``) or
     ``datasets.Dataset`` objects, with columns ``sentence1``, ``sentence2``, ``score`` (any scale) or those
@@ -96,19 +109,23 @@ def evaluate(
     check_seed(seed)
     check_loaded_model(model, "evaluate")  # before any data is read
     own = load_pair_sets(pair_sources(pairs), columns, split) if pairs is not None else []
-    senteval = None if own else senteval_folder(data or None)
-    tasks = [s.task() for s in own] if senteval is None else load_protocol_tasks(senteval, protocol)
+    senteval, sts_tasks, transfer_tasks = eval_tasks(Path(data) if data else None, tasks, protocol, own)
     interval_seed = seed if own else None
-    data_hashes = file_hashes([f for task in tasks for f in task.files], senteval) | pair_hashes(own)
+    fields = loaded_settings(model) | {"protocol": protocol, "seed": interval_seed}
+    data_hashes = file_hashes(task_files(sts_tasks, transfer_tasks), senteval) | pair_hashes(own)
     with with_workers(workers):
         show = progress_by_default() if show_progress_bar is None else show_progress_bar
-        scores, avg = evaluate_sts(model, tasks, protocol=protocol, interval_seed=interval_seed, show_progress=show)
-        # the record, as pcctune eval writes it: the prompt in force and the settings the encoding ran under
-        fields = {"protocol": protocol, "seed": interval_seed, "dtype": loaded_dtype_name(model)}
-        fields["quantization"] = loaded_quantization(model)
+        scored = score_tasks(
+            model, sts_tasks, transfer_tasks, None, protocol, probe, None, interval_seed, show_progress=show
+        )
         result = eval_record(model, loaded_name(model), None, senteval, data_hashes, started, **fields)
-    result.sts, result.sts_detail = sts_section(scores, avg, average=not own), scores
+    add_scores(result, *scored, probe, own_pairs=bool(own))
     return result
+
+
+def loaded_settings(model: SentenceTransformer) -> dict[str, Any]:
+    """The record's ``dtype`` and ``quantization`` of a model handed in loaded: those it was loaded in."""
+    return {"dtype": loaded_dtype_name(model), "quantization": loaded_quantization(model)}
 
 
 def loaded_name(model: SentenceTransformer) -> str:

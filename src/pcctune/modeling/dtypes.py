@@ -32,7 +32,8 @@ def torch_dtype(name: str) -> torch.dtype:
 
 def loaded_dtype_name(model: nn.Module) -> str:
     """The dtype ``model``'s weights were loaded in, by the name a run asks for it (``fp32``, ``bf16``, ``fp16``): its
-    first floating-point parameter's, as sentence-transformers' ``model.dtype`` reads it (in a 4-bit model, the
-    weights left unquantized); torch's own name for a dtype pcctune does not load in."""
+    first floating-point parameter's (sentence-transformers' ``model.dtype`` takes the first parameter of any kind,
+    which in a 4-bit model may be packed integers; here those are passed over for the weights left unquantized);
+    torch's own name for a dtype pcctune does not load in."""
     found = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
     return next((name for name, dtype in DTYPES.items() if dtype == found), str(found))

@@ -164,9 +164,16 @@ def test_a_difference_round_trips_through_a_compare_record(tmp_path):
     assert load_result(tmp_path / "c.json").differences["avg"] == difference  # type: ignore[union-attr]
 
 
-def write_runs(root, side: str, gains: dict[str, float], seeds=SEEDS, rising: tuple[int, ...] | None = None) -> None:
-    """A run folder per seed: before (the same for both sides) and one trained stage, each task + avg; with
-    ``rising``, the stage's record too, best at its last dev evaluation in the seeds named there."""
+def write_runs(
+    root,
+    side: str,
+    gains: dict[str, float],
+    seeds=SEEDS,
+    rising: tuple[int, ...] | None = None,
+    protocol: str = "simcse-senteval",
+) -> None:
+    """A run folder per seed: before (the same for both sides) and one trained stage, each task + avg, scored under
+    ``protocol``; with ``rising``, the stage's record too, best at its last dev evaluation in the seeds named there."""
     rng = np.random.default_rng(11)
     for seed in seeds:
         base = {task: 75 + float(rng.normal(0, 0.5)) for task in SEVEN_TASKS}
@@ -174,7 +181,7 @@ def write_runs(root, side: str, gains: dict[str, float], seeds=SEEDS, rising: tu
         after = {task: value + gains.get(task, 0.0) + e for (task, value), e in zip(base.items(), noise, strict=True)}
         stages = [] if rising is None else [stage_record(seed in rising)]
         RunResult(
-            protocol="simcse-senteval",
+            protocol=protocol,
             data_dir="d",
             seed=seed,
             config={"model": "m"},
@@ -230,6 +237,23 @@ def test_compare_without_shared_seeds_and_with_one_task(tmp_path, capsys):
     assert f"SICKRelatedness: {sick.sentence()}" in printed and "over 3 runs of A and 3 of B (unpaired)" in printed
     result = pcctune.compare_runs([tmp_path / "a-seed1", tmp_path / "a-seed2"], runs_b, task="avg")
     assert list(result.differences) == ["avg"] and result.seeds_a == [1, 2]
+
+
+def test_runs_scored_under_different_protocols_are_refused_and_the_one_protocol_is_recorded(tmp_path, capsys):
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", {}, protocol="paper")
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*"], capsys)
+    assert_one_line_error(code, printed, "scored under different STS protocols (simcse-senteval: 5 of them, e.g. ")
+    assert "paper: 5 of them" in printed and "a difference would mix the protocol with the method" in printed
+    with pytest.raises(PcctuneError, match="different STS protocols"):  # one run of another protocol is enough
+        pcctune.compare_runs(f"{tmp_path}/a-*", [*sorted(tmp_path.glob("a-*"))[1:], tmp_path / "b-seed1"])
+    with pytest.raises(PcctuneError, match="different STS protocols"):
+        pcctune.compare_runs(f"{tmp_path}/a-*", [tmp_path / "a-seed1", tmp_path / "b-seed2"])  # within one side too
+    write_runs(tmp_path / "same", "b", {}, protocol="paper")
+    out = tmp_path / "same.json"
+    code, printed = run_cli(["compare", f"{tmp_path}/b-*", f"{tmp_path}/same/b-*", "--output", str(out)], capsys)
+    assert code == 0, printed
+    assert CompareResult.from_disk(out).protocol == "paper" and "every score scored under the paper protocol" in printed
 
 
 def test_compare_errors_are_one_line(tmp_path, capsys):

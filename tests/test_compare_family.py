@@ -105,6 +105,19 @@ def test_a_family_needs_paired_seeds_and_each_b_once(tmp_path, capsys):
     assert_one_line_error(code, printed, "a family names each side once")
 
 
+def test_a_family_names_the_one_protocol_its_runs_were_scored_under_and_refuses_two(tmp_path, capsys):
+    write_runs(tmp_path, "a", {}, protocol="paper")
+    write_runs(tmp_path, "b", {}, protocol="paper")
+    write_runs(tmp_path, "c", {})
+    out = tmp_path / "family.json"
+    family = ["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*", "--family-size", "2", "--output", str(out)]
+    code, printed = run_cli(family, capsys)
+    assert code == 0, printed
+    assert FamilyResult.from_disk(out).protocol == "paper" and "every score scored under the paper protocol" in printed
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*", f"{tmp_path}/c-*"], capsys)
+    assert_one_line_error(code, printed, "different STS protocols (paper: 10 of them, e.g. ")
+
+
 def test_named_sides_speak_in_the_table_the_decisions_and_the_record(tmp_path, capsys):
     write_runs(tmp_path, "a", {})
     write_runs(tmp_path, "b", dict.fromkeys(SEVEN_TASKS, 2.0))

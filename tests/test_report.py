@@ -139,3 +139,41 @@ def test_a_claim_whose_rows_hold_seeds_reports_their_mean():
     assert len(seeds) == 3 and runs["decoder_full: stage 1 + Pcc (Pearson)"]["sts"]["avg"] == pytest.approx(
         np.mean(seeds), abs=1e-4
     )
+
+
+def test_rows_scored_under_different_protocols_are_named_beside_their_deltas(tmp_path, capsys):
+    _eval(tmp_path / "a.json", "a", dict.fromkeys(TASKS, 60.0))
+    _eval(tmp_path / "b.json", "b", dict.fromkeys(TASKS, 61.0))
+    two = [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    code, printed = run_cli(["report", *two, "--output", str(tmp_path / "r")], capsys)
+    assert code == 0, printed
+    assert "different STS protocols" not in printed  # one protocol: the deltas are the models'
+    EvalResult(protocol="paper", model="c", data_dir="d", sts=dict.fromkeys(TASKS, 66.0)).to_disk(tmp_path / "c.json")
+    files = [str(tmp_path / name) for name in ("a.json", "b.json", "c.json")]
+    code, printed = run_cli(["report", *files, "--output", str(tmp_path / "r2")], capsys)
+    assert code == 0, printed
+    report = (tmp_path / "r2" / "report.md").read_text(encoding="utf-8")
+    assert (
+        "These rows were scored under different STS protocols (`simcse-senteval`: a, b; `paper`: c): a delta between "
+        "rows of two protocols mixes the protocol with the model." in report
+    )
+    assert report.index("| c | 66.00 (+6.00)") < report.index("different STS protocols") < report.index("![sts]")
+
+
+def test_the_report_names_the_prompt_each_rows_model_read(tmp_path):
+    from pcctune.orchestration.report import write_report
+    from tests.conftest import stage_record
+
+    EvalResult(
+        protocol="paper", model="eol", data_dir="d", prompt='This sentence : "', sts=dict.fromkeys(TASKS, 70.0)
+    ).to_disk(tmp_path / "eol.json")
+    stage = stage_record(False, prompt="query: ")
+    sts = {"before": dict.fromkeys(TASKS, 70.0), "pcc": dict.fromkeys(TASKS, 72.0)}
+    RunResult(protocol="paper", data_dir="d", seed=1, config={"model": "m"}, sts_by_stage=sts, stages=[stage]).to_disk(
+        tmp_path / "run" / "results.json"
+    )
+    report = write_report([tmp_path / "eol.json", tmp_path / "run"], tmp_path / "r")
+    assert '| eol | "This sentence : \\"" |' in report and '| m: pcc | "query: " |' in report
+    assert "| m: before | - |" in report  # the base model's prompt is not in the record
+    _eval(tmp_path / "plain.json", "plain", dict.fromkeys(TASKS, 60.0))
+    assert "## Prompts" not in write_report([tmp_path / "plain.json"], tmp_path / "r2")

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.io import write_text
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 Scores = dict[str, float]
 
 
@@ -458,7 +458,11 @@ class CompareResult(Record):
     )
     mean_b: Scores = Field(description="B's score of each task (× 100), as mean_a")
     differences: dict[str, Difference] = Field(description="task → B − A with its interval and verdict")
-    protocol: str | None = Field(None, description="the STS protocol the models were scored under (a bootstrap)")
+    protocol: str | None = Field(
+        None,
+        description="the STS protocol every score compared was scored under: both sides' runs' (refused where they "
+        "differ), or the models' of a bootstrap (None: a comparison of runs recorded before schema 10)",
+    )
     data_dir: str | None = Field(None, description="the SentEval folder the models were scored on (a bootstrap)")
     seed: int | None = Field(None, description="the seed of the bootstrap's resamples")
     versions: dict[str, str] = Field(default_factory=dict)
@@ -500,6 +504,9 @@ class FamilyResult(Record):
         default_factory=list, description="A's runs whose final stage was best at its last dev evaluation"
     )
     task: str = Field(description="the task compared (avg: the average of the seven)")
+    protocol: str | None = Field(
+        None, description="the STS protocol every run was scored under (None: a record before schema 10)"
+    )
     family_size: int = Field(description="the comparisons the family holds: the Bs given, or the number planned")
     method: str = Field(description="the simultaneous intervals' method, level and family")
     comparisons: dict[str, FamilyComparison] = Field(

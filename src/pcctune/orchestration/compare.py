@@ -28,7 +28,9 @@ from pcctune.orchestration.compare_sides import (
     markdown_section,
     named,
     print_section,
+    protocol_line,
     rising_line,
+    scored_protocol,
     shared_tasks,
     side_files,
     side_line,
@@ -54,10 +56,12 @@ def compare_runs(
     comma-separated string. Each difference has its 95 % interval over seeds, paired by seed where the two sides
     share at least 2 seeds, else Welch's (``pcctune.evaluation.compare.seed_difference``), and a verdict: a win or
     a loss for B only where the interval excludes 0, else a tie. Where the runs are paired, ``mean_a`` and ``mean_b``
-    are the means over the paired seeds, and the runs of the other seeds are named in ``left_out``."""
+    are the means over the paired seeds, and the runs of the other seeds are named in ``left_out``. Runs scored under
+    different STS protocols are refused (``scored_protocol``)."""
     files_a, files_b = side_files(runs_a), side_files(runs_b)
     (a, rising_a), (b, rising_b) = side_scores(files_a, "A", variant_a), side_scores(files_b, "B", variant_b)
     tasks = shared_tasks(dict([*a.values(), *b.values()]), task)
+    protocol = scored_protocol([*files_a, *files_b])
     paired = paired_seeds(a, b)
     used_a, used_b = ({seed: side[seed] for seed in paired} if paired else side for side in (a, b))
     return CompareResult(
@@ -78,6 +82,7 @@ def compare_runs(
             )
             for name in tasks
         },
+        protocol=protocol,
         versions=library_versions(),
     )
 
@@ -122,10 +127,12 @@ def left_out_line(result: CompareResult) -> str | None:
 
 
 def comparison_lines(result: CompareResult) -> list[str]:
-    """The two sides, the runs left out and the runs best at their last dev evaluation, a line each."""
+    """The two sides, the protocol they were scored under, the runs left out and the runs best at their last dev
+    evaluation, a line each."""
     first, a, b = next(iter(result.differences.values())), result.name_a, result.name_b
     lines: list[str | None] = [side_line(a, result.a, result.seeds_a, result.variant_a)]
-    lines += [side_line(b, result.b, result.seeds_b, result.variant_b), left_out_line(result)]
+    lines += [side_line(b, result.b, result.seeds_b, result.variant_b), protocol_line(result.protocol)]
+    lines += [left_out_line(result)]
     lines += [rising_line(a, result.rising_a, first.n_a, f"{b} − {a}")]
     lines += [rising_line(b, result.rising_b, first.n_b, f"{b} − {a}")]
     return [line for line in lines if line is not None]

@@ -31,7 +31,9 @@ from pcctune.orchestration.compare_sides import (
     markdown_section,
     named,
     print_section,
+    protocol_line,
     rising_line,
+    scored_protocol,
     shared_tasks,
     side_files,
     side_line,
@@ -53,11 +55,15 @@ class Side:
     rising: set[int]
 
 
-def read_sides(sides: Mapping[str, Runs], task: str, variant: Mapping[str, str | None]) -> dict[str, Side]:
-    """Each named side's runs read from disk, every run checked to have scored ``task``."""
+def read_sides(
+    sides: Mapping[str, Runs], task: str, variant: Mapping[str, str | None]
+) -> tuple[str, dict[str, Side]]:
+    """The STS protocol every run was scored under (``scored_protocol``) and each named side's runs read from disk,
+    every run checked to have scored ``task``."""
     found = {name: side_scores(side_files(runs), name, variant[name]) for name, runs in sides.items()}
-    shared_tasks({file: scores for runs, _ in found.values() for file, scores in runs.values()}, task)
-    return {
+    read = {file: scores for runs, _ in found.values() for file, scores in runs.values()}
+    shared_tasks(read, task)
+    return scored_protocol(list(read)), {
         name: Side(
             scores={seed: scores[task] for seed, (_, scores) in runs.items()},
             files={seed: str(file) for seed, (file, _) in runs.items()},
@@ -103,7 +109,7 @@ def compare_family(
         raise PcctuneError("a family names each side once: give each B its own runs or its own NAME=RUNS")
     task = task or AVERAGE
     variants = {name_a: variant_a} | dict.fromkeys(named_sides, variant_b)
-    sides = read_sides({name_a: runs_a, **named_sides}, task, variants)
+    protocol, sides = read_sides({name_a: runs_a, **named_sides}, task, variants)
     a = sides.pop(name_a)
     for name, b in sides.items():
         if len(paired_seeds(a.scores, b.scores)) < MIN_PAIRED_SEEDS:
@@ -121,6 +127,7 @@ def compare_family(
         variant_b=variant_b,
         rising_a=[a.files[seed] for seed in sorted(a.rising)],
         task=task,
+        protocol=protocol,
         family_size=family_size or len(sides),
         method=next(iter(corrected.values())).method,
         comparisons={name: comparison(name, name_a, a, b, corrected[name]) for name, b in sides.items()},
@@ -148,8 +155,10 @@ def family_table(result: FamilyResult) -> ScoreTable:
 
 
 def family_lines(result: FamilyResult) -> list[str]:
-    """A and each B, the runs left out and the runs best at their last dev evaluation, a line each."""
+    """A, the protocol every run was scored under, and each B, the runs left out and the runs best at their last dev
+    evaluation, a line each."""
     lines: list[str | None] = [side_line(result.name_a, result.a, result.seeds_a, result.variant_a)]
+    lines.append(protocol_line(result.protocol))
     lines.append(rising_line(result.name_a, result.rising_a, len(result.seeds_a)))
     for name, found in result.comparisons.items():
         lines.append(side_line(name, found.b, found.seeds, result.variant_b))

@@ -121,6 +121,22 @@ def side_scores(
     return runs, rising
 
 
+def scored_protocol(files: Sequence[Path]) -> str:
+    """The STS protocol every run of ``files`` was scored under (``RunResult.protocol``, ``docs/evaluation.md``); runs
+    scored under different protocols are refused, since their difference would mix the protocol with the method (the
+    same model scores differently under ``simcse-senteval`` and ``paper``)."""
+    runs: dict[str, list[Path]] = {}
+    for file in files:
+        runs.setdefault(RunResult.from_disk(file).protocol, []).append(file)
+    if len(runs) > 1:
+        found = "; ".join(f"{protocol}: {len(kept)} of them, e.g. {kept[0]}" for protocol, kept in runs.items())
+        raise PcctuneError(
+            f"the runs compared were scored under different STS protocols ({found}): a difference would mix the "
+            "protocol with the method; compare runs scored under one protocol"
+        )
+    return next(iter(runs))
+
+
 def shared_tasks(runs: Mapping[Path, Scores], task: str | None) -> list[str]:
     """The tasks every run (its record file and its scores) scored, in the first run's order; only ``task`` where
     one is named, an error naming the runs that did not score it."""
@@ -162,6 +178,12 @@ def side_line(name: str, sources: Sequence[str], seeds: Sequence[int], variant: 
         return f"{name}: {sources[0]}"
     runs = f"1 run (seed {seeds[0]})" if len(seeds) == 1 else f"{len(seeds)} runs (seeds {', '.join(map(str, seeds))})"
     return f"{name}: {runs}: {', '.join(sources)}"
+
+
+def protocol_line(protocol: str | None) -> str | None:
+    """The STS protocol every score of a comparison was scored under, in one line; None for a record from before
+    runs' comparisons kept it."""
+    return None if protocol is None else f"every score scored under the {protocol} protocol"
 
 
 def rising_line(name: str, rising: Sequence[str], compared: int, difference: str = "B − A") -> str | None:

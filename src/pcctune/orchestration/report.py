@@ -3,8 +3,10 @@ tables and verdicts of the comparison records among them (``pcctune compare --ou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,23 +34,72 @@ Section = dict[str, dict[str, float]]
 SECTIONS = (("sts", "STS (Spearman × 100; deltas vs the first row)"), ("transfer", "Transfer (accuracy)"))
 
 
-def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
-    """``{run label: {"sts": {...}, "transfer": {...}}}`` from every eval or run record read (``load_records``), and
-    every scored row of a benchmark record (a sweep's ``sweep.json``: its winner's seed runs; a claim's
-    ``runs.json``)."""
-    runs: dict[str, Section] = {}
+class ReportRow(NamedTuple):
+    """One row of the report's tables: its label, its scores by section, and the STS protocol and the prompt they
+    were scored under, where its record keeps them (None otherwise)."""
+
+    label: str
+    sections: Section
+    protocol: str | None = None
+    prompt: str | None = None
+
+
+def report_rows(records: list[tuple[Path, AnyResult]]) -> list[ReportRow]:
+    """A row for every eval or run record read (``load_records``; a run: one per scored stage, its prompt the stage
+    record's), and every scored row of a benchmark record (a sweep's ``sweep.json``: its winner's seed runs; a
+    claim's ``runs.json``)."""
+    rows: list[ReportRow] = []
     for file, record in records:
         if isinstance(record, RunResult):
             prefix = str(record.config.get("model", file.parent.name))
-            for label, values in record.sts_by_stage.items():
-                runs[f"{prefix}: {label}"] = {"sts": values}
+            prompts = {stage.stage: stage.prompt for stage in record.stages}
+            rows += [
+                ReportRow(f"{prefix}: {label}", {"sts": values}, record.protocol, prompts.get(label))
+                for label, values in record.sts_by_stage.items()
+            ]
         elif isinstance(record, EvalResult) and record.sections():
-            runs[eval_label(record, file, runs)] = record.sections()
+            label = eval_label(record, file, {row.label: row for row in rows})
+            rows.append(ReportRow(label, record.sections(), record.protocol, record.prompt))
         elif isinstance(record, BenchmarkResult) and any(row.sts for row in record.rows):
-            runs |= {f"{record.name}: {row.label}": {"sts": row.sts} for row in record.rows if row.sts}
+            rows += [ReportRow(f"{record.name}: {row.label}", {"sts": row.sts}) for row in record.rows if row.sts]
         elif not isinstance(record, CompareResult | FamilyResult):  # each its own section: comparison_sections
             raise PcctuneError(f"{file}: no 'sts' or 'transfer' results and no comparison in it")
-    return runs
+    return rows
+
+
+def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
+    """``{run label: {"sts": {...}, "transfer": {...}}}`` of every row of ``report_rows``."""
+    return {row.label: row.sections for row in report_rows(records)}
+
+
+def protocol_lines(rows: list[ReportRow]) -> list[str]:
+    """Where the rows' STS scores were scored under different protocols, a paragraph naming each protocol's rows:
+    a delta between two of them mixes the protocol with the model (``docs/evaluation.md``); else nothing."""
+    by_protocol: dict[str, list[str]] = {}
+    for row in rows:
+        if row.protocol is not None and "sts" in row.sections:
+            by_protocol.setdefault(row.protocol, []).append(row.label)
+    if len(by_protocol) < 2:
+        return []
+    named = "; ".join(f"`{protocol}`: {', '.join(labels)}" for protocol, labels in by_protocol.items())
+    return [
+        f"These rows were scored under different STS protocols ({named}): a delta between rows of two protocols "
+        "mixes the protocol with the model.",
+        "",
+    ]
+
+
+def prompt_lines(rows: list[ReportRow]) -> list[str]:
+    """Where any row's record names the prompt its model read before every sentence, a table of each row's prompt
+    (``-``: none, or not recorded); else nothing."""
+    if not any(row.prompt for row in rows):
+        return []
+    table = ["| row | prompt |", "| --- | --- |"]
+    shown = {
+        row.label: json.dumps(row.prompt, ensure_ascii=False).replace("|", "\\|") if row.prompt else "-" for row in rows
+    }
+    table += [f"| {label} | {prompt} |" for label, prompt in shown.items()]
+    return ["## Prompts", "", "The prompt each row's model read before every sentence:", "", *table, ""]
 
 
 def eval_label(record: EvalResult, file: Path, taken: Mapping[str, object]) -> str:
@@ -103,7 +154,8 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
     (and a scatter plot); return it."""
     check_output_folder(output)
     records = load_records(paths)
-    runs = runs_of(records)
+    report = report_rows(records)
+    runs = {row.label: row.sections for row in report}
     # the scatter's model and task are read before any file is written: a wrong one leaves nothing behind
     plotted = (f"{scatter[0]} on {scatter[1]}", model_scatter(*scatter)) if scatter is not None else None
     parts = ["# pcctune report", ""]
@@ -112,7 +164,9 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
         if rows:
             plot = bar_plot(rows, section, output / f"{section}_bars.png")
             table = ScoreTable.from_rows(rows).to_markdown(deltas=True)
-            parts += [f"## {title}", "", table, "", f"![{section}]({plot.name})", ""]
+            parts += [f"## {title}", "", table, "", *(protocol_lines(report) if section == "sts" else [])]
+            parts += [f"![{section}]({plot.name})", ""]
+    parts += prompt_lines(report)
     for label, scores in collect_intervals(records).items():
         table = interval_table(scores, first_column="test set").to_markdown()
         parts += [f"## {label}: your pairs with their bootstrap intervals (× 100)", "", table, ""]

@@ -55,9 +55,7 @@ class Side:
     rising: set[int]
 
 
-def read_sides(
-    sides: Mapping[str, Runs], task: str, variant: Mapping[str, str | None]
-) -> tuple[str, dict[str, Side]]:
+def read_sides(sides: Mapping[str, Runs], task: str, variant: Mapping[str, str | None]) -> tuple[str, dict[str, Side]]:
     """The STS protocol every run was scored under (``scored_protocol``) and each named side's runs read from disk,
     every run checked to have scored ``task``."""
     found = {name: side_scores(side_files(runs), name, variant[name]) for name, runs in sides.items()}

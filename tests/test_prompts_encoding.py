@@ -164,6 +164,23 @@ def test_the_python_api_evaluates_and_records_as_pcctune_eval_does(prompted_bert
     assert (api.template, api.pooling, api.data_files_sha256) == (cli.template, cli.pooling, cli.data_files_sha256)
 
 
+def test_a_bootstrap_comparison_records_and_prints_the_prompt_each_model_read(
+    tiny_bert, prompted_bert, mini_senteval, tmp_path, capsys
+):
+    from pcctune.results import CompareResult, ScoredModel
+
+    result = pcctune.compare_models(tiny_bert, prompted_bert, data=mini_senteval, resamples=100)
+    assert result.model_a == ScoredModel(prompt=None, dtype="fp32", quantization="none")
+    assert result.model_b == ScoredModel(prompt="query: ", dtype="fp32", quantization="none")
+    out = tmp_path / "compare.json"
+    args = ["compare", str(tiny_bert), str(prompted_bert), "--bootstrap", "--data", str(mini_senteval)]
+    code, printed = run_cli([*args, "--resamples", "100", "--output", str(out)], capsys)
+    assert code == 0, printed
+    assert CompareResult.from_disk(out).model_b == result.model_b
+    assert "A's model scored with no prompt, in fp32" in printed
+    assert 'B\'s model scored with the prompt "query: ", in fp32' in printed
+
+
 def test_pcctune_encode_applies_the_prompt(prompted_bert):
     model = loaded(prompted_bert)
     quiet = Console(quiet=True)

@@ -428,6 +428,15 @@ class AuditResult(Record):
     seconds: float
 
 
+class ScoredModel(BaseModel):
+    """What one model of a bootstrap comparison read and computed in when it was scored (``CompareResult.model_a``):
+    a difference between two models is also the difference of these."""
+
+    prompt: str | None = Field(description="the prompt it read before every sentence, as model.encode applies it")
+    dtype: str = Field(description="the dtype its weights were loaded in: fp32, bf16 or fp16")
+    quantization: str = Field(description="its backbone's precision: none (in dtype), nf4 or fp4")
+
+
 class CompareResult(Record):
     """``pcctune compare``: B − A of each STS score with its interval, from two sets of runs (over seeds) or from two
     models (a paired bootstrap over the test pairs)."""
@@ -465,6 +474,10 @@ class CompareResult(Record):
     )
     data_dir: str | None = Field(None, description="the SentEval folder the models were scored on (a bootstrap)")
     seed: int | None = Field(None, description="the seed of the bootstrap's resamples")
+    model_a: ScoredModel | None = Field(
+        None, description="A's model as it was scored (a bootstrap; None for runs, and before schema 10)"
+    )
+    model_b: ScoredModel | None = Field(None, description="B's model as it was scored, as model_a")
     versions: dict[str, str] = Field(default_factory=dict)
 
 

@@ -26,6 +26,7 @@ from pcctune.orchestration.compare_sides import (
     AVERAGE,
     Runs,
     markdown_section,
+    model_line,
     named,
     print_section,
     protocol_line,
@@ -127,11 +128,12 @@ def left_out_line(result: CompareResult) -> str | None:
 
 
 def comparison_lines(result: CompareResult) -> list[str]:
-    """The two sides, the protocol they were scored under, the runs left out and the runs best at their last dev
-    evaluation, a line each."""
+    """The two sides (a bootstrap's models with their prompt and precision), the protocol they were scored under,
+    the runs left out and the runs best at their last dev evaluation, a line each."""
     first, a, b = next(iter(result.differences.values())), result.name_a, result.name_b
-    lines: list[str | None] = [side_line(a, result.a, result.seeds_a, result.variant_a)]
-    lines += [side_line(b, result.b, result.seeds_b, result.variant_b), protocol_line(result.protocol)]
+    lines: list[str | None] = [side_line(a, result.a, result.seeds_a, result.variant_a), model_line(a, result.model_a)]
+    lines += [side_line(b, result.b, result.seeds_b, result.variant_b), model_line(b, result.model_b)]
+    lines += [protocol_line(result.protocol)]
     lines += [left_out_line(result)]
     lines += [rising_line(a, result.rising_a, first.n_a, f"{b} − {a}")]
     lines += [rising_line(b, result.rising_b, first.n_b, f"{b} − {a}")]

@@ -23,6 +23,9 @@ from pcctune.evaluation.interval import CONFIDENCE, RESAMPLES
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, load_protocol_tasks
 from pcctune.evaluation.sts import task_cosines
 from pcctune.modeling.build import build_model
+from pcctune.modeling.dtypes import loaded_dtype_name
+from pcctune.modeling.prompts import prompt_in_force
+from pcctune.modeling.quantization import loaded_quantization
 from pcctune.modeling.saving import is_saved_model
 from pcctune.orchestration.compare_sides import (
     AVERAGE,
@@ -32,7 +35,7 @@ from pcctune.orchestration.compare_sides import (
 from pcctune.orchestration.pipeline import load_for_evaluation, prepare_for_eval
 from pcctune.orchestration.run_folder import RESULTS
 from pcctune.provenance import file_hashes, library_versions
-from pcctune.results import CompareResult, RunResult
+from pcctune.results import CompareResult, RunResult, ScoredModel
 from pcctune.seeding import BOOTSTRAP_SEED, DEFAULT_SEED, seeded
 
 
@@ -98,6 +101,13 @@ def side_model(
         raise PcctuneError(f"{file}: the saved model of its stage {label} is not there ({final})")
     config = run_config(record, file)
     return str(final), prepare_for_eval(load_for_evaluation(config, final), config)
+
+
+def scored_model(model: SentenceTransformer) -> ScoredModel:
+    """What ``model`` reads and computes in as it is scored: its prompt, dtype and quantization."""
+    return ScoredModel(
+        prompt=prompt_in_force(model), dtype=loaded_dtype_name(model), quantization=loaded_quantization(model)
+    )
 
 
 def chosen_tasks(tasks: list[STSTask], task: str | None) -> list[STSTask]:
@@ -172,7 +182,8 @@ def compare_models(
             scores[AVERAGE] = math.fsum(scores.values()) / len(names)
         differences[AVERAGE] = average
     variants = {"variant_a": variant_a, "variant_b": variant_b}
-    sources = {"a": [sides[0][0]], "b": [sides[1][0]], "protocol": protocol, "data_dir": str(senteval), "seed": seed}
-    return CompareResult(
-        **sources, **variants, mean_a=scores_a, mean_b=scores_b, differences=differences, versions=library_versions()
-    )
+    (source_a, scored_a), (source_b, scored_b) = ((source, scored_model(model)) for source, model in sides)
+    sides_of = {"a": [source_a], "b": [source_b], "model_a": scored_a, "model_b": scored_b}
+    sources = {"protocol": protocol, "data_dir": str(senteval), "seed": seed}
+    scores = {"mean_a": scores_a, "mean_b": scores_b, "differences": differences}
+    return CompareResult(**sides_of, **sources, **variants, **scores, versions=library_versions())

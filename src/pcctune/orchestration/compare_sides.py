@@ -4,6 +4,7 @@ scores (the variant named, for runs trained with ``--compare``); the tasks every
 from __future__ import annotations
 
 import glob
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ from rich.console import Console
 from pcctune.errors import PcctuneError, first_refusal
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.orchestration.records import result_files
-from pcctune.results import RunResult, Scores
+from pcctune.results import RunResult, ScoredModel, Scores
 from pcctune.training.config import RunConfig
 
 Runs = str | Path | Sequence[str | Path]
@@ -178,6 +179,16 @@ def side_line(name: str, sources: Sequence[str], seeds: Sequence[int], variant: 
         return f"{name}: {sources[0]}"
     runs = f"1 run (seed {seeds[0]})" if len(seeds) == 1 else f"{len(seeds)} runs (seeds {', '.join(map(str, seeds))})"
     return f"{name}: {runs}: {', '.join(sources)}"
+
+
+def model_line(name: str, model: ScoredModel | None) -> str | None:
+    """How one side's model was scored (a bootstrap): its prompt, dtype and quantization, in one line; None for a
+    side of runs."""
+    if model is None:
+        return None
+    prompt = f"the prompt {json.dumps(model.prompt, ensure_ascii=False)}" if model.prompt else "no prompt"
+    precision = model.dtype if model.quantization == "none" else f"{model.quantization}, the rest in {model.dtype}"
+    return f"{name}'s model scored with {prompt}, in {precision}"
 
 
 def protocol_line(protocol: str | None) -> str | None:

@@ -185,5 +185,5 @@ def compare_models(
     (source_a, scored_a), (source_b, scored_b) = ((source, scored_model(model)) for source, model in sides)
     sides_of = {"a": [source_a], "b": [source_b], "model_a": scored_a, "model_b": scored_b}
     sources = {"protocol": protocol, "data_dir": str(senteval), "seed": seed}
-    scores = {"mean_a": scores_a, "mean_b": scores_b, "differences": differences}
-    return CompareResult(**sides_of, **sources, **variants, **scores, versions=library_versions())
+    found = {"mean_a": scores_a, "mean_b": scores_b, "differences": differences}
+    return CompareResult(**sides_of, **sources, **variants, **found, versions=library_versions())

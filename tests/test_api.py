@@ -202,3 +202,27 @@ def test_train_names_what_it_takes_when_given_a_mapping():
 
     with pytest.raises(TypeError, match=r"a RunConfig or the path of a YAML config, not a dict; from a mapping: "):
         pcctune.train({"model": "all-MiniLM-L6-v2"})
+
+
+def test_a_quiet_console_quiets_a_run_and_an_evaluation_and_the_default_one_prints_their_tables(
+    tiny_bert, mini_senteval, tmp_path, capsys
+):
+    from rich.console import Console
+
+    from tests.conftest import one_step_stage2
+
+    def config(out: str) -> pcctune.RunConfig:
+        settings = {"model": str(tiny_bert), "data_dir": str(mini_senteval), "output_dir": str(tmp_path / out)}
+        return pcctune.RunConfig.model_validate(settings | {"stages": [one_step_stage2(logging_steps=1)]})
+
+    capsys.readouterr()
+    quiet = pcctune.train(config("quiet"), console=Console(quiet=True))
+    assert capsys.readouterr().out == ""  # neither the score table nor the trainer's log lines
+    loud = pcctune.train(config("loud"))
+    printed = capsys.readouterr().out
+    assert "│ pcc    │" in printed and "'train_runtime'" in printed  # the score table, the trainer's log
+    assert quiet.sts_by_stage == loud.sts_by_stage  # what quiet changes is what is printed, nothing else
+    from pcctune.orchestration.evaluate import run_eval
+
+    run_eval(str(tiny_bert), mini_senteval, console=Console(quiet=True))
+    assert capsys.readouterr().out == ""

@@ -78,17 +78,17 @@ def add_scores(
         result.transfer_probe, result.probe_seed = probe, probe_seed
 
 
-def print_scores(result: EvalResult, own_pairs: bool = False) -> None:
-    """Print the tables of ``result``'s scores; a user's own test sets (``own_pairs``) with each score's bootstrap
-    interval."""
+def print_scores(result: EvalResult, console: Console, own_pairs: bool = False) -> None:
+    """Print the tables of ``result``'s scores to ``console``; a user's own test sets (``own_pairs``) with each
+    score's bootstrap interval."""
     if result.sts_detail is not None and own_pairs:
-        interval_table(result.sts_detail, f"Your pairs, {result.protocol} protocol (× 100)").print()
+        interval_table(result.sts_detail, f"Your pairs, {result.protocol} protocol (× 100)").print(console)
     elif result.sts is not None:
         title = f"STS, {result.protocol} protocol (Spearman × 100)"
-        ScoreTable.from_rows({result.model: result.sts}, title=title).print()
+        ScoreTable.from_rows({result.model: result.sts}, title=title).print(console)
     if result.transfer is not None:
         title = f"Transfer tasks (accuracy, {result.transfer_probe} logistic-regression probe)"
-        ScoreTable.from_rows({result.model: result.transfer}, title=title).print()
+        ScoreTable.from_rows({result.model: result.transfer}, title=title).print(console)
 
 
 def load_tasks(senteval: Path, tasks: TaskGroup, protocol: str) -> tuple[list[STSTask], list[TransferTask]]:
@@ -235,8 +235,8 @@ def run_eval(
             fields = {"protocol": protocol, "dtype": dtype, "quantization": quantization, "seed": seed}
             result = eval_record(model, model_spec, adapter, senteval, data_hashes, started, **fields)
             add_scores(result, sts, transfer, probe, folds, own_pairs=bool(own))
-            print_scores(result, own_pairs=bool(own))
-            save_result(result, output, store, console or plain_console())
+            print_scores(result, console := console or plain_console(), own_pairs=bool(own))
+            save_result(result, output, store, console)
     return result
 
 

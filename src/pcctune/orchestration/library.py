@@ -143,8 +143,25 @@ def pair_sources(pairs: PairSource | Sequence[PairSource]) -> list[PairSource]:
 
 def train(config: RunConfig | str | Path, **options: Any) -> RunResult:
     """Run every stage of ``config`` (a ``RunConfig`` or a YAML path) as ``pcctune train`` does; ``options``
-    are ``run_pipeline``'s (``resume``, ``compare``, ``overwrite`` …). The run seeds the global random generators
-    with its ``seed``; the caller's states are put back when it returns."""
+    are ``run_pipeline``'s (``resume``, ``compare``, ``overwrite``, ``console`` …). The run seeds the global random
+    generators with its ``seed``; the caller's states are put back when it returns.
+
+    Examples:
+        >>> import pathlib, tempfile, pcctune.testing
+        >>> from rich.console import Console
+        >>> with tempfile.TemporaryDirectory() as root:  # a tiny BERT and a miniature SentEval folder, offline
+        ...     work = pcctune.testing.tiny_workspace(pathlib.Path(root))
+        ...     stage = {"name": "pcc", "loss": "pearson", "data": {"source": "stage2"}, "dev": "none"}
+        ...     stage |= {"batch_size": 3, "max_steps": 2}  # the miniature STS-B train split holds 3 pairs
+        ...     config = RunConfig(model=str(work.bert), data_dir=str(work.senteval), output_dir=f"{root}/run",
+        ...                        stages=[stage])
+        ...     result = train(config, console=Console(quiet=True))  # the tables of pcctune train, not printed
+        ...     saved = sorted(path.name for path in pathlib.Path(root, "run").iterdir())
+        >>> list(result.sts_by_stage)  # Spearman × 100 on the seven test sets before training and after the stage
+        ['before', 'pcc']
+        >>> result.stages[0].loss, "results.json" in saved
+        ('pearson', True)
+    """
     if not isinstance(config, RunConfig | str | Path):
         raise TypeError(
             f"train takes a RunConfig or the path of a YAML config, not a {type(config).__name__}; from a mapping: "

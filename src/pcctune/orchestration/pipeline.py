@@ -327,6 +327,7 @@ class Pipeline:
             callbacks=self.callbacks,
             checkpoint=from_here,
             keep_last=index + 1 < len(stages) and stages[index + 1].init == "final",
+            quiet=self.console.quiet,
         )
         record = stage_record(stage, suffix, source, result, model, self.senteval)
         self.result.stages.append(record)
@@ -432,7 +433,7 @@ def run_pipeline(
         write_model_cards(config, result, senteval)
         if result.sts_by_stage:
             title = f"{config.model}: STS, {config.eval_protocol} protocol (Spearman × 100)"
-            ScoreTable.from_rows(result.sts_by_stage, title=title).print()
+            ScoreTable.from_rows(result.sts_by_stage, title=title).print(console)
         console.print(f"results -> {out / RESULTS}")
     barrier()  # every process returns once rank 0 has written the results
     return result

@@ -23,7 +23,7 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.base.sampler import BatchSamplers
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 from torch import nn
-from transformers import TrainerCallback
+from transformers import ProgressCallback, TrainerCallback
 
 from pcctune.distributed import barrier, is_main_process, launched_world_size
 from pcctune.errors import PcctuneError
@@ -304,10 +304,11 @@ def stage_trainer(
     loss: nn.Module,
     callbacks: list[Any],
     senteval_dir: Path,
+    quiet: bool = False,
 ) -> PcctuneTrainer:
     """The stage's sentence-transformers trainer: its loss, the stage's own callbacks before ``callbacks``, and the
-    dev evaluator that selects checkpoints."""
-    return PcctuneTrainer(
+    dev evaluator that selects checkpoints; ``quiet``: without the progress bar that also prints the log lines."""
+    trainer = PcctuneTrainer(
         model=model,
         args=args,
         train_dataset=dataset,
@@ -315,6 +316,9 @@ def stage_trainer(
         loss=loss,
         evaluator=dev_evaluator(stage, senteval_dir),
     )
+    if quiet:
+        trainer.remove_callback(ProgressCallback)
+    return trainer
 
 
 def top_score(dataset: Dataset) -> float | None:
@@ -356,10 +360,12 @@ def run_stage(
     callbacks: list[Any] | None = None,
     checkpoint: str | None = None,
     keep_last: bool = False,
+    quiet: bool = False,
 ) -> StageResult:
     """Train ``model`` in place for one stage (its start scored on dev first), then load its best dev checkpoint, or
     its start with ``keep_start_if_best`` where none beat it; ``resume``/``checkpoint`` continue from the last/a given
-    checkpoint; ``keep_last`` saves the last step in ``stage_dir/last`` (for a next stage's ``init: final``)."""
+    checkpoint; ``keep_last`` saves the last step in ``stage_dir/last`` (for a next stage's ``init: final``);
+    ``quiet``: the trainer shows no progress bar and prints no log lines."""
     check_template_budget(model, stage)
     checkpoint = checkpoint or (last_complete_checkpoint(stage_dir / CHECKPOINTS) if resume else None)
     clock = StageClock(cost_in(checkpoint), memory := PeakMemory())
@@ -371,7 +377,7 @@ def run_stage(
     check_stage_disk(model, stage, dataset, args, stage_dir, keep_last)
     with pooled_embeddings(model, active=issubclass(loss_spec(stage.loss).cls, RegressionLoss)):
         loss = stage_loss(stage, model, plan, top_score(dataset), senteval_dir, run.seed)
-        trainer = stage_trainer(model, stage, args, dataset, loss, [clock, *(callbacks or [])], senteval_dir)
+        trainer = stage_trainer(model, stage, args, dataset, loss, [clock, *(callbacks or [])], senteval_dir, quiet)
         trainer.last_dir = stage_dir / LAST if keep_last else None
         with (
             training_lengths(model, stage) as own_lengths,
@@ -383,16 +389,24 @@ def run_stage(
             start = train_from_start(trainer, model, stage, run, checkpoint)
     history = trained_history(trainer, stage, len(dataset))
     final_dir = save_stage(model, history, stage, run, stage_dir)
+    return stage_result(trainer, stage, (clock.total(), memory.method), len(dataset), history, final_dir, start)
+
+
+def stage_result(
+    trainer: PcctuneTrainer,
+    stage: StageConfig,
+    cost: tuple[StageCost, str],
+    examples: int,
+    history: list[dict[str, Any]],
+    final_dir: Path,
+    start: float | None,
+) -> StageResult:
+    """What the trained stage hands back: its ``cost`` (time and memory kind), its ``examples``, its saved
+    ``final_dir``, its starting dev score ``start`` and, from ``trainer``'s state and ``history``, the dev checkpoint
+    it chose."""
+    best = trainer.state.best_model_checkpoint
+    curves = final_dir.parent / CURVES
+    at_last = best_at_last_evaluation(history, dev_metric(stage.dev), best)
     return StageResult(
-        clock.total(),
-        memory.method,
-        stage.name,
-        len(dataset),
-        final_dir,
-        trainer.state.best_model_checkpoint,
-        trainer.state.best_metric,
-        history,
-        stage_dir / CURVES,
-        start,
-        best_at_last_evaluation(history, dev_metric(stage.dev), trainer.state.best_model_checkpoint),
+        *cost, stage.name, examples, final_dir, best, trainer.state.best_metric, history, curves, start, at_last
     )

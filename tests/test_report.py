@@ -11,7 +11,7 @@ from pcctune.errors import PcctuneError
 from pcctune.evaluation.report import scatter_plot
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.orchestration.records import load_records
-from pcctune.orchestration.report import runs_of, section_rows
+from pcctune.orchestration.report import report_rows, section_rows
 from pcctune.results import EvalResult, RunResult
 from tests.conftest import run_cli
 
@@ -41,8 +41,8 @@ def test_tables_from_eval_and_train_results(tmp_path):
         config={"model": "m"},
         sts_by_stage={"before": dict.fromkeys(TASKS, 70.0), "pcc": dict.fromkeys(TASKS, 72.5)},
     ).to_disk(run / "results.json")
-    runs = runs_of(load_records([tmp_path / "eval.json", run]))
-    assert list(runs) == ["base", "m: before", "m: pcc"]
+    runs = report_rows(load_records([tmp_path / "eval.json", run]))
+    assert [row.label for row in runs] == ["base", "m: before", "m: pcc"]
     table = markdown_table(runs, "sts")
     assert "| m: pcc | 72.50 (+2.50)" in table and "STS-B" in table
     assert markdown_table(runs, "transfer").count("\n") == 2  # header, rule, one run
@@ -67,9 +67,9 @@ def test_report_plots_a_models_cosines_against_the_gold_scores(tmp_path, capsys,
 
 def test_bad_result_files(tmp_path):
     with pytest.raises(PcctuneError, match="no result JSON"):
-        runs_of(load_records([tmp_path / "missing"]))
+        report_rows(load_records([tmp_path / "missing"]))
     with pytest.raises(PcctuneError, match="not a pcctune result"):
-        runs_of(load_records([_write(tmp_path / "x.json", {"other": 1})]))
+        report_rows(load_records([_write(tmp_path / "x.json", {"other": 1})]))
 
 
 def test_scatter_plot(tmp_path):
@@ -118,13 +118,14 @@ def test_a_sweep_summary_reports_its_winners_seed_runs(tmp_path, capsys):
 
     rows = [BenchmarkRow(label=f"seed {seed}", sts=dict.fromkeys(TASKS, 70.0 + seed)) for seed in (1, 2)]
     BenchmarkResult(name="sweep", rows=[*rows, BenchmarkRow(label="no scores")]).to_disk(tmp_path / "s" / "sweep.json")
-    runs = runs_of(load_records([tmp_path / "s"]))
-    assert list(runs) == ["sweep: seed 1", "sweep: seed 2"]  # a row without scores is no row of the table
+    runs = report_rows(load_records([tmp_path / "s"]))
+    # a row without scores is no row of the table
+    assert [row.label for row in runs] == ["sweep: seed 1", "sweep: seed 2"]
     code, printed = run_cli(["report", str(tmp_path / "s"), "--output", str(tmp_path / "rep")], capsys)
     assert code == 0 and "| sweep: seed 2 | 72.00 (+1.00)" in printed
     BenchmarkResult(name="empty", rows=[BenchmarkRow(label="x")]).to_disk(tmp_path / "e.json")
     with pytest.raises(PcctuneError, match="no 'sts' or 'transfer' results"):
-        runs_of(load_records([tmp_path / "e.json"]))
+        report_rows(load_records([tmp_path / "e.json"]))
 
 
 def test_a_claim_whose_rows_hold_seeds_reports_their_mean():
@@ -132,11 +133,11 @@ def test_a_claim_whose_rows_hold_seeds_reports_their_mean():
     from pathlib import Path
 
     path = Path(__file__).parents[1] / "reproductions" / "decoder_full" / "runs.json"
-    runs = runs_of(load_records([path]))
+    runs = section_rows(report_rows(load_records([path])), "sts")
     record = json.loads(path.read_text())
     pcc = next(row for row in record["rows"] if row["label"] == "stage 1 + Pcc (Pearson)")
     seeds = [seed["paper"]["avg"] for seed in pcc["details"]["seeds"]]
-    assert len(seeds) == 3 and runs["decoder_full: stage 1 + Pcc (Pearson)"]["sts"]["avg"] == pytest.approx(
+    assert len(seeds) == 3 and runs["decoder_full: stage 1 + Pcc (Pearson)"]["avg"] == pytest.approx(
         np.mean(seeds), abs=1e-4
     )
 

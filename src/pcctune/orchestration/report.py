@@ -67,11 +67,6 @@ def report_rows(records: list[tuple[Path, AnyResult]]) -> list[ReportRow]:
     return rows
 
 
-def runs_of(records: list[tuple[Path, AnyResult]]) -> dict[str, Section]:
-    """``{run label: {"sts": {...}, "transfer": {...}}}`` of every row of ``report_rows``."""
-    return {row.label: row.sections for row in report_rows(records)}
-
-
 def protocol_lines(rows: list[ReportRow]) -> list[str]:
     """Where the rows' STS scores were scored under different protocols, a paragraph naming each protocol's rows:
     a delta between two of them mixes the protocol with the model (``docs/evaluation.md``); else nothing."""
@@ -118,9 +113,10 @@ def collect_intervals(records: list[tuple[Path, AnyResult]]) -> dict[str, list[T
     return found
 
 
-def section_rows(runs: dict[str, Section], section: str) -> dict[str, dict[str, float]]:
-    """One section's scores (``sts``, ``transfer``…) of every run that has it, by run label."""
-    return {label: r[section] for label, r in runs.items() if section in r}
+def section_rows(rows: list[ReportRow], section: str) -> dict[str, dict[str, float]]:
+    """One section's scores (``sts``, ``transfer``…) of every row that has it, by row label (a label given twice:
+    its last row)."""
+    return {row.label: row.sections[section] for row in rows if section in row.sections}
 
 
 def model_scatter(model_spec: str, task_name: str, senteval_dir: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -155,12 +151,11 @@ def write_report(paths: list[Path], output: Path, scatter: tuple[str, str, Path]
     check_output_folder(output)
     records = load_records(paths)
     report = report_rows(records)
-    runs = {row.label: row.sections for row in report}
     # the scatter's model and task are read before any file is written: a wrong one leaves nothing behind
     plotted = (f"{scatter[0]} on {scatter[1]}", model_scatter(*scatter)) if scatter is not None else None
     parts = ["# pcctune report", ""]
     for section, title in SECTIONS:
-        rows = section_rows(runs, section)
+        rows = section_rows(report, section)
         if rows:
             plot = bar_plot(rows, section, output / f"{section}_bars.png")
             table = ScoreTable.from_rows(rows).to_markdown(deltas=True)

@@ -256,6 +256,24 @@ def test_runs_scored_under_different_protocols_are_refused_and_the_one_protocol_
     assert CompareResult.from_disk(out).protocol == "paper" and "every score scored under the paper protocol" in printed
 
 
+def test_runs_that_scored_a_task_on_other_test_pairs_are_refused_where_that_task_counts(tmp_path, capsys):
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", {})
+    full = dict.fromkeys(SEVEN_TASKS, 1000)
+    for side in "ab":
+        for file in sorted(tmp_path.glob(f"{side}-seed*/results.json")):
+            record = RunResult.from_disk(file)
+            record.pairs_by_task = full | ({"STS12": 300} if side == "b" else {})  # B scored a subsample of STS12
+            record.to_disk(file)
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*"], capsys)
+    assert_one_line_error(code, printed, "the runs compared scored STS12 on other test pairs (1000 pairs in ")
+    assert "300 in " in printed and "a difference would mix the test sets with the method" in printed
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*", "--task", "avg"], capsys)
+    assert_one_line_error(code, printed, "scored STS12 on other test pairs")  # the average holds STS12
+    result = pcctune.compare_runs(f"{tmp_path}/a-*", f"{tmp_path}/b-*", task="STSBenchmark")  # the same pairs there
+    assert list(result.differences) == ["STSBenchmark"]
+
+
 def test_compare_errors_are_one_line(tmp_path, capsys):
     write_runs(tmp_path, "a", {})
     (tmp_path / "broken.json").write_text("{not json")

@@ -31,7 +31,7 @@ from pcctune.orchestration.compare_sides import (
     print_section,
     protocol_line,
     rising_line,
-    scored_protocol,
+    scored_alike,
     shared_tasks,
     side_files,
     side_line,
@@ -58,11 +58,11 @@ def compare_runs(
     share at least 2 seeds, else Welch's (``pcctune.evaluation.compare.seed_difference``), and a verdict: a win or
     a loss for B only where the interval excludes 0, else a tie. Where the runs are paired, ``mean_a`` and ``mean_b``
     are the means over the paired seeds, and the runs of the other seeds are named in ``left_out``. Runs scored under
-    different STS protocols are refused (``scored_protocol``)."""
+    different STS protocols, or a task on different test pairs, are refused (``scored_alike``)."""
     files_a, files_b = side_files(runs_a), side_files(runs_b)
     (a, rising_a), (b, rising_b) = side_scores(files_a, "A", variant_a), side_scores(files_b, "B", variant_b)
     tasks = shared_tasks(dict([*a.values(), *b.values()]), task)
-    protocol = scored_protocol([*files_a, *files_b])
+    protocol = scored_alike([*files_a, *files_b], tasks)
     paired = paired_seeds(a, b)
     used_a, used_b = ({seed: side[seed] for seed in paired} if paired else side for side in (a, b))
     return CompareResult(

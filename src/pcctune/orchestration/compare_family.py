@@ -33,7 +33,7 @@ from pcctune.orchestration.compare_sides import (
     print_section,
     protocol_line,
     rising_line,
-    scored_protocol,
+    scored_alike,
     shared_tasks,
     side_files,
     side_line,
@@ -56,12 +56,12 @@ class Side:
 
 
 def read_sides(sides: Mapping[str, Runs], task: str, variant: Mapping[str, str | None]) -> tuple[str, dict[str, Side]]:
-    """The STS protocol every run was scored under (``scored_protocol``) and each named side's runs read from disk,
+    """The STS protocol every run was scored under (``scored_alike``) and each named side's runs read from disk,
     every run checked to have scored ``task``."""
     found = {name: side_scores(side_files(runs), name, variant[name]) for name, runs in sides.items()}
     read = {file: scores for runs, _ in found.values() for file, scores in runs.values()}
     shared_tasks(read, task)
-    return scored_protocol(list(read)), {
+    return scored_alike(list(read), [task]), {
         name: Side(
             scores={seed: scores[task] for seed, (_, scores) in runs.items()},
             files={seed: str(file) for seed, (file, _) in runs.items()},

@@ -122,20 +122,40 @@ def side_scores(
     return runs, rising
 
 
-def scored_protocol(files: Sequence[Path]) -> str:
-    """The STS protocol every run of ``files`` was scored under (``RunResult.protocol``, ``docs/evaluation.md``); runs
-    scored under different protocols are refused, since their difference would mix the protocol with the method (the
-    same model scores differently under ``simcse-senteval`` and ``paper``)."""
+def scored_alike(files: Sequence[Path], tasks: Sequence[str]) -> str:
+    """The STS protocol every run of ``files`` was scored under (``RunResult.protocol``, ``docs/evaluation.md``), each
+    of ``tasks`` (every task, where the average is one) on as many test pairs in every run that recorded its count
+    (``pairs_by_task``); runs scored otherwise are refused, since their difference would mix the protocol (the same
+    model scores differently under ``simcse-senteval`` and ``paper``) or the test pairs (a subsample, another copy of
+    a set) with the method."""
+    records = {file: RunResult.from_disk(file) for file in files}
     runs: dict[str, list[Path]] = {}
-    for file in files:
-        runs.setdefault(RunResult.from_disk(file).protocol, []).append(file)
+    for file, record in records.items():
+        runs.setdefault(record.protocol, []).append(file)
     if len(runs) > 1:
         found = "; ".join(f"{protocol}: {len(kept)} of them, e.g. {kept[0]}" for protocol, kept in runs.items())
         raise PcctuneError(
             f"the runs compared were scored under different STS protocols ({found}): a difference would mix the "
             "protocol with the method; compare runs scored under one protocol"
         )
+    check_test_pairs(records, None if AVERAGE in tasks else tasks)
     return next(iter(runs))
+
+
+def check_test_pairs(records: Mapping[Path, RunResult], tasks: Sequence[str] | None) -> None:
+    """Refuse runs that scored a task of ``tasks`` (None: any) on different numbers of test pairs (``pairs_by_task``;
+    a record before schema 3 names none and is taken as it is), naming the first such task and two runs."""
+    seen: dict[str, tuple[int, Path]] = {}
+    for file, record in records.items():
+        for task, pairs in record.pairs_by_task.items():
+            if tasks is not None and task not in tasks:
+                continue
+            first = seen.setdefault(task, (pairs, file))
+            if first[0] != pairs:
+                raise PcctuneError(
+                    f"the runs compared scored {task} on other test pairs ({first[0]} pairs in {first[1]}, {pairs} in "
+                    f"{file}): a difference would mix the test sets with the method; compare runs scored on the same"
+                )
 
 
 def shared_tasks(runs: Mapping[Path, Scores], task: str | None) -> list[str]:

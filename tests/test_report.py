@@ -178,3 +178,16 @@ def test_the_report_names_the_prompt_each_rows_model_read(tmp_path):
     assert "| m: before | - |" in report  # the base model's prompt is not in the record
     _eval(tmp_path / "plain.json", "plain", dict.fromkeys(TASKS, 60.0))
     assert "## Prompts" not in write_report([tmp_path / "plain.json"], tmp_path / "r2")
+
+
+def test_the_printed_report_keeps_each_markdown_line_whole_however_wide(tmp_path, capsys):
+    long = "a-model-name-" * 8  # a row far wider than the console's 160 columns
+    _eval(tmp_path / "a.json", long, dict.fromkeys(TASKS, 60.123))
+    _eval(tmp_path / "b.json", long + "b", dict.fromkeys(TASKS, 65.456))
+    code, printed = run_cli(
+        ["report", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--output", str(tmp_path / "r")], capsys
+    )
+    assert code == 0, printed
+    written = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert written in printed  # printed as written: no line broken at the console's width
+    assert max(map(len, written.splitlines())) > 160

@@ -255,7 +255,8 @@ def report_command(
     from pcctune.paths import resolve_senteval_dir
 
     scatter = (scatter_model, scatter_task, resolve_senteval_dir(data)) if scatter_model else None
-    console.print(write_report(runs, output, scatter), markup=False, highlight=False)  # markdown, shown as written
+    # markdown, shown as written: a table row wider than the terminal stays one line
+    console.print(write_report(runs, output, scatter), markup=False, highlight=False, soft_wrap=True)
     console.print(f"report -> {output / 'report.md'}")
 
 

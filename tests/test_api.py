@@ -217,10 +217,13 @@ def test_a_quiet_console_quiets_a_run_and_an_evaluation_and_the_default_one_prin
 
     capsys.readouterr()
     quiet = pcctune.train(config("quiet"), console=Console(quiet=True))
-    assert capsys.readouterr().out == ""  # neither the score table nor the trainer's log lines
+    printed = capsys.readouterr()
+    assert printed.out == ""  # neither the score table nor the trainer's log lines
+    assert "Encoding" not in printed.err  # nor the test evaluation's progress bar
     loud = pcctune.train(config("loud"))
-    printed = capsys.readouterr().out
-    assert "│ pcc    │" in printed and "'train_runtime'" in printed  # the score table, the trainer's log
+    printed = capsys.readouterr()
+    assert "│ pcc    │" in printed.out and "'train_runtime'" in printed.out  # the score table, the trainer's log
+    assert "Encoding" in printed.err
     assert quiet.sts_by_stage == loud.sts_by_stage  # what quiet changes is what is printed, nothing else
     from pcctune.orchestration.evaluate import run_eval
 

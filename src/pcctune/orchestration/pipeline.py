@@ -251,7 +251,8 @@ class Pipeline:
                 store = VectorStore.open(self.store_path(label), key)
         protocol = self.config.eval_protocol
         started = time.perf_counter()
-        scores, avg = evaluate_sts(model, self.test_tasks, protocol=protocol, show_progress=self.main, store=store)
+        shown = self.main and not self.console.quiet  # one progress bar, none for a quiet run
+        scores, avg = evaluate_sts(model, self.test_tasks, protocol=protocol, show_progress=shown, store=store)
         if not self.main:
             return
         self.result.sts_by_stage[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}

@@ -150,6 +150,12 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("bad-choice", lambda c: _eval(c, None, "--tasks", "everything"), "unknown task group 'everything'"),
     ("bad-pooling", lambda c: _eval(c, None, "--pooling", "max"), "unknown pooling 'max'; choose from mean, cls"),
     (
+        "pooling-typo",
+        lambda c: _eval(c, None, "--pooling", "maen"),
+        "choose from mean, cls, lasttoken; did you mean `mean`?",
+    ),
+    ("backend-typo", lambda c: _eval(c, None, "--backend", "onxx"), "; did you mean `onnx`?"),
+    (
         "bad-backend",
         lambda c: ["export", str(c.bert), "--output", str(c.inputs / "x"), "--backend", "tensorrt"],
         "unknown backend 'tensorrt'; choose from torch, onnx, openvino",

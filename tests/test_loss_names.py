@@ -49,6 +49,10 @@ def test_a_current_name_gives_no_warning_and_an_unknown_one_lists_the_names(recw
     assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
     with pytest.raises(ValueError, match="unknown loss 'contrastiv'; choose from infonce, pearson"):
         resolve_loss("contrastiv")
+    with pytest.raises(ValueError, match="; did you mean `pearson`\\?$"):  # a typo: the name it is closest to
+        resolve_loss("pearsn")
+    with pytest.raises(ValueError, match="regression_mse, .*[a-z]$"):  # nothing close: no guess
+        resolve_loss("zzz")
 
 
 def test_every_regression_name_selects_its_penalty(tiny_bert):

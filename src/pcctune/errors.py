@@ -35,6 +35,19 @@ def some_of(items: Sequence[object], shown: int) -> str:
     return ", ".join(map(str, items[:shown])) + more
 
 
+def closest(value: object, choices: Sequence[str]) -> str:
+    """``; did you mean `NAME`?`` for the one of ``choices`` closest to ``value`` (``difflib``'s ratio of at least
+    0.6), else nothing: the end of a refusal of an unknown name, where a typo is the likely cause."""
+    close = difflib.get_close_matches(str(value), list(choices), n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def unknown(what: str, value: object, choices: Sequence[str], also: str = "") -> str:
+    """The one-line refusal of a ``value`` not among ``choices``: ``unknown WHAT 'VALUE'; choose from A, B`` (``also``:
+    what else is accepted, appended), and the closest choice where one is close (``closest``)."""
+    return f"unknown {what} {value!r}; choose from {', '.join(choices)}{also}{closest(value, choices)}"
+
+
 def first_refusal(error: ValidationError, model: type[BaseModel] | None = None) -> tuple[str, str]:
     """The parts of a one-line message for a pydantic ``ValidationError``: where its first error lies (the dotted
     location, empty at the top level) and what it says, without pydantic's ``Value error, `` prefix. Given the
@@ -55,9 +68,7 @@ def first_refusal(error: ValidationError, model: type[BaseModel] | None = None) 
 def _closest_field(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
     """`` (did you mean `NAME`?)`` for the field of the model at ``loc``'s parent closest to its last part
     (``difflib``'s ratio of at least 0.6), else nothing."""
-    fields = _fields_at(model, loc[:-1])
-    close = difflib.get_close_matches(str(loc[-1]), fields, n=1)
-    return f"; did you mean `{close[0]}`?" if close else ""
+    return closest(loc[-1], _fields_at(model, loc[:-1]))
 
 
 def _fields_at(model: type[BaseModel], path: tuple[int | str, ...]) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from pcctune.console import plain_console
-from pcctune.errors import Interrupted, PcctuneError
+from pcctune.errors import Interrupted, PcctuneError, unknown
 
 console = plain_console()
 """Where the commands print (stdout, plain: no colour codes in a pipe)."""
@@ -57,7 +57,7 @@ DataOption = Annotated[
 def check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
     """One line naming the choices where ``value`` is not among them."""
     if value not in allowed:
-        raise PcctuneError(f"unknown {what} {value!r}; choose from {', '.join(allowed)}")
+        raise PcctuneError(unknown(what, value, allowed))
 
 
 def backend_choice(value: str) -> Any:

@@ -39,7 +39,7 @@ from pcctune.data.pairs import PAIR_FILE_SUFFIXES, read_pairs_file
 from pcctune.data.stage2 import DEV_SOURCES, SourcedPair, source_task
 from pcctune.data.sts import STSPair, STSTask
 from pcctune.data.tasks import load_test_tasks
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, unknown
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +98,7 @@ def dev_entries(dev: str | Sequence[str]) -> list[str]:
         elif Path(entry).suffix.lower() in PAIR_FILE_SUFFIXES:
             parts.append(entry)
         else:
-            raise PcctuneError(
-                f"unknown dev set {entry!r}; choose from {', '.join([*DEV_SETS, 'none'])} or a .csv/.tsv/.jsonl file"
-            )
+            raise PcctuneError(unknown("dev set", entry, [*DEV_SETS, "none"], " or a .csv/.tsv/.jsonl file"))
     return parts
 
 

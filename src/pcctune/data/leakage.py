@@ -32,7 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from pcctune.data.sts import STSPair, STSTask
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, unknown
 
 NEAR_THRESHOLD = 0.8
 """Default Jaccard similarity of character 3-grams for ``near`` (chosen on the standard data: docs/leakage.md)."""
@@ -97,9 +97,7 @@ def leakage_level(value: str | LeakageLevel) -> LeakageLevel:
     try:
         return LeakageLevel(value)
     except ValueError:
-        raise PcctuneError(
-            f"unknown leakage level {value!r}; choose from {', '.join(LEVELS)} (each removes more than the last)"
-        ) from None
+        raise PcctuneError(unknown("leakage level", value, LEVELS, " (each removes more than the last)")) from None
 
 
 def normalize_sentence(text: str) -> str:

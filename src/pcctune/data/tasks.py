@@ -16,7 +16,7 @@ import numpy as np
 from pcctune.correlation import MIN_PAIRS
 from pcctune.data.senteval import STS_YEARS, load_sick, load_stsb, sts_year_dir
 from pcctune.data.sts import STSSubset, STSTask, read_senteval_sts_year
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, unknown
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ SHORT_NAMES = {spec.name: spec.short_name for spec in STS_TASKS.values()}
 def load_task(senteval_dir: Path, name: str) -> STSTask:
     """Load one of the seven evaluation tasks (test data)."""
     if name not in STS_TASKS:
-        raise PcctuneError(f"unknown STS task {name!r}; choose from {', '.join(SEVEN_TASKS)}")
+        raise PcctuneError(unknown("STS task", name, list(SEVEN_TASKS)))
     return STS_TASKS[name].load(senteval_dir)
 
 

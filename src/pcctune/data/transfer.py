@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pcctune.data.senteval import downstream_dir
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, unknown
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 BINARY_FILES = {
@@ -108,5 +108,5 @@ def load_transfer_task(senteval_dir: Path, name: str) -> TransferTask:
         return _binary(folder / name, name)
     loaders = {"SST2": _sst2, "TREC": _trec, "MRPC": _mrpc}
     if name not in loaders:
-        raise PcctuneError(f"unknown transfer task {name!r}; choose from {', '.join(TRANSFER_TASKS)}")
+        raise PcctuneError(unknown("transfer task", name, list(TRANSFER_TASKS)))
     return loaders[name](folder)

@@ -34,7 +34,7 @@ from typing import Literal
 from pcctune.data.senteval import tokenized_dir
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import load_test_tasks
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, unknown
 
 
 def senteval_text(sentence: str) -> str:
@@ -91,7 +91,7 @@ DEFAULT_PROTOCOL = "simcse-senteval"
 def get_protocol(name: str) -> Protocol:
     """The protocol named ``name``; an unknown name is refused in one line naming the known ones."""
     if name not in PROTOCOLS:
-        raise PcctuneError(f"unknown protocol {name!r}; choose from {', '.join(PROTOCOLS)}")
+        raise PcctuneError(unknown("protocol", name, list(PROTOCOLS)))
     return PROTOCOLS[name]
 
 

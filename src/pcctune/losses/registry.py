@@ -25,6 +25,7 @@ from typing import Literal
 from sentence_transformers.sentence_transformer import losses as st_losses
 from torch import nn
 
+from pcctune.errors import unknown
 from pcctune.losses.dpo import EmbeddingDPOLoss
 from pcctune.losses.infonce import InfoNCELoss
 from pcctune.losses.pearson import PearsonLoss
@@ -179,7 +180,7 @@ def resolve_loss(name: str) -> str:
     name that is neither."""
     current = RENAMED.get(name, name)
     if current not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; choose from {', '.join(LOSSES)}")
+        raise ValueError(unknown("loss", name, list(LOSSES)))
     return current
 
 

@@ -28,7 +28,7 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
-from pcctune.errors import PcctuneError, first_line
+from pcctune.errors import PcctuneError, first_line, unknown
 from pcctune.modeling import chat_template
 from pcctune.modeling.dtypes import torch_dtype
 from pcctune.modeling.gguf import gguf_to_folder
@@ -149,7 +149,7 @@ def check_build_arguments(spec: str, pooling: str | None, max_seq_length: int | 
     if max_seq_length is not None and max_seq_length < 1:
         raise PcctuneError(f"max_seq_length is a number of tokens, at least 1; got {max_seq_length}")
     if pooling is not None and pooling not in get_args(PoolingName):
-        raise PcctuneError(f"unknown pooling {pooling!r}; choose from {', '.join(get_args(PoolingName))}")
+        raise PcctuneError(unknown("pooling", pooling, get_args(PoolingName)))
 
 
 def build_model(

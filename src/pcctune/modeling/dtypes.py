@@ -15,7 +15,7 @@ from typing import Literal, get_args
 import torch
 from torch import nn
 
-from pcctune.errors import PcctuneError
+from pcctune.errors import PcctuneError, unknown
 
 DtypeName = Literal["fp32", "bf16", "fp16"]
 DTYPES: dict[str, torch.dtype] = dict(
@@ -26,7 +26,7 @@ DTYPES: dict[str, torch.dtype] = dict(
 def torch_dtype(name: str) -> torch.dtype:
     """The torch dtype of ``fp32``, ``bf16`` or ``fp16``; any other name is one clear error."""
     if name not in DTYPES:
-        raise PcctuneError(f"unknown dtype {name!r}; choose from {', '.join(DTYPES)}")
+        raise PcctuneError(unknown("dtype", name, list(DTYPES)))
     return DTYPES[name]
 
 

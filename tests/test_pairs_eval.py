@@ -128,6 +128,12 @@ def test_cli_prints_the_interval_and_the_report_shows_it(tiny_bert, tmp_path, ca
     ("name", "text", "options", "message"),
     [
         ("p.csv", "sentence1,sentence2\na,b\nc,d\n", [], "no column among score"),
+        (  # the columns are there under other names: the command line's options that name them, filled in
+            "p.csv",
+            "first,second,gold\na,b,1\nc,d,2\n",
+            [],
+            "; name them with --sentence1-column first --sentence2-column second --score-column gold",
+        ),
         (
             "p.csv",
             "sentence1,sentence2,score\na,b,1\nc,d,2\n",
@@ -165,7 +171,7 @@ def test_column_options_need_pairs_and_missing_files_are_named(tiny_bert, tmp_pa
 
 def test_python_errors_are_pcctune_errors(tiny_bert, tmp_path):
     path = write_csv(tmp_path / "p.csv", [("a", "b", 1), ("c", "d", 2)], header=("s1", "s2", "score"))
-    with pytest.raises(PcctuneError, match="no column among sentence1"):
+    with pytest.raises(PcctuneError, match="no column among sentence1.*; map them with columns: {sentence1: s1, "):
         pcctune.evaluate(build_model(str(tiny_bert)), pairs=path)
     with pytest.raises(PcctuneError, match="unknown column role 'text'"):
         pcctune.evaluate(build_model(str(tiny_bert)), pairs=path, columns={"text": "s1"})

@@ -50,14 +50,21 @@ def _pick(columns: Sequence[str], options: Sequence[str], source: str, map_with:
     raise PcctuneError(found + mapping_hint(columns, map_with))
 
 
+COLUMN_FLAGS = "--sentence1-column"
+"""``map_with`` for the command line: its hint names the three ``--…-column`` options of ``pcctune eval``."""
+
+
 def mapping_hint(columns: Sequence[str], map_with: str | None) -> str:
     """How to name a file's columns where none has a usual name: ``; map them with data.columns: {sentence1:
-    sentence_1, …}`` (``map_with``: the setting that maps them), the file's columns in order where it has three."""
+    sentence_1, …}`` (``map_with``: the setting that maps them), or ``; name them with --sentence1-column sentence_1
+    …`` (``COLUMN_FLAGS``), the file's columns in order where it has three."""
     if map_with is None:
         return ""
     shown = list(columns) if len(columns) == len(COLUMN_KEYS) else ["COLUMN"] * len(COLUMN_KEYS)
-    mapping = ", ".join(f"{role}: {name}" for role, name in zip(COLUMN_KEYS, shown, strict=True))
-    return f"; map them with {map_with}: {{{mapping}}}"
+    named = list(zip(COLUMN_KEYS, shown, strict=True))
+    if map_with == COLUMN_FLAGS:
+        return "; name them with " + " ".join(f"--{role}-column {name}" for role, name in named)
+    return f"; map them with {map_with}: {{{', '.join(f'{role}: {name}' for role, name in named)}}}"
 
 
 def _column(columns: Sequence[str], role: str, names: Columns | None, source: str, map_with: str | None = None) -> str:
@@ -109,9 +116,12 @@ def warn_empty_sentences(pairs: Sequence[STSPair], source: str) -> None:
         logger.warning("%s: an empty sentence in %s %s (of %d pairs)", source, noun, shown, len(pairs))
 
 
-def pairs_from_hf_dataset(dataset: Any, source: str = "dataset", names: Columns | None = None) -> list[STSPair]:
-    """Pairs from a ``datasets.Dataset`` with sentence1/sentence2/score columns (or those ``names`` gives)."""
-    return pairs_from_records(iter(dataset), list(dataset.column_names), source, names)
+def pairs_from_hf_dataset(
+    dataset: Any, source: str = "dataset", names: Columns | None = None, map_with: str | None = None
+) -> list[STSPair]:
+    """Pairs from a ``datasets.Dataset`` with sentence1/sentence2/score columns (or those ``names`` gives;
+    ``map_with``: the setting that names them, for the error)."""
+    return pairs_from_records(iter(dataset), list(dataset.column_names), source, names, map_with)
 
 
 def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
@@ -262,22 +272,24 @@ def pair_file_name(path: Path) -> str:
     return path.stem
 
 
-def load_pair_set(source: str | Path | Any, names: Columns | None = None, split: str = PAIR_SPLIT) -> PairSet:
+def load_pair_set(
+    source: str | Path | Any, names: Columns | None = None, split: str = PAIR_SPLIT, map_with: str | None = None
+) -> PairSet:
     """A test set of scored pairs from ``source``: a ``.csv`` / ``.tsv`` / ``.jsonl`` file (named by its stem, or by
     its folder where the stem names a split: ``pair_file_name``), a ``datasets.Dataset``, a folder in the Hub's file
     layout or a Hub dataset id (its ``split``, through ``datasets.load_dataset``); ``names``: the columns' names (see
-    ``Columns``). One clear error for a missing column, a score that is not a number, or a set that no correlation
-    can be computed on."""
+    ``Columns``; ``map_with``: the setting that gives them, which a missing column's error names). One clear error
+    for a missing column, a score that is not a number, or a set that no correlation can be computed on."""
     if not isinstance(source, str | Path):  # a datasets.Dataset
         check_dataset(source)
         name = str(getattr(getattr(source, "info", None), "dataset_name", None) or "dataset")
-        pairs = pairs_from_hf_dataset(source, name, names)
+        pairs = pairs_from_hf_dataset(source, name, names, map_with)
         pair_set = PairSet(name, pairs, content_sha256=pairs_sha256(pairs))
     elif (path := local_path(source)) is not None and path.is_file():
-        pair_set = PairSet(pair_file_name(path), read_pairs_file(path, names), [path])
+        pair_set = PairSet(pair_file_name(path), read_pairs_file(path, names, map_with), [path])
     else:  # a Hub dataset id, or a folder in the Hub's layout
         dataset = load_hub_dataset(str(source), split=split)
-        pairs = pairs_from_hf_dataset(dataset, f"Hub dataset {source}", names)
+        pairs = pairs_from_hf_dataset(dataset, f"Hub dataset {source}", names, map_with)
         pair_set = PairSet(str(source), pairs, content_sha256=pairs_sha256(pairs))
     check_scoreable(pair_set.pairs, str(source) if isinstance(source, str | Path) else pair_set.name)
     return pair_set

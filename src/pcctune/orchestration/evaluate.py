@@ -15,7 +15,7 @@ from sentence_transformers import SentenceTransformer
 from pcctune.cache_entry import remove, resume_folder, writing
 from pcctune.console import plain_console
 from pcctune.data.cache import senteval_folder
-from pcctune.data.pairs import PAIR_SPLIT, Columns, PairSet, load_pair_set
+from pcctune.data.pairs import COLUMN_FLAGS, PAIR_SPLIT, Columns, PairSet, load_pair_set
 from pcctune.data.sts import STSTask
 from pcctune.data.tasks import load_test_tasks
 from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_task
@@ -142,11 +142,11 @@ def task_files(sts: list[STSTask], transfer: list[TransferTask]) -> list[Path]:
 
 
 def load_pair_sets(
-    sources: Sequence[PairSource], columns: Columns | None = None, split: str = PAIR_SPLIT
+    sources: Sequence[PairSource], columns: Columns | None = None, split: str = PAIR_SPLIT, map_with: str | None = None
 ) -> list[PairSet]:
-    """A user's test sets (``pcctune.data.pairs.load_pair_set``), each named by its file's stem, or by the
-    source as given where two stems are the same."""
-    sets = [load_pair_set(source, columns, split) for source in sources]
+    """A user's test sets (``pcctune.data.pairs.load_pair_set``; ``map_with``: the setting that names their columns),
+    each named by its file's stem, or by the source as given where two stems are the same."""
+    sets = [load_pair_set(source, columns, split, map_with) for source in sources]
     names = [s.name for s in sets]
     for pair_set, source in zip(sets, sources, strict=True):
         if names.count(pair_set.name) > 1 and isinstance(source, str | Path):
@@ -218,7 +218,7 @@ def run_eval(
     started = time.perf_counter()
     check_eval_input(model_spec, prompt, prompt_name, seed, probe_seed)
     with writing_output(output):
-        own = load_pair_sets(pairs, columns, split) if pairs else []
+        own = load_pair_sets(pairs, columns, split, COLUMN_FLAGS) if pairs else []
         senteval, sts_tasks, transfer_tasks = eval_tasks(data, tasks, protocol, own)
         check_template_for(protocol, model_spec, template)
         with seeded(seed):  # a layer the saved model lacks is drawn the same way each time

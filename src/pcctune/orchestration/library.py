@@ -108,7 +108,7 @@ def evaluate(
     started = time.perf_counter()
     check_seed(seed)
     check_loaded_model(model, "evaluate")  # before any data is read
-    own = load_pair_sets(pair_sources(pairs), columns, split) if pairs is not None else []
+    own = load_pair_sets(pair_sources(pairs), columns, split, "columns") if pairs is not None else []
     senteval, sts_tasks, transfer_tasks = eval_tasks(Path(data) if data else None, tasks, protocol, own)
     interval_seed = seed if own else None
     fields = loaded_settings(model) | {"protocol": protocol, "seed": interval_seed}

@@ -30,6 +30,7 @@ from pcctune.orchestration.compare_sides import (
     named,
     print_section,
     protocol_line,
+    read_runs,
     rising_line,
     scored_alike,
     shared_tasks,
@@ -60,9 +61,10 @@ def compare_runs(
     are the means over the paired seeds, and the runs of the other seeds are named in ``left_out``. Runs scored under
     different STS protocols, or a task on different test pairs, are refused (``scored_alike``)."""
     files_a, files_b = side_files(runs_a), side_files(runs_b)
-    (a, rising_a), (b, rising_b) = side_scores(files_a, "A", variant_a), side_scores(files_b, "B", variant_b)
+    records_a, records_b = read_runs(files_a), read_runs(files_b)
+    (a, rising_a), (b, rising_b) = side_scores(records_a, "A", variant_a), side_scores(records_b, "B", variant_b)
     tasks = shared_tasks(dict([*a.values(), *b.values()]), task)
-    protocol = scored_alike([*files_a, *files_b], tasks)
+    protocol = scored_alike(records_a | records_b, tasks)
     paired = paired_seeds(a, b)
     used_a, used_b = ({seed: side[seed] for seed in paired} if paired else side for side in (a, b))
     return CompareResult(

@@ -32,6 +32,7 @@ from pcctune.orchestration.compare_sides import (
     named,
     print_section,
     protocol_line,
+    read_runs,
     rising_line,
     scored_alike,
     shared_tasks,
@@ -58,10 +59,10 @@ class Side:
 def read_sides(sides: Mapping[str, Runs], task: str, variant: Mapping[str, str | None]) -> tuple[str, dict[str, Side]]:
     """The STS protocol every run was scored under (``scored_alike``) and each named side's runs read from disk,
     every run checked to have scored ``task``."""
-    found = {name: side_scores(side_files(runs), name, variant[name]) for name, runs in sides.items()}
-    read = {file: scores for runs, _ in found.values() for file, scores in runs.values()}
-    shared_tasks(read, task)
-    return scored_alike(list(read), [task]), {
+    records = {name: read_runs(side_files(runs)) for name, runs in sides.items()}
+    found = {name: side_scores(records[name], name, variant[name]) for name in sides}
+    shared_tasks({file: scores for runs, _ in found.values() for file, scores in runs.values()}, task)
+    return scored_alike({file: run for side in records.values() for file, run in side.items()}, [task]), {
         name: Side(
             scores={seed: scores[task] for seed, (_, scores) in runs.items()},
             files={seed: str(file) for seed, (file, _) in runs.items()},

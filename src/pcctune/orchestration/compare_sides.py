@@ -97,8 +97,13 @@ def chosen_variant(record: RunResult, file: Path, variant: str | None) -> str:
     return matches[0]
 
 
+def read_runs(files: Sequence[Path]) -> dict[Path, RunResult]:
+    """Each run record of ``files``, read once: what ``side_scores`` and ``scored_alike`` check."""
+    return {file: RunResult.from_disk(file) for file in files}
+
+
 def side_scores(
-    files: Sequence[Path], side: str, variant: str | None = None
+    records: Mapping[Path, RunResult], side: str, variant: str | None = None
 ) -> tuple[dict[int, tuple[Path, Scores]], set[int]]:
     """``{seed: (run record, its final stage's scores)}`` of one side's runs (``variant``: the final stage of runs
     trained with ``--compare``), and the seeds whose compared stage was best at its last dev evaluation
@@ -107,8 +112,7 @@ def side_scores(
     error."""
     runs: dict[int, tuple[Path, Scores]] = {}
     rising: set[int] = set()
-    for file in files:
-        record = RunResult.from_disk(file)
+    for file, record in records.items():
         if record.seed in runs:
             raise PcctuneError(
                 f"{side}: two runs of seed {record.seed} ({runs[record.seed][0]}, {file}); give one run per seed"
@@ -122,13 +126,12 @@ def side_scores(
     return runs, rising
 
 
-def scored_alike(files: Sequence[Path], tasks: Sequence[str]) -> str:
-    """The STS protocol every run of ``files`` was scored under (``RunResult.protocol``, ``docs/evaluation.md``), each
+def scored_alike(records: Mapping[Path, RunResult], tasks: Sequence[str]) -> str:
+    """The STS protocol every run of ``records`` was scored under (``RunResult.protocol``, ``docs/evaluation.md``), each
     of ``tasks`` (every task, where the average is one) on as many test pairs in every run that recorded its count
     (``pairs_by_task``); runs scored otherwise are refused, since their difference would mix the protocol (the same
     model scores differently under ``simcse-senteval`` and ``paper``) or the test pairs (a subsample, another copy of
     a set) with the method."""
-    records = {file: RunResult.from_disk(file) for file in files}
     runs: dict[str, list[Path]] = {}
     for file, record in records.items():
         runs.setdefault(record.protocol, []).append(file)

@@ -103,7 +103,8 @@ def _choices_in_help(help_text: str) -> list[str]:
 def test_eval_help_names_exactly_the_choices_each_option_accepts():
     """The choices are checked against the library's tuples; each option's help must name the same ones."""
     from pcctune.cli import app
-    from pcctune.orchestration.evaluate import BACKENDS, POOLINGS, PROBES, QUANTIZATIONS, TASK_GROUPS
+    from pcctune.data.task_selection import TASK_GROUPS
+    from pcctune.orchestration.evaluate import BACKENDS, POOLINGS, PROBES, QUANTIZATIONS
 
     command = typer.main.get_command(app).commands["eval"]  # type: ignore[attr-defined]
     helps = {param.name: param.help or "" for param in command.params}

@@ -91,6 +91,20 @@ def test_eval_transfer_record_from_the_cli_and_the_python_api(mini_transfer, tin
     assert api.data_files_sha256 == cli.data_files_sha256
     with pytest.raises(PcctuneError, match="your pairs .--pairs. replace the seven STS tasks"):
         pcctune.evaluate(build_model(str(tiny_bert)), pairs=write_csv(mini_transfer / "a.csv", PAIRS), tasks="transfer")
+    some = run_eval(str(tiny_bert), mini_transfer, tasks="MR,STSBenchmark", console=Console(quiet=True))
+    assert some.sts == {"STSBenchmark": cli.sts["STSBenchmark"]}  # the same score; no avg of one task
+    assert some.transfer == {"MR": cli.transfer["MR"]} and not any("MRPC" in path for path in some.data_files_sha256)
+
+
+def test_your_pairs_with_named_transfer_tasks(mini_transfer, tiny_bert):
+    """``sts,MR`` beside your pairs: your pairs take the STS side, MR is scored too; an STS task named beside them
+    is refused (they replace the seven)."""
+    pairs = write_csv(mini_transfer / "a.csv", PAIRS)
+    model = build_model(str(tiny_bert))
+    result = pcctune.evaluate(model, pairs=pairs, tasks=["sts", "MR"])
+    assert result.sts is not None and set(result.sts) == {"a"} and set(result.transfer or {}) == {"MR"}
+    with pytest.raises(PcctuneError, match="replace the seven STS tasks"):
+        pcctune.evaluate(model, pairs=pairs, tasks="STS12")
 
 
 def test_senteval_probe_learns_separable_features_and_not_noise():

@@ -77,12 +77,16 @@ def _own_pairs(pairs: list[str] | None, split: str | None, **names: str | None) 
 KEPT_VECTORS = "; the vectors encoded so far are kept in pcctune's cache: run the same command to continue"
 
 
-def _eval_choices(tasks: str, quantization: str, probe: str) -> dict[str, Any]:
-    """``--tasks``, ``--quantization`` and ``--probe`` checked among their choices (one line naming them, otherwise),
-    as ``run_eval``'s keywords."""
-    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS, TASK_GROUPS
+TasksOption = Annotated[
+    str, typer.Option(help="what to evaluate: sts | transfer | all (or task names, comma-separated: STSBenchmark,MR)")
+]
 
-    check_choice("task group", tasks, TASK_GROUPS)
+
+def _eval_choices(tasks: str, quantization: str, probe: str) -> dict[str, Any]:
+    """``--quantization`` and ``--probe`` checked among their choices (one line naming them, otherwise), with
+    ``--tasks``, as ``run_eval``'s keywords (``run_eval`` reads ``--tasks`` itself, before any weight loads)."""
+    from pcctune.orchestration.evaluate import PROBES, QUANTIZATIONS
+
     check_choice("quantization", quantization, QUANTIZATIONS)
     check_choice("probe", probe, PROBES)
     return {"tasks": tasks, "quantization": quantization, "probe": probe}
@@ -91,7 +95,7 @@ def _eval_choices(tasks: str, quantization: str, probe: str) -> dict[str, Any]:
 @app.command("eval")
 def eval_command(
     model: ModelArgument,
-    tasks: Annotated[str, typer.Option(help="task group to evaluate: sts | transfer | all")] = "sts",
+    tasks: TasksOption = "sts",
     data: DataOption = None,
     template: TemplateOption = None,
     pooling: PoolingOption = None,
@@ -114,7 +118,7 @@ def eval_command(
     prompt: PromptOption = None,
     prompt_name: PromptNameOption = None,
 ) -> None:
-    """Evaluate MODEL on the seven STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
+    """Evaluate MODEL on the STS tasks (a named protocol) and/or the transfer tasks, or on your own --pairs."""
     from pcctune.orchestration.evaluate import run_eval
 
     choices = _eval_choices(tasks, quantization, probe)

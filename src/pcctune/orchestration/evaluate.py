@@ -17,7 +17,8 @@ from pcctune.console import plain_console
 from pcctune.data.cache import senteval_folder
 from pcctune.data.pairs import COLUMN_FLAGS, PAIR_SPLIT, Columns, PairSet, load_pair_set
 from pcctune.data.sts import STSTask
-from pcctune.data.tasks import load_test_tasks
+from pcctune.data.task_selection import TaskChoice, TaskSelection, select_tasks
+from pcctune.data.tasks import SEVEN_TASKS, load_test_tasks
 from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_task
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, protocol_data_dir
@@ -42,8 +43,6 @@ from pcctune.provenance import file_hashes, library_versions
 from pcctune.results import EvalResult, TaskScore, TransferScore
 from pcctune.seeding import DEFAULT_SEED, check_seed, seeded
 
-TaskGroup = Literal["sts", "transfer", "all"]
-TASK_GROUPS: tuple[str, ...] = get_args(TaskGroup)  # the CLI offers them
 Quantization = Literal["none", "saved", FourBitType]
 QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
 POOLINGS: tuple[str, ...] = get_args(PoolingName)  # the CLI offers them
@@ -66,14 +65,16 @@ def add_scores(
     own_pairs: bool = False,
 ) -> None:
     """Put the scores (rounded headline numbers and full detail) into ``result``, the transfer tasks' with the
-    ``probe`` and the ``probe_seed`` of its folds; a user's own test sets (``own_pairs``) have no average."""
+    ``probe`` and the ``probe_seed`` of its folds. A kind's ``avg`` is the mean of its seven tasks: some of them, or
+    a user's own test sets (``own_pairs``), have none."""
     if sts is not None:
         scores, avg = sts
-        result.sts = sts_section(scores, avg, average=not own_pairs)
+        result.sts = sts_section(scores, avg, average=tuple(s.name for s in scores) == SEVEN_TASKS and not own_pairs)
         result.sts_detail = scores
     if transfer is not None:
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
-        result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
+        if tuple(t.name for t in transfer) == TRANSFER_TASKS:
+            result.transfer["avg"] = round(sum(t.accuracy for t in transfer) / len(transfer), 2)
         result.transfer_detail = transfer
         result.transfer_probe, result.probe_seed = probe, probe_seed
 
@@ -91,12 +92,11 @@ def print_scores(result: EvalResult, console: Console, own_pairs: bool = False) 
         ScoreTable.from_rows({result.model: result.transfer}, title=title).print(console)
 
 
-def load_tasks(senteval: Path, tasks: TaskGroup, protocol: str) -> tuple[list[STSTask], list[TransferTask]]:
-    """The STS tasks (in the protocol's text form) and the transfer tasks of a task group."""
+def load_tasks(senteval: Path, selection: TaskSelection, protocol: str) -> tuple[list[STSTask], list[TransferTask]]:
+    """The STS tasks (in the protocol's text form) and the transfer tasks of ``selection``."""
     get_protocol(protocol)
-    sts = load_test_tasks(protocol_data_dir(senteval, protocol)) if tasks in ("sts", "all") else []
-    transfer = [load_transfer_task(senteval, n) for n in TRANSFER_TASKS] if tasks in ("transfer", "all") else []
-    return sts, transfer
+    sts = load_test_tasks(protocol_data_dir(senteval, protocol), selection.sts) if selection.sts else []
+    return sts, [load_transfer_task(senteval, name) for name in selection.transfer]
 
 
 def precision(quantization: Quantization) -> dict[str, Any]:
@@ -162,18 +162,21 @@ def pair_hashes(sets: Sequence[PairSet]) -> dict[str, str]:
 
 
 def eval_tasks(
-    data: Path | None, tasks: TaskGroup, protocol: str, own: list[PairSet]
+    data: Path | None, tasks: TaskChoice, protocol: str, own: list[PairSet]
 ) -> tuple[Path | None, list[STSTask], list[TransferTask]]:
     """The SentEval folder (``None`` where your pairs are all that is scored), the STS tasks (your pairs instead of
-    the seven, when given) and the transfer tasks of ``tasks``."""
+    the seven, when given) and the transfer tasks ``tasks`` names (``pcctune.data.task_selection``)."""
     get_protocol(protocol)
-    if own and tasks == "transfer":
+    selection = select_tasks(tasks)
+    if own and selection.sts != SEVEN_TASKS:
         raise PcctuneError(
-            "your pairs (--pairs) replace the seven STS tasks: with them, tasks (--tasks) are sts, the default, or all"
+            "your pairs (--pairs) replace the seven STS tasks: with them, tasks (--tasks) are sts (the default), all, "
+            "or sts and transfer task names (sts,MR)"
         )
-    senteval = senteval_folder(data) if not own or tasks != "sts" else None
-    group: TaskGroup = "transfer" if own else tasks
-    sts_tasks, transfer_tasks = load_tasks(senteval, group, protocol) if senteval else ([], [])
+    senteval = senteval_folder(data) if not own or selection.transfer else None
+    if own:
+        selection = TaskSelection((), selection.transfer)
+    sts_tasks, transfer_tasks = load_tasks(senteval, selection, protocol) if senteval else ([], [])
     return senteval, [s.task() for s in own] or sts_tasks, transfer_tasks
 
 
@@ -192,7 +195,7 @@ def run_eval(
     model_spec: str,
     data: Path | None,
     *,
-    tasks: TaskGroup = "sts",
+    tasks: TaskChoice = "sts",
     template: str | None = None,
     pooling: PoolingName | None = None,
     dtype: str = "fp32",

@@ -19,6 +19,7 @@ from pcctune.data.nli import SNLI_SPLITS, read_snli_folder
 from pcctune.data.pairs import PAIR_SPLIT, Columns
 from pcctune.data.senteval import snli_dir
 from pcctune.data.stage2 import build_stage2_set
+from pcctune.data.task_selection import TaskChoice
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL
 from pcctune.evaluation.sts import check_loaded_model
@@ -28,7 +29,6 @@ from pcctune.modeling.dtypes import loaded_dtype_name
 from pcctune.modeling.quantization import loaded_quantization
 from pcctune.orchestration.evaluate import (
     PairSource,
-    TaskGroup,
     add_scores,
     eval_record,
     eval_tasks,
@@ -81,11 +81,11 @@ def evaluate(
     seed: int = DEFAULT_SEED,
     workers: int | None = None,
     show_progress_bar: bool | None = None,
-    tasks: TaskGroup = "sts",
+    tasks: TaskChoice = "sts",
     probe: Probe = DEFAULT_PROBE,
 ) -> EvalResult:
-    """Score any loaded model on the seven STS tasks under ``protocol`` (``tasks``: ``"all"`` adds SentEval's seven
-    transfer tasks, by ``probe``; ``"transfer"`` alone) or on your own test sets: the record ``pcctune eval`` writes.
+    """Score any loaded model on the seven STS tasks under ``protocol``, the transfer tasks (by ``probe``) or some of
+    them (``tasks``: as ``pcctune eval --tasks``), or on your own test sets: the record ``pcctune eval`` writes.
 
     ``pairs``: one or a list of ``.csv`` / ``.tsv`` / ``.jsonl`` files, Hub dataset ids (their ``split``) or
     ``datasets.Dataset`` objects, with columns ``sentence1``, ``sentence2``, ``score`` (any scale) or those

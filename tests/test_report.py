@@ -48,6 +48,16 @@ def test_tables_from_eval_and_train_results(tmp_path):
     assert markdown_table(runs, "transfer").count("\n") == 2  # header, rule, one run
 
 
+def test_a_record_of_some_tasks_first_keeps_the_tasks_usual_order(tmp_path):
+    """An eval record of STS-B and STS12 alone (``pcctune eval --tasks STSBenchmark,STS12``) before one of all seven:
+    the columns read STS12 … SICK-R, as for the seven alone; a user's own set and the average follow them."""
+    _eval(tmp_path / "some.json", "some", {"STSBenchmark": 80.0, "mine": 50.0, "STS12": 70.0})
+    _eval(tmp_path / "all.json", "all", dict.fromkeys(TASKS, 75.0))
+    runs = report_rows(load_records([tmp_path / "some.json", tmp_path / "all.json"]))
+    header = markdown_table(runs, "sts").splitlines()[0]
+    assert header == "| run | STS12 | STS13 | STS14 | STS15 | STS16 | STS-B | SICK-R | mine | avg |"
+
+
 def test_report_cli_writes_markdown_and_plots(tmp_path, capsys):
     path = _eval(tmp_path / "a.json", "a", dict.fromkeys(TASKS, 60.0))
     second = _eval(tmp_path / "b.json", "b", dict.fromkeys(TASKS, 65.0))

@@ -14,11 +14,13 @@ from rich.console import Console
 from rich.table import Table
 
 from pcctune.console import plain_console
-from pcctune.data.tasks import SHORT_NAMES
+from pcctune.data.tasks import SEVEN_TASKS, SHORT_NAMES
+from pcctune.data.transfer import TRANSFER_TASKS
 from pcctune.evaluation.interval import CONFIDENCE
 from pcctune.results import TaskScore
 
 Cell = float | int | str | None
+TASK_ORDER = (*SEVEN_TASKS, *TRANSFER_TASKS)
 
 
 def format_cell(value: Cell, digits: int = 2) -> str:
@@ -42,11 +44,16 @@ class ScoreTable:
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, Mapping[str, Cell]], title: str = "", **kwargs: object) -> ScoreTable:
-        """A table whose columns are the keys of the first row (in order) and then any others."""
+        """A table whose columns are the keys of the first row (in order) and then any others, the STS and
+        transfer tasks among them together in their usual order where the first of them stands (a row of some
+        tasks, then one of all seven, reads STS12 … SICK-R all the same)."""
         columns: list[str] = []
         for values in rows.values():
             columns += [key for key in values if key not in columns]
-        return cls(title, columns, list(rows.items()), **kwargs)  # type: ignore[arg-type]
+        others = [column for column in columns if column not in TASK_ORDER]
+        first = next((i for i, column in enumerate(columns) if column in TASK_ORDER), len(columns))
+        tasks = [task for task in TASK_ORDER if task in columns]
+        return cls(title, [*others[:first], *tasks, *others[first:]], list(rows.items()), **kwargs)  # type: ignore[arg-type]
 
     def header(self) -> list[str]:
         """The first column's name, then each column's short name."""

@@ -148,7 +148,7 @@ CASES: list[tuple[str, Callable[[Context], list[str]], str]] = [
     ("zero-budget", lambda c: _eval(c, None, "--token-budget", "0"), "Invalid value"),
     ("missing-argument", lambda c: ["eval"], "Missing argument"),
     ("bad-choice", lambda c: _eval(c, None, "--tasks", "everything"), "unknown task 'everything'; choose from sts, "),
-    ("task-typo", lambda c: _eval(c, None, "--tasks", "STS12,stsbenchmark"), "did you mean `STSBenchmark`?"),
+    ("task-typo", lambda c: _eval(c, None, "--tasks", "STS12,STSBenchmrk"), "did you mean `STSBenchmark`?"),
     ("bad-pooling", lambda c: _eval(c, None, "--pooling", "max"), "unknown pooling 'max'; choose from mean, cls"),
     (
         "pooling-typo",

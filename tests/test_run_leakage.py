@@ -147,6 +147,22 @@ def test_an_unknown_or_repeated_test_task_is_one_clear_error(
     assert_one_line_error(code, output, message)
 
 
+def test_tasks_reads_the_tables_names_and_sends_transfer_tasks_to_eval():
+    """``tasks: sts-b`` is STS-B (the record's name), a transfer task is scored by ``pcctune eval`` (said so), and a
+    misspelt task gets the closest name: none of them goes to the Hub as a dataset id."""
+    stage = {"name": "s", "loss": "pearson", "data": {"source": "stage2"}}
+
+    def config(tasks: str) -> RunConfig:
+        return RunConfig.model_validate({"model": "m", "stages": [stage], "tasks": tasks})
+
+    assert config("sts-b, SICK-R,stS12").tasks == ["STSBenchmark", "SICKRelatedness", "STS12"]
+    assert config("STS").task_entries == ["sts"]
+    with pytest.raises(ValueError, match="score the transfer tasks with pcctune eval MODEL --tasks SST2"):
+        config("STS12,sst-2")
+    with pytest.raises(ValueError, match="unknown test task 'STSBenchmrk'.*did you mean `STSBenchmark`"):
+        config("STSBenchmrk")
+
+
 def test_leakage_none_is_refused_where_it_means_nothing():
     with pytest.raises(ValueError, match="stage2 is STS-B and SICK-R train less their test pairs"):
         StageConfig.model_validate({"name": "s", "loss": "pearson", "data": {"source": "stage2", "leakage": "none"}})

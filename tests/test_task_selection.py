@@ -20,6 +20,7 @@ from pcctune.errors import PcctuneError
         (["TREC", "MR", "MR"], (), ("MR", "TREC")),  # a list; a name given twice is scored once
         ("sts,MRPC", SEVEN_TASKS, ("MRPC",)),
         ("STS13,sts", SEVEN_TASKS, ()),
+        ("sts-b, SICK-R,sst-2,Transfer", ("STSBenchmark", "SICKRelatedness"), TRANSFER_TASKS),  # the tables' names
     ],
 )
 def test_groups_and_names(tasks, sts, transfer):
@@ -33,7 +34,7 @@ def test_groups_and_names(tasks, sts, transfer):
         (" , ", "tasks is empty"),
         ([], "tasks is empty"),
         ("STS12,sick", "unknown task 'sick'; choose from sts, transfer, all, STS12"),
-        ("Transfer", "did you mean `transfer`?"),
+        ("STSBenchmrk", "did you mean `STSBenchmark`?"),
     ],
 )
 def test_refusals_are_one_line(tasks, message):

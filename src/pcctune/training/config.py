@@ -18,8 +18,10 @@ from pcctune.data.leakage import NEAR_THRESHOLD, OWN_DATA_LEVEL, PAPER_LEVEL, Le
 from pcctune.data.local import PATH_PREFIXES, is_local
 from pcctune.data.nli import SNLI_SPLITS
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES
+from pcctune.data.task_selection import task_name
 from pcctune.data.tasks import SEVEN_TASKS
-from pcctune.errors import PcctuneError, first_refusal
+from pcctune.data.transfer import TRANSFER_TASKS
+from pcctune.errors import PcctuneError, closest, first_refusal
 from pcctune.io import write_yaml
 from pcctune.losses import dpo, infonce, mlm, pearson_plus, regression, soft_spearman
 from pcctune.losses.base import EmbeddingLoss
@@ -453,7 +455,7 @@ class RunConfig(Strict):
         "sts",
         description="what every test evaluation scores: `sts` (the protocol's seven STS test sets), `none` (no test "
         "evaluation: the run trains and selects on dev data alone), or a list of STS task names (STS12 … "
-        "SICKRelatedness, or sts for all seven) and your own test pair files (.csv/.tsv/.jsonl, or a Hub dataset id "
+        "SICKRelatedness in any case, the tables' STS-B and SICK-R, or sts for all seven) and your own test pair files (.csv/.tsv/.jsonl, or a Hub dataset id "
         "owner/name), each scored on its own; a comma-separated string is read as that list",
     )
     evaluate_before: bool = Field(True, description="score the untrained model on the test sets first")
@@ -487,13 +489,7 @@ class RunConfig(Strict):
     def _known_tasks(cls, value: str | list[str]) -> str | list[str]:
         if value == []:
             raise ValueError("names no test set; write none for no test evaluation, sts for the seven")
-        for entry in [] if isinstance(value, str) else value:
-            if entry != "sts" and entry not in SEVEN_TASKS and not is_local(entry) and "/" not in entry:
-                raise ValueError(
-                    f"unknown test task {entry!r}: name sts, none, tasks of {', '.join(SEVEN_TASKS)}, or your own test "
-                    "pair files (.csv/.tsv/.jsonl) or Hub dataset ids (owner/name)"
-                )
-        return value
+        return value if isinstance(value, str) else [run_test_task(entry) for entry in value]
 
     @property
     def task_entries(self) -> list[str]:
@@ -573,6 +569,26 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: Any, given_as: str = "-
                 target = target.setdefault(key, {})
         else:
             raise PcctuneError(f"{given_as} {dotted}: {where} is inside a value, not a section")
+
+
+def run_test_task(entry: str) -> str:
+    """A run's test set as ``tasks`` names it: ``sts``, an STS task (its name in any case, or its short name:
+    ``sts-b`` is ``STSBenchmark``), or your own pair file or Hub dataset id, as given; a transfer task, scored by
+    ``pcctune eval``, and an unknown word refused."""
+    name = task_name(entry)
+    if name == "sts" or name in SEVEN_TASKS:
+        return name
+    if name in TRANSFER_TASKS or name in ("transfer", "all"):
+        raise ValueError(
+            f"{entry!r}: a run's test evaluation scores STS tasks and your own pair sets; score the transfer tasks "
+            f"with pcctune eval MODEL --tasks {name}"
+        )
+    if not is_local(entry) and "/" not in entry:
+        raise ValueError(
+            f"unknown test task {entry!r}: name sts, none, tasks of {', '.join(SEVEN_TASKS)}, or your own test "
+            f"pair files (.csv/.tsv/.jsonl) or Hub dataset ids (owner/name){closest(entry, SEVEN_TASKS)}"
+        )
+    return entry
 
 
 def task_list(value: Any) -> Any:

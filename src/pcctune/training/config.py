@@ -455,8 +455,9 @@ class RunConfig(Strict):
         "sts",
         description="what every test evaluation scores: `sts` (the protocol's seven STS test sets), `none` (no test "
         "evaluation: the run trains and selects on dev data alone), or a list of STS task names (STS12 … "
-        "SICKRelatedness in any case, the tables' STS-B and SICK-R, or sts for all seven) and your own test pair files (.csv/.tsv/.jsonl, or a Hub dataset id "
-        "owner/name), each scored on its own; a comma-separated string is read as that list",
+        "SICKRelatedness in any case, the tables' STS-B and SICK-R, or sts for all seven) and your own test pair "
+        "files (.csv/.tsv/.jsonl, or a Hub dataset id owner/name), each scored on its own; a comma-separated string "
+        "is read as that list",
     )
     evaluate_before: bool = Field(True, description="score the untrained model on the test sets first")
     evaluate_after_each_stage: bool = Field(True, description="score every stage on the test sets (else only the last)")

@@ -274,6 +274,23 @@ def test_runs_that_scored_a_task_on_other_test_pairs_are_refused_where_that_task
     assert list(result.differences) == ["STSBenchmark"]
 
 
+def test_runs_whose_average_holds_other_test_sets_are_refused_where_the_average_counts(tmp_path, capsys):
+    """A run that scored STS12 and a file of its own (``tasks: STS12,my_test.csv``) has an avg of those two: against
+    runs of the seven, a difference of avg would be the test sets' as much as the method's."""
+    write_runs(tmp_path, "a", {})
+    write_runs(tmp_path, "b", {})
+    for side in "ab":
+        for file in sorted(tmp_path.glob(f"{side}-seed*/results.json")):
+            record = RunResult.from_disk(file)
+            record.pairs_by_task = {"STS12": 1000, "my_test": 50} if side == "b" else dict.fromkeys(SEVEN_TASKS, 1000)
+            record.to_disk(file)
+    code, printed = run_cli(["compare", f"{tmp_path}/a-*", f"{tmp_path}/b-*"], capsys)
+    assert_one_line_error(code, printed, "the runs compared average different test sets (SICKRelatedness, STS12, ")
+    assert "; STS12, my_test in " in printed and "a difference of avg would mix the test sets" in printed
+    result = pcctune.compare_runs(f"{tmp_path}/a-*", f"{tmp_path}/b-*", task="STS12")  # one task they share
+    assert list(result.differences) == ["STS12"]
+
+
 def test_compare_errors_are_one_line(tmp_path, capsys):
     write_runs(tmp_path, "a", {})
     (tmp_path / "broken.json").write_text("{not json")

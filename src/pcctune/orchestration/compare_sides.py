@@ -131,7 +131,7 @@ def scored_alike(records: Mapping[Path, RunResult], tasks: Sequence[str]) -> str
     of ``tasks`` (every task, where the average is one) on as many test pairs in every run that recorded its count
     (``pairs_by_task``); runs scored otherwise are refused, since their difference would mix the protocol (the same
     model scores differently under ``simcse-senteval`` and ``paper``) or the test pairs (a subsample, another copy of
-    a set) with the method."""
+    a set) with the method, or an average over different test sets (``check_averaged_tasks``)."""
     runs: dict[str, list[Path]] = {}
     for file, record in records.items():
         runs.setdefault(record.protocol, []).append(file)
@@ -141,8 +141,28 @@ def scored_alike(records: Mapping[Path, RunResult], tasks: Sequence[str]) -> str
             f"the runs compared were scored under different STS protocols ({found}): a difference would mix the "
             "protocol with the method; compare runs scored under one protocol"
         )
+    if AVERAGE in tasks:
+        check_averaged_tasks(records)
     check_test_pairs(records, None if AVERAGE in tasks else tasks)
     return next(iter(runs))
+
+
+def check_averaged_tasks(records: Mapping[Path, RunResult]) -> None:
+    """Refuse runs whose ``avg`` averages different test sets (a run's ``tasks``: ``STS12,my_test.csv`` against the
+    seven; ``pairs_by_task`` names them, a record before schema 3 none, taken as it is), naming two such runs."""
+    first: tuple[list[str], Path] | None = None
+    for file, record in records.items():
+        scored = sorted(record.pairs_by_task)
+        if not scored:
+            continue
+        if first is None:
+            first = scored, file
+        elif scored != first[0]:
+            raise PcctuneError(
+                f"the runs compared average different test sets ({', '.join(first[0])} in {first[1]}; "
+                f"{', '.join(scored)} in {file}): a difference of avg would mix the test sets with the method; compare "
+                "one task they share (--task) or runs scored on the same tasks"
+            )
 
 
 def check_test_pairs(records: Mapping[Path, RunResult], tasks: Sequence[str] | None) -> None:

@@ -141,8 +141,6 @@ def scored_alike(records: Mapping[Path, RunResult], tasks: Sequence[str]) -> str
             f"the runs compared were scored under different STS protocols ({found}): a difference would mix the "
             "protocol with the method; compare runs scored under one protocol"
         )
-    if AVERAGE in tasks:
-        check_averaged_tasks(records)
     check_test_pairs(records, None if AVERAGE in tasks else tasks)
     return next(iter(runs))
 
@@ -166,8 +164,11 @@ def check_averaged_tasks(records: Mapping[Path, RunResult]) -> None:
 
 
 def check_test_pairs(records: Mapping[Path, RunResult], tasks: Sequence[str] | None) -> None:
-    """Refuse runs that scored a task of ``tasks`` (None: any) on different numbers of test pairs (``pairs_by_task``;
+    """Refuse runs that scored a task of ``tasks`` (None: any, as the average counts every task, whose runs must then
+    have averaged the same test sets: ``check_averaged_tasks``) on different numbers of test pairs (``pairs_by_task``;
     a record before schema 3 names none and is taken as it is), naming the first such task and two runs."""
+    if tasks is None:
+        check_averaged_tasks(records)
     seen: dict[str, tuple[int, Path]] = {}
     for file, record in records.items():
         for task, pairs in record.pairs_by_task.items():

@@ -18,7 +18,7 @@ from pcctune.data.leakage import NEAR_THRESHOLD, OWN_DATA_LEVEL, PAPER_LEVEL, Le
 from pcctune.data.local import PATH_PREFIXES, is_local
 from pcctune.data.nli import SNLI_SPLITS
 from pcctune.data.pairs import PAIR_FILE_SUFFIXES
-from pcctune.data.task_selection import task_name
+from pcctune.data.task_selection import TASK_GROUPS, task_name
 from pcctune.data.tasks import SEVEN_TASKS
 from pcctune.data.transfer import TRANSFER_TASKS
 from pcctune.errors import PcctuneError, closest, first_refusal
@@ -579,7 +579,7 @@ def run_test_task(entry: str) -> str:
     name = task_name(entry)
     if name == "sts" or name in SEVEN_TASKS:
         return name
-    if name in TRANSFER_TASKS or name in ("transfer", "all"):
+    if name in TRANSFER_TASKS or name in TASK_GROUPS:  # sts is taken above: the groups left hold transfer tasks
         raise ValueError(
             f"{entry!r}: a run's test evaluation scores STS tasks and your own pair sets; score the transfer tasks "
             f"with pcctune eval MODEL --tasks {name}"

@@ -360,7 +360,8 @@ class RunResult(Record):
         default_factory=dict, description="SHA-256 of every test file scored (empty before schema 3)"
     )
     sts_by_stage: dict[str, Scores] = Field(
-        default_factory=dict, description="the seven STS numbers + avg after each stage (and before, when scored)"
+        default_factory=dict,
+        description="the STS numbers after each stage (and before, when scored); avg where all seven were scored",
     )
     eval_wall_time_s: dict[str, float] = Field(
         default_factory=dict, description="seconds each test evaluation of sts_by_stage took (encoding and scoring)"

@@ -8,7 +8,8 @@ pair is scored by cosine similarity, and the metric is Spearman's ρ × 100
 - STS12–16: ρ on the concatenation of all subsets (``all``); per-subset ρ, their mean and
   their pair-count-weighted mean (``wmean``) are recorded too;
 - STS-B and SICK-R: ρ on the test split;
-- ``avg``: the plain mean of the seven numbers.
+- ``avg``: the plain mean of the seven numbers, recorded only where all seven were scored
+  (`score_section`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sentence_transformers import SentenceTransformer
 
 from pcctune.correlation import correlation, pair_cosines
 from pcctune.data.sts import STSTask
+from pcctune.data.tasks import SEVEN_TASKS
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.interval import bootstrap_interval
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, senteval_text
@@ -58,6 +60,21 @@ def score_task(
         score.mean = float(np.mean([s.spearman for s in subset_scores]))
         score.wmean = float(sum(s.spearman * s.n for s in subset_scores) / n)
     return score
+
+
+def score_section(scores: Sequence[TaskScore], own_pairs: bool = False) -> dict[str, float]:
+    """A record's STS numbers: each task's Spearman × 100, rounded to 4 places, and ``avg``, their mean, only where
+    ``scores`` are the seven tasks in their order: the mean of some of them, or of a user's own test sets
+    (``own_pairs``), would read as the seven-task average the papers report.
+
+    >>> from pcctune.results import TaskScore
+    >>> score_section([TaskScore(name="STS12", n=3108, spearman=71.25, pearson=70.5)])
+    {'STS12': 71.25}
+    """
+    section = {score.name: round(score.spearman, 4) for score in scores}
+    if tuple(section) == SEVEN_TASKS and not own_pairs:
+        section["avg"] = round(float(np.mean([score.spearman for score in scores])), 4)
+    return section
 
 
 def check_loaded_model(model: object, what: str = "this") -> None:

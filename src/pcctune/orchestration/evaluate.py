@@ -22,7 +22,7 @@ from pcctune.data.tasks import SEVEN_TASKS, load_test_tasks
 from pcctune.data.transfer import TRANSFER_TASKS, TransferTask, load_transfer_task
 from pcctune.errors import PcctuneError
 from pcctune.evaluation.protocols import DEFAULT_PROTOCOL, get_protocol, protocol_data_dir
-from pcctune.evaluation.sts import evaluate_sts
+from pcctune.evaluation.sts import evaluate_sts, score_section
 from pcctune.evaluation.tables import ScoreTable, interval_table
 from pcctune.evaluation.transfer import DEFAULT_PROBE, PROBE_SEED, Probe, evaluate_transfer
 from pcctune.evaluation.transfer import PROBES as PROBES  # the CLI offers them
@@ -51,11 +51,6 @@ PairSource = str | Path | Any
 """A user's test set: a .csv / .tsv / .jsonl file, a folder in the Hub's layout, a Hub dataset id or a Dataset."""
 
 
-def sts_section(scores: list[TaskScore], avg: float, average: bool = True) -> dict[str, float]:
-    """The record's ``sts`` numbers: each task's Spearman × 100 (rounded) and, for the seven tasks, their ``avg``."""
-    return {s.name: round(s.spearman, 4) for s in scores} | ({"avg": round(avg, 4)} if average else {})
-
-
 def add_scores(
     result: EvalResult,
     sts: tuple[list[TaskScore], float] | None,
@@ -68,9 +63,8 @@ def add_scores(
     ``probe`` and the ``probe_seed`` of its folds. A kind's ``avg`` is the mean of its seven tasks: some of them, or
     a user's own test sets (``own_pairs``), have none."""
     if sts is not None:
-        scores, avg = sts
-        result.sts = sts_section(scores, avg, average=tuple(s.name for s in scores) == SEVEN_TASKS and not own_pairs)
-        result.sts_detail = scores
+        result.sts = score_section(sts[0], own_pairs)
+        result.sts_detail = sts[0]
     if transfer is not None:
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
         if tuple(t.name for t in transfer) == TRANSFER_TASKS:

@@ -27,7 +27,7 @@ from pcctune.data.cache import senteval_folder
 from pcctune.data.sts import STSTask
 from pcctune.distributed import barrier, is_distributed, is_main_process
 from pcctune.errors import PcctuneError
-from pcctune.evaluation.sts import evaluate_sts
+from pcctune.evaluation.sts import evaluate_sts, score_section
 from pcctune.evaluation.tables import ScoreTable
 from pcctune.host_settings import record_settings
 from pcctune.modeling.adapters import attach_adapter, quantization_settings, trainable_fraction
@@ -252,10 +252,10 @@ class Pipeline:
         protocol = self.config.eval_protocol
         started = time.perf_counter()
         shown = self.main and not self.console.quiet  # one progress bar, none for a quiet run
-        scores, avg = evaluate_sts(model, self.test_tasks, protocol=protocol, show_progress=shown, store=store)
+        scores, _ = evaluate_sts(model, self.test_tasks, protocol=protocol, show_progress=shown, store=store)
         if not self.main:
             return
-        self.result.sts_by_stage[label] = {s.name: round(s.spearman, 4) for s in scores} | {"avg": round(avg, 4)}
+        self.result.sts_by_stage[label] = score_section(scores)
         self.result.eval_wall_time_s[label] = round(time.perf_counter() - started, 3)
         self.record()
         if store is not None:

@@ -53,7 +53,7 @@ PairSource = str | Path | Any
 
 def add_scores(
     result: EvalResult,
-    sts: tuple[list[TaskScore], float] | None,
+    sts: list[TaskScore] | None,
     transfer: list[TransferScore] | None,
     probe: Probe = DEFAULT_PROBE,
     probe_seed: int = PROBE_SEED,
@@ -63,8 +63,8 @@ def add_scores(
     ``probe`` and the ``probe_seed`` of its folds. A kind's ``avg`` is the mean of its seven tasks: some of them, or
     a user's own test sets (``own_pairs``), have none."""
     if sts is not None:
-        result.sts = score_section(sts[0], own_pairs)
-        result.sts_detail = sts[0]
+        result.sts = score_section(sts, own_pairs)
+        result.sts_detail = sts
     if transfer is not None:
         result.transfer = {t.name: round(t.accuracy, 2) for t in transfer}
         if tuple(t.name for t in transfer) == TRANSFER_TASKS:
@@ -301,12 +301,12 @@ def score_tasks(
     interval_seed: int | None = None,
     probe_seed: int = PROBE_SEED,
     show_progress: bool = True,
-) -> tuple[tuple[list[TaskScore], float] | None, list[TransferScore] | None]:
+) -> tuple[list[TaskScore] | None, list[TransferScore] | None]:
     """The STS scores (under ``protocol``; with ``interval_seed``, each with its bootstrap interval) and the
     transfer scores (by ``probe``, its folds seeded by ``probe_seed``) of the tasks asked; ``None`` for a group not
     asked. ``show_progress``: the encodings' progress bars."""
     options: EncodeOptions = {"token_budget": token_budget, "store": store, "show_progress": show_progress}
-    sts = evaluate_sts(model, sts_tasks, protocol, interval_seed, **options) if sts_tasks else None
+    sts = evaluate_sts(model, sts_tasks, protocol, interval_seed, **options)[0] if sts_tasks else None
     transfer = (
         evaluate_transfer(model, transfer_tasks, token_budget, probe_seed, show_progress, probe, store)
         if transfer_tasks
